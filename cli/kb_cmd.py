@@ -1,0 +1,62 @@
+"""`shardwise kb gpus|models|links`: list the catalogs with the numbers the estimators use."""
+from __future__ import annotations
+
+import click
+
+from shardwise.kb import catalog
+from shardwise.kb.params import active_params, total_params
+
+from .output import FORMATS, table, to_json, to_yaml
+
+
+def _emit(rows, headers, fmt, data):
+    if fmt == "json":
+        click.echo(to_json(data))
+    elif fmt == "yaml":
+        click.echo(to_yaml(data), nl=False)
+    else:
+        click.echo(table(rows, headers, markdown=fmt == "markdown"))
+
+
+@click.group()
+def kb():
+    """List the built-in catalogs."""
+
+
+fmt_opt = click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+
+
+@kb.command()
+@fmt_opt
+def gpus(fmt):
+    """GPUs: memory, dense TFLOP/s, HBM bandwidth, link, GPUs per node."""
+    data = {n: catalog.gpu(n).model_dump() for n in catalog.gpu_names()}
+    rows = [[n, f"{g['memory_gib']:.1f}", g["tflops_bf16"], g["tflops_fp8"] or "-", g["hbm_gbps"], g["intra_link"],
+             g["gpus_per_node"]] for n, g in data.items()]
+    _emit(rows, ["gpu", "GiB", "bf16 TF", "fp8 TF", "HBM GB/s", "intra link", "per node"], fmt, data)
+
+
+@kb.command()
+@fmt_opt
+def models(fmt):
+    """Models: shape and parameter counts (computed from the architecture)."""
+    data = {}
+    rows = []
+    for n in catalog.model_names():
+        m = catalog.model(n)
+        d = m.model_dump(exclude_defaults=True)
+        d["total_params"], d["active_params"] = total_params(m), active_params(m)
+        data[n] = d
+        moe = f"{m.experts}x top-{m.top_k}" if m.is_moe else "-"
+        rows.append([n, f"{d['total_params'] / 1e9:.2f}B", f"{d['active_params'] / 1e9:.2f}B", m.layers, m.hidden,
+                     m.ffn, f"{m.heads}/{m.kv_heads}", m.vocab, moe])
+    _emit(rows, ["model", "params", "active", "layers", "hidden", "ffn", "heads/kv", "vocab", "experts"], fmt, data)
+
+
+@kb.command()
+@fmt_opt
+def links(fmt):
+    """Interconnects: per-GPU one-direction bandwidth, latency, collective efficiency."""
+    data = {n: catalog.link(n).model_dump() for n in catalog.link_names()}
+    rows = [[n, d["kind"], d["gbps"], d["latency_us"], d["efficiency"]] for n, d in data.items()]
+    _emit(rows, ["link", "kind", "GB/s", "latency us", "efficiency"], fmt, data)

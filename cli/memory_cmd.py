@@ -1,0 +1,46 @@
+"""`shardwise memory --layout ...`: the per-GPU memory of one layout, by component."""
+from __future__ import annotations
+
+import click
+
+from shardwise.kb.facts import evaluate
+from shardwise.kb.resolve import resolve_layout
+
+from .options import job_options
+from .output import FORMATS, table, to_json, to_yaml
+
+
+def render_memory(result: dict) -> str:
+    mem, lay, job = result["memory"], result["layout"], result["job"]
+    head = (f"{job['model']} ({job['params_b']}B{', shape inferred' if job['shape_inferred'] else ''}) on "
+            f"{job['gpus']} x {job['gpu']}  seq {job['seq_len']}  {job['training']} {job['precision']} ({job['framework']})\n"
+            f"layout: tp={lay['tp']} pp={lay['pp']} vp={lay['vp']} dp={lay['dp']} cp={lay['cp']} ep={lay['ep']} "
+            f"zero={lay['zero_stage']} sp={'on' if lay['sp'] else 'off'} mbs={lay['mbs']} ga={lay['grad_accum']} "
+            f"gbs={lay['global_batch']} recompute={lay['recompute']}")
+    rows = [[k.replace("_", " "), f"{v:.2f}"] for k, v in mem["breakdown_gib"].items() if v > 0.0005]
+    rows.append(["peak (stage %d, %s)" % (mem["worst_stage"], mem["peak_phase"]), f"{mem['peak_gib']:.2f}"])
+    rows.append(["capacity", f"{mem['capacity_gib']:.2f}"])
+    verdict = "fits" if mem["fits"] else "DOES NOT FIT"
+    lines = [head, "", table(rows, ["memory per GPU", "GiB"]), "",
+             f"{verdict}: {mem['peak_gib']:.1f} of {mem['capacity_gib']:.1f} GiB ({100 * mem['peak_gib'] / mem['capacity_gib']:.0f}%)"]
+    for a in result.get("assumptions", []):
+        lines.append(f"assumption: {a}")
+    return "\n".join(lines)
+
+
+@click.command()
+@job_options
+@click.option("--layout", "layout_text", required=True,
+              help='e.g. "tp=8,pp=4,dp=1,zero=1,mbs=4,recompute=selective" (dp defaults to the rest)')
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+def memory(job, layout_text, fmt):
+    """Memory per GPU (and its breakdown) for one layout."""
+    lay, assumptions = resolve_layout(job, layout_text)
+    result = evaluate(job, lay)
+    result["assumptions"] = assumptions
+    if fmt == "json":
+        click.echo(to_json(result))
+    elif fmt == "yaml":
+        click.echo(to_yaml(result), nl=False)
+    else:
+        click.echo(render_memory(result))

@@ -1,0 +1,103 @@
+"""The job flags every command shares (DESIGN.md's command-line contract), and job files.
+
+A job file (``-f job.yaml``) holds the same settings as the flags, with underscores:
+``model: llama-3-70b``, ``gpus: 32``, ``seq_len: 8192`` ... Flags given on the command line
+override the file.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import click
+import yaml
+
+from shardwise.kb.build import build_job
+from shardwise.kb.errors import InputError
+
+JOB_KEYS = {
+    "model": str, "hf_config": str, "params": str, "gpu": str, "gpu_memory": float, "gpus": int,
+    "gpus_per_node": int, "interconnect": str, "seq_len": int, "mbs": int, "global_batch": int,
+    "global_batch_tokens": str, "training": str, "precision": str, "optimizer": str, "recompute": str,
+    "attention": str, "framework": str, "token_budget": str, "price_per_gpu_hour": float, "lora_rank": int,
+}
+
+
+def _choice(values):
+    return click.Choice(values, case_sensitive=False)
+
+
+def job_options(f):
+    """Decorate a click command with the job flags; the command receives ``job`` (a kb.Job)."""
+    opts = [
+        click.option("-f", "--job-file", type=click.Path(dir_okay=False), help="YAML job file (flags override it)"),
+        click.option("--model", help="catalog model name, e.g. llama-3-70b (shardwise kb models)"),
+        click.option("--hf-config", help="path to a Hugging Face config.json"),
+        click.option("--params", help="parameter count, e.g. 70B (a standard shape is inferred)"),
+        click.option("--gpu", help="catalog GPU, e.g. h100-sxm (shardwise kb gpus)"),
+        click.option("--gpu-memory", type=float, help="override GPU memory, GB (8-320)"),
+        click.option("--gpus", type=int, help="GPU count (1-16384)"),
+        click.option("--gpus-per-node", type=int, help="GPUs per node (default: the GPU's usual server)"),
+        click.option("--interconnect", help="nvlink|infiniband|roce|ethernet|pcie or a link of `kb links`"),
+        click.option("--seq-len", type=int, help="sequence length, tokens (default 4096)"),
+        click.option("--mbs", type=int, help="micro-batch size (default: the advisor chooses)"),
+        click.option("--global-batch", type=int, help="global batch, sequences"),
+        click.option("--global-batch-tokens", help="global batch, tokens (e.g. 4M)"),
+        click.option("--training", type=_choice(["pretrain", "finetune", "lora", "qlora", "rlhf"])),
+        click.option("--precision", type=_choice(["bf16", "pure-bf16", "fp8"])),
+        click.option("--optimizer", type=_choice(["adamw", "adamw-8bit", "sgd"])),
+        click.option("--recompute", type=_choice(["auto", "none", "selective", "full"])),
+        click.option("--attention", type=_choice(["flash", "sdpa", "eager"])),
+        click.option("--framework", type=_choice(["megatron", "deepspeed", "fsdp", "hf"])),
+        click.option("--token-budget", help="tokens to train, e.g. 100B"),
+        click.option("--price-per-gpu-hour", type=float, help="price of one GPU-hour, for cost"),
+        click.option("--lora-rank", type=int, help="LoRA rank (default 16)"),
+    ]
+
+    @functools.wraps(f)
+    def wrapper(*args, job_file=None, **kwargs):
+        settings = load_job_file(job_file) if job_file else {}
+        for k in JOB_KEYS:
+            v = kwargs.pop(k, None)
+            if v is not None:
+                settings[k] = v.lower() if isinstance(v, str) and k in ("precision", "training", "framework",
+                                                                        "recompute", "attention", "optimizer") else v
+        settings.setdefault("gpus", 8)
+        kwargs["job"] = build_job(**settings)
+        return f(*args, **kwargs)
+
+    for o in reversed(opts):
+        wrapper = o(wrapper)
+    return wrapper
+
+
+def load_job_file(path: str) -> dict:
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text())
+    except FileNotFoundError:
+        raise InputError(f"-f: no such job file '{path}'")
+    except OSError as e:
+        raise InputError(f"-f: cannot read '{path}': {e.strerror}")
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark else ""
+        raise InputError(f"{path}{where}: not valid YAML ({getattr(e, 'problem', None) or 'syntax error'})")
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: a job file must be a mapping of settings, e.g. 'model: llama-3-70b'")
+    out = {}
+    for k, v in data.items():
+        key = str(k).replace("-", "_")
+        if key not in JOB_KEYS:
+            raise InputError(f"{path}: unknown setting '{k}'; allowed: {', '.join(sorted(JOB_KEYS))}")
+        want = JOB_KEYS[key]
+        if want is float and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        if want is str and isinstance(v, (int, float)) and not isinstance(v, bool):
+            v = str(v)
+        if not isinstance(v, want) or isinstance(v, bool):
+            raise InputError(f"{path}: '{k}' must be {want.__name__}, got {v!r}")
+        out[key] = v
+    return out

@@ -1,0 +1,31 @@
+"""Render a result (a plain dict) as json, yaml, markdown or a table. Output is deterministic:
+the same input gives the same bytes (keys in insertion order, floats rounded by the producer)."""
+from __future__ import annotations
+
+import json
+
+import yaml
+
+FORMATS = ["table", "json", "yaml", "markdown"]
+
+
+def to_json(data: dict) -> str:
+    return json.dumps(data, indent=2, sort_keys=False)
+
+
+def to_yaml(data: dict) -> str:
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+
+
+def table(rows: list[list], headers: list[str], markdown: bool = False) -> str:
+    cells = [[str(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    if markdown:
+        lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |",
+                 "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+        lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in cells]
+    else:
+        lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip(),
+                 "  ".join("-" * w for w in widths)]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    return "\n".join(lines)

@@ -1,0 +1,64 @@
+"""The YAML catalogs (kb/data/*.yaml): GPUs, links and models, looked up by the names users type."""
+from __future__ import annotations
+
+import difflib
+from functools import lru_cache
+from importlib import resources
+
+import yaml
+
+from .errors import InputError
+from .schema import GPUSpec, LinkSpec, ModelSpec
+
+
+@lru_cache(maxsize=None)
+def _load(name: str) -> dict:
+    text = resources.files("shardwise.kb").joinpath("data", f"{name}.yaml").read_text()
+    return yaml.safe_load(text)
+
+
+def _lookup(table: dict, key: str, what: str, flag: str):
+    k = key.strip().lower()
+    if k in table:
+        return k, table[k]
+    near = difflib.get_close_matches(k, list(table), n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(near)}?" if near else f"known: {', '.join(sorted(table))}"
+    raise InputError(f"{flag}: unknown {what} '{key}'; {hint} (list them with `shardwise kb {what}s`)")
+
+
+def gpu_names() -> list[str]:
+    return sorted(_load("gpus")["gpus"])
+
+
+def model_names() -> list[str]:
+    return sorted(_load("models")["models"])
+
+
+def link_names() -> list[str]:
+    return sorted(_load("links")["links"])
+
+
+def gpu(name: str) -> GPUSpec:
+    key, d = _lookup(_load("gpus")["gpus"], name, "gpu", "--gpu")
+    t = d["tflops"]
+    return GPUSpec(name=key, memory_gib=d["memory_gib"], tflops_bf16=t["bf16"], tflops_fp8=t.get("fp8"),
+                   hbm_gbps=d["hbm_gbps"], intra_link=d["intra_link"], gpus_per_node=d["gpus_per_node"],
+                   nvlink_domain=d.get("nvlink_domain", 0), cuda_context_gib=d["cuda_context_gib"],
+                   source=d["source"])
+
+
+def link(name: str) -> LinkSpec:
+    data = _load("links")
+    key = data.get("aliases", {}).get(name.strip().lower(), name)
+    k, d = _lookup(data["links"], key, "link", "--interconnect")
+    return LinkSpec(name=k, **d)
+
+
+def model(name: str) -> ModelSpec:
+    key, d = _lookup(_load("models")["models"], name, "model", "--model")
+    return ModelSpec(name=key, **d)
+
+
+def raw(name: str) -> dict:
+    """The catalog file as data (for `shardwise kb`)."""
+    return _load(name)

@@ -1,0 +1,107 @@
+"""Read a Hugging Face ``config.json`` into a ModelSpec.
+
+Supported ``model_type`` values and the fields read are listed in ``SUPPORTED``; anything else
+is refused with the list. A missing or mistyped field is refused naming the field.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .errors import InputError
+from .schema import ModelSpec
+
+# model_type -> (family, extra fields set on the spec)
+SUPPORTED = {
+    "llama": ("llama", {}),
+    "mistral": ("mistral", {}),
+    "mixtral": ("mixtral", {}),
+    "qwen2": ("qwen2", {"qkv_bias": True}),
+    "qwen2_moe": ("qwen2_moe", {"qkv_bias": True, "shared_gate": True}),
+    "qwen3": ("qwen3", {"qk_norm": True}),
+    "qwen3_moe": ("qwen3_moe", {"qk_norm": True}),
+    "deepseek_v3": ("deepseek_v3", {"router_bias": True}),
+    "gemma": ("gemma", {"mlp": "geglu", "tied": True}),
+    "gemma2": ("gemma2", {"mlp": "geglu", "tied": True, "sandwich_norm": True}),
+    "gemma3_text": ("gemma3", {"mlp": "geglu", "tied": True, "sandwich_norm": True, "qk_norm": True}),
+}
+
+
+def _field(cfg: dict, path: str, *names: str, required: bool = True, default=None, kind=int):
+    for n in names:
+        if n in cfg and cfg[n] is not None:
+            v = cfg[n]
+            if kind is int and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                raise InputError(f"{path}: field '{n}' must be a non-negative integer, got {v!r}")
+            if kind is bool and not isinstance(v, bool):
+                raise InputError(f"{path}: field '{n}' must be true or false, got {v!r}")
+            return v
+    if required:
+        raise InputError(f"{path}: missing field '{names[0]}' needed for a {cfg.get('model_type')} model")
+    return default
+
+
+def read_hf_config(path: str) -> ModelSpec:
+    p = Path(path)
+    try:
+        cfg = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise InputError(f"--hf-config: no such file '{path}'")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"--hf-config: cannot read '{path}': {e.__class__.__name__}")
+    except json.JSONDecodeError as e:
+        raise InputError(f"--hf-config: '{path}' is not valid JSON (line {e.lineno}: {e.msg})")
+    if not isinstance(cfg, dict):
+        raise InputError(f"--hf-config: '{path}' must hold a JSON object")
+    cfg = cfg.get("text_config", cfg) if cfg.get("model_type") in ("gemma3",) else cfg
+    mt = cfg.get("model_type")
+    if mt not in SUPPORTED:
+        raise InputError(f"{path}: model_type {mt!r} is not supported; supported: {', '.join(sorted(SUPPORTED))}")
+    family, extra = SUPPORTED[mt]
+    h = _field(cfg, path, "hidden_size")
+    heads = _field(cfg, path, "num_attention_heads")
+    spec = dict(
+        name=str(cfg.get("_name_or_path") or p.parent.name or p.stem),
+        family=family,
+        layers=_field(cfg, path, "num_hidden_layers"),
+        hidden=h,
+        ffn=_field(cfg, path, "intermediate_size"),
+        heads=heads,
+        kv_heads=_field(cfg, path, "num_key_value_heads", required=False, default=heads),
+        head_dim=_field(cfg, path, "head_dim", required=False, default=0),
+        vocab=_field(cfg, path, "vocab_size"),
+        tied=_field(cfg, path, "tie_word_embeddings", required=False, default=extra.get("tied", False), kind=bool),
+        source=f"Hugging Face config.json at {path}",
+    )
+    spec.update({k: v for k, v in extra.items() if k != "tied"})
+    if mt == "qwen2" or mt == "qwen2_moe":
+        spec["qkv_bias"] = True
+    if mt in ("mixtral",):
+        spec.update(experts=_field(cfg, path, "num_local_experts"), top_k=_field(cfg, path, "num_experts_per_tok"),
+                    expert_ffn=spec["ffn"])
+    if mt in ("qwen3_moe", "qwen2_moe"):
+        spec.update(experts=_field(cfg, path, "num_experts"), top_k=_field(cfg, path, "num_experts_per_tok"),
+                    expert_ffn=_field(cfg, path, "moe_intermediate_size"))
+        if _field(cfg, path, "decoder_sparse_step", required=False, default=1) != 1 or cfg.get("mlp_only_layers"):
+            raise InputError(f"{path}: decoder_sparse_step != 1 / mlp_only_layers are not supported; "
+                             "only models whose every layer is MoE")
+        if mt == "qwen2_moe":
+            spec["shared_ffn"] = _field(cfg, path, "shared_expert_intermediate_size")
+            spec["shared_experts"] = 1
+    if mt == "deepseek_v3":
+        spec.update(experts=_field(cfg, path, "n_routed_experts"), top_k=_field(cfg, path, "num_experts_per_tok"),
+                    expert_ffn=_field(cfg, path, "moe_intermediate_size"),
+                    shared_experts=_field(cfg, path, "n_shared_experts", required=False, default=0),
+                    first_dense=_field(cfg, path, "first_k_dense_replace", required=False, default=0),
+                    q_lora_rank=_field(cfg, path, "q_lora_rank", required=False, default=0),
+                    kv_lora_rank=_field(cfg, path, "kv_lora_rank"),
+                    qk_nope_dim=_field(cfg, path, "qk_nope_head_dim"),
+                    qk_rope_dim=_field(cfg, path, "qk_rope_head_dim"),
+                    v_head_dim=_field(cfg, path, "v_head_dim"))
+    if h <= 0 or heads <= 0:
+        raise InputError(f"{path}: hidden_size and num_attention_heads must be positive")
+    try:
+        return ModelSpec(**spec)
+    except ValueError as e:
+        first = e.errors()[0] if hasattr(e, "errors") else {"msg": str(e)}
+        raise InputError(f"{path}: inconsistent config: {first.get('msg', e)}")

@@ -1,0 +1,67 @@
+"""A standard shape for a bare parameter count (``--params 70B``).
+
+When only a size is known, shardwise assumes a Llama-3-style decoder (SwiGLU, RMSNorm, GQA
+with 8 KV heads, 128k vocabulary, untied head) whose width and depth follow the Llama 3
+family's aspect ratios: layers and hidden interpolated in log-size between the published
+shapes below, FFN about 3.5 x hidden rounded to 256, head dim 128. The output says the shape
+was inferred (``ModelSpec.inferred``).
+"""
+from __future__ import annotations
+
+import math
+import re
+
+from .errors import InputError
+from .params import total_params
+from .schema import ModelSpec
+
+# (parameters, layers, hidden): Llama 3.2 1B/3B, Llama 3 8B/70B, Llama 3.1 405B configs
+_ANCHORS = [(1.24e9, 16, 2048), (3.2e9, 28, 3072), (8.0e9, 32, 4096), (70.6e9, 80, 8192), (405.9e9, 126, 16384)]
+
+
+def parse_count(text: str, flag: str = "--params") -> float:
+    """'70B', '1.5T', '350M', '7e9' -> a number of parameters (or tokens)."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBtT]?)\s*", str(text))
+    if not m:
+        raise InputError(f"{flag}: '{text}' is not a count; use a number with an optional K/M/B/T suffix, e.g. 70B")
+    value = float(m.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}[m.group(2).lower()]
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"{flag}: '{text}' must be a positive count")
+    return value
+
+
+def _interp(n: float) -> tuple[float, float]:
+    x = math.log(n)
+    pts = [(math.log(p), l, h) for p, l, h in _ANCHORS]
+    if x <= pts[0][0]:
+        lo, hi = pts[0], pts[1]
+    elif x >= pts[-1][0]:
+        lo, hi = pts[-2], pts[-1]
+    else:
+        lo, hi = next((a, b) for a, b in zip(pts, pts[1:]) if a[0] <= x <= b[0])
+    t = (x - lo[0]) / (hi[0] - lo[0])
+    return lo[1] + t * (hi[1] - lo[1]), math.exp(math.log(lo[2]) + t * (math.log(hi[2]) - math.log(lo[2])))
+
+
+def infer_model(params: float) -> ModelSpec:
+    if not 1e8 <= params <= 1e13:
+        raise InputError(f"--params: {params:.3g} is outside the supported range 0.1B-10T")
+    layers_f, hidden_f = _interp(params)
+    hidden = max(512, int(round(hidden_f / 512)) * 512)
+    heads = hidden // 128
+    kv = 8 if heads % 8 == 0 else heads
+    vocab = 128256
+    # choose the depth (a multiple of 2, near the interpolated one) so that the total is closest
+    layers_guess = max(2, int(round(layers_f)))
+    best = None
+    for layers in range(max(2, layers_guess - 40), layers_guess + 400):
+        ffn = int(round(3.5 * hidden / 256)) * 256
+        spec = ModelSpec(name=f"inferred-{params / 1e9:.3g}b", layers=layers, hidden=hidden, ffn=ffn,
+                         heads=heads, kv_heads=kv, vocab=vocab, inferred=True,
+                         source=f"shape inferred from --params {params / 1e9:.4g}B (Llama 3 aspect ratios)")
+        err = abs(total_params(spec) - params)
+        if best is None or err < best[0]:
+            best = (err, spec)
+        elif total_params(spec) > params:
+            break
+    return best[1]

@@ -1,0 +1,164 @@
+"""The parallel layout: one frozen dataclass that validates itself and explains what it derives.
+
+Modelled on torchtitan's ``ParallelDims``: the degrees multiply to the world size
+(tp x pp x cp x dp), EP and expert-TP re-split the tp x cp x dp ranks of one pipeline stage for
+the MoE layers (Megatron-Core's expert-data-parallel rule), and everything else about a
+layout (ZeRO sharding group, micro-batches in flight, layers per stage) is a property here so
+that no estimator derives it twice.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Optional
+
+from .errors import InputError
+
+RECOMPUTE = ("none", "selective", "full")
+
+
+@dataclass(frozen=True)
+class Layout:
+    tp: int = 1                 # tensor parallel degree
+    pp: int = 1                 # pipeline stages
+    vp: int = 1                 # virtual stages (model chunks) per pipeline rank; >1 = interleaved 1F1B
+    dp: int = 1                 # data-parallel replicas
+    cp: int = 1                 # context parallel (sequence split across ranks, ring attention)
+    ep: int = 1                 # expert parallel (MoE experts split across ranks)
+    etp: int = 1                # expert tensor parallel (Megatron --expert-tensor-parallel-size)
+    zero: int = 0               # ZeRO stage 0-3 (1 = distributed optimizer, 3 = FSDP/full shard)
+    shard: int = 0              # ZeRO/FSDP sharding group; 0 = all dp x cp ranks; < dp x cp = HSDP
+    sp: bool = False            # Megatron sequence parallelism (needs tp > 1)
+    mbs: int = 1                # micro-batch, sequences
+    grad_accum: int = 1         # micro-batches per replica per optimizer step
+    recompute: str = "none"     # none | selective | full
+
+    def __post_init__(self):
+        for f in ("tp", "pp", "vp", "dp", "cp", "ep", "etp", "mbs", "grad_accum"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise InputError(f"layout: {f}={v!r} must be a positive integer")
+        if self.zero not in (0, 1, 2, 3):
+            raise InputError(f"layout: zero={self.zero!r}; allowed: 0, 1, 2, 3")
+        if self.recompute not in RECOMPUTE:
+            raise InputError(f"layout: recompute={self.recompute!r}; allowed: {', '.join(RECOMPUTE)}")
+        if self.vp > 1 and self.pp == 1:
+            raise InputError(f"layout: vp={self.vp} needs pp > 1 (virtual stages interleave a pipeline)")
+        if self.sp and self.tp == 1:
+            raise InputError("layout: sp=true needs tp > 1 (sequence parallelism shards what TP replicates)")
+        if self.shard < 0 or (self.shard and (self.dp * self.cp) % self.shard):
+            raise InputError(f"layout: shard={self.shard} must divide dp x cp = {self.dp * self.cp}")
+        if (self.tp * self.cp * self.dp) % (self.ep * self.etp):
+            raise InputError(f"layout: ep x etp = {self.ep * self.etp} must divide tp x cp x dp = "
+                             f"{self.tp * self.cp * self.dp} (the ranks of one pipeline stage)")
+
+    # --- derived, each said once -------------------------------------------------------
+    @property
+    def world(self) -> int:
+        """GPUs the layout uses: tp x pp x cp x dp (EP re-splits ranks, it does not add any)."""
+        return self.tp * self.pp * self.cp * self.dp
+
+    @property
+    def shard_group(self) -> int:
+        """Ranks that ZeRO/FSDP shards states over: the dp x cp ranks (Megatron's distributed
+        optimizer shards over DP x CP), or the HSDP shard group when one is given."""
+        return self.shard or self.dp * self.cp
+
+    @property
+    def expert_dp(self) -> int:
+        """Replicas of each expert shard: the tp x cp x dp ranks of a stage / (ep x etp)."""
+        return self.tp * self.cp * self.dp // (self.ep * self.etp)
+
+    @property
+    def global_batch(self) -> int:
+        """Sequences per optimizer step: mbs x grad_accum x dp (CP splits sequences, it does not add any)."""
+        return self.mbs * self.grad_accum * self.dp
+
+    @property
+    def chunks(self) -> int:
+        """Model chunks in the whole pipeline: pp x vp."""
+        return self.pp * self.vp
+
+    def in_flight(self, stage: int) -> float:
+        """Micro-batches whose activations a pipeline rank holds at its peak, in units of that
+        rank's full set of layers.
+
+        1F1B (Narayanan et al. 2021): rank i warms up with p - i forwards -> min(m, p - i).
+        Interleaved (Megatron-Core schedules.py get_pp_rank_microbatches): warm-up of
+        2(p - i - 1) + (v - 1) p chunk forwards plus the one in flight, capped at m v chunks,
+        each 1/v of the rank's layers. For rank 0 this is the 1 + (p-1)/(p v) factor of
+        Korthikanti et al. 2022 times p micro-batches.
+        """
+        p, v, m = self.pp, self.vp, self.grad_accum
+        if p == 1:
+            return 1.0
+        if v == 1:
+            return float(min(m, p - stage))
+        chunks = min(2 * (p - stage - 1) + (v - 1) * p + 1, m * v)
+        return chunks / v
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def with_(self, **changes) -> "Layout":
+        return replace(self, **changes)
+
+    def describe(self) -> str:
+        parts = [f"tp={self.tp}", f"pp={self.pp}"]
+        if self.vp > 1:
+            parts.append(f"vp={self.vp}")
+        parts += [f"dp={self.dp}"]
+        if self.cp > 1:
+            parts.append(f"cp={self.cp}")
+        if self.ep > 1:
+            parts.append(f"ep={self.ep}")
+        parts += [f"zero={self.zero}", f"sp={'on' if self.sp else 'off'}", f"mbs={self.mbs}",
+                  f"ga={self.grad_accum}", f"recompute={self.recompute}"]
+        return " ".join(parts)
+
+
+_ALIASES = {"ga": "grad_accum", "gradient_accumulation": "grad_accum", "accum": "grad_accum",
+            "zero_stage": "zero", "virtual": "vp", "interleave": "vp"}
+_BOOL = {"true": True, "on": True, "yes": True, "1": True, "false": False, "off": False, "no": False, "0": False}
+
+
+def parse_layout(text: str, gpus: Optional[int] = None) -> tuple[Layout, set[str]]:
+    """Parse ``"tp=8,pp=4,dp=1,zero=1,mbs=4,recompute=none"`` into a Layout.
+
+    Returns the layout and the set of keys the user gave. ``dp`` may be left out when ``gpus``
+    is known (dp = gpus / (tp pp cp)); ``sp`` defaults to on whenever tp > 1 (playbook: SP
+    whenever TP > 1), ``ga`` (gradient accumulation) to the value a global batch implies.
+    """
+    names = {f.name for f in fields(Layout)}
+    given: dict = {}
+    for item in filter(None, (x.strip() for x in re.split(r"[,\s]+", text or ""))):
+        if "=" not in item:
+            raise InputError(f"--layout: '{item}' is not key=value; e.g. \"tp=8,pp=4,dp=1,zero=1,mbs=4\"")
+        k, v = (s.strip().lower() for s in item.split("=", 1))
+        k = _ALIASES.get(k, k)
+        if k not in names:
+            raise InputError(f"--layout: unknown key '{k}'; allowed: {', '.join(sorted(names | {'ga'}))}")
+        if k in given:
+            raise InputError(f"--layout: '{k}' given twice")
+        if k == "recompute":
+            given[k] = v
+        elif k == "sp":
+            if v not in _BOOL:
+                raise InputError(f"--layout: sp={v!r}; allowed: on/off/true/false")
+            given[k] = _BOOL[v]
+        elif k == "zero" and v in ("fsdp",):
+            given[k] = 3
+        else:
+            try:
+                given[k] = int(v)
+            except ValueError:
+                raise InputError(f"--layout: {k}={v!r} must be an integer")
+    keys = set(given)
+    tp, pp, cp = given.get("tp", 1), given.get("pp", 1), given.get("cp", 1)
+    if "dp" not in given and gpus is not None:
+        if min(tp, pp, cp) < 1 or gpus % (tp * pp * cp):
+            raise InputError(f"--layout: tp x pp x cp = {tp * pp * cp} does not divide --gpus {gpus}")
+        given["dp"] = gpus // (tp * pp * cp)
+    if "sp" not in given:
+        given["sp"] = tp > 1
+    return Layout(**given), keys

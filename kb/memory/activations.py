@@ -1,0 +1,147 @@
+"""Activation memory: bytes one rank keeps for backward, per layer and per micro-batch.
+
+Counted tensor by tensor for each implementation profile, because implementations differ
+(../shared/reference/memory-models.md section 11.4, rule 2):
+
+* ``hf``: transformers' modules (also what DeepSpeed users run). Per token, for a Llama layer
+  with SDPA/flash attention: each RMSNorm keeps its fp32 input (4h), the bf16 normalised
+  value (2h) and its output (2h, the next projection's input) = 8h; attention keeps q, k
+  (after RoPE), v and the output: 2q + 2kv + 2kv + 2q = 4q + 4kv bytes, plus the fp32
+  log-sum-exp (4 per head); the gated MLP keeps gate out, act out, up out and their product:
+  8F. Total 16h + 4q + 4kv + 8F: 49.03 h for Llama 3 8B, 48.53 h for 70B, 20.07 h for one
+  TP=8 shard of 70B, 58.07 h for the 1B-with-head-dim-128 variant -- the measured
+  per_layer_over_sbh of ../shared/calibration/h100_hf_activations.jsonl to 0.1%.
+  Eager attention keeps the fp32 softmax and bf16 probabilities (6 bytes x heads x s per
+  token) and the K/V expanded to all heads by repeat_kv (4 (q - kv)); the measured eager rows
+  (100.0 / 148.0 / 244.0 h at s = 1k / 2k / 4k) follow.
+* ``megatron``: Megatron-Core with Transformer Engine: fused LayerNorm-Linear keeps input and
+  normalised output (4h per norm), flash attention 4q + 4kv + LSE, fused SwiGLU keeps fc1's
+  output (4F) and fc2's input (2F) = 6F (memory-models.md section 10, Korthikanti et al.
+  2022 Table 2 structure). FP8 recipes keep the GEMM inputs (ln outputs, fc2 input) in FP8.
+* ``torch`` (fsdp profile: torchtitan's Llama): nn.RMSNorm keeps input and output (4h),
+  flash attention as above, unfused SwiGLU 8F: 41.0 h for Llama 3 8B against the 41.5 h that
+  memory-models.md section 10 measured.
+
+Tensor parallelism divides the attention and MLP internals by TP; the norm/residual part is
+divided too only with sequence parallelism (Korthikanti Table 2: 10 + 24/t without SP,
+34/t with). Context parallelism divides the tokens. Full recomputation keeps only each
+layer's input (2h; measured 2.0 h in every checkpointed row). Selective recomputation
+(Megatron core_attn) only drops the s^2 attention terms, which flash attention never keeps
+(Megatron-LM issue #464). torchtitan's per-op selective AC keeps the attention outputs and
+every other matmul output.
+"""
+from __future__ import annotations
+
+from ..layout import Layout
+from ..schema import ModelSpec, TrainingSpec
+
+# Bytes per token per hidden unit that the backward pass needs above the saved activations
+# (gradients of the residual stream, fp32 norm gradients): fwdbwd_peak - saved of the
+# no-checkpointing rows at >= 16k tokens in h100_hf_activations.jsonl is 15.5-16.0 h.
+BACKWARD_TRANSIENT_H = 16.0
+# With full recomputation the backward also holds the recomputed layer: checkpointed rows
+# show peak - saved = one layer's activations + 8-10 h (same file, ckpt=true rows >= 16k tokens).
+RECOMPUTE_EXTRA_H = 8.0
+
+
+def profile(t: TrainingSpec) -> str:
+    """Which implementation's activations apply: Megatron (TE), torch-native (FSDP/torchtitan)
+    or transformers (HF Trainer and DeepSpeed, which trains transformers models)."""
+    return {"megatron": "megatron", "fsdp": "torch"}.get(t.framework, "hf")
+
+
+def _norm_bytes(m: ModelSpec, prof: str) -> float:
+    """Per token, one normalisation layer, per hidden unit of the model."""
+    if prof == "hf":
+        return 8.0 if m.norm == "rmsnorm" else 4.0   # fp32 upcast kept by transformers' RMSNorm
+    return 4.0
+
+
+def _attention_bytes(m: ModelSpec, t: TrainingSpec, q: float, kv: float, heads: float, s_local: int) -> float:
+    """Per token: what attention keeps (q, kv are per-rank widths; heads per rank)."""
+    if m.is_mla:
+        latent = 2 * 2 * (m.q_lora_rank or 0) + 2 * 2 * (m.kv_lora_rank + m.qk_rope_dim)
+        v = heads * m.v_head_dim
+        base = latent + 4 * q + 4 * v + 4 * heads
+    else:
+        base = 4 * q + 4 * kv + 4 * heads
+    if t.attention == "eager":
+        return base - 4 * heads + 4 * max(0.0, q - kv) + 6 * heads * s_local
+    return base
+
+
+def _mlp_bytes(m: ModelSpec, prof: str, width: float) -> float:
+    """Per token, one MLP of (per-rank) width F."""
+    gated = m.mlp in ("swiglu", "geglu")
+    if prof == "megatron":
+        return (6.0 if gated else 4.0) * width
+    return (8.0 if gated else 4.0) * width
+
+
+def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool, s_local: int,
+                          recompute: str | None = None) -> float:
+    """Bytes kept per token of the local micro-batch by one layer on one rank."""
+    rc = recompute or lay.recompute
+    prof = profile(t)
+    tp = lay.tp
+    h = m.hidden
+    seq_shard = tp if (lay.sp and prof == "megatron") else 1
+    if rc == "full":
+        return 2.0 * h / seq_shard
+    q, kv, heads = m.q_width / tp, max(m.kv_width / tp, m.hd if not m.is_mla else 0), m.heads / tp
+    n_norms = 4 if m.sandwich_norm else 2
+    norms = n_norms * _norm_bytes(m, prof) * h
+    if prof == "megatron" and t.precision == "fp8":
+        norms -= n_norms * 1.0 * h            # ln outputs kept in FP8 by TE
+    norms /= seq_shard
+    if m.qk_norm:
+        norms += (q + kv) * (_norm_bytes(m, prof) - 2.0)
+    attn_t = t if rc != "selective" else t.model_copy(update={"attention": "flash"})
+    attn = _attention_bytes(m, attn_t, q, kv, heads, s_local)
+    if moe:
+        k = m.top_k
+        exp_w = m.expert_ffn / lay.etp
+        mlp = 8.0 * m.experts + k * (2.0 * h + _mlp_bytes(m, prof, exp_w) + 2.0 * h)
+        if m.shared_width:
+            mlp += _mlp_bytes(m, prof, m.shared_width / tp)
+    else:
+        mlp = _mlp_bytes(m, prof, m.ffn / tp)
+        if prof == "megatron" and t.precision == "fp8":
+            mlp -= 1.0 * m.ffn / tp               # fc2 input kept in FP8 by TE
+    total = norms + attn + mlp
+    if rc == "selective" and prof == "torch":
+        # torchtitan op-level SAC: layer input, flash outputs, and every other matmul output
+        gated = m.mlp in ("swiglu", "geglu")
+        mm_out = q + 2 * kv + h + (2 if gated else 1) * (m.ffn / tp) + h
+        total = 2.0 * h + _attention_bytes(m, attn_t, q, kv, heads, s_local) + 1.0 * mm_out
+    return total
+
+
+def tokens_local(t: TrainingSpec, lay: Layout) -> float:
+    """Tokens of one micro-batch on one rank: mbs x seq / cp."""
+    return lay.mbs * t.seq_len / lay.cp
+
+
+def stage_activations(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: int, moe_layers: int,
+                      stage: int) -> float:
+    """Bytes of activations a rank of ``stage`` holds at its peak: the per-layer figure x its
+    layers x the micro-batches in flight (Layout.in_flight), plus int64 token ids on stage 0."""
+    s_local = int(t.seq_len / lay.cp)
+    tok = tokens_local(t, lay)
+    per_mb = tok * (dense_layers * layer_bytes_per_token(m, t, lay, False, s_local)
+                    + moe_layers * (layer_bytes_per_token(m, t, lay, True, s_local) if m.is_moe else 0.0))
+    ids = 8.0 * tok if stage == 0 else 0.0
+    return lay.in_flight(stage) * (per_mb + ids)
+
+
+def backward_transient(m: ModelSpec, t: TrainingSpec, lay: Layout, moe_heavy: bool) -> float:
+    """Bytes the backward of one layer needs on top of the kept activations (see the constants'
+    sources above); with full recomputation that includes the recomputed layer itself."""
+    s_local = int(t.seq_len / lay.cp)
+    tok = tokens_local(t, lay)
+    seq_shard = lay.tp if (lay.sp and profile(t) == "megatron") else 1
+    base = tok * BACKWARD_TRANSIENT_H * m.hidden / seq_shard
+    if lay.recompute == "full":
+        one = layer_bytes_per_token(m, t, lay, moe_heavy and m.is_moe, s_local, recompute="none")
+        return tok * (one + RECOMPUTE_EXTRA_H * m.hidden / seq_shard)
+    return base

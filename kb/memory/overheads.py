@@ -1,0 +1,67 @@
+"""Memory outside the model states and activations: named allowances, each with its source.
+
+None of the peer estimators counts these (memory-models.md sections 9, 11.1 M7-M9); together
+they are 2-5 GiB per GPU, which decides fits/OOM near the limit.
+"""
+from __future__ import annotations
+
+from ..layout import Layout
+from ..schema import TrainingSpec
+
+GIB = 2.0 ** 30
+
+# NCCL communicator buffers per process group the rank belongs to: 544 MB for 2-rank and
+# 688 MB for larger groups on A100 (NVIDIA/nccl issue #964); 0.6-0.7 GB per communicator on
+# LUMI (LUMI-AI-Guide issue #111).
+NCCL_GROUP_2_GIB = 544e6 / GIB
+NCCL_GROUP_N_GIB = 688e6 / GIB
+# cuBLAS / cuBLASLt / Transformer Engine workspaces: 32 MiB per handle on Hopper, one handle
+# per stream, about four streams in a training step (memory-models.md section 11.1 M7).
+WORKSPACES_GIB = 4 * 32 / 1024
+# DeepSpeed ZeRO-1/2 default reduce_bucket_size and allgather_bucket_size, 5e8 elements each
+# in bf16 (DeepSpeed config docs; EleutherAI cookbook calc_transformer_mem.py comm-buffer term)
+DEEPSPEED_BUCKET_ELEMS = 5e8
+# DeepSpeed ZeRO-3 stage3_max_live_parameters default 1e9 (gathered parameters held at once)
+DEEPSPEED_Z3_LIVE_ELEMS = 1e9
+# Caching-allocator fragmentation: reserved exceeds allocated by 5-10% of the memory that is
+# allocated and freed every step (memory-models.md section 9 and 11.1 M9: vLLM reserves 5%,
+# ROCm Megatron 7%, Megatron's own estimator 5%); persistent states are allocated once in
+# large blocks and do not fragment.
+FRAGMENTATION = 0.08
+
+
+def process_groups(lay: Layout) -> list[int]:
+    """Sizes of the NCCL communicators a rank uses (Megatron-Core parallel_state creates one per
+    parallel dimension in use, plus DP x CP for gradient reduction and the embedding group
+    that ties the first and last pipeline stages)."""
+    groups = [lay.tp, lay.cp, lay.dp, lay.pp, lay.ep]
+    if lay.cp > 1 and lay.dp > 1:
+        groups.append(lay.dp * lay.cp)
+    if lay.ep > 1 and lay.expert_dp > 1:
+        groups.append(lay.expert_dp)
+    if lay.pp > 1:
+        groups.append(2)
+    return [g for g in groups if g > 1]
+
+
+def nccl_gib(lay: Layout) -> float:
+    return sum(NCCL_GROUP_2_GIB if g == 2 else NCCL_GROUP_N_GIB for g in process_groups(lay))
+
+
+def framework_buffers(t: TrainingSpec, lay: Layout, rank_params: float, layer_params_rank: float) -> float:
+    """Bytes of framework communication buffers held through the step.
+
+    DeepSpeed ZeRO-1/2: the reduce and all-gather buckets (2 x 5e8 bf16 elements), never more
+    than the rank's parameters. ZeRO-3/FSDP gather whole layers in bf16 before use: two layers
+    (the current one and the prefetched next one, FSDP's default backward/forward prefetch)
+    plus one layer's unsharded bf16 gradient and its fp32 reduce-scatter output; DeepSpeed caps
+    the gathered parameters at stage3_max_live_parameters.
+    """
+    fw = "deepspeed" if t.framework == "hf" and lay.zero > 0 else t.framework
+    if lay.zero in (1, 2) and fw == "deepspeed":
+        return 2 * 2.0 * min(DEEPSPEED_BUCKET_ELEMS, rank_params)
+    if lay.zero == 3:
+        if fw == "deepspeed":
+            return 2.0 * min(DEEPSPEED_Z3_LIVE_ELEMS, rank_params) + 2.0 * min(DEEPSPEED_BUCKET_ELEMS, rank_params)
+        return (2 * 2.0 + 2.0 + 4.0) * layer_params_rank
+    return 0.0

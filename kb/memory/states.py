@@ -1,0 +1,181 @@
+"""Model states per GPU: weights, gradients, fp32 master weights, optimizer states.
+
+Bytes per parameter depend on the framework's precision recipe (``recipe``) and on which of
+them the ZeRO stage shards (``sharded``). Sources per recipe are in each docstring; the
+ZeRO rule is Rajbhandari et al. 2020 (stage 1 shards optimizer states and master weights,
+stage 2 adds gradients, stage 3 adds the parameters), applied over ``Layout.shard_group``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..params import layer_params, total_params
+from ..schema import ModelSpec, TrainingSpec
+
+# Optimizer moments in bytes per parameter: AdamW keeps m and v (fp32: 4 + 4; the 8-bit
+# variant of bitsandbytes 1 + 1, Dettmers et al. 2022); SGD with momentum keeps one buffer.
+# With pure-bf16 training the moments are bf16 (torchtitan training.dtype=bfloat16).
+_MOMENTS_FP32 = {"adamw": 8.0, "adamw-8bit": 2.0, "sgd": 4.0}
+_MOMENTS_BF16 = {"adamw": 4.0, "adamw-8bit": 2.0, "sgd": 2.0}
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Bytes per parameter of each model state before sharding.
+
+    weights:   the parameter tensor the framework keeps (bf16 copy, or fp32 in FSDP/HF)
+    grads:     gradient buffer the framework keeps through the step
+    grads_fp32: an extra fp32 gradient partition (DeepSpeed's optimizer partition)
+    master:    fp32 master weights (when weights are not already fp32)
+    moments:   optimizer moments
+    compute_copy: bf16 copies made for compute when weights are fp32 (autocast / FSDP
+               mixed-precision unshard), held from forward to backward
+    fp8_cache: FP8 copies of GEMM weights (Transformer Engine keeps the weight and its
+               transpose in FP8 on Hopper: 1 + 1 byte)
+    persistent_grads: the gradient buffer lives for the whole run (Megatron, DeepSpeed);
+               False = created in backward and freed after the step (PyTorch set_to_none)
+    fused_optimizer: the step runs fused kernels (no parameter-sized temporaries); False =
+               torch.optim.AdamW foreach, which allocates one fp32 temporary per parameter
+    """
+
+    weights: float
+    grads: float
+    master: float
+    moments: float
+    grads_fp32: float = 0.0
+    compute_copy: float = 0.0
+    fp8_cache: float = 0.0
+    persistent_grads: bool = True
+    fused_optimizer: bool = True
+
+
+def recipe(t: TrainingSpec, zero: int) -> Recipe:
+    """The precision recipe of a framework.
+
+    megatron (Megatron-LM docs/user-guide/features/dist_optimizer.md table): bf16 params 2,
+      fp32 main grads 4 (a persistent buffer, not sharded by the distributed optimizer),
+      fp32 master 4 + Adam 8 -> 18 B/param, 6 + 12/d with the distributed optimizer.
+    deepspeed (DeepSpeed stage_1_and_2.py / estimate_zero2_model_states_mem_needs, 2P + 18P/N):
+      bf16 params 2, bf16 grads 2, fp32 gradient partition 4, fp32 master 4, Adam 8.
+    fsdp (PyTorch FSDP2 / torchtitan with mixed_precision_param=bfloat16): sharded fp32 params
+      4 double as master weights, fp32 reduced grads 4, Adam 8; bf16 unsharded copies for compute.
+    hf (transformers Trainer, bf16=True): fp32 weights 4, fp32 grads 4 (freed by zero_grad's
+      set_to_none), AdamW 8 with torch foreach, bf16 autocast copies of the weights 2.
+      With ZeRO stages 1-3 the Trainer hands the model to DeepSpeed: the deepspeed recipe.
+    pure-bf16: weights 2, grads 2, bf16 moments, no master (all frameworks).
+    fp8: the bf16 recipe plus Transformer Engine's FP8 weight caches on megatron/deepspeed
+      (torchao float8 in fsdp casts per GEMM and keeps no cache).
+    """
+    fw = "deepspeed" if t.framework == "hf" and zero > 0 else t.framework
+    if t.precision == "pure-bf16":
+        return Recipe(weights=2, grads=2, master=0, moments=_MOMENTS_BF16[t.optimizer],
+                      persistent_grads=fw in ("megatron", "deepspeed"), fused_optimizer=fw in ("megatron", "deepspeed"))
+    mom = _MOMENTS_FP32[t.optimizer]
+    fp8 = 2.0 if t.precision == "fp8" and fw in ("megatron", "deepspeed") else 0.0
+    if fw == "megatron":
+        return Recipe(weights=2, grads=4, master=4, moments=mom, fp8_cache=fp8)
+    if fw == "deepspeed":
+        return Recipe(weights=2, grads=2, grads_fp32=4, master=4, moments=mom, fp8_cache=fp8)
+    if fw == "fsdp":
+        return Recipe(weights=4, grads=4, master=0, moments=mom, compute_copy=2, persistent_grads=False,
+                      fused_optimizer=False)
+    return Recipe(weights=4, grads=4, master=0, moments=mom, compute_copy=2, persistent_grads=False,
+                  fused_optimizer=False)
+
+
+@dataclass(frozen=True)
+class States:
+    """Bytes on one GPU for each model state, after ZeRO sharding."""
+
+    weights: float
+    grads: float
+    master: float
+    optimizer: float
+    compute_copy: float      # bf16 copies held from forward to backward (a transient, not a state)
+    fp8_cache: float
+    frozen: float            # frozen weights (LoRA base, RLHF reference/reward models)
+    persistent_grads: bool
+    optimizer_temp: float    # extra memory during the optimizer step (foreach temporaries)
+
+
+def _shard(b: float, on: bool, group: int) -> float:
+    return b / group if on else b
+
+
+def full_training_states(params_rank: float, gemm_rank: float, expert_rank: float, t: TrainingSpec,
+                         zero: int, group: int, expert_group: int) -> States:
+    """States of a fully trained model (pretrain / finetune): ZeRO-sharded per Rajbhandari et al.
+
+    ``params_rank``: dense parameters on this rank after TP/PP; ``expert_rank``: routed expert
+    parameters after EP x ETP, sharded over the expert-data-parallel group instead
+    (Megatron-LM PR #4687). Stage 1 shards master + moments (+ DeepSpeed's fp32 grad
+    partition), stage 2 adds grads, stage 3 adds weights.
+    """
+    r = recipe(t, zero)
+
+    def per(b_per_param: float, min_stage: int) -> float:
+        on = zero >= min_stage
+        return _shard(params_rank * b_per_param, on, group) + _shard(expert_rank * b_per_param, on, expert_group)
+
+    weights = per(r.weights, 3)
+    grads = per(r.grads, 2) + per(r.grads_fp32, 1)
+    master = per(r.master, 1)
+    moments = per(r.moments, 1)
+    # fp32 weights double as master when the recipe keeps fp32 weights (fsdp/hf)
+    compute_copy = (params_rank + expert_rank) * r.compute_copy if zero < 3 else 0.0
+    fp8 = gemm_rank * r.fp8_cache
+    opt_params = (params_rank / (group if zero >= 1 else 1) + expert_rank / (expert_group if zero >= 1 else 1))
+    temp = 0.0 if r.fused_optimizer else 4.0 * opt_params
+    return States(weights, grads, master, moments, compute_copy, fp8, 0.0, r.persistent_grads, temp)
+
+
+def lora_params(m: ModelSpec, rank: int) -> int:
+    """Trainable LoRA parameters with adapters on every linear layer of every block
+    (PEFT target_modules="all-linear"): r x (in + out) per projection (Hu et al. 2021)."""
+    h, q, kv, o = m.hidden, m.q_width, m.kv_width, m.attn_out_width
+    attn = rank * ((h + q) + 2 * (h + kv) + (o + h))
+    ffn_w = m.ffn if not m.is_moe else m.expert_ffn * m.experts + m.shared_width
+    n_mlp = 3 if m.mlp in ("swiglu", "geglu") else 2
+    mlp = rank * n_mlp * (h + ffn_w) if not m.is_moe else rank * n_mlp * (h * (m.experts + (1 if m.shared_width else 0)) + ffn_w)
+    return m.layers * (attn + mlp)
+
+
+# QLoRA NF4 with double quantisation: 4.127 bits per parameter (Dettmers et al. 2023, QLoRA,
+# section 3: 4 bits + 0.127 bits of quantisation constants)
+NF4_BYTES = 4.127 / 8
+
+
+def adapter_states(m: ModelSpec, t: TrainingSpec, params_rank: float, block_linear_rank: float,
+                   frac: float, zero: int, group: int) -> States:
+    """LoRA / QLoRA: a frozen base plus trainable adapters.
+
+    Base: bf16 (2 B/param); QLoRA quantises the block linear layers to NF4 (embeddings, norms and
+    the LM head stay bf16, as bitsandbytes does). Adapters are kept in fp32 by PEFT
+    (autocast_adapter_dtype) with fp32 grads and AdamW: 16 B/param, ZeRO-sharded like any
+    trained parameter. ``frac`` is this rank's share of the model (1/(tp pp) roughly).
+    """
+    base = params_rank * 2.0
+    if t.training == "qlora":
+        base = (params_rank - block_linear_rank) * 2.0 + block_linear_rank * NF4_BYTES
+    base = _shard(base, zero >= 3, group)
+    ad = lora_params(m, t.lora_rank) * frac
+    mom = _MOMENTS_FP32[t.optimizer]
+    return States(weights=_shard(ad * 4, zero >= 3, group), grads=_shard(ad * 4, zero >= 2, group), master=0.0,
+                  optimizer=_shard(ad * mom, zero >= 1, group), compute_copy=ad * 2, fp8_cache=0.0, frozen=base,
+                  persistent_grads=False, optimizer_temp=ad * 4)
+
+
+def frozen_bf16(params_rank: float, zero: int, group: int) -> float:
+    """A frozen copy of a model in bf16 (RLHF reference and reward models), sharded by ZeRO-3."""
+    return _shard(params_rank * 2.0, zero >= 3, group)
+
+
+def block_linear_params(m: ModelSpec) -> float:
+    """Parameters in the projection weights of the decoder blocks (what QLoRA quantises)."""
+    d, mo = layer_params(m, False), layer_params(m, True) if m.is_moe else None
+    return d.tp_sharded * m.dense_layers + ((mo.tp_sharded + mo.experts) * m.moe_layers if mo else 0)
+
+
+def model_fraction(m: ModelSpec) -> float:
+    """Share of all parameters in block projections (used to split a rank's params for QLoRA)."""
+    return block_linear_params(m) / total_params(m)

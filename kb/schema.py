@@ -1,0 +1,199 @@
+"""Input specifications: the model, the cluster and the training job (pydantic).
+
+These are the facts a user supplies. Everything derived from them (parameter counts, memory,
+time) is computed elsewhere in kb/ from these three objects and a Layout (kb/layout.py).
+"""
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Precision = Literal["bf16", "pure-bf16", "fp8"]
+Framework = Literal["megatron", "deepspeed", "fsdp", "hf"]
+TrainingType = Literal["pretrain", "finetune", "lora", "qlora", "rlhf"]
+Recompute = Literal["none", "selective", "full"]
+Attention = Literal["flash", "sdpa", "eager"]
+Optimizer = Literal["adamw", "adamw-8bit", "sgd"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelSpec(_Frozen):
+    """A decoder-only transformer, as its Hugging Face config.json describes it."""
+
+    name: str
+    family: str = "llama"
+    layers: int = Field(gt=0)
+    hidden: int = Field(gt=0)
+    ffn: int = Field(gt=0)
+    heads: int = Field(gt=0)
+    kv_heads: int = Field(gt=0)
+    head_dim: int = Field(0, ge=0, description="0 means hidden // heads")
+    vocab: int = Field(gt=0)
+    tied: bool = False
+    norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    mlp: Literal["swiglu", "geglu", "gelu"] = "swiglu"
+    qkv_bias: bool = False
+    linear_bias: bool = False
+    learned_pos: int = 0
+    parallel_attn: bool = False
+    qk_norm: bool = False
+    sandwich_norm: bool = False
+    embed_norm: bool = False
+    # mixture of experts
+    experts: int = 0
+    top_k: int = 0
+    expert_ffn: int = 0
+    shared_experts: int = 0
+    shared_ffn: int = 0
+    shared_gate: bool = False
+    first_dense: int = 0
+    router_bias: bool = False
+    # multi-head latent attention (DeepSeek-V2/V3)
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_dim: int = 0
+    qk_rope_dim: int = 0
+    v_head_dim: int = 0
+    source: str = ""
+    inferred: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> "ModelSpec":
+        if self.heads % self.kv_heads:
+            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+        if self.experts and not (0 < self.top_k <= self.experts and self.expert_ffn > 0):
+            raise ValueError("an MoE model needs 0 < top_k <= experts and expert_ffn > 0")
+        if self.first_dense > self.layers:
+            raise ValueError("first_dense cannot exceed layers")
+        return self
+
+    # Derived shape, so that no caller recomputes it.
+    @property
+    def hd(self) -> int:
+        return self.head_dim or self.hidden // self.heads
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - self.first_dense if self.is_moe else 0
+
+    @property
+    def dense_layers(self) -> int:
+        return self.layers - self.moe_layers
+
+    @property
+    def q_width(self) -> int:
+        """Width of the query projection output (heads x head dim)."""
+        if self.is_mla:
+            return self.heads * (self.qk_nope_dim + self.qk_rope_dim)
+        return self.heads * self.hd
+
+    @property
+    def kv_width(self) -> int:
+        """Width of one of K or V as attention reads it (KV heads x head dim)."""
+        if self.is_mla:
+            return self.heads * (self.qk_nope_dim + self.qk_rope_dim)
+        return self.kv_heads * self.hd
+
+    @property
+    def attn_out_width(self) -> int:
+        if self.is_mla:
+            return self.heads * self.v_head_dim
+        return self.heads * self.hd
+
+    @property
+    def shared_width(self) -> int:
+        return self.shared_ffn or self.expert_ffn * self.shared_experts
+
+
+class GPUSpec(_Frozen):
+    """One accelerator: memory, dense tensor throughput per precision, memory bandwidth."""
+
+    name: str
+    memory_gib: float = Field(gt=0)
+    tflops_bf16: float = Field(gt=0)
+    tflops_fp8: Optional[float] = None
+    hbm_gbps: float = Field(gt=0)
+    intra_link: str = "nvlink4"
+    gpus_per_node: int = Field(8, gt=0)
+    nvlink_domain: int = Field(0, ge=0, description="GPUs in one NVLink domain; 0 = the node")
+    cuda_context_gib: float = Field(0.6, ge=0)
+    source: str = ""
+
+    def peak_tflops(self, precision: str) -> float:
+        """Dense peak for the GEMM precision of a recipe (fp8 recipes run GEMMs in fp8)."""
+        if precision == "fp8":
+            if not self.tflops_fp8:
+                raise ValueError(f"{self.name} has no FP8 tensor cores; use --precision bf16")
+            return self.tflops_fp8
+        return self.tflops_bf16
+
+
+class LinkSpec(_Frozen):
+    """A link between GPUs: per-GPU one-direction bandwidth, per-step latency, efficiency."""
+
+    name: str
+    kind: Literal["intra", "inter"]
+    gbps: float = Field(gt=0)
+    latency_us: float = Field(ge=0)
+    efficiency: float = Field(gt=0, le=1)
+    source: str = ""
+
+    @property
+    def bus_gbps(self) -> float:
+        """Bandwidth a large collective actually reaches (GB/s)."""
+        return self.gbps * self.efficiency
+
+
+class ClusterSpec(_Frozen):
+    gpu: GPUSpec
+    gpus: int = Field(gt=0)
+    gpus_per_node: int = Field(gt=0)
+    intra: LinkSpec
+    inter: LinkSpec
+    price_per_gpu_hour: Optional[float] = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> "ClusterSpec":
+        if self.gpus > self.gpus_per_node and self.gpus % self.gpus_per_node:
+            raise ValueError(
+                f"--gpus {self.gpus} is not a multiple of --gpus-per-node {self.gpus_per_node}; "
+                "use whole nodes")
+        return self
+
+    @property
+    def nodes(self) -> int:
+        return max(1, self.gpus // self.gpus_per_node)
+
+    @property
+    def nvlink_domain(self) -> int:
+        """GPUs that share the fast intra-node link (a whole NVL72 rack on GB200)."""
+        if self.intra.name.startswith("pcie"):
+            return self.gpus_per_node
+        return max(self.gpus_per_node, self.gpu.nvlink_domain)
+
+
+class TrainingSpec(_Frozen):
+    seq_len: int = Field(4096, gt=0)
+    mbs: Optional[int] = Field(None, gt=0, description="micro-batch; None lets the advisor choose")
+    global_batch: Optional[int] = Field(None, gt=0, description="sequences per optimizer step")
+    training: TrainingType = "pretrain"
+    precision: Precision = "bf16"
+    optimizer: Optimizer = "adamw"
+    recompute: Literal["auto", "none", "selective", "full"] = "auto"
+    attention: Attention = "flash"
+    framework: Framework = "megatron"
+    token_budget: Optional[float] = Field(None, gt=0)
+    lora_rank: int = Field(16, gt=0)
+    rlhf_models: int = Field(4, ge=2, le=4, description="PPO holds policy, value, reference and reward")
