@@ -23,7 +23,8 @@ Counted tensor by tensor for each implementation profile, because implementation
   memory-models.md section 10 measured.
 
 Tensor parallelism divides the attention and MLP internals by TP; the norm/residual part is
-divided too only with sequence parallelism (Korthikanti Table 2: 10 + 24/t without SP,
+divided too only with sequence parallelism (Megatron's --sequence-parallel, torchtitan's
+enable_sequence_parallel) (Korthikanti Table 2: 10 + 24/t without SP,
 34/t with). Context parallelism divides the tokens. Full recomputation keeps only each
 layer's input (2h; measured 2.0 h in every checkpointed row). Selective recomputation
 (Megatron core_attn) only drops the s^2 attention terms, which flash attention never keeps
@@ -85,7 +86,7 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
     prof = profile(t)
     tp = lay.tp
     h = m.hidden
-    seq_shard = tp if (lay.sp and prof == "megatron") else 1
+    seq_shard = tp if lay.sp else 1
     if rc == "full":
         return 2.0 * h / seq_shard
     q, kv, heads = m.q_width / tp, max(m.kv_width / tp, m.hd if not m.is_mla else 0), m.heads / tp
@@ -139,7 +140,7 @@ def backward_transient(m: ModelSpec, t: TrainingSpec, lay: Layout, moe_heavy: bo
     sources above); with full recomputation that includes the recomputed layer itself."""
     s_local = int(t.seq_len / lay.cp)
     tok = tokens_local(t, lay)
-    seq_shard = lay.tp if (lay.sp and profile(t) == "megatron") else 1
+    seq_shard = lay.tp if lay.sp else 1
     base = tok * BACKWARD_TRANSIENT_H * m.hidden / seq_shard
     if lay.recompute == "full":
         one = layer_bytes_per_token(m, t, lay, moe_heavy and m.is_moe, s_local, recompute="none")

@@ -53,7 +53,7 @@ def _states(job: Job, lay: Layout, sp) -> st.States:
         frac = sp.total / max(1.0, total_params(m))
         block = st.model_fraction(m) * sp.total
         return st.adapter_states(m, t, sp.total, block, frac, lay.zero, group)
-    s = st.full_training_states(sp.dense, sp.gemm, sp.experts, t, lay.zero, group, egroup)
+    s = st.full_training_states(sp.dense, sp.gemm, sp.experts, t, lay.zero, group, egroup, lay.pp)
     if t.training == "rlhf":
         # PPO: policy and value model trained (two sets of states), reference and reward frozen
         trained = t.rlhf_models // 2
@@ -77,28 +77,27 @@ def estimate_memory(job: Job, lay: Layout) -> MemoryEstimate:
         a = act.stage_activations(m, t, lay, sp.dense_layers, sp.moe_layers, sp.stage)
         moe_heavy = sp.moe_layers > 0
         transient = act.backward_transient(m, t, lay, moe_heavy)
-        logits_saved = logits_peak = 0.0
+        logits_peak = 0.0
         if sp.stage == lay.pp - 1:
-            logits_saved, logits_peak = logits_bytes(m, t, lay)
+            logits_peak = logits_bytes(m, t, lay)[1]
         lp = layer_params(m, moe_heavy and m.is_moe)
         layer_rank = lp.tp_sharded / lay.tp + lp.replicated + lp.experts / (lay.ep * lay.etp)
-        buffers = ovh.framework_buffers(t, lay, sp.total, layer_rank)
+        buffers = ovh.framework_buffers(t, lay, sp.total, layer_rank, unsharded=s.accumulated_grads > 0)
         if t.training == "qlora":
             buffers += 2.0 * layer_rank          # one layer dequantised to bf16 for its GEMMs
         persistent = s.weights + s.master + s.optimizer + s.fp8_cache + s.frozen + (s.grads if s.persistent_grads else 0.0)
-        free_grads = 0.0 if s.persistent_grads else s.grads
-        spike = max(logits_peak, transient)
+        free_grads = (0.0 if s.persistent_grads else s.grads)
+        held_grads = s.accumulated_grads + (free_grads if lay.grad_accum > 1 else 0.0)
         phases = {
             "forward-backward": dict(activations=a, logits=(logits_peak if logits_peak >= transient else 0.0),
                                      transient=(transient if transient > logits_peak else 0.0),
                                      compute_copy=s.compute_copy,
-                                     late_grads=free_grads if lay.grad_accum > 1 else 0.0),
+                                     late_grads=held_grads),
             "end-of-backward": dict(activations=0.0, logits=0.0, transient=transient, compute_copy=s.compute_copy,
-                                    late_grads=free_grads),
+                                    late_grads=free_grads + s.accumulated_grads),
             "optimizer-step": dict(activations=0.0, logits=0.0, transient=s.optimizer_temp, compute_copy=0.0,
                                    late_grads=free_grads),
         }
-        del spike
         for name, ph in phases.items():
             dynamic = ph["activations"] + ph["logits"] + ph["transient"] + ph["compute_copy"] + ph["late_grads"]
             allocated = persistent + buffers + dynamic
@@ -124,6 +123,5 @@ def estimate_memory(job: Job, lay: Layout) -> MemoryEstimate:
             if best is None or peak > best[0] + 1e-9:
                 best = (peak, sp.stage, name, bd)
     peak, stage, phase, bd = best
-    del logits_saved
     stages = [r for r in per_stage if r["phase"] == "forward-backward"]
     return MemoryEstimate(peak, capacity, peak <= capacity, stage, phase, bd, stages, notes)

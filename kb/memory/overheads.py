@@ -48,14 +48,16 @@ def nccl_gib(lay: Layout) -> float:
     return sum(NCCL_GROUP_2_GIB if g == 2 else NCCL_GROUP_N_GIB for g in process_groups(lay))
 
 
-def framework_buffers(t: TrainingSpec, lay: Layout, rank_params: float, layer_params_rank: float) -> float:
+def framework_buffers(t: TrainingSpec, lay: Layout, rank_params: float, layer_params_rank: float,
+                      unsharded: bool = False) -> float:
     """Bytes of framework communication buffers held through the step.
 
     DeepSpeed ZeRO-1/2: the reduce and all-gather buckets (2 x 5e8 bf16 elements), never more
     than the rank's parameters. ZeRO-3/FSDP gather whole layers in bf16 before use: two layers
     (the current one and the prefetched next one, FSDP's default backward/forward prefetch)
     plus one layer's unsharded bf16 gradient and its fp32 reduce-scatter output; DeepSpeed caps
-    the gathered parameters at stage3_max_live_parameters.
+    the gathered parameters at stage3_max_live_parameters. When the parameters already stay
+    unsharded (FSDP under pipeline parallelism), only the fp32 reduce-scatter output remains.
     """
     fw = "deepspeed" if t.framework == "hf" and lay.zero > 0 else t.framework
     if lay.zero in (1, 2) and fw == "deepspeed":
@@ -63,5 +65,7 @@ def framework_buffers(t: TrainingSpec, lay: Layout, rank_params: float, layer_pa
     if lay.zero == 3:
         if fw == "deepspeed":
             return 2.0 * min(DEEPSPEED_Z3_LIVE_ELEMS, rank_params) + 2.0 * min(DEEPSPEED_BUCKET_ELEMS, rank_params)
+        if unsharded:
+            return 4.0 * layer_params_rank
         return (2 * 2.0 + 2.0 + 4.0) * layer_params_rank
     return 0.0

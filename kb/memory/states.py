@@ -96,6 +96,7 @@ class States:
     frozen: float            # frozen weights (LoRA base, RLHF reference/reward models)
     persistent_grads: bool
     optimizer_temp: float    # extra memory during the optimizer step (foreach temporaries)
+    accumulated_grads: float = 0.0   # unsharded grads held across micro-batches (FSDP under PP)
 
 
 def _shard(b: float, on: bool, group: int) -> float:
@@ -103,7 +104,7 @@ def _shard(b: float, on: bool, group: int) -> float:
 
 
 def full_training_states(params_rank: float, gemm_rank: float, expert_rank: float, t: TrainingSpec,
-                         zero: int, group: int, expert_group: int) -> States:
+                         zero: int, group: int, expert_group: int, pp: int = 1) -> States:
     """States of a fully trained model (pretrain / finetune): ZeRO-sharded per Rajbhandari et al.
 
     ``params_rank``: dense parameters on this rank after TP/PP; ``expert_rank``: routed expert
@@ -126,7 +127,15 @@ def full_training_states(params_rank: float, gemm_rank: float, expert_rank: floa
     fp8 = gemm_rank * r.fp8_cache
     opt_params = (params_rank / (group if zero >= 1 else 1) + expert_rank / (expert_group if zero >= 1 else 1))
     temp = 0.0 if r.fused_optimizer else 4.0 * opt_params
-    return States(weights, grads, master, moments, compute_copy, fp8, 0.0, r.persistent_grads, temp)
+    accumulated = 0.0
+    if t.framework == "fsdp" and zero == 3 and pp > 1:
+        # torch.distributed.pipelining runs every micro-batch but the last without FSDP
+        # resharding or gradient sync (PipelineStage backward_maybe_with_nosync), and torchtitan
+        # sets reshard_after_forward=False under PP: the stage's parameters stay unsharded in
+        # bf16 and their gradients accumulate unsharded in fp32 (mixed_precision_reduce).
+        compute_copy = (params_rank + expert_rank) * 2.0
+        accumulated = (params_rank + expert_rank) * 4.0
+    return States(weights, grads, master, moments, compute_copy, fp8, 0.0, r.persistent_grads, temp, accumulated)
 
 
 def lora_params(m: ModelSpec, rank: int) -> int:

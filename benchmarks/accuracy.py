@@ -1,0 +1,35 @@
+"""Accuracy of the estimators against ../shared/calibration. Run: python benchmarks/accuracy.py
+
+Prints the error of every row and the median and maximum per data set.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import calibration  # noqa: E402
+
+
+def summarize(name: str, rows: list[dict], unit: str = "B") -> None:
+    print(f"\n== {name} ({len(rows)} rows)")
+    for r in rows:
+        flag = f"   [{r['artefact']}]" if r.get("artefact") else ""
+        m, p = r["measured"], r["predicted"]
+        ms, ps = (f"{m / 2**20:10.1f} MiB", f"{p / 2**20:10.1f} MiB") if unit == "B" else (f"{m:8.1f} GiB", f"{p:8.1f} GiB")
+        print(f"  {r['id']:<48} measured {ms}  predicted {ps}  error {100 * r['error']:+6.1f}%{flag}")
+    errs = [abs(r["error"]) for r in rows]
+    clean = [abs(r["error"]) for r in rows if not r.get("artefact")]
+    print(f"  median |error| {100 * statistics.median(errs):.2f}%   max {100 * max(errs):.2f}%"
+          f"   (without flagged rows: median {100 * statistics.median(clean):.2f}%, max {100 * max(clean):.2f}%)")
+
+
+def main() -> None:
+    summarize("per-layer activations, h100_hf_activations.jsonl", calibration.activation_rows())
+    summarize("logits and loss, h100_hf_logits.jsonl", calibration.logits_rows())
+    summarize("whole-step peak, torchtitan rows of published_runs.yaml", calibration.torchtitan_peak_rows(), unit="GiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """Run the shardwise command in-process; returns (exit status, stdout, stderr)."""
+    from shardwise.cli.main import main
+
+    def run(*args):
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        out, err = capsys.readouterr()
+        return code, out, err
+    return run

@@ -1,0 +1,64 @@
+"""Catalog names as users type them, a source for every entry, nearest-name suggestions."""
+import pytest
+
+from shardwise.kb import catalog
+from shardwise.kb.errors import InputError
+from shardwise.kb.infer import infer_model, parse_count
+from shardwise.kb.params import total_params
+
+REQUIRED_GPUS = ["a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h100-nvl", "h200", "b200", "gb200", "l40s",
+                 "mi300x", "mi325x"]
+REQUIRED_MODELS = ["llama-3-70b", "llama-3-8b", "llama-3.1-405b", "mixtral-8x7b", "gpt-3-175b", "bloom-176b",
+                   "falcon-180b", "llama-2-70b", "deepseek-v3", "qwen2.5-7b"]
+REQUIRED_LINKS = ["nvlink3", "nvlink4", "nvlink5", "pcie4", "pcie5", "infiniband-hdr", "infiniband-ndr",
+                  "infiniband-xdr", "roce-400g", "ethernet-100g"]
+
+
+def test_required_entries_exist_with_sources():
+    for n in REQUIRED_GPUS:
+        g = catalog.gpu(n)
+        assert g.source and g.memory_gib > 0 and g.tflops_bf16 > 0
+    for n in REQUIRED_MODELS:
+        assert catalog.model(n).source
+    for n in REQUIRED_LINKS:
+        assert catalog.link(n).source
+
+
+def test_every_catalog_entry_has_a_source():
+    for section, names in (("gpus", catalog.gpu_names()), ("models", catalog.model_names()),
+                           ("links", catalog.link_names())):
+        for n in names:
+            assert catalog.raw(section)[section][n].get("source"), f"{section}/{n} has no source"
+
+
+def test_unknown_names_suggest_the_nearest():
+    with pytest.raises(InputError, match="did you mean .*h100-sxm"):
+        catalog.gpu("h100-sxn")
+    with pytest.raises(InputError, match="did you mean .*llama-3-70b"):
+        catalog.model("llama3-70b")
+
+
+def test_fp8_is_refused_on_gpus_without_fp8():
+    g = catalog.gpu("a100-80gb")
+    with pytest.raises(ValueError, match="no FP8"):
+        g.peak_tflops("fp8")
+    assert catalog.gpu("h100-sxm").peak_tflops("fp8") == pytest.approx(2 * catalog.gpu("h100-sxm").peak_tflops("bf16"), rel=0.01)
+
+
+@pytest.mark.parametrize("text,value", [("70B", 70e9), ("1.5T", 1.5e12), ("350M", 350e6), ("7e9", 7e9)])
+def test_parse_count(text, value):
+    assert parse_count(text) == value
+
+
+@pytest.mark.parametrize("n", [1e9, 8e9, 70e9, 405e9, 1e12])
+def test_inferred_shape_is_within_3_percent_of_the_count_and_says_so(n):
+    m = infer_model(n)
+    assert m.inferred and "inferred" in m.source
+    assert abs(total_params(m) / n - 1) < 0.03
+    assert m.heads % m.kv_heads == 0 and m.hidden % m.heads == 0
+
+
+@pytest.mark.parametrize("bad", ["0", "-5B", "abc", "5Q"])
+def test_bad_counts_are_refused(bad):
+    with pytest.raises(InputError):
+        parse_count(bad)

@@ -1,0 +1,79 @@
+"""The command line: the contract keys, and bad input ending in one line with exit status 2."""
+import json
+
+import pytest
+
+SEED = ["memory", "--model", "llama-3-70b", "--gpus", "32", "--gpu", "h100-sxm", "--layout",
+        "tp=8,pp=4,dp=1,zero=1,mbs=4,recompute=none", "--seq-len", "8192"]
+
+
+def test_memory_json_has_the_contract_keys(run_cli):
+    code, out, err = run_cli(*SEED, "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    for k in ("peak_gib", "capacity_gib", "fits", "breakdown_gib"):
+        assert k in d["memory"]
+    for k in ("tp", "pp", "vp", "dp", "cp", "ep", "zero_stage", "sp", "mbs", "grad_accum", "global_batch", "recompute"):
+        assert k in d["layout"]
+    assert d["layout"]["global_batch"] == d["layout"]["mbs"] * d["layout"]["grad_accum"] * d["layout"]["dp"]
+
+
+def test_same_input_same_bytes(run_cli):
+    a = run_cli(*SEED, "--format", "json")
+    b = run_cli(*SEED, "--format", "json")
+    assert a == b
+
+
+def test_kb_lists(run_cli):
+    for what in ("gpus", "models", "links"):
+        code, out, _ = run_cli("kb", what)
+        assert code == 0 and len(out.splitlines()) > 5
+    code, out, _ = run_cli("kb", "models", "--format", "json")
+    assert json.loads(out)["llama-3-8b"]["total_params"] == 8_030_261_248
+
+
+BAD = [
+    (["memory", "--model", "llama-3-70b", "--gpus", "0", "--layout", "tp=8"], "--gpus"),
+    (["memory", "--model", "llama-3-70b", "--gpus", "-8", "--layout", "tp=8"], "gpus"),
+    (["memory", "--model", "llama-3-70b", "--gpus", "12", "--layout", "tp=4"], "multiple of --gpus-per-node"),
+    (["memory", "--model", "llama-3-70c", "--gpus", "8", "--layout", "tp=8"], "did you mean llama-3-70b"),
+    (["memory", "--model", "llama-3-70b", "--gpu", "h100", "--gpus", "8", "--layout", "tp=8"], "did you mean"),
+    (["memory", "--model", "llama-3-70b", "--gpus", "32", "--layout", "tp=8,pp=2,dp=4,cp=2"], "must equal the GPU count"),
+    (["memory", "--model", "gpt-3-175b", "--gpus", "64", "--layout", "tp=64"], "does not divide the 96 attention heads"),
+    (["memory", "--model", "llama-3-70b", "--gpus", "8", "--layout", "tp=8,zero=5"], "allowed: 0, 1, 2, 3"),
+    (["memory", "--model", "llama-3-70b", "--gpus", "8", "--layout", "tp=8,foo=1"], "unknown key 'foo'"),
+    (["memory", "--model", "llama-3-70b", "--gpus", "8", "--layout", "tp=eight"], "must be an integer"),
+    (["memory", "--model", "llama-3-70b", "--params", "70B", "--gpus", "8", "--layout", "tp=8"], "exactly one of"),
+    (["memory", "--params", "70Q", "--gpus", "8", "--layout", "tp=8"], "--params"),
+    (["memory", "--model", "llama-3-70b", "--gpus", "8", "--seq-len", "0", "--layout", "tp=8"], "seq-len"),
+    (["memory", "--model", "llama-3-70b", "--gpus", "8", "--gpu", "a100-80gb", "--precision", "fp8", "--layout", "tp=8"], "FP8"),
+    (["memory", "--model", "llama-3-70b", "--gpus", "8", "--interconnect", "carrier-pigeon", "--layout", "tp=8"], "--interconnect"),
+    (["memory", "--model", "llama-3-70b", "--gpus", "8", "--gpu-memory", "4", "--layout", "tp=8"], "8-320"),
+    (["memory", "--model", "llama-3-8b", "--gpus", "8", "--layout", "dp=8,ep=2"], "no experts"),
+    (["memory", "--model", "llama-3-70b", "--gpus", "8", "--layout", "tp=8", "--global-batch", "3", "--mbs", "2"], "divisible"),
+    (["memory", "--model", "llama-3-70b", "--gpus", "8"], "--layout"),
+    (["frobnicate"], "No such command"),
+]
+
+
+@pytest.mark.parametrize("args,needle", BAD)
+def test_bad_input_is_one_line_exit_2(run_cli, args, needle):
+    code, out, err = run_cli(*args)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err
+    assert needle.lower() in lines[0].lower()
+
+
+def test_job_file(run_cli, tmp_path):
+    p = tmp_path / "job.yaml"
+    p.write_text("model: llama-3-70b\ngpus: 32\nseq_len: 8192\n")
+    code, out, err = run_cli("memory", "-f", str(p), "--layout", "tp=8,pp=4,mbs=1", "--format", "json")
+    assert code == 0, err and json.loads(out)["job"]["seq_len"] == 8192
+    p.write_text("model: llama-3-70b\ngpus: 32\nsequence: 8192\n")
+    code, _, err = run_cli("memory", "-f", str(p), "--layout", "tp=8,pp=4")
+    assert code == 2 and "unknown setting 'sequence'" in err
+    p.write_text("model: [unclosed\n")
+    code, _, err = run_cli("memory", "-f", str(p), "--layout", "tp=8")
+    assert code == 2 and "not valid YAML" in err and len(err.strip().splitlines()) == 1

@@ -1,0 +1,103 @@
+"""Memory estimator behaviour a user relies on: the seed scenarios, and the direction each knob
+moves the peak."""
+import pytest
+
+from shardwise.kb.build import build_job
+from shardwise.kb.layout import Layout
+from shardwise.kb.memory import estimate_memory
+from shardwise.kb.resolve import resolve_layout
+
+
+def job70(**kw):
+    args = dict(model="llama-3-70b", gpus=32, gpu="h100-sxm", seq_len=8192)
+    args.update(kw)
+    return build_job(**args)
+
+
+def mem(job, text):
+    lay, _ = resolve_layout(job, text)
+    return estimate_memory(job, lay)
+
+
+def test_seed_000_mbs4_without_recompute_does_not_fit():
+    """DESIGN.md: 1F1B keeps 4 micro-batches in flight on the first stage, ~90 GB of activations."""
+    e = mem(job70(), "tp=8,pp=4,dp=1,zero=1,mbs=4,recompute=none")
+    assert not e.fits
+    assert e.stage == 0
+    assert 80 <= e.breakdown_gib["activations"] * 2**30 / 1e9 <= 100   # ~90 GB
+    # 70B x 18 B/param / 32 GPUs with the optimizer sharded over dp=1 -> ~38 GiB of states
+    states = sum(e.breakdown_gib[k] for k in ("weights", "gradients", "master_weights", "optimizer"))
+    assert 36 <= states <= 40
+
+
+def test_seed_000_fits_with_full_recompute_or_mbs1():
+    assert mem(job70(), "tp=8,pp=4,dp=1,zero=1,mbs=4,recompute=full").fits
+    assert mem(job70(), "tp=8,pp=4,dp=1,zero=1,mbs=1,recompute=none").fits
+
+
+def test_in_flight_micro_batches_follow_the_schedule():
+    lay = Layout(pp=4, dp=8, grad_accum=16)
+    assert [lay.in_flight(i) for i in range(4)] == [4, 3, 2, 1]
+    assert Layout(pp=4, dp=8, grad_accum=2).in_flight(0) == 2          # m < p: all of them
+    inter = Layout(pp=4, vp=2, dp=8, grad_accum=16)
+    assert inter.in_flight(0) == pytest.approx(4 * (1 + 3 / 8))          # Korthikanti 1 + (p-1)/(p v)
+
+
+def test_zero_stages_shard_more_and_more():
+    job = build_job(model="llama-3-8b", gpus=8, seq_len=4096, framework="deepspeed")
+    peaks = [mem(job, f"dp=8,zero={z},mbs=1,recompute=full").breakdown_gib for z in (0, 1, 2, 3)]
+    assert peaks[1]["optimizer"] == pytest.approx(peaks[0]["optimizer"] / 8)
+    assert peaks[2]["gradients"] < peaks[1]["gradients"]
+    assert peaks[3]["weights"] == pytest.approx(peaks[2]["weights"] / 8)
+
+
+def test_tensor_parallel_divides_weights_and_flash_removes_the_s2_term():
+    job = build_job(model="llama-3-8b", gpus=8, seq_len=4096)
+    w1 = mem(job, "tp=1,dp=8,mbs=1").breakdown_gib["weights"]
+    w8 = mem(job, "tp=8,dp=1,mbs=1").breakdown_gib["weights"]
+    assert w8 < w1 / 6
+    eager = build_job(model="llama-3-8b", gpus=8, seq_len=4096, attention="eager")
+    assert mem(eager, "dp=8,mbs=1").breakdown_gib["activations"] > 4 * mem(job, "dp=8,mbs=1").breakdown_gib["activations"]
+
+
+def test_recompute_modes_order_activation_memory():
+    job = build_job(model="llama-3-8b", gpus=8, seq_len=8192, attention="eager")
+    a = {rc: mem(job, f"dp=8,mbs=1,recompute={rc}").breakdown_gib["activations"] for rc in ("none", "selective", "full")}
+    assert a["full"] < a["selective"] < a["none"]
+
+
+def test_large_vocab_logits_make_the_last_stage_the_peak_at_long_sequences():
+    job = build_job(model="llama-3-8b", gpus=16, seq_len=32768, framework="hf")
+    e = mem(job, "pp=2,dp=8,mbs=1,recompute=full")
+    assert e.stage == 1 and e.breakdown_gib["logits"] > 20
+
+
+def test_training_types_change_what_has_to_fit():
+    full = mem(build_job(model="llama-3-70b", gpus=8, gpu="a100-80gb", framework="hf", training="finetune"),
+               "tp=8,mbs=1,recompute=full")
+    lora = mem(build_job(model="llama-3-70b", gpus=8, gpu="a100-80gb", framework="hf", training="lora"),
+               "tp=8,mbs=1,recompute=full")
+    qlora = mem(build_job(model="llama-3-70b", gpus=8, gpu="a100-80gb", framework="hf", training="qlora"),
+                "tp=8,mbs=1,recompute=full")
+    rlhf = mem(build_job(model="llama-3-70b", gpus=8, gpu="a100-80gb", framework="hf", training="rlhf"),
+               "tp=8,mbs=1,recompute=full")
+    assert not full.fits and lora.fits
+    assert qlora.peak_gib < lora.peak_gib < full.peak_gib < rlhf.peak_gib
+
+
+def test_more_memory_per_gpu_never_hurts():
+    small = mem(job70(gpu="h100-sxm"), "tp=8,pp=4,zero=1,mbs=2,recompute=selective")
+    big = mem(job70(gpu="h200"), "tp=8,pp=4,zero=1,mbs=2,recompute=selective")
+    assert big.peak_gib == pytest.approx(small.peak_gib) and big.capacity_gib > small.capacity_gib
+
+
+def test_moe_experts_are_divided_by_ep():
+    job = build_job(model="mixtral-8x7b", gpus=8, seq_len=4096)
+    w1 = mem(job, "dp=8,ep=1,zero=1,mbs=1").breakdown_gib["weights"]
+    w8 = mem(job, "dp=8,ep=8,zero=1,mbs=1").breakdown_gib["weights"]
+    assert w8 < w1 / 4
+
+
+def test_peak_is_a_sum_of_its_breakdown():
+    e = mem(job70(), "tp=8,pp=4,zero=1,mbs=1,recompute=selective")
+    assert sum(e.breakdown_gib.values()) == pytest.approx(e.peak_gib)

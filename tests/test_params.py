@@ -1,0 +1,99 @@
+"""Parameter counts from the architecture equal what Hugging Face transformers reports."""
+import json
+
+import pytest
+
+from shardwise.kb import catalog
+from shardwise.kb.errors import InputError
+from shardwise.kb.hf_config import read_hf_config
+from shardwise.kb.params import active_params, total_params
+
+# model.num_parameters() of the transformers classes (model cards / safetensors index totals)
+HF_COUNTS = {
+    "llama-3-8b": 8_030_261_248,
+    "llama-3-70b": 70_553_706_496,
+    "llama-3.1-405b": 405_853_388_800,
+    "llama-2-7b": 6_738_415_616,
+    "llama-3.2-1b": 1_235_814_400,
+    "mistral-7b": 7_241_732_096,
+    "mixtral-8x7b": 46_702_792_704,
+    "qwen2.5-7b": 7_615_616_512,
+    "qwen2.5-0.5b": 494_032_768,
+    "qwen3-8b": 8_190_735_360,
+    "qwen3-30b-a3b": 30_532_122_624,
+    "deepseek-v3": 671_026_419_200,
+    "gemma-7b": 8_537_680_896,
+    "gemma-2-9b": 9_241_705_984,
+    "bloom-176b": 176_247_271_424,
+}
+
+
+@pytest.mark.parametrize("name,count", sorted(HF_COUNTS.items()))
+def test_catalog_counts_equal_hugging_face(name, count):
+    assert total_params(catalog.model(name)) == count
+
+
+def test_moe_active_parameters():
+    assert round(active_params(catalog.model("mixtral-8x7b")) / 1e9, 1) == 12.9   # "12.9B active" (Mistral)
+    assert round(active_params(catalog.model("deepseek-v3")) / 1e9) == 38          # 37B + embeddings/head
+
+
+HF_CONFIGS = {
+    "llama3_8b": ({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+                   "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+                   "tie_word_embeddings": False}, 8_030_261_248),
+    "qwen25_05b": ({"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
+                    "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936,
+                    "tie_word_embeddings": True}, 494_032_768),
+    "mixtral": ({"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+                 "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000, "num_local_experts": 8,
+                 "num_experts_per_tok": 2}, 46_702_792_704),
+    "deepseek_v3": ({"model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_size": 18432,
+                     "num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128,
+                     "vocab_size": 129280, "n_routed_experts": 256, "num_experts_per_tok": 8,
+                     "moe_intermediate_size": 2048, "n_shared_experts": 1, "first_k_dense_replace": 3,
+                     "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+                     "v_head_dim": 128, "tie_word_embeddings": False}, 671_026_419_200),
+    "gemma_7b": ({"model_type": "gemma", "hidden_size": 3072, "intermediate_size": 24576, "num_hidden_layers": 28,
+                  "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 256, "vocab_size": 256000},
+                 8_537_680_896),
+    "qwen3_moe": ({"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
+                   "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+                   "vocab_size": 151936, "num_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 768,
+                   "tie_word_embeddings": False}, 30_532_122_624),
+}
+
+
+@pytest.mark.parametrize("key", sorted(HF_CONFIGS))
+def test_hf_config_counts(tmp_path, key):
+    cfg, count = HF_CONFIGS[key]
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    assert total_params(read_hf_config(str(p))) == count
+
+
+def test_unknown_model_type_names_what_is_supported(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({"model_type": "mamba", "hidden_size": 10}))
+    with pytest.raises(InputError, match=r"model_type 'mamba' is not supported; supported: .*llama.*qwen3"):
+        read_hf_config(str(p))
+
+
+def test_truncated_and_inconsistent_configs_are_refused_naming_the_field(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text('{"model_type": "llama", "hidden_size": 4096,')
+    with pytest.raises(InputError, match="not valid JSON"):
+        read_hf_config(str(p))
+    cfg = dict(HF_CONFIGS["llama3_8b"][0])
+    del cfg["num_hidden_layers"]
+    p.write_text(json.dumps(cfg))
+    with pytest.raises(InputError, match="missing field 'num_hidden_layers'"):
+        read_hf_config(str(p))
+    cfg = dict(HF_CONFIGS["llama3_8b"][0], num_key_value_heads=5)
+    p.write_text(json.dumps(cfg))
+    with pytest.raises(InputError, match="multiple of kv_heads"):
+        read_hf_config(str(p))
+    cfg = dict(HF_CONFIGS["llama3_8b"][0], hidden_size="4096")
+    p.write_text(json.dumps(cfg))
+    with pytest.raises(InputError, match="'hidden_size' must be a non-negative integer"):
+        read_hf_config(str(p))
