@@ -96,3 +96,136 @@ def torchtitan_peak_rows() -> list[dict]:
                     "artefact": "torch.compile fuses ops and keeps less" if "compile" in notes and r["tp"] == 1 else None,
                     "fits_measured": True, "fits_predicted": est.fits})
     return out
+
+
+# --- throughput: published runs --------------------------------------------------------------
+
+_GPU = {"H100": "h100-sxm", "A100": "a100-80gb", "H800": "h800", "B200": "b200", "B300": "b300",
+        "GB200": "gb200", "GB300": "gb300"}
+_MODEL = {"llama3-8b": "llama-3-8b", "llama3-70b": "llama-3-70b", "llama3.1-405b": "llama-3.1-405b",
+          "qwen3-30b-a3b": "qwen3-30b-a3b", "qwen3-235b-a22b": "qwen3-235b-a22b", "deepseek-v3": "deepseek-v3",
+          "mixtral-8x22b": "mixtral-8x22b", "gpt3-175b": "gpt-3-175b", "falcon-180b": "falcon-180b"}
+# Architectures given only in the rows: GPT-style (LayerNorm, non-gated MLP: GELU for GPT-3,
+# squared ReLU for Nemotron-4 -- both two matrices), vocabularies from the NeMo configs.
+_FAMILY_VOCAB = {"gpt3-5b": 50304, "nemotron4-15b": 256000, "nemotron4-340b": 256000, "gpt-oss-120b": 201088}
+
+
+def row_model(r: dict):
+    from shardwise.kb import catalog
+    if r["model_key"] in _MODEL:
+        return catalog.model(_MODEL[r["model_key"]])
+    a = r.get("architecture") or {}
+    if not all(a.get(k) for k in ("layers", "hidden", "heads")) or a["layers"] < 8:
+        return None
+    key = r["model_key"]
+    gpt_style = key.startswith(("gpt3", "nemotron4", "megatron-gpt"))
+    moe = {}
+    if a.get("moe_experts"):
+        moe = dict(experts=a["moe_experts"], top_k=a["moe_topk"], expert_ffn=a.get("moe_ffn_hidden") or a.get("ffn_hidden"),
+                   shared_experts=a.get("shared_experts") or 0)
+    return ModelSpec(name=key, layers=a["layers"], hidden=a["hidden"], ffn=a.get("ffn_hidden") or 4 * a["hidden"],
+                     heads=a["heads"], kv_heads=a.get("kv_heads") or a["heads"], head_dim=a.get("head_dim") or 0,
+                     vocab=a.get("vocab") or _FAMILY_VOCAB.get(key, 51200),
+                     norm="layernorm" if gpt_style else "rmsnorm", mlp="gelu" if gpt_style else "swiglu", **moe)
+
+
+def _precision(p) -> str:
+    p = str(p or "").lower()
+    return "fp8" if ("fp8" in p or "float8" in p) else "bf16"
+
+
+def _framework(r) -> str:
+    f = r["framework"].lower()
+    return "fsdp" if ("torchtitan" in f or "olmo" in f or "automodel" in f) else "megatron"
+
+
+def throughput_cases() -> list[dict]:
+    """Every full-model published row with a layout we can rebuild, as (job, layout, measured)."""
+    from shardwise.kb.job import Job
+    from shardwise.kb import catalog
+    from shardwise.kb.schema import ClusterSpec
+    cases = []
+    for r in published_runs():
+        notes = (r.get("notes") or "").lower()
+        if "proxy" in notes or r["run_kind"] != "pretrain_benchmark":
+            continue
+        m = row_model(r)
+        meas_tps, meas_tf = r["tokens_per_sec_per_gpu"], r["model_tflops_per_gpu"]
+        if m is None or not r["num_gpus"] or not r["seq_len"] or r["gpu_type"] not in _GPU or not (meas_tps or meas_tf):
+            continue
+        tp, pp, cp = r["tp"] or 1, r["pp"] or 1, r["cp"] or 1
+        dp = r["dp"] or r["num_gpus"] // (tp * pp * cp)
+        if tp * pp * cp * dp != r["num_gpus"] or not r["global_batch_size"]:
+            continue
+        mbs = r["micro_batch_size"] or 1
+        if r["global_batch_size"] % (mbs * dp):
+            continue
+        g = catalog.gpu(_GPU[r["gpu_type"]])
+        if r.get("gpu_memory_gb"):
+            g = g.model_copy(update={"memory_gib": float(r["gpu_memory_gb"])})
+        gpn = r["gpus_per_node"] or g.gpus_per_node
+        inter = catalog.link("infiniband-xdr" if r["gpu_type"] in ("GB300", "B300") else
+                             "infiniband-hdr" if r["gpu_type"] == "A100" else "infiniband-ndr")
+        cluster = ClusterSpec(gpu=g, gpus=r["num_gpus"], gpus_per_node=min(gpn, r["num_gpus"]),
+                              intra=catalog.link(g.intra_link), inter=inter)
+        sharding = str(r["sharding"] or "").lower()
+        fw = _framework(r)
+        zero = 3 if ("fsdp" in sharding and "fsdp=0" not in sharding) else 1
+        shard = 0
+        if zero == 3:
+            import re
+            size = re.search(r"(?:group size|shard_degree=|fsdp=|column = )\s*(\d+)", sharding)
+            if size and (dp * cp) % int(size.group(1)) == 0:
+                shard = int(size.group(1))
+            elif "fsdp+dp" in sharding:
+                # "FSDP+DP" with the shard size not stated: HSDP, sharded inside a node and
+                # replicated across nodes (an assumption; full sharding over the NICs could not
+                # reach the published speed)
+                shard = min(dp * cp, gpn)
+        ep = r["ep"] or 1
+        if m.is_moe and (m.experts % ep or (tp * cp * dp) % ep):
+            continue
+        rc = str(r["activation_recompute"] or "none").lower()
+        rc = "full" if rc.startswith("full") else ("selective" if "selective" in rc else "none")
+        t = TrainingSpec(seq_len=r["seq_len"], precision=_precision(r["precision"]), framework=fw)
+        try:
+            lay = Layout(tp=tp, pp=pp, vp=r["vp"] or 1, dp=dp, cp=cp, ep=ep if m.is_moe else 1, zero=zero, shard=shard,
+                         sp=tp > 1, mbs=mbs, grad_accum=r["global_batch_size"] // (mbs * dp), recompute=rc)
+        except Exception:
+            continue
+        cases.append({"row": r, "job": Job(model=m, cluster=cluster, training=t), "layout": lay,
+                      "measured_tps": meas_tps, "measured_tflops": meas_tf})
+    return cases
+
+
+def throughput_rows() -> list[dict]:
+    from shardwise.kb.perf import step_time
+    out = []
+    for c in throughput_cases():
+        st = step_time(c["job"], c["layout"])
+        r = c["row"]
+        if c["measured_tps"]:
+            meas, pred, what = c["measured_tps"], st.tokens_per_s_per_gpu, "tok/s/GPU"
+        else:
+            meas, pred, what = c["measured_tflops"], st.model_tflops_per_gpu, "TFLOP/s/GPU"
+        out.append({"id": r["id"], "gpu": r["gpu_type"], "precision": c["job"].training.precision,
+                    "moe": c["job"].model.is_moe, "measured": meas, "predicted": pred, "what": what,
+                    "error": pred / meas - 1, "artefact": None, "layout": c["layout"].describe()})
+    return out
+
+
+def layer_compute_rows() -> list[dict]:
+    """Per-layer forward+backward time, transformers profile, against h100_hf_layer_compute.jsonl."""
+    from shardwise.kb import catalog
+    from shardwise.kb.perf.compute import layer_time
+    gpu = catalog.gpu("h100-sxm")
+    out = []
+    for r in _jsonl("h100_hf_layer_compute.jsonl"):
+        m = ModelSpec(name=r["model"], layers=1, hidden=r["h"], ffn=r["ffn_shard"], heads=r["heads_shard"],
+                      kv_heads=r["kv_shard"], head_dim=128, vocab=256)
+        t = TrainingSpec(seq_len=r["seq"], framework="hf")
+        pred = layer_time(m, t, Layout(mbs=r["mbs"]), gpu, False).total
+        meas = r["ms_per_layer_fwdbwd"] / 1e3
+        out.append({"id": f"{r['model']} tp={r['tp']} s={r['seq']}", "measured": meas, "predicted": pred,
+                    "error": pred / meas - 1, "artefact": None})
+    return out

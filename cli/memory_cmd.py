@@ -23,6 +23,19 @@ def render_memory(result: dict) -> str:
     verdict = "fits" if mem["fits"] else "DOES NOT FIT"
     lines = [head, "", table(rows, ["memory per GPU", "GiB"]), "",
              f"{verdict}: {mem['peak_gib']:.1f} of {mem['capacity_gib']:.1f} GiB ({100 * mem['peak_gib'] / mem['capacity_gib']:.0f}%)"]
+    mt = result["metrics"]
+    lines += ["", table([
+        ["step time", f"{mt['step_time_s']:.3f} s"],
+        ["tokens/s (cluster)", f"{mt['tokens_per_s']:,.0f}"],
+        ["tokens/s per GPU", f"{mt['tokens_per_s_per_gpu']:,.0f}"],
+        ["model TFLOP/s per GPU", f"{mt['model_tflops_per_gpu']:.0f}"],
+        ["MFU / HFU", f"{mt['mfu_pct']:.1f}% / {mt['hfu_pct']:.1f}%"],
+        ["communication (exposed)", f"{mt['comm_overhead_pct']:.1f}% of the step"],
+        ["pipeline bubble", f"{mt['bubble_pct']:.1f}% of the step"],
+    ] + ([["time to train", f"{mt['time_to_train_h']:,.1f} h for {mt['token_budget']:.3g} tokens"]]
+         if mt.get("time_to_train_h") is not None else [])
+      + ([["cost", f"{mt['cost']:,.0f} at {mt['price_per_gpu_hour']} per GPU-hour"]] if "cost" in mt else []),
+        ["time", "predicted"])]
     for a in result.get("assumptions", []):
         lines.append(f"assumption: {a}")
     return "\n".join(lines)
@@ -34,7 +47,7 @@ def render_memory(result: dict) -> str:
               help='e.g. "tp=8,pp=4,dp=1,zero=1,mbs=4,recompute=selective" (dp defaults to the rest)')
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 def memory(job, layout_text, fmt):
-    """Memory per GPU (and its breakdown) for one layout."""
+    """Memory per GPU (and its breakdown), step time, throughput and MFU for one layout."""
     lay, assumptions = resolve_layout(job, layout_text)
     result = evaluate(job, lay)
     result["assumptions"] = assumptions

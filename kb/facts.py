@@ -9,6 +9,7 @@ from .job import Job
 from .layout import Layout
 from .memory import estimate_memory
 from .params import active_params, total_params
+from .perf import step_time
 
 
 def job_summary(job: Job) -> dict:
@@ -32,4 +33,6 @@ def layout_dict(lay: Layout) -> dict:
 
 def evaluate(job: Job, lay: Layout) -> dict:
     mem = estimate_memory(job, lay)
-    return {"job": job_summary(job), "layout": layout_dict(lay), "memory": mem.as_dict()}
+    st = step_time(job, lay)
+    return {"job": job_summary(job), "layout": layout_dict(lay), "memory": mem.as_dict(),
+            "metrics": st.metrics(job)}

@@ -1,0 +1,128 @@
+"""Compute time of one layer on one rank, at an efficiency that depends on the shapes it runs.
+
+    t = sum over GEMMs 6 M N K / (peak x eta_g)        (forward + dgrad + wgrad)
+      + 3.5 x attention-forward FLOPs / (peak x eta_a)  (flash backward ~ 2.5 x forward)
+      + elementwise bytes / HBM bandwidth
+
+* eta_g(d) = E_GEMM x d / (d + D0) with d the smallest GEMM dimension on the rank: TP shrinks
+  the FFN and head dimensions, MoE shrinks the tokens per expert.
+* eta_a(B) = E_ATTN x B / (B + B0) with B = micro-batch x heads per rank x seq / 128, the
+  flash-attention thread blocks available to fill the GPU: few heads per GPU (high TP) or short
+  local sequences (CP) leave SMs idle (memory-models.md section 10: 333/101 TF forward/backward
+  with 8 query heads against 608/488 with 32).
+* elementwise bytes per token = the framework profile's figure x hidden (kb/data/frameworks.yaml),
+  divided by TP only with sequence parallelism.
+
+Constants, fitted on ../shared/calibration/h100_hf_layer_compute.jsonl (all 24 rows: Llama 3
+8B/70B/405B layer shapes at TP 1/2/4/8, seq 4k/8k; least squares on log time, rms 2.6%,
+max 7%): E_GEMM = 0.645 and D0 = 195 (the TP 1-2 rows of 70B/405B set E_GEMM, the TP 8 rows
+set D0), B0 = 1000 (the 8B TP 4/8 rows), 288 elementwise bytes for transformers. E_ATTN = 0.55
+is not fitted: it is the measured flash forward/backward throughput at 32 heads, 8k tokens
+(608 / 488 TF of 989, memory-models.md section 10), because attention is too small a share of
+the TP 1 rows to identify it. FP8 GEMMs run at the FP8 peak with efficiency x FP8_EFFICIENCY.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import yaml
+
+from ..layout import Layout
+from ..schema import GPUSpec, ModelSpec, TrainingSpec
+from .flops import attention_flops
+
+E_GEMM = 0.645
+D0 = 195.0
+E_ATTN = 0.55
+B0 = 1000.0
+FLASH_BWD_OVER_FWD = 2.5          # FlashAttention-2 paper: backward does 2.5x the forward's matmul work
+# FP8 GEMMs (Transformer Engine / torchao) reach a smaller share of the doubled FP8 peak than
+# BF16 GEMMs of theirs: amax reductions and casts, and per-tensor scaling overheads. Fitted on
+# the H100 FP8 vs BF16 pairs of published_runs.yaml (same model, layout and source; see
+# benchmarks/throughput.py; 59 H100 FP8 dense Megatron rows: 0.80 -> -2.2% median signed error,
+# 0.85 -> +1.5%), one constant for the whole family.
+FP8_EFFICIENCY = 0.82
+
+
+@lru_cache(maxsize=None)
+def framework_profile(framework: str) -> dict:
+    data = yaml.safe_load(resources.files("shardwise.kb").joinpath("data", "frameworks.yaml").read_text())
+    return data["frameworks"][framework]
+
+
+def gemm_efficiency(d: float) -> float:
+    return E_GEMM * d / (d + D0)
+
+
+def attention_efficiency(blocks: float) -> float:
+    return E_ATTN * blocks / (blocks + B0)
+
+
+def moe_tokens(tokens: float, lay: Layout) -> float:
+    """Tokens one rank routes through its experts: the sequence-parallel shard (tokens / tp)
+    gathered over the expert-TP group (x etp)."""
+    return tokens * lay.etp / lay.tp if lay.sp else tokens
+
+
+@dataclass(frozen=True)
+class LayerTime:
+    gemm: float
+    attention: float
+    elementwise: float
+
+    @property
+    def total(self) -> float:
+        return self.gemm + self.attention + self.elementwise
+
+
+def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bool) -> LayerTime:
+    """Forward + backward seconds of one layer for one micro-batch on one rank (no recompute)."""
+    tp = lay.tp
+    tokens = lay.mbs * t.seq_len / lay.cp
+    h = m.hidden
+    peak = gpu.tflops_bf16 * 1e12
+    gemm_peak = gpu.peak_tflops(t.precision) * 1e12
+    fp8 = FP8_EFFICIENCY if t.precision == "fp8" else 1.0
+    q, kv, o = m.q_width / tp, max(m.kv_width / tp, m.hd), m.attn_out_width / tp
+    n_mlp_in = 2 if m.mlp in ("swiglu", "geglu") else 1
+
+    def mlp(M: float, f: float) -> list:
+        return [(M, f, h)] * n_mlp_in + [(M, h, f)]
+
+    if m.is_mla:
+        ql = m.q_lora_rank or h
+        shapes = [(tokens, ql, h), (tokens, m.kv_lora_rank + m.qk_rope_dim, h), (tokens, q, ql),
+                  (tokens, m.heads * (m.qk_nope_dim + m.v_head_dim) / tp, m.kv_lora_rank), (tokens, h, o)]
+    else:
+        shapes = [(tokens, q, h), (tokens, kv, h), (tokens, kv, h), (tokens, h, o)]
+    expert_shapes, local_experts = [], 0.0
+    if moe:
+        shapes.append((tokens, m.experts, h))                        # router
+        if m.shared_width:
+            shapes += mlp(tokens, m.shared_width / tp)
+        local_experts = m.experts / lay.ep
+        # balanced routing: each local expert sees tokens x top_k / experts of every EP rank's
+        # tokens; the MoE layer runs on the SP-sharded tokens, re-gathered over expert-TP only
+        # (Megatron-Core MoE: tokens/tp x etp per rank)
+        expert_shapes = mlp(moe_tokens(tokens, lay) * m.top_k * lay.ep / m.experts, m.expert_ffn / lay.etp)
+    else:
+        shapes += mlp(tokens, m.ffn / tp)
+
+    def gemm_seconds(M: float, N: float, K: float) -> float:
+        return 6.0 * M * N * K / (gemm_peak * gemm_efficiency(min(M, N, K)) * fp8)
+
+    gemm = sum(gemm_seconds(*s) for s in shapes) + local_experts * sum(gemm_seconds(*s) for s in expert_shapes)
+    heads = m.heads / tp
+    blocks = lay.mbs * heads * (t.seq_len / lay.cp) / 128.0
+    attn_fwd = tokens * attention_flops(m, t.seq_len) / tp
+    attention = (1.0 + FLASH_BWD_OVER_FWD) * attn_fwd / (peak * attention_efficiency(blocks))
+    if t.attention == "eager":
+        attention *= 2.0        # unfused softmax over s^2 scores, memory-bound (twice flash's time)
+    prof = framework_profile(t.framework)
+    seq_shard = tp if lay.sp else 1
+    ew = tokens * prof["elementwise_bytes"] * h / seq_shard / (gpu.hbm_gbps * 1e9)
+    if t.precision == "fp8":
+        ew *= 1.5               # casts to FP8 and amax reductions around every GEMM
+    return LayerTime(gemm, attention, ew)

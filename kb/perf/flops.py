@@ -1,0 +1,55 @@
+"""FLOPs per token, as the MFU conventions count them.
+
+Model FLOPs (MFU): Megatron-Core's num_floating_point_operations (training.py) --
+3 x (forward) with the forward = 2 FLOPs per weight a token passes through (embeddings are a
+lookup and count nothing; MoE counts the top-k routed experts, the shared experts and the
+router) + causal attention 2 x s x (query width) per token (QK^T and AV, each 2 s d per head,
+halved by the causal mask) + the LM head 2 h V. This is the basis NVIDIA's "model TFLOP/s"
+tables use: 6(N - embedding) + causal attention reproduces their TFLOP/s-to-tokens/s ratio to
+0.1% (Llama 3 70B at 8k: 449.2 GFLOP/token). PaLM's convention counts full attention; say
+which one when comparing MFU across sources.
+Hardware FLOPs (HFU) add what recomputation runs again: a whole forward of the layers (full)
+or the attention core's forward (Megatron's selective core_attn).
+"""
+from __future__ import annotations
+
+from ..params import layer_params
+from ..schema import ModelSpec
+
+
+def layer_gemm_flops(m: ModelSpec, moe: bool) -> float:
+    """Forward GEMM FLOPs per token of one layer: 2 x the weights a token multiplies."""
+    lp = layer_params(m, moe)
+    return 2.0 * (lp.tp_sharded + lp.active_experts + (m.experts * m.hidden if moe else 0))
+
+
+def attention_flops(m: ModelSpec, seq: int) -> float:
+    """Forward attention-core FLOPs per token, causal: QK^T over q/k head dims and AV over v."""
+    if m.is_mla:
+        qk, v = m.heads * (m.qk_nope_dim + m.qk_rope_dim), m.heads * m.v_head_dim
+    else:
+        qk = v = m.q_width
+    return 2.0 * seq * (qk + v) / 2.0
+
+
+def head_flops(m: ModelSpec) -> float:
+    return 2.0 * m.hidden * m.vocab
+
+
+def model_flops_per_token(m: ModelSpec, seq: int) -> float:
+    """Training FLOPs per token (forward + backward = 3 x forward), no recomputation."""
+    fwd = (m.dense_layers * layer_gemm_flops(m, False)
+           + (m.moe_layers * layer_gemm_flops(m, True) if m.is_moe else 0.0)
+           + m.layers * attention_flops(m, seq) + head_flops(m))
+    return 3.0 * fwd
+
+
+def hardware_flops_per_token(m: ModelSpec, seq: int, recompute: str) -> float:
+    """Model FLOPs plus what recomputation repeats (full: the layers' forward; selective:
+    the attention core's forward)."""
+    base = model_flops_per_token(m, seq)
+    if recompute == "full":
+        return base + (model_flops_per_token(m, seq) / 3.0 - head_flops(m))
+    if recompute == "selective":
+        return base + m.layers * attention_flops(m, seq)
+    return base

@@ -1,0 +1,182 @@
+"""Step time, throughput, MFU and cost of one layout.
+
+Per micro-batch, each pipeline stage spends (Narayanan et al. 2021, Korthikanti et al. 2022):
+    compute: its layers' forward+backward (kb/perf/compute.py), plus recomputation (full: the
+        layers' forward again, ~1/3 of their GEMM and attention time; selective: the attention
+        forward), plus the LM head and loss on the last stage;
+    exposed communication: TP/SP collectives (2 all-reduce volumes of s b h in forward and 2 in
+        backward per layer, +2 with full recompute), CP ring exchange of K/V (forward sends the
+        local K/V chunk c-1 times, backward K/V and their gradients), EP all-to-all (dispatch and
+        combine, forward and backward), PP activations and gradients to the neighbour stage --
+        each times (1 - overlap) of the framework profile (kb/data/frameworks.yaml).
+The pipeline runs m micro-batches: T_pipe = m t_max + (p - 1) t_avg / v (the bubble: (p-1)/m of
+the ideal time for 1F1B, (p-1)/(v m) interleaved). Once per step: data-parallel gradient
+reduction (all-reduce, or reduce-scatter + all-gather with ZeRO/distributed optimizer; ZeRO-3
+gathers the parameters for every micro-batch's forward and backward) exposed by (1 - overlap),
+and the optimizer step, memory-bound (about 30 bytes read/written per local parameter: grads,
+fp32 master, two moments, the bf16 copy).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..job import Job
+from ..layout import Layout
+from ..stages import all_stages
+from . import comm
+from .compute import framework_profile, layer_time, moe_tokens
+from .flops import hardware_flops_per_token, head_flops, model_flops_per_token
+
+OPTIMIZER_BYTES_PER_PARAM = 30.0
+HBM_EFFICIENCY = 0.8      # streaming kernels reach ~90% of HBM peak (memory-models.md section 10: 3.0 of 3.35 TB/s); 0.8 with launch gaps
+
+
+@dataclass(frozen=True)
+class StepTime:
+    step_time_s: float
+    compute_s: float
+    bubble_s: float
+    comm_exposed_s: float
+    comm_by_kind_s: dict
+    optimizer_s: float
+    tokens_per_s: float
+    tokens_per_s_per_gpu: float
+    mfu_pct: float
+    hfu_pct: float
+    model_tflops_per_gpu: float
+
+    def metrics(self, job: Job) -> dict:
+        t, c = job.training, job.cluster
+        out = {
+            "step_time_s": round(self.step_time_s, 4),
+            "tokens_per_s": round(self.tokens_per_s, 1),
+            "tokens_per_s_per_gpu": round(self.tokens_per_s_per_gpu, 1),
+            "model_tflops_per_gpu": round(self.model_tflops_per_gpu, 1),
+            "mfu_pct": round(self.mfu_pct, 2),
+            "hfu_pct": round(self.hfu_pct, 2),
+            "comm_overhead_pct": round(100 * self.comm_exposed_s / self.step_time_s, 2),
+            "bubble_pct": round(100 * self.bubble_s / self.step_time_s, 2),
+            "comm_exposed_s": {k: round(v, 4) for k, v in self.comm_by_kind_s.items()},
+            "mfu_basis": f"{t.precision if t.precision == 'fp8' else 'bf16'} dense peak "
+                         f"{c.gpu.peak_tflops(t.precision):.0f} TFLOP/s; model FLOPs = 6(N - embedding) + causal attention",
+            "time_to_train_h": None,
+        }
+        if t.token_budget:
+            hours = t.token_budget / self.tokens_per_s / 3600.0
+            out["time_to_train_h"] = round(hours, 2)
+            out["token_budget"] = t.token_budget
+            if c.price_per_gpu_hour is not None:
+                out["cost"] = round(hours * c.gpus * c.price_per_gpu_hour, 2)
+                out["price_per_gpu_hour"] = c.price_per_gpu_hour
+        return out
+
+
+def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
+    """Seconds of one micro-batch on a stage: compute and exposed communication by kind."""
+    m, t, c = job.model, job.training, job.cluster
+    ov = framework_profile(t.framework)["overlap"]
+    dense_t = layer_time(m, t, lay, c.gpu, False) if sp.dense_layers else None
+    moe_t = layer_time(m, t, lay, c.gpu, True) if sp.moe_layers else None
+    compute = 0.0
+    for lt, n in ((dense_t, sp.dense_layers), (moe_t, sp.moe_layers)):
+        if lt is None:
+            continue
+        extra = 0.0
+        if lay.recompute == "full":
+            extra = lt.total / 3.0
+        elif lay.recompute == "selective":
+            extra = lt.attention / 3.5
+        compute += n * (lt.total + extra)
+    tokens = lay.mbs * t.seq_len / lay.cp
+    if last:
+        peak = c.gpu.peak_tflops(t.precision) * 1e12
+        compute += 3.0 * tokens * head_flops(m) / lay.tp / (peak * 0.6)
+    st = comm.strides(lay)
+    act_bytes = tokens * m.hidden * 2.0
+    layers = sp.layers
+    kinds = {}
+    tp_link = comm.group_link(c, lay.tp, st["tp"])
+    n_ar = 4 + (2 if lay.recompute == "full" else 0)
+    kinds["tp"] = layers * n_ar * comm.all_reduce(tp_link, lay.tp, act_bytes) * (1 - ov["tp"])
+    cp_link = comm.group_link(c, lay.cp, st["cp"])
+    kv_bytes = tokens * 2 * max(m.kv_width / lay.tp, m.hd) * 2.0
+    kinds["cp"] = layers * 3 * (lay.cp - 1) * comm.p2p(cp_link, kv_bytes) * (1 - ov["cp"]) if lay.cp > 1 else 0.0
+    if sp.moe_layers and lay.ep > 1:
+        ep_link = comm.group_link(c, lay.ep, st["ep"])
+        a2a = moe_tokens(tokens, lay) * m.top_k * m.hidden * 2.0
+        kinds["ep"] = sp.moe_layers * 4 * comm.all_to_all(ep_link, lay.ep, a2a) * (1 - ov["ep"])
+    else:
+        kinds["ep"] = 0.0
+    if lay.pp > 1:
+        pp_link = comm.group_link(c, lay.pp, st["pp"])
+        kinds["pp"] = 2 * lay.vp * comm.p2p(pp_link, act_bytes / (lay.tp if lay.sp else 1)) * (1 - ov["pp"])
+    else:
+        kinds["pp"] = 0.0
+    return compute, kinds
+
+
+def _dp_time(job: Job, lay: Layout, params_rank: float, compute_mb: float) -> float:
+    """Exposed seconds of data-parallel synchronisation per step.
+
+    Gradients are reduced over the dp x cp ranks. With ZeRO/FSDP the sharded collectives run
+    inside the shard group (the whole dp x cp group, or HSDP's smaller group) and, with HSDP,
+    each shard is all-reduced across the replicas once per step.
+    """
+    t, c = job.training, job.cluster
+    n = lay.dp * lay.cp
+    if n <= 1:
+        return 0.0
+    ov = framework_profile(t.framework)["overlap"]["dp"]
+    grad_bytes = 4.0 if t.framework in ("megatron", "fsdp", "hf") and t.precision != "pure-bf16" else 2.0
+    if lay.zero == 0:
+        return comm.all_reduce(comm.group_link(c, n, lay.tp), n, params_rank * grad_bytes) * (1 - ov)
+    ns = lay.shard_group
+    replicas = n // ns
+    shard_link = comm.group_link(c, ns, lay.tp)
+    rep = comm.all_reduce(comm.group_link(c, replicas, lay.tp * ns), replicas, params_rank / ns * grad_bytes)
+    if lay.zero == 3:
+        # parameters gathered (bf16) for forward and backward and gradients reduce-scattered,
+        # every micro-batch unless PP keeps them unsharded (torch pipelining, Megatron-FSDP)
+        per_mb = (2 * comm.all_gather(shard_link, ns, params_rank * 2.0)
+                  + comm.reduce_scatter(shard_link, ns, params_rank * grad_bytes))
+        rounds = 1 if lay.pp > 1 else lay.grad_accum
+        return rounds * max(per_mb - ov * compute_mb, (1 - ov) * per_mb) + rep * (1 - ov)
+    sharded = comm.reduce_scatter(shard_link, ns, params_rank * grad_bytes) + comm.all_gather(shard_link, ns, params_rank * 2.0)
+    return (sharded + rep) * (1 - ov)
+
+
+def step_time(job: Job, lay: Layout) -> StepTime:
+    m, t, c = job.model, job.training, job.cluster
+    stages = all_stages(m, lay)
+    times = []
+    kinds_max = None
+    for sp in stages:
+        compute, kinds = _stage_time(job, lay, sp, sp.stage == lay.pp - 1)
+        total = compute + sum(kinds.values())
+        times.append((total, compute, kinds, sp))
+        if kinds_max is None or total >= max(x[0] for x in times):
+            kinds_max = kinds
+    # stages we did not evaluate (the middle ones) are like stage 1 / stage 0 without embedding
+    t_max = max(x[0] for x in times)
+    t_avg = sum(x[0] for x in times) / len(times)
+    mcount = lay.grad_accum
+    pipe = mcount * t_max + (lay.pp - 1) * t_avg / lay.vp
+    bubble = (lay.pp - 1) * t_avg / lay.vp
+    compute_mb = max(x[1] for x in times)
+    params_rank = max(x[3].total for x in times)
+    dp = _dp_time(job, lay, params_rank, compute_mb)
+    shard = lay.shard_group if lay.zero >= 1 else 1
+    opt = params_rank / shard * OPTIMIZER_BYTES_PER_PARAM / (c.gpu.hbm_gbps * 1e9 * HBM_EFFICIENCY)
+    total = pipe + dp + opt
+    comm_kinds = {k: v * mcount for k, v in kinds_max.items()}
+    comm_kinds["dp"] = dp
+    tokens = lay.global_batch * t.seq_len
+    tps = tokens / total
+    mf = model_flops_per_token(m, t.seq_len)
+    hf = hardware_flops_per_token(m, t.seq_len, lay.recompute)
+    peak = c.gpu.peak_tflops(t.precision) * 1e12
+    per_gpu = tps / c.gpus
+    return StepTime(step_time_s=total, compute_s=mcount * compute_mb, bubble_s=bubble,
+                    comm_exposed_s=sum(comm_kinds.values()), comm_by_kind_s=comm_kinds, optimizer_s=opt,
+                    tokens_per_s=tps, tokens_per_s_per_gpu=per_gpu, mfu_pct=100 * mf * per_gpu / peak,
+                    hfu_pct=100 * hf * per_gpu / peak, model_tflops_per_gpu=mf * per_gpu / 1e12)

@@ -1,0 +1,101 @@
+"""Step-time model: the FLOPs convention, the calibrated compute, and how layouts change time."""
+import statistics
+
+import pytest
+
+from shardwise.kb import catalog
+from shardwise.kb.build import build_job
+from shardwise.kb.perf import step_time
+from shardwise.kb.perf.flops import hardware_flops_per_token, model_flops_per_token
+from shardwise.kb.resolve import resolve_layout
+
+calibration = pytest.importorskip("calibration")
+
+
+def run(job, text):
+    lay, _ = resolve_layout(job, text)
+    return step_time(job, lay)
+
+
+def test_model_flops_follow_megatrons_counter():
+    """6(N - embedding) + causal attention: NVIDIA's TFLOP/s / tokens/s ratio for 70B at 8k is 449 GFLOP."""
+    assert model_flops_per_token(catalog.model("llama-3-70b"), 8192) / 1e9 == pytest.approx(449.2, abs=0.5)
+    assert model_flops_per_token(catalog.model("llama-3.1-405b"), 8192) / 1e9 == pytest.approx(2524.0, abs=2)
+    m = catalog.model("llama-3-8b")
+    assert hardware_flops_per_token(m, 4096, "full") > hardware_flops_per_token(m, 4096, "selective") > model_flops_per_token(m, 4096)
+
+
+def test_per_layer_compute_matches_the_h100_measurements():
+    rows = calibration.layer_compute_rows()
+    assert len(rows) == 24
+    assert max(abs(r["error"]) for r in rows) < 0.08
+    assert statistics.median(abs(r["error"]) for r in rows) < 0.03
+
+
+def _median(rows):
+    return statistics.median(abs(r["error"]) for r in rows)
+
+
+@pytest.fixture(scope="module")
+def published():
+    if not calibration.CALIBRATION.exists():
+        pytest.skip("no calibration data")
+    return calibration.throughput_rows()
+
+
+def test_published_runs_h100_bf16_median_within_10_percent(published):
+    rows = [r for r in published if r["gpu"] == "H100" and r["precision"] == "bf16"]
+    assert len(rows) >= 40 and _median(rows) <= 0.10
+
+
+def test_published_dense_runs_median_within_10_percent(published):
+    rows = [r for r in published if not r["moe"]]
+    assert len(rows) >= 150 and _median(rows) <= 0.10
+
+
+def test_published_runs_all_median_within_15_percent(published):
+    assert len(published) >= 200 and _median(published) <= 0.15
+
+
+def test_pipeline_bubble_follows_the_schedule():
+    job = build_job(model="llama-3-70b", gpus=32, seq_len=4096, global_batch=16)
+    plain = run(job, "tp=8,pp=4,mbs=1,recompute=selective").metrics(job)
+    inter = run(job, "tp=8,pp=4,vp=2,mbs=1,recompute=selective").metrics(job)
+    # m = 16, p = 4: the 1F1B bubble is (p-1)/(m + p-1) ~ 16% of the step, halved by v = 2
+    assert 12 < plain["bubble_pct"] < 20
+    assert inter["bubble_pct"] < 0.6 * plain["bubble_pct"]
+    assert inter["step_time_s"] < plain["step_time_s"]
+
+
+def test_tensor_parallel_across_nodes_is_expensive():
+    job = build_job(model="llama-3-70b", gpus=32, seq_len=4096, global_batch=64)
+    in_node = run(job, "tp=8,pp=4,mbs=1,recompute=selective").metrics(job)
+    across = run(job, "tp=16,pp=2,mbs=1,recompute=selective").metrics(job)
+    assert across["comm_exposed_s"]["tp"] > 5 * in_node["comm_exposed_s"]["tp"]
+    assert across["tokens_per_s"] < in_node["tokens_per_s"]
+
+
+def test_slower_fabric_costs_data_parallel_time():
+    fast = build_job(model="llama-3-8b", gpus=64, seq_len=4096, global_batch=64, framework="hf")
+    slow = build_job(model="llama-3-8b", gpus=64, seq_len=4096, global_batch=64, framework="hf",
+                     interconnect="ethernet")
+    a = run(fast, "dp=64,zero=0,mbs=1,recompute=full")
+    b = run(slow, "dp=64,zero=0,mbs=1,recompute=full")
+    assert b.comm_by_kind_s["dp"] > 3 * a.comm_by_kind_s["dp"] and b.step_time_s > a.step_time_s
+
+
+def test_fp8_is_faster_than_bf16_on_hopper():
+    bf = build_job(model="llama-3-70b", gpus=64, seq_len=8192, global_batch=128)
+    f8 = build_job(model="llama-3-70b", gpus=64, seq_len=8192, global_batch=128, precision="fp8")
+    text = "tp=4,pp=8,vp=5,mbs=1,zero=1,recompute=none"
+    ratio = run(f8, text).tokens_per_s / run(bf, text).tokens_per_s
+    assert 1.2 < ratio < 1.8                        # published pairs: 1.2-1.5x
+
+
+def test_time_and_cost_to_train():
+    job = build_job(model="llama-3-70b", gpus=32, seq_len=8192, global_batch=512, token_budget="100B",
+                    price_per_gpu_hour=2.5)
+    mt = run(job, "tp=8,pp=4,mbs=1,recompute=selective").metrics(job)
+    assert mt["time_to_train_h"] == pytest.approx(100e9 / mt["tokens_per_s"] / 3600, rel=1e-3)
+    assert mt["cost"] == pytest.approx(mt["time_to_train_h"] * 32 * 2.5, rel=1e-3)
+    assert 25 < mt["mfu_pct"] < 60
