@@ -108,13 +108,16 @@ _MODEL = {"llama3-8b": "llama-3-8b", "llama3-70b": "llama-3-70b", "llama3.1-405b
 # Architectures given only in the rows: GPT-style (LayerNorm, non-gated MLP: GELU for GPT-3,
 # squared ReLU for Nemotron-4 -- both two matrices), vocabularies from the NeMo configs.
 _FAMILY_VOCAB = {"gpt3-5b": 50304, "nemotron4-15b": 256000, "nemotron4-340b": 256000, "gpt-oss-120b": 201088}
+# Fields a row leaves out: gpt-oss-120b's head_dim is 64 (huggingface.co/openai/gpt-oss-120b
+# config.json), not hidden / heads = 45. Its sliding-window layers are not modelled.
+_ARCH_EXTRA = {"gpt-oss-120b": {"head_dim": 64}}
 
 
 def row_model(r: dict):
     from shardwise.kb import catalog
     if r["model_key"] in _MODEL:
         return catalog.model(_MODEL[r["model_key"]])
-    a = r.get("architecture") or {}
+    a = dict(r.get("architecture") or {}, **_ARCH_EXTRA.get(r["model_key"], {}))
     if not all(a.get(k) for k in ("layers", "hidden", "heads")) or a["layers"] < 8:
         return None
     key = r["model_key"]

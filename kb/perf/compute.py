@@ -37,7 +37,10 @@ E_GEMM = 0.645
 D0 = 195.0
 E_ATTN = 0.55
 B0 = 1000.0
-FLASH_BWD_OVER_FWD = 2.5          # FlashAttention-2 paper: backward does 2.5x the forward's matmul work
+FLASH_BWD_OVER_FWD = 2.5
+# MoE permutation passes over the routed tokens per layer: permute and unpermute, read + write
+# each, forward and backward (Megatron-Core moe_utils permute/unpermute)
+PERMUTE_PASSES = 8          # FlashAttention-2 paper: backward does 2.5x the forward's matmul work
 # FP8 GEMMs (Transformer Engine / torchao) reach a smaller share of the doubled FP8 peak than
 # BF16 GEMMs of theirs: amax reductions and casts, and per-tensor scaling overheads. Fitted on
 # the H100 FP8 vs BF16 pairs of published_runs.yaml (same model, layout and source; see
@@ -123,6 +126,10 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     prof = framework_profile(t.framework)
     seq_shard = tp if lay.sp else 1
     ew = tokens * prof["elementwise_bytes"] * h / seq_shard / (gpu.hbm_gbps * 1e9)
+    if moe:
+        # token permutation: every token is copied to its k experts and back (permute and
+        # unpermute, each a read and a write of k x h bf16 values), forward and backward
+        ew += moe_tokens(tokens, lay) * PERMUTE_PASSES * m.top_k * h * 2.0 / (gpu.hbm_gbps * 1e9)
     if t.precision == "fp8":
         ew *= 1.5               # casts to FP8 and amax reductions around every GEMM
     return LayerTime(gemm, attention, ew)
