@@ -13,6 +13,8 @@ from shardwise.kb.errors import InputError
 
 from .kb_cmd import kb
 from .memory_cmd import memory
+from .recommend_cmd import recommend
+from .rules_cmd import rules
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -21,8 +23,10 @@ def cli():
     """shardwise: how should this model be parallelised on this cluster?"""
 
 
-cli.add_command(kb)
+cli.add_command(recommend)
 cli.add_command(memory)
+cli.add_command(rules)
+cli.add_command(kb)
 
 
 def _fail(msg: str, code: int = 2) -> None:

@@ -1,0 +1,88 @@
+"""`shardwise rules list|lint|test|facts`: the rule files, checked and tested."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import yaml
+
+from shardwise.kb.build import build_job
+from shardwise.kb.errors import InputError
+from shardwise.rules import lint as lint_mod
+from shardwise.rules.facts import SCHEMA, SETTINGS
+from shardwise.rules.loader import load_rulebook
+from shardwise.rules.recommend import recommend, rule_files
+
+from .options import JOB_KEYS
+from .output import table
+
+
+@click.group()
+def rules():
+    """List, lint and test rule files."""
+
+
+@rules.command("list")
+@click.option("--rules", "extra", multiple=True, help="also list these rule files or folders")
+def list_(extra):
+    """Every rule: id, file:line, priority, title."""
+    paths, shown = rule_files(list(extra))
+    book = load_rulebook(paths, shown)
+    click.echo(table([[r.id, r.where, r.priority, r.title] for r in book], ["rule", "where", "priority", "title"]))
+
+
+@rules.command()
+def facts():
+    """The facts rule conditions can read, and the settings rules can set."""
+    click.echo(table([[p, t] for p, t in SCHEMA.items()], ["fact", "type"]))
+    click.echo("\nsettings: " + ", ".join(f"{k} ({v})" for k, v in SETTINGS.items()))
+
+
+@rules.command()
+@click.argument("paths", nargs=-1, required=True)
+def lint(paths):
+    """Check rule files: schema errors and unknown facts (file:line), rules that can never fire,
+    two rules setting the same setting at the same priority. Exit 1 when it finds problems."""
+    base, shown = rule_files([])
+    book = load_rulebook(base + [Path(p) for p in paths], shown + list(paths))   # raises on schema errors
+    problems = lint_mod.lint(book, set(shown))
+    for p in problems:
+        click.echo(p)
+    click.echo(f"{len(book)} rules, {len(problems)} problem{'s' if len(problems) != 1 else ''}")
+    if problems:
+        raise SystemExit(1)
+
+
+@rules.command("test")
+@click.argument("path")
+def test_(path):
+    """Run policy test cases: a YAML file with `rules:` (files, relative to it) and `cases:`,
+    each a `job:` and the `expect:`ed settings. Exit 1 when a case fails."""
+    p = Path(path)
+    try:
+        spec = yaml.safe_load(p.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise InputError(f"{path}: cannot read the test file ({e.__class__.__name__})")
+    if not isinstance(spec, dict) or not isinstance(spec.get("cases"), list):
+        raise InputError(f"{path}: a policy test file has 'cases:' (a list) and optionally 'rules:'")
+    extra = [str((p.parent / r).resolve()) for r in spec.get("rules") or []]
+    failed = 0
+    for i, case in enumerate(spec["cases"]):
+        if not isinstance(case, dict) or not isinstance(case.get("job"), dict) or not isinstance(case.get("expect"), dict):
+            raise InputError(f"{path}: case {i + 1} needs 'job:' and 'expect:' mappings")
+        unknown = set(case["job"]) - set(JOB_KEYS)
+        if unknown:
+            raise InputError(f"{path}: case {i + 1}: unknown job setting(s) {sorted(unknown)}")
+        job = build_job(**{k: v for k, v in case["job"].items()})
+        result = recommend(job, extra)
+        got = dict(result["layout"], zero=result["layout"]["zero_stage"], fits=result["memory"]["fits"])
+        bad = {k: (v, got.get(k, "?")) for k, v in case["expect"].items() if got.get(k, "?") != v}
+        name = case.get("name", f"case {i + 1}")
+        if bad:
+            failed += 1
+            click.echo(f"FAIL {name}: " + ", ".join(f"{k} expected {e!r} got {g!r}" for k, (e, g) in bad.items()))
+        else:
+            click.echo(f"ok   {name}")
+    click.echo(f"{len(spec['cases']) - failed} passed, {failed} failed")
+    if failed:
+        raise SystemExit(1)

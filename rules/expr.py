@@ -1,0 +1,376 @@
+"""The expression language of rule files: parsed and evaluated by this module, never by Python.
+
+Grammar (lowest precedence first):
+    expr    := or
+    or      := and ('or' and)*
+    and     := not ('and' not)*
+    not     := 'not' not | cmp
+    cmp     := sum (('==' | '!=' | '<' | '<=' | '>' | '>=') sum | 'in' '[' literal (',' literal)* ']')?
+    sum     := prod (('+' | '-') prod)*
+    prod    := unary (('*' | '/' | '//' | '%') unary)*
+    unary   := '-' unary | atom
+    atom    := NUMBER | STRING | 'true' | 'false' | PATH | FUNC '(' expr (',' expr)* ')' | '(' expr ')'
+A PATH is a dotted fact name such as ``memory.peak_gib`` (see rules/facts.py); FUNC is one of
+FUNCTIONS. Types are checked before anything runs: numbers with numbers, strings only with
+== / != / in, booleans only with and / or / not / == / !=. No attribute access, indexing,
+names outside the fact schema, or calls outside FUNCTIONS exist in the language, so a rule
+file cannot reach Python objects whatever it contains.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+MAX_LENGTH = 1000
+MAX_DEPTH = 40
+MAX_NUMBER = 1e18
+
+
+class ExprError(ValueError):
+    """An expression that does not parse, does not type-check or cannot be evaluated."""
+
+
+def _pow2ceil(x: float) -> float:
+    if x <= 1:
+        return 1
+    return float(2 ** math.ceil(math.log2(x)))
+
+
+def _log2(x: float) -> float:
+    if x <= 0:
+        raise ExprError(f"log2 of {x}")
+    return math.log2(x)
+
+
+FUNCTIONS: dict[str, tuple[int, int, Callable]] = {
+    # name: (min args, max args, implementation) -- all take and return numbers
+    "min": (1, 8, min),
+    "max": (1, 8, max),
+    "abs": (1, 1, abs),
+    "ceil": (1, 1, lambda x: float(math.ceil(x))),
+    "floor": (1, 1, lambda x: float(math.floor(x))),
+    "round": (1, 1, lambda x: float(round(x))),
+    "log2": (1, 1, _log2),
+    "pow2ceil": (1, 1, _pow2ceil),
+}
+
+_TOKEN = re.compile(r"""
+    (?P<ws>\s+)
+  | (?P<num>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)
+  | (?P<str>'[^'\\\n]{0,200}'|"[^"\\\n]{0,200}")
+  | (?P<op>==|!=|<=|>=|//|[-+*/%<>(),\[\]])
+  | (?P<name>[A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)*)
+""", re.VERBOSE)
+
+KEYWORDS = {"and", "or", "not", "in", "true", "false"}
+
+
+@dataclass(frozen=True)
+class Node:
+    op: str                 # num str bool path call neg not and or cmp arith in
+    args: tuple = ()
+    value: Any = None
+
+
+def tokenize(text: str) -> list[tuple[str, str]]:
+    if not isinstance(text, str):
+        raise ExprError(f"an expression must be text, got {type(text).__name__}")
+    if len(text) > MAX_LENGTH:
+        raise ExprError(f"expression longer than {MAX_LENGTH} characters")
+    out, pos = [], 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m:
+            raise ExprError(f"unexpected character {text[pos]!r} at column {pos + 1}")
+        pos = m.end()
+        kind = m.lastgroup
+        if kind != "ws":
+            out.append((kind, m.group()))
+    return out
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.toks = tokenize(text)
+        self.i = 0
+        self.depth = 0
+
+    def peek(self, k: int = 0):
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else ("end", "")
+
+    def take(self, value: str | None = None):
+        tok = self.peek()
+        if value is not None and tok[1] != value:
+            raise ExprError(f"expected {value!r}, found {tok[1] or 'end of expression'!r}")
+        self.i += 1
+        return tok
+
+    def enter(self):
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ExprError(f"expression nests deeper than {MAX_DEPTH}")
+
+    def parse(self) -> Node:
+        node = self.or_()
+        if self.peek()[0] != "end":
+            raise ExprError(f"unexpected {self.peek()[1]!r} after a complete expression")
+        return node
+
+    def or_(self):
+        self.enter()
+        node = self.and_()
+        while self.peek() == ("name", "or"):
+            self.take()
+            node = Node("or", (node, self.and_()))
+        self.depth -= 1
+        return node
+
+    def and_(self):
+        node = self.not_()
+        while self.peek() == ("name", "and"):
+            self.take()
+            node = Node("and", (node, self.not_()))
+        return node
+
+    def not_(self):
+        if self.peek() == ("name", "not"):
+            self.take()
+            self.enter()
+            node = Node("not", (self.not_(),))
+            self.depth -= 1
+            return node
+        return self.cmp()
+
+    def cmp(self):
+        left = self.sum_()
+        tok = self.peek()
+        if tok[0] == "op" and tok[1] in ("==", "!=", "<", "<=", ">", ">="):
+            self.take()
+            return Node("cmp", (left, self.sum_()), tok[1])
+        if tok == ("name", "in"):
+            self.take()
+            self.take("[")
+            items = [self.literal()]
+            while self.peek()[1] == ",":
+                self.take()
+                items.append(self.literal())
+            self.take("]")
+            return Node("in", (left,), tuple(items))
+        return left
+
+    def literal(self):
+        node = self.unary()
+        if node.op not in ("num", "str", "bool"):
+            raise ExprError("a list after 'in' may hold only numbers, strings, true or false")
+        return node.value
+
+    def sum_(self):
+        node = self.prod()
+        while self.peek()[0] == "op" and self.peek()[1] in ("+", "-"):
+            op = self.take()[1]
+            node = Node("arith", (node, self.prod()), op)
+        return node
+
+    def prod(self):
+        node = self.unary()
+        while self.peek()[0] == "op" and self.peek()[1] in ("*", "/", "//", "%"):
+            op = self.take()[1]
+            node = Node("arith", (node, self.unary()), op)
+        return node
+
+    def unary(self):
+        if self.peek() == ("op", "-"):
+            self.take()
+            self.enter()
+            node = Node("neg", (self.unary(),))
+            self.depth -= 1
+            return node
+        return self.atom()
+
+    def atom(self):
+        kind, text = self.take()
+        if kind == "num":
+            v = float(text)
+            if not math.isfinite(v) or abs(v) > MAX_NUMBER:
+                raise ExprError(f"number {text} is out of range (|x| <= {MAX_NUMBER:g})")
+            return Node("num", value=int(v) if v.is_integer() and "." not in text and "e" not in text.lower() else v)
+        if kind == "str":
+            return Node("str", value=text[1:-1])
+        if kind == "op" and text == "(":
+            self.enter()
+            node = self.or_()
+            self.depth -= 1
+            self.take(")")
+            return node
+        if kind == "name":
+            if text in ("true", "false"):
+                return Node("bool", value=text == "true")
+            if text in KEYWORDS:
+                raise ExprError(f"unexpected keyword {text!r}")
+            if self.peek()[1] == "(":
+                if text not in FUNCTIONS:
+                    raise ExprError(f"unknown function {text!r}; allowed: {', '.join(sorted(FUNCTIONS))}")
+                self.take("(")
+                self.enter()
+                args = [self.or_()]
+                while self.peek()[1] == ",":
+                    self.take()
+                    args.append(self.or_())
+                self.take(")")
+                self.depth -= 1
+                lo, hi, _ = FUNCTIONS[text]
+                if not lo <= len(args) <= hi:
+                    raise ExprError(f"{text}() takes {lo}{'' if lo == hi else f' to {hi}'} arguments, got {len(args)}")
+                return Node("call", tuple(args), text)
+            return Node("path", value=text)
+        raise ExprError(f"unexpected {text or 'end of expression'!r}")
+
+
+def parse(text: str) -> Node:
+    return _Parser(text).parse()
+
+
+def paths(node: Node) -> set[str]:
+    """Fact paths an expression reads."""
+    if node.op == "path":
+        return {node.value}
+    out: set[str] = set()
+    for a in node.args:
+        out |= paths(a)
+    return out
+
+
+def typecheck(node: Node, schema: dict[str, str]) -> str:
+    """Return 'num', 'str' or 'bool'; raise ExprError naming the problem. ``schema`` maps each
+    fact path to its type."""
+    op = node.op
+    if op in ("num", "str", "bool"):
+        return op
+    if op == "path":
+        if node.value not in schema:
+            import difflib
+            near = difflib.get_close_matches(node.value, list(schema), n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(near)}?" if near else "; `shardwise rules facts` lists the facts"
+            raise ExprError(f"unknown fact {node.value!r}{hint}")
+        return schema[node.value]
+    if op == "neg":
+        if typecheck(node.args[0], schema) != "num":
+            raise ExprError("'-' needs a number")
+        return "num"
+    if op == "arith":
+        for a in node.args:
+            if typecheck(a, schema) != "num":
+                raise ExprError(f"'{node.value}' needs numbers on both sides")
+        return "num"
+    if op == "call":
+        for a in node.args:
+            if typecheck(a, schema) != "num":
+                raise ExprError(f"{node.value}() takes numbers")
+        return "num"
+    if op == "not":
+        if typecheck(node.args[0], schema) != "bool":
+            raise ExprError("'not' needs a true/false value")
+        return "bool"
+    if op in ("and", "or"):
+        for a in node.args:
+            if typecheck(a, schema) != "bool":
+                raise ExprError(f"'{op}' needs true/false values on both sides")
+        return "bool"
+    if op == "cmp":
+        lt, rt = typecheck(node.args[0], schema), typecheck(node.args[1], schema)
+        if lt != rt:
+            raise ExprError(f"cannot compare a {lt} with a {rt} ({_name(lt)} vs {_name(rt)})")
+        if lt != "num" and node.value not in ("==", "!="):
+            raise ExprError(f"'{node.value}' compares numbers only")
+        return "bool"
+    if op == "in":
+        t = typecheck(node.args[0], schema)
+        for v in node.value:
+            vt = "bool" if isinstance(v, bool) else "num" if isinstance(v, (int, float)) else "str"
+            if vt != t:
+                raise ExprError(f"'in' list holds a {_name(vt)} but the left side is a {_name(t)}")
+        return "bool"
+    raise ExprError(f"unknown node {op}")
+
+
+def _name(t: str) -> str:
+    return {"num": "number", "str": "string", "bool": "true/false"}[t]
+
+
+def evaluate(node: Node, facts: Callable[[str], Any]) -> Any:
+    """Evaluate a type-checked expression; ``facts(path)`` returns a fact's value."""
+    op = node.op
+    if op in ("num", "str", "bool"):
+        return node.value
+    if op == "path":
+        return facts(node.value)
+    if op == "neg":
+        return -evaluate(node.args[0], facts)
+    if op == "not":
+        return not evaluate(node.args[0], facts)
+    if op == "and":
+        return bool(evaluate(node.args[0], facts)) and bool(evaluate(node.args[1], facts))
+    if op == "or":
+        return bool(evaluate(node.args[0], facts)) or bool(evaluate(node.args[1], facts))
+    if op == "in":
+        return evaluate(node.args[0], facts) in node.value
+    if op == "call":
+        args = [evaluate(a, facts) for a in node.args]
+        return _finite(FUNCTIONS[node.value][2](*args))
+    a, b = evaluate(node.args[0], facts), evaluate(node.args[1], facts)
+    if op == "cmp":
+        return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[node.value]
+    if op == "arith":
+        if node.value in ("/", "//", "%") and b == 0:
+            raise ExprError(f"division by zero ({node.value})")
+        r = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b,
+             "//": lambda: float(a // b), "%": lambda: a % b}[node.value]()
+        return _finite(r)
+    raise ExprError(f"unknown node {op}")
+
+
+def _finite(x):
+    if isinstance(x, float) and (not math.isfinite(x) or abs(x) > MAX_NUMBER):
+        raise ExprError(f"result {x} out of range")
+    if isinstance(x, int) and abs(x) > MAX_NUMBER:
+        raise ExprError("result out of range")
+    return x
+
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z][A-Za-z0-9_.]*)(?::([<>^]?\d{0,3}(?:\.\d{1,2})?[dfgs%]?))?\}")
+
+
+def template_paths(text: str) -> set[str]:
+    return {m.group(1) for m in _PLACEHOLDER.finditer(text)}
+
+
+def check_template(text: str, schema: dict[str, str]) -> None:
+    if not isinstance(text, str):
+        raise ExprError("a 'because' text must be a string")
+    if len(text) > 2000:
+        raise ExprError("a 'because' text is limited to 2000 characters")
+    for m in re.finditer(r"\{[^}]*\}?", text):
+        if not _PLACEHOLDER.fullmatch(m.group()):
+            raise ExprError(f"placeholder {m.group()!r} must be {{fact.path}} or {{fact.path:.1f}}")
+    for p in template_paths(text):
+        typecheck(Node("path", value=p), schema)
+
+
+def render(text: str, facts: Callable[[str], Any]) -> str:
+    """Fill {path} and {path:fmt} placeholders. Only a fact's value is formatted (with a
+    validated numeric/string spec); the user text itself is never passed to str.format."""
+    def sub(m):
+        v = facts(m.group(1))
+        spec = m.group(2) or ""
+        try:
+            if isinstance(v, bool):
+                return "true" if v else "false"
+            if isinstance(v, float) and not spec:
+                return f"{v:.4g}"
+            return format(v, spec)
+        except (ValueError, TypeError):
+            return str(v)
+    return _PLACEHOLDER.sub(sub, text)

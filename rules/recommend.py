@@ -1,0 +1,142 @@
+"""`shardwise recommend`: the playbook (and house policies) run over a job.
+
+Rule files are loaded in a fixed order -- the playbook's concerns, then each --rules path in
+the order given -- compiled once per distinct set of files, and run by durable_rules.
+"""
+from __future__ import annotations
+
+import hashlib
+from importlib import resources
+from pathlib import Path
+
+from shardwise.kb.errors import InputError
+from shardwise.kb.facts import job_summary, layout_dict
+from shardwise.kb.job import Job
+from shardwise.kb.layout import Layout
+
+from .compiler import CompiledRulebook, compile_rules
+from .engine import Run, durable_agenda, reference_agenda
+from .facts import next_values, tp_max
+from .loader import load_rulebook
+
+PLAYBOOK = ["tp.yaml", "sp.yaml", "pp.yaml", "zero.yaml", "recompute.yaml", "batch.yaml", "cp.yaml", "ep.yaml",
+            "warnings.yaml"]
+DEFAULT_BATCH_TOKENS = 4 * 2 ** 20
+_BOOKS: dict = {}
+_RULESETS: dict = {}
+
+
+def playbook_dir() -> Path:
+    return Path(str(resources.files("shardwise.rules")))
+
+
+def rule_files(extra: list[str]) -> tuple[list[Path], list[str]]:
+    base = playbook_dir()
+    paths = [base / f for f in PLAYBOOK] + [Path(e) for e in extra]
+    shown = [f"rules/{f}" for f in PLAYBOOK] + list(extra)
+    return paths, shown
+
+
+def load_book(extra: list[str]) -> CompiledRulebook:
+    paths, shown = rule_files(extra)
+    key = tuple(shown) + tuple(_stamp(p) for p in paths)
+    if key not in _BOOKS:
+        _BOOKS[key] = compile_rules(load_rulebook(paths, shown))
+    return _BOOKS[key]
+
+
+def _stamp(p: Path):
+    try:
+        st = p.stat()
+        return (st.st_mtime_ns, st.st_size)
+    except OSError:
+        return None
+
+
+def file_hashes(extra: list[str]) -> list[dict]:
+    paths, shown = rule_files(extra)
+    out = []
+    for p, s in zip(paths, shown):
+        files = sorted(p.glob("*.yaml")) if p.is_dir() else [p]
+        for f in files:
+            name = s if not p.is_dir() else f"{s.rstrip('/')}/{f.name}"
+            out.append({"file": name, "sha256": hashlib.sha256(f.read_bytes()).hexdigest()})
+    return out
+
+
+def _global_batch(job: Job) -> tuple[int, list[str]]:
+    t, g = job.training, job.cluster.gpus
+    if t.global_batch:
+        return t.global_batch, []
+    per_gpu = t.mbs or 1
+    gb = max(1, -(-DEFAULT_BATCH_TOKENS // t.seq_len))
+    gb = -(-gb // (g * per_gpu)) * g * per_gpu             # a multiple of every DP degree
+    return gb, [f"global batch not given: assumed {gb} sequences x {t.seq_len} tokens = "
+                f"{gb * t.seq_len / 2**20:.1f}M tokens per step, rounded to a multiple of the GPU count "
+                "(--global-batch or --global-batch-tokens to set it)"]
+
+
+def start_layout(job: Job, gb: int) -> Layout:
+    """TP=PP=CP=1 and every GPU data-parallel -- unless the global batch cannot be split over
+    that many replicas, then the smallest TP (then PP) that makes it divide."""
+    t, g = job.training, job.cluster.gpus
+    mbs = t.mbs or 1
+    rc = t.recompute if t.recompute != "auto" else "none"
+    for pp in range(1, job.model.layers + 1):
+        for tp in range(1, tp_max(job) + 1):
+            if g % (tp * pp):
+                continue
+            dp = g // (tp * pp)
+            if job.model.heads % tp or gb % (mbs * dp):
+                continue
+            return Layout(tp=tp, pp=pp, dp=dp, mbs=mbs, grad_accum=gb // (mbs * dp), recompute=rc)
+    raise InputError(f"a global batch of {gb} sequences (mbs {mbs}) cannot be split over {g} GPUs with any TP/PP; "
+                     f"choose a global batch that is a multiple of {g // tp_max(job) * mbs}")
+
+
+def recommend(job: Job, extra_rules: list[str] | None = None, engine: str = "durable") -> dict:
+    extra = list(extra_rules or [])
+    book = load_book(extra)
+    gb, assumptions = _global_batch(job)
+    start = start_layout(job, gb)
+    run = Run(job, book, start, gb, mbs_fixed=bool(job.training.mbs),
+              rc_fixed=job.training.recompute != "auto")
+    if engine == "durable":
+        if book.digest not in _RULESETS:
+            from .durable_adapter import Ruleset
+            _RULESETS[book.digest] = Ruleset(book.durable, book.digest)
+        durable_agenda(_RULESETS[book.digest])(run)
+    else:
+        reference_agenda(run)
+    res = run.result()
+    final = res.final
+    lay = final.layout
+    rationale = {}
+    for t in res.trace:
+        if t["outcome"] == "applied":
+            for k, v in t["set"].items():
+                rationale[k] = {"value": v, "rule": t["rule"], "file": t["file"], "line": t["line"], "because": t["because"]}
+    if lay.zero >= 1 and lay.dp * lay.cp == 1 and "zero" in rationale:
+        rationale["zero"]["because"] += (f" (set when DP was larger; with DP=1 in the final layout ZeRO-{lay.zero} "
+                                         "shards nothing, and adding replicas later shards at once)")
+    for k, v in (("dp", lay.dp), ("grad_accum", lay.grad_accum)):
+        rationale[k] = {"value": v, "rule": None, "because":
+                        (f"DP is what remains: {job.cluster.gpus} GPUs / (TP {lay.tp} x PP {lay.pp} x CP {lay.cp})"
+                         if k == "dp" else
+                         f"gradient accumulation reaches the global batch: {res.global_batch} = mbs {lay.mbs} x "
+                         f"{lay.grad_accum} x DP {lay.dp}")}
+    return {
+        "job": job_summary(job),
+        "layout": layout_dict(lay),
+        "memory": final.memory.as_dict(),
+        "metrics": final.step.metrics(job),
+        "rationale": rationale,
+        "trace": res.trace,
+        "warnings": res.warnings,
+        "notes": res.notes,
+        "constraints": res.constraints,
+        "alternatives": [],
+        "assumptions": assumptions,
+        "rule_files": file_hashes(extra),
+        "states": len(res.states),
+    }
