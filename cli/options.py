@@ -80,7 +80,7 @@ def load_job_file(path: str) -> dict:
     except OSError as e:
         raise InputError(f"-f: cannot read '{path}': {e.strerror}")
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
+        mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
         where = f":{mark.line + 1}" if mark else ""
         raise InputError(f"{path}{where}: not valid YAML ({getattr(e, 'problem', None) or 'syntax error'})")
     if data is None:

@@ -40,7 +40,9 @@ def resolve_links(gpu_intra: str, interconnect: Optional[str]) -> tuple:
     catalog link (e.g. infiniband-hdr). nvlink/pcie set how GPUs inside a node talk (inter-node
     then defaults to InfiniBand NDR); infiniband/roce/ethernet set the inter-node fabric."""
     intra_name, inter_name = gpu_intra, "infiniband"
-    word = (interconnect or "nvlink").strip().lower()
+    if interconnect is None:                 # the GPU's own intra-node link, InfiniBand between nodes
+        return catalog.link(intra_name), catalog.link(inter_name)
+    word = interconnect.strip().lower()
     if word == "nvlink":
         if gpu_intra.startswith("pcie"):
             raise InputError("--interconnect nvlink: this GPU has no NVLink between all GPUs of a node; "

@@ -14,6 +14,8 @@ shows the estimates that justified it. Ranking all candidates is the search's jo
 
 Actions: set (a new layout; refused with the reason when the layout is invalid or breaks a
 constraint), require / forbid (constraints later layouts must keep), warn, note.
+A rule that fires again on a later state with nothing new (no setting, its constraint already
+in force, its text already said) is not repeated in the trace.
 Loop guard: a layout visited twice is a cycle -- the run stops naming the rules that went
 round -- and no run fires more than MAX_FIRINGS rules.
 """
@@ -146,16 +148,20 @@ class Run:
         cur = self.current
         look = cur.facts.__getitem__
         settings, outcome, new_fact = {}, "applied", []
+        added = False
         for a in rule.actions:
             if a.kind == "set":
                 settings[a.setting] = expr.evaluate(a.node, look)
             elif a.kind in ("require", "forbid"):
                 if not any(k == a.kind and n == a.node for k, n, _ in self.constraints):
                     self.constraints.append((a.kind, a.node, rule))
+                    added = True
             elif a.kind == "warn":
-                self._add(self.warnings, expr.render(a.text, look))
+                added |= self._add(self.warnings, expr.render(a.text, look))
             else:
-                self._add(self.notes, expr.render(a.text, look))
+                added |= self._add(self.notes, expr.render(a.text, look))
+        if not settings and not added:
+            return []           # fired again on a later state with nothing new to say: not repeated in the trace
         because = expr.render(rule.because, look)
         if settings:
             changed = {k: v for k, v in settings.items() if getattr(cur.layout, k) != v}
@@ -197,9 +203,11 @@ class Run:
         return None
 
     @staticmethod
-    def _add(lst: list, text: str):
-        if text not in lst:
-            lst.append(text)
+    def _add(lst: list, text: str) -> bool:
+        if text in lst:
+            return False
+        lst.append(text)
+        return True
 
     def result(self) -> RunResult:
         final = self.current

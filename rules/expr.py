@@ -340,7 +340,7 @@ def _finite(x):
     return x
 
 
-_PLACEHOLDER = re.compile(r"\{([A-Za-z][A-Za-z0-9_.]*)(?::([<>^]?\d{0,3}(?:\.\d{1,2})?[dfgs%]?))?\}")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)*)(?::([<>^]?\d{0,3}(?:\.\d{1,2})?[dfgs%]?))?\}")
 
 
 def template_paths(text: str) -> set[str]:

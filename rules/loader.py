@@ -96,7 +96,7 @@ def read_rule_file(path: Path, display: str | None = None) -> tuple[list[Rule], 
     except UnicodeDecodeError:
         raise InputError(f"{name}: rule file is not UTF-8 text")
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
+        mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark else 1
         raise InputError(f"{name}:{line}: not valid YAML ({getattr(e, 'problem', None) or 'syntax error'})")
     except RecursionError:
