@@ -1,6 +1,6 @@
 """Speed of the estimators. Run: python benchmarks/speed.py
 
-Prints the time to score one layout (memory + step time) in-process, and a cold command
+Prints the time to score one layout (memory + step time) in-process, and cold commands
 (new process, import to printed answer) against a bare `python -c pass` in the same run.
 """
 from __future__ import annotations
@@ -42,6 +42,9 @@ def main() -> None:
     cmd = cold([sys.executable, "-m", "shardwise.cli.main", "memory", "--model", "llama-3-70b", "--gpus", "32",
                 "--seq-len", "8192", "--layout", "tp=8,pp=4,mbs=1,recompute=selective"])
     print(f"cold `shardwise memory`: {1e3 * cmd:.0f} ms; bare python: {1e3 * bare:.0f} ms; ratio {cmd / bare:.1f}x")
+    rec = cold([sys.executable, "-m", "shardwise.cli.main", "recommend", "--model", "llama-3-70b", "--gpus", "32",
+                "--seq-len", "8192", "--mbs", "4"])
+    print(f"cold `shardwise recommend`: {1e3 * rec:.0f} ms; ratio to bare python {rec / bare:.1f}x")
 
 
 if __name__ == "__main__":
