@@ -46,7 +46,7 @@ def render(result: dict, markdown: bool = False) -> str:
         lines.append(f"note: {n}")
     for a in result["assumptions"]:
         lines.append(f"assumption: {a}")
-    lines.append(f"({len(result['trace'])} rule firings; `--format json` has the trace, `shardwise explain` the reasons)")
+    lines.append(f"({len(result['trace'])} rule firings; `--format json` has the full trace)")
     return "\n".join(lines)
 
 

@@ -9,16 +9,21 @@ Inside the safe subset measured in ../shared/reference/durable-rules.md:
   below the 1,024-sid limit (P18);
 * floats are rounded to 4 decimals (durable rejects or crashes on exponent notation: P15),
   non-finite numbers refused;
-* one global lock around every run: the C engine has no locking (P20).
+* one global lock around every run: the C engine has no locking (P20);
+* on Python 3.12 ``engine._unix_now`` calls the deprecated datetime.utcfromtimestamp on every
+  action; it is replaced by time.time (P19).
 """
 from __future__ import annotations
 
 import copy
 import math
 import threading
+import time
 from typing import Callable
 
 from durable import engine as _engine
+
+_engine._unix_now = time.time
 
 _LOCK = threading.RLock()
 RUNS_PER_RULESET = 500
