@@ -7,13 +7,12 @@ override the file.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import click
 import yaml
 
 from shardwise.kb.build import build_job
-from shardwise.kb.errors import InputError
+from shardwise.kb.errors import InputError, read_input_file
 
 JOB_KEYS = {
     "model": str, "hf_config": str, "params": str, "gpu": str, "gpu_memory": float, "gpus": int,
@@ -72,13 +71,9 @@ def job_options(f):
 
 
 def load_job_file(path: str) -> dict:
-    p = Path(path)
+    text = read_input_file(path, "-f")
     try:
-        data = yaml.safe_load(p.read_text())
-    except FileNotFoundError:
-        raise InputError(f"-f: no such job file '{path}'")
-    except OSError as e:
-        raise InputError(f"-f: cannot read '{path}': {e.strerror}")
+        data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
         where = f":{mark.line + 1}" if mark else ""

@@ -7,7 +7,7 @@ import click
 import yaml
 
 from shardwise.kb.build import build_job
-from shardwise.kb.errors import InputError
+from shardwise.kb.errors import InputError, read_input_file
 from shardwise.rules import lint as lint_mod
 from shardwise.rules.facts import SCHEMA, SETTINGS
 from shardwise.rules.loader import load_rulebook
@@ -60,9 +60,9 @@ def test_(path):
     each a `job:` and the `expect:`ed settings. Exit 1 when a case fails."""
     p = Path(path)
     try:
-        spec = yaml.safe_load(p.read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise InputError(f"{path}: cannot read the test file ({e.__class__.__name__})")
+        spec = yaml.safe_load(read_input_file(path, "rules test"))
+    except yaml.YAMLError:
+        raise InputError(f"{path}: the test file is not valid YAML")
     if not isinstance(spec, dict) or not isinstance(spec.get("cases"), list):
         raise InputError(f"{path}: a policy test file has 'cases:' (a list) and optionally 'rules:'")
     extra = [str((p.parent / r).resolve()) for r in spec.get("rules") or []]

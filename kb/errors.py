@@ -11,3 +11,16 @@ class InputError(ValueError):
 
     def __init__(self, message: str):
         super().__init__(" ".join(str(message).split()))
+
+
+def read_input_file(path: str, flag: str) -> str:
+    """The text of a file the user named, or an InputError saying why it cannot be read."""
+    from pathlib import Path
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{flag}: no such file '{path}'")
+    except UnicodeDecodeError:
+        raise InputError(f"{flag}: '{path}' is not UTF-8 text")
+    except OSError as e:
+        raise InputError(f"{flag}: cannot read '{path}': {e.strerror or e.__class__.__name__}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .errors import InputError
+from .errors import InputError, read_input_file
 from .schema import ModelSpec
 
 # model_type -> (family, extra fields set on the spec)
@@ -43,12 +43,9 @@ def _field(cfg: dict, path: str, *names: str, required: bool = True, default=Non
 
 def read_hf_config(path: str) -> ModelSpec:
     p = Path(path)
+    text = read_input_file(path, "--hf-config")
     try:
-        cfg = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise InputError(f"--hf-config: no such file '{path}'")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"--hf-config: cannot read '{path}': {e.__class__.__name__}")
+        cfg = json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"--hf-config: '{path}' is not valid JSON (line {e.lineno}: {e.msg})")
     if not isinstance(cfg, dict):
