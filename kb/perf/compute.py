@@ -63,6 +63,20 @@ def attention_efficiency(blocks: float) -> float:
     return E_ATTN * blocks / (blocks + B0)
 
 
+# Eager attention materialises the causal score matrix: per score, forward writes bf16 QK^T (2),
+# the softmax reads it and writes fp32 (2 + 4), the cast to bf16 reads and writes (4 + 2), AV
+# reads it (2); backward reads the probabilities and writes and reads their gradient twice as
+# much -- about 48 bytes per score in all (transformers' eager_attention_forward).
+EAGER_BYTES_PER_SCORE = 48.0
+
+
+def eager_attention_time(attn_fwd_flops: float, scores: float, gpu: GPUSpec) -> float:
+    """Unfused attention: QK^T and AV as ordinary GEMMs (3 x forward FLOPs at the GEMM
+    efficiency of a head-dim-sized reduction) plus the s^2 score traffic through HBM."""
+    gemm = 3.0 * attn_fwd_flops / (gpu.tflops_bf16 * 1e12 * gemm_efficiency(128.0))
+    return gemm + scores * EAGER_BYTES_PER_SCORE / (gpu.hbm_gbps * 1e9)
+
+
 def moe_tokens(tokens: float, lay: Layout) -> float:
     """Tokens one rank routes through its experts: the sequence-parallel shard (tokens / tp)
     gathered over the expert-TP group (x etp)."""
@@ -120,9 +134,10 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     heads = m.heads / tp
     blocks = lay.mbs * heads * (t.seq_len / lay.cp) / 128.0
     attn_fwd = tokens * attention_flops(m, t.seq_len) / tp
-    attention = (1.0 + FLASH_BWD_OVER_FWD) * attn_fwd / (peak * attention_efficiency(blocks))
     if t.attention == "eager":
-        attention *= 2.0        # unfused softmax over s^2 scores, memory-bound (twice flash's time)
+        attention = eager_attention_time(attn_fwd, tokens * heads * t.seq_len / 2, gpu)
+    else:
+        attention = (1.0 + FLASH_BWD_OVER_FWD) * attn_fwd / (peak * attention_efficiency(blocks))
     prof = framework_profile(t.framework)
     seq_shard = tp if lay.sp else 1
     ew = tokens * prof["elementwise_bytes"] * h / seq_shard / (gpu.hbm_gbps * 1e9)

@@ -24,7 +24,7 @@ from ..job import Job
 from ..layout import Layout
 from ..stages import all_stages
 from . import comm
-from .compute import framework_profile, layer_time, moe_tokens
+from .compute import framework_profile, gemm_efficiency, layer_time, moe_tokens
 from .flops import hardware_flops_per_token, head_flops, model_flops_per_token
 
 OPTIMIZER_BYTES_PER_PARAM = 30.0
@@ -89,8 +89,9 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
         compute += n * (lt.total + extra)
     tokens = lay.mbs * t.seq_len / lay.cp
     if last:
-        peak = c.gpu.peak_tflops(t.precision) * 1e12
-        compute += 3.0 * tokens * head_flops(m) / lay.tp / (peak * 0.6)
+        # the LM head is one GEMM (tokens x V/tp x h) in bf16, at the shape-dependent efficiency
+        peak = c.gpu.tflops_bf16 * 1e12
+        compute += 3.0 * tokens * head_flops(m) / lay.tp / (peak * gemm_efficiency(min(tokens, m.vocab / lay.tp, m.hidden)))
     st = comm.strides(lay)
     act_bytes = tokens * m.hidden * 2.0
     layers = sp.layers
