@@ -19,7 +19,7 @@ from .engine import Run, durable_agenda, reference_agenda
 from .facts import next_values, tp_max
 from .loader import load_rulebook
 
-PLAYBOOK = ["tp.yaml", "sp.yaml", "pp.yaml", "zero.yaml", "recompute.yaml", "batch.yaml", "cp.yaml", "ep.yaml",
+PLAYBOOK = ["tp.yaml", "sp.yaml", "pp.yaml", "dp.yaml", "zero.yaml", "recompute.yaml", "batch.yaml", "cp.yaml", "ep.yaml",
             "warnings.yaml"]
 DEFAULT_BATCH_TOKENS = 4 * 2 ** 20
 _BOOKS: dict = {}

@@ -105,3 +105,11 @@ def test_runs_do_not_leak_into_each_other(run_cli):
                             capture_output=True, text=True, check=True).stdout for j in JOBS]
     assert together[0] == alone[0] == together[3]
     assert together[1] == alone[1] == together[2]
+
+
+def test_gradient_sync_over_ethernet_is_flagged():
+    slow = rec(model="llama-3-8b", gpus=64, interconnect="ethernet")
+    fast = rec(model="llama-3-8b", gpus=64, interconnect="infiniband")
+    assert any("over ethernet-100g" in w for w in slow["warnings"])
+    assert not any("ethernet" in w for w in fast["warnings"])
+    assert slow["metrics"]["comm_overhead_pct"] > fast["metrics"]["comm_overhead_pct"]
