@@ -14,14 +14,19 @@ from .layout import Layout, parse_layout
 DEFAULT_BATCH_TOKENS = 4 * 2 ** 20
 
 
-def global_batch(job: Job) -> tuple[int, list[str]]:
-    """Sequences per optimizer step, and the assumption made if the user gave none."""
+def global_batch(job: Job, multiple: int = 1) -> tuple[int, list[str]]:
+    """Sequences per optimizer step, and the assumption made if the user gave none. The
+    assumed batch is rounded up to a multiple of ``multiple`` (the recommender asks for one
+    that every data-parallel degree it may try divides)."""
     t = job.training
     if t.global_batch:
         return t.global_batch, []
     gb = max(1, round(DEFAULT_BATCH_TOKENS / t.seq_len))
+    gb = -(-gb // multiple) * multiple
+    rounded = ", rounded to a multiple of the GPU count" if multiple > 1 else ""
     return gb, [f"global batch not given: assumed {gb} sequences x {t.seq_len} tokens "
-                f"= {gb * t.seq_len / 2**20:.1f}M tokens per step (--global-batch or --global-batch-tokens to set it)"]
+                f"= {gb * t.seq_len / 2**20:.1f}M tokens per step{rounded} "
+                "(--global-batch or --global-batch-tokens to set it)"]
 
 
 def grad_accum_for(gb: int, mbs: int, dp: int) -> int:

@@ -21,7 +21,7 @@ round -- and no run fires more than MAX_FIRINGS rules.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 from shardwise.kb.errors import InputError
@@ -109,13 +109,13 @@ class Run:
         self.constraints: list[tuple[str, object, object]] = []   # (kind, node, rule)
         self.seen: dict = {}
         self.fired_count = 0
-        self._push(start, None)
+        self._push(start)
 
     # --- states ---------------------------------------------------------------------
     def _key(self, lay: Layout):
         return tuple(sorted(lay.as_dict().items()))
 
-    def _push(self, lay: Layout, by) -> dict:
+    def _push(self, lay: Layout) -> dict:
         flat, mem, st = build_state(self.job, lay, self.gb, *self.flags)
         state = State(len(self.states), lay, flat, mem, st)
         self.states.append(state)
@@ -179,7 +179,7 @@ class Run:
                         raise RuleLoopError(f"rules cycle back to an earlier layout ({lay.describe()}): "
                                             f"{' -> '.join(cycle + [rule.id])}")
                     else:
-                        new_fact = [self._push(lay, rule)]
+                        new_fact = [self._push(lay)]
                 except RuleLoopError:
                     raise
                 except InputError as e:

@@ -61,12 +61,13 @@ def _inter_kind(name: str) -> str:
 
 def tp_max(job: Job) -> int:
     """Largest TP the playbook allows: inside one NVLink domain (or node), dividing the heads."""
-    m, c = job.model, job.cluster
+    c = job.cluster
     cap = min(c.nvlink_domain, c.gpus)
-    return max(t for t in range(1, cap + 1) if _tp_ok(job, t))
+    return max(t for t in range(1, cap + 1) if tp_allowed(job, t))
 
 
-def _tp_ok(job: Job, t: int) -> bool:
+def tp_allowed(job: Job, t: int) -> bool:
+    """TP divides the attention heads, the KV heads divide it or it divides them, and the GPUs."""
     m = job.model
     return m.heads % t == 0 and (m.kv_heads % t == 0 or t % m.kv_heads == 0) and job.cluster.gpus % t == 0
 
@@ -79,7 +80,7 @@ def next_values(job: Job, lay: Layout) -> dict:
     """The next valid value above the current one for each setting (or the current one)."""
     m, c, t = job.model, job.cluster, job.training
     g = c.gpus
-    tps = [x for x in range(1, tp_max(job) + 1) if _tp_ok(job, x) and g % (x * lay.pp * lay.cp) == 0]
+    tps = [x for x in range(1, tp_max(job) + 1) if tp_allowed(job, x) and g % (x * lay.pp * lay.cp) == 0]
     pps = [x for x in range(1, min(m.layers, g) + 1) if g % (lay.tp * x * lay.cp) == 0]
     cps = [x for x in range(1, g + 1) if g % (lay.tp * lay.pp * x) == 0 and t.seq_len % (2 * x) == 0]
     eps = [x for x in range(1, (m.experts or 1) + 1) if m.is_moe and m.experts % x == 0

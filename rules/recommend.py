@@ -13,15 +13,15 @@ from shardwise.kb.errors import InputError
 from shardwise.kb.facts import job_summary, layout_dict
 from shardwise.kb.job import Job
 from shardwise.kb.layout import Layout
+from shardwise.kb.resolve import global_batch
 
 from .compiler import CompiledRulebook, compile_rules
 from .engine import Run, durable_agenda, reference_agenda
-from .facts import next_values, tp_max
+from .facts import tp_allowed, tp_max
 from .loader import load_rulebook
 
 PLAYBOOK = ["tp.yaml", "sp.yaml", "pp.yaml", "dp.yaml", "zero.yaml", "recompute.yaml", "batch.yaml", "cp.yaml", "ep.yaml",
             "warnings.yaml"]
-DEFAULT_BATCH_TOKENS = 4 * 2 ** 20
 _BOOKS: dict = {}
 _RULESETS: dict = {}
 
@@ -64,18 +64,6 @@ def file_hashes(extra: list[str]) -> list[dict]:
     return out
 
 
-def _global_batch(job: Job) -> tuple[int, list[str]]:
-    t, g = job.training, job.cluster.gpus
-    if t.global_batch:
-        return t.global_batch, []
-    per_gpu = t.mbs or 1
-    gb = max(1, -(-DEFAULT_BATCH_TOKENS // t.seq_len))
-    gb = -(-gb // (g * per_gpu)) * g * per_gpu             # a multiple of every DP degree
-    return gb, [f"global batch not given: assumed {gb} sequences x {t.seq_len} tokens = "
-                f"{gb * t.seq_len / 2**20:.1f}M tokens per step, rounded to a multiple of the GPU count "
-                "(--global-batch or --global-batch-tokens to set it)"]
-
-
 def start_layout(job: Job, gb: int) -> Layout:
     """TP=PP=CP=1 and every GPU data-parallel -- unless the global batch cannot be split over
     that many replicas, then the smallest TP (then PP) that makes it divide."""
@@ -87,7 +75,7 @@ def start_layout(job: Job, gb: int) -> Layout:
             if g % (tp * pp):
                 continue
             dp = g // (tp * pp)
-            if job.model.heads % tp or gb % (mbs * dp):
+            if not tp_allowed(job, tp) or gb % (mbs * dp):
                 continue
             return Layout(tp=tp, pp=pp, dp=dp, mbs=mbs, grad_accum=gb // (mbs * dp), recompute=rc)
     raise InputError(f"a global batch of {gb} sequences (mbs {mbs}) cannot be split over {g} GPUs with any TP/PP; "
@@ -97,7 +85,7 @@ def start_layout(job: Job, gb: int) -> Layout:
 def recommend(job: Job, extra_rules: list[str] | None = None, engine: str = "durable") -> dict:
     extra = list(extra_rules or [])
     book = load_book(extra)
-    gb, assumptions = _global_batch(job)
+    gb, assumptions = global_batch(job, multiple=job.cluster.gpus * (job.training.mbs or 1))
     start = start_layout(job, gb)
     run = Run(job, book, start, gb, mbs_fixed=bool(job.training.mbs),
               rc_fixed=job.training.recompute != "auto")

@@ -36,7 +36,6 @@ class MemoryEstimate:
     phase: str
     breakdown_gib: dict
     stages: list = field(default_factory=list)
-    notes: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {"peak_gib": round(self.peak_gib, 2), "capacity_gib": round(self.capacity_gib, 2),
@@ -69,7 +68,6 @@ def estimate_memory(job: Job, lay: Layout) -> MemoryEstimate:
     m, t, c = job.model, job.training, job.cluster
     capacity = c.gpu.memory_gib
     fixed = c.gpu.cuda_context_gib + ovh.nccl_gib(lay) + ovh.WORKSPACES_GIB
-    notes: list[str] = []
     best = None
     per_stage = []
     for sp in all_stages(m, lay):
@@ -124,4 +122,4 @@ def estimate_memory(job: Job, lay: Layout) -> MemoryEstimate:
                 best = (peak, sp.stage, name, bd)
     peak, stage, phase, bd = best
     stages = [r for r in per_stage if r["phase"] == "forward-backward"]
-    return MemoryEstimate(peak, capacity, peak <= capacity, stage, phase, bd, stages, notes)
+    return MemoryEstimate(peak, capacity, peak <= capacity, stage, phase, bd, stages)

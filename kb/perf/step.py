@@ -150,15 +150,13 @@ def step_time(job: Job, lay: Layout) -> StepTime:
     m, t, c = job.model, job.training, job.cluster
     stages = all_stages(m, lay)
     times = []
-    kinds_max = None
     for sp in stages:
         compute, kinds = _stage_time(job, lay, sp, sp.stage == lay.pp - 1)
-        total = compute + sum(kinds.values())
-        times.append((total, compute, kinds, sp))
-        if kinds_max is None or total >= max(x[0] for x in times):
-            kinds_max = kinds
-    # stages we did not evaluate (the middle ones) are like stage 1 / stage 0 without embedding
-    t_max = max(x[0] for x in times)
+        times.append((compute + sum(kinds.values()), compute, kinds, sp))
+    # the slowest stage sets the pace (the later one on a tie); middle stages are like stage 1
+    slowest = max(range(len(times)), key=lambda i: (times[i][0], i))
+    kinds_max = times[slowest][2]
+    t_max = times[slowest][0]
     t_avg = sum(x[0] for x in times) / len(times)
     mcount = lay.grad_accum
     pipe = mcount * t_max + (lay.pp - 1) * t_avg / lay.vp
