@@ -13,12 +13,64 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Optional
 
 from .errors import InputError
+from .vec import minimum, where
 
 RECOMPUTE = ("none", "selective", "full")
 
 
+def in_flight(p: int, v: int, m, stage: int):
+    """Micro-batches whose activations a pipeline rank holds at its peak, in units of that
+    rank's full set of layers (``m`` micro-batches per step; a number or an array).
+
+    1F1B (Narayanan et al. 2021): rank i warms up with p - i forwards -> min(m, p - i).
+    Interleaved (Megatron-Core schedules.py get_pp_rank_microbatches): warm-up of
+    2(p - i - 1) + (v - 1) p chunk forwards plus the one in flight, capped at m v chunks,
+    each 1/v of the rank's layers. For rank 0 this is the 1 + (p-1)/(p v) factor of
+    Korthikanti et al. 2022 times p micro-batches.
+    """
+    if p == 1:
+        return 1.0
+    if v == 1:
+        return 1.0 * minimum(m, p - stage)
+    return minimum(2 * (p - stage - 1) + (v - 1) * p + 1, m * v) / v
+
+
+class Derived:
+    """What a layout implies, said once for a Layout and for the search's LayoutArrays (whose
+    settings are arrays, except pp, vp and recompute, which are one value per array)."""
+
+    @property
+    def world(self):
+        """GPUs the layout uses: tp x pp x cp x dp (EP re-splits ranks, it does not add any)."""
+        return self.tp * self.pp * self.cp * self.dp
+
+    @property
+    def shard_group(self):
+        """Ranks that ZeRO/FSDP shards states over: the dp x cp ranks (Megatron's distributed
+        optimizer shards over DP x CP), or the HSDP shard group when one is given."""
+        return where(self.shard > 0, self.shard, self.dp * self.cp)
+
+    @property
+    def expert_dp(self):
+        """Replicas of each expert shard: the tp x cp x dp ranks of a stage / (ep x etp)."""
+        return self.tp * self.cp * self.dp // (self.ep * self.etp)
+
+    @property
+    def global_batch(self):
+        """Sequences per optimizer step: mbs x grad_accum x dp (CP splits sequences, it does not add any)."""
+        return self.mbs * self.grad_accum * self.dp
+
+    @property
+    def chunks(self):
+        """Model chunks in the whole pipeline: pp x vp."""
+        return self.pp * self.vp
+
+    def in_flight(self, stage: int):
+        return in_flight(self.pp, self.vp, self.grad_accum, stage)
+
+
 @dataclass(frozen=True)
-class Layout:
+class Layout(Derived):
     tp: int = 1                 # tensor parallel degree
     pp: int = 1                 # pipeline stages
     vp: int = 1                 # virtual stages (model chunks) per pipeline rank; >1 = interleaved 1F1B
@@ -51,51 +103,6 @@ class Layout:
         if (self.tp * self.cp * self.dp) % (self.ep * self.etp):
             raise InputError(f"layout: ep x etp = {self.ep * self.etp} must divide tp x cp x dp = "
                              f"{self.tp * self.cp * self.dp} (the ranks of one pipeline stage)")
-
-    # --- derived, each said once -------------------------------------------------------
-    @property
-    def world(self) -> int:
-        """GPUs the layout uses: tp x pp x cp x dp (EP re-splits ranks, it does not add any)."""
-        return self.tp * self.pp * self.cp * self.dp
-
-    @property
-    def shard_group(self) -> int:
-        """Ranks that ZeRO/FSDP shards states over: the dp x cp ranks (Megatron's distributed
-        optimizer shards over DP x CP), or the HSDP shard group when one is given."""
-        return self.shard or self.dp * self.cp
-
-    @property
-    def expert_dp(self) -> int:
-        """Replicas of each expert shard: the tp x cp x dp ranks of a stage / (ep x etp)."""
-        return self.tp * self.cp * self.dp // (self.ep * self.etp)
-
-    @property
-    def global_batch(self) -> int:
-        """Sequences per optimizer step: mbs x grad_accum x dp (CP splits sequences, it does not add any)."""
-        return self.mbs * self.grad_accum * self.dp
-
-    @property
-    def chunks(self) -> int:
-        """Model chunks in the whole pipeline: pp x vp."""
-        return self.pp * self.vp
-
-    def in_flight(self, stage: int) -> float:
-        """Micro-batches whose activations a pipeline rank holds at its peak, in units of that
-        rank's full set of layers.
-
-        1F1B (Narayanan et al. 2021): rank i warms up with p - i forwards -> min(m, p - i).
-        Interleaved (Megatron-Core schedules.py get_pp_rank_microbatches): warm-up of
-        2(p - i - 1) + (v - 1) p chunk forwards plus the one in flight, capped at m v chunks,
-        each 1/v of the rank's layers. For rank 0 this is the 1 + (p-1)/(p v) factor of
-        Korthikanti et al. 2022 times p micro-batches.
-        """
-        p, v, m = self.pp, self.vp, self.grad_accum
-        if p == 1:
-            return 1.0
-        if v == 1:
-            return float(min(m, p - stage))
-        chunks = min(2 * (p - stage - 1) + (v - 1) * p + 1, m * v)
-        return chunks / v
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from ..layout import Layout
 from ..schema import ModelSpec, TrainingSpec
+from ..vec import floor, maximum, where
 
 # Bytes per token per hidden unit that the backward pass needs above the saved activations
 # (gradients of the residual stream, fp32 norm gradients): fwdbwd_peak - saved of the
@@ -67,7 +68,7 @@ def _attention_bytes(m: ModelSpec, t: TrainingSpec, q: float, kv: float, heads: 
     else:
         base = 4 * q + 4 * kv + 4 * heads
     if t.attention == "eager":
-        return base - 4 * heads + 4 * max(0.0, q - kv) + 6 * heads * s_local
+        return base - 4 * heads + 4 * maximum(0.0, q - kv) + 6 * heads * s_local
     return base
 
 
@@ -86,10 +87,10 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
     prof = profile(t)
     tp = lay.tp
     h = m.hidden
-    seq_shard = tp if lay.sp else 1
+    seq_shard = where(lay.sp, tp, 1)
     if rc == "full":
         return 2.0 * h / seq_shard
-    q, kv, heads = m.q_width / tp, max(m.kv_width / tp, m.hd if not m.is_mla else 0), m.heads / tp
+    q, kv, heads = m.q_width / tp, maximum(m.kv_width / tp, m.hd if not m.is_mla else 0), m.heads / tp
     n_norms = 4 if m.sandwich_norm else 2
     norms = n_norms * _norm_bytes(m, prof) * h
     if prof == "megatron" and t.precision == "fp8":
@@ -127,7 +128,7 @@ def stage_activations(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: 
                       stage: int) -> float:
     """Bytes of activations a rank of ``stage`` holds at its peak: the per-layer figure x its
     layers x the micro-batches in flight (Layout.in_flight), plus int64 token ids on stage 0."""
-    s_local = int(t.seq_len / lay.cp)
+    s_local = floor(t.seq_len / lay.cp)
     tok = tokens_local(t, lay)
     per_mb = tok * (dense_layers * layer_bytes_per_token(m, t, lay, False, s_local)
                     + moe_layers * (layer_bytes_per_token(m, t, lay, True, s_local) if m.is_moe else 0.0))
@@ -138,9 +139,9 @@ def stage_activations(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: 
 def backward_transient(m: ModelSpec, t: TrainingSpec, lay: Layout, moe_heavy: bool) -> float:
     """Bytes the backward of one layer needs on top of the kept activations (see the constants'
     sources above); with full recomputation that includes the recomputed layer itself."""
-    s_local = int(t.seq_len / lay.cp)
+    s_local = floor(t.seq_len / lay.cp)
     tok = tokens_local(t, lay)
-    seq_shard = lay.tp if lay.sp else 1
+    seq_shard = where(lay.sp, lay.tp, 1)
     base = tok * BACKWARD_TRANSIENT_H * m.hidden / seq_shard
     if lay.recompute == "full":
         one = layer_bytes_per_token(m, t, lay, moe_heavy and m.is_moe, s_local, recompute="none")

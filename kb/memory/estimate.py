@@ -23,6 +23,7 @@ from . import activations as act
 from . import overheads as ovh
 from . import states as st
 from .logits import logits_bytes
+from ..vec import maximum, where
 
 GIB = 2.0 ** 30
 
@@ -65,9 +66,21 @@ def _states(job: Job, lay: Layout, sp) -> st.States:
 
 
 def estimate_memory(job: Job, lay: Layout) -> MemoryEstimate:
+    peak, stage, phase, bd, stages = _peak(job, lay)
+    capacity = job.cluster.gpu.memory_gib
+    return MemoryEstimate(peak, capacity, peak <= capacity, stage, phase, bd, stages)
+
+
+def peak_gib(job: Job, lay) -> object:
+    """The peak alone, for a Layout or the search's LayoutArrays (then an array)."""
+    return _peak(job, lay)[0]
+
+
+def _peak(job: Job, lay):
     m, t, c = job.model, job.training, job.cluster
-    capacity = c.gpu.memory_gib
-    fixed = c.gpu.cuda_context_gib + ovh.nccl_gib(lay) + ovh.WORKSPACES_GIB
+    scalar = isinstance(lay, Layout)
+    nccl = ovh.nccl_gib(lay)
+    fixed = c.gpu.cuda_context_gib + nccl + ovh.WORKSPACES_GIB
     best = None
     per_stage = []
     for sp in all_stages(m, lay):
@@ -83,12 +96,14 @@ def estimate_memory(job: Job, lay: Layout) -> MemoryEstimate:
         buffers = ovh.framework_buffers(t, lay, sp.total, layer_rank, unsharded=s.accumulated_grads > 0)
         if t.training == "qlora":
             buffers += 2.0 * layer_rank          # one layer dequantised to bf16 for its GEMMs
-        persistent = s.weights + s.master + s.optimizer + s.fp8_cache + s.frozen + (s.grads if s.persistent_grads else 0.0)
-        free_grads = (0.0 if s.persistent_grads else s.grads)
-        held_grads = s.accumulated_grads + (free_grads if lay.grad_accum > 1 else 0.0)
+        persistent = (s.weights + s.master + s.optimizer + s.fp8_cache + s.frozen
+                      + where(s.persistent_grads, s.grads, 0.0))
+        free_grads = where(s.persistent_grads, 0.0, s.grads)
+        held_grads = s.accumulated_grads + where(lay.grad_accum > 1, free_grads, 0.0)
+        spike = logits_peak >= transient
         phases = {
-            "forward-backward": dict(activations=a, logits=(logits_peak if logits_peak >= transient else 0.0),
-                                     transient=(transient if transient > logits_peak else 0.0),
+            "forward-backward": dict(activations=a, logits=where(spike, logits_peak, 0.0),
+                                     transient=where(spike, 0.0, transient),
                                      compute_copy=s.compute_copy,
                                      late_grads=held_grads),
             "end-of-backward": dict(activations=0.0, logits=0.0, transient=transient, compute_copy=s.compute_copy,
@@ -101,25 +116,30 @@ def estimate_memory(job: Job, lay: Layout) -> MemoryEstimate:
             allocated = persistent + buffers + dynamic
             frag = ovh.FRAGMENTATION * dynamic
             peak = (allocated + frag) / GIB + fixed
-            bd = {
-                "weights": s.weights / GIB,
-                "gradients": (s.grads if s.persistent_grads else ph["late_grads"]) / GIB,
-                "master_weights": s.master / GIB,
-                "optimizer": s.optimizer / GIB,
-                "frozen_weights": s.frozen / GIB,
-                "fp8_weight_cache": s.fp8_cache / GIB,
-                "compute_copies": ph["compute_copy"] / GIB,
-                "activations": ph["activations"] / GIB,
-                "logits": ph["logits"] / GIB,
-                "backward_working_set": ph["transient"] / GIB,
-                "comm_buffers": buffers / GIB + ovh.nccl_gib(lay),
-                "cuda_context": c.gpu.cuda_context_gib,
-                "workspaces": ovh.WORKSPACES_GIB,
-                "fragmentation": frag / GIB,
-            }
+            if not scalar:
+                best = peak if best is None else maximum(best, peak)
+                continue
             per_stage.append({"stage": sp.stage, "phase": name, "peak_gib": round(peak, 2)})
             if best is None or peak > best[0] + 1e-9:
+                bd = {
+                    "weights": s.weights / GIB,
+                    "gradients": (s.grads if s.persistent_grads else ph["late_grads"]) / GIB,
+                    "master_weights": s.master / GIB,
+                    "optimizer": s.optimizer / GIB,
+                    "frozen_weights": s.frozen / GIB,
+                    "fp8_weight_cache": s.fp8_cache / GIB,
+                    "compute_copies": ph["compute_copy"] / GIB,
+                    "activations": ph["activations"] / GIB,
+                    "logits": ph["logits"] / GIB,
+                    "backward_working_set": ph["transient"] / GIB,
+                    "comm_buffers": buffers / GIB + nccl,
+                    "cuda_context": c.gpu.cuda_context_gib,
+                    "workspaces": ovh.WORKSPACES_GIB,
+                    "fragmentation": frag / GIB,
+                }
                 best = (peak, sp.stage, name, bd)
+    if not scalar:
+        return best, None, None, None, None
     peak, stage, phase, bd = best
     stages = [r for r in per_stage if r["phase"] == "forward-backward"]
-    return MemoryEstimate(peak, capacity, peak <= capacity, stage, phase, bd, stages)
+    return peak, stage, phase, bd, stages

@@ -6,6 +6,7 @@ they are 2-5 GiB per GPU, which decides fits/OOM near the limit.
 from __future__ import annotations
 
 from ..layout import Layout
+from ..vec import both, minimum, where
 from ..schema import TrainingSpec
 
 GIB = 2.0 ** 30
@@ -44,8 +45,14 @@ def process_groups(lay: Layout) -> list[int]:
     return [g for g in groups if g > 1]
 
 
-def nccl_gib(lay: Layout) -> float:
-    return sum(NCCL_GROUP_2_GIB if g == 2 else NCCL_GROUP_N_GIB for g in process_groups(lay))
+def nccl_gib(lay: Layout):
+    """NCCL memory of the communicators of ``process_groups``, written so that it also runs
+    over the search's arrays: a group of size 1 is no communicator and costs nothing."""
+    sizes = [lay.tp, lay.cp, lay.dp, lay.pp, lay.ep,
+             where(both(lay.cp > 1, lay.dp > 1), lay.dp * lay.cp, 1),
+             where(lay.ep > 1, lay.expert_dp, 1),
+             2 if lay.pp > 1 else 1]
+    return sum(where(g == 2, NCCL_GROUP_2_GIB, where(g > 1, NCCL_GROUP_N_GIB, 0.0)) for g in sizes)
 
 
 def framework_buffers(t: TrainingSpec, lay: Layout, rank_params: float, layer_params_rank: float,
@@ -59,13 +66,10 @@ def framework_buffers(t: TrainingSpec, lay: Layout, rank_params: float, layer_pa
     the gathered parameters at stage3_max_live_parameters. When the parameters already stay
     unsharded (FSDP under pipeline parallelism), only the fp32 reduce-scatter output remains.
     """
-    fw = "deepspeed" if t.framework == "hf" and lay.zero > 0 else t.framework
-    if lay.zero in (1, 2) and fw == "deepspeed":
-        return 2 * 2.0 * min(DEEPSPEED_BUCKET_ELEMS, rank_params)
-    if lay.zero == 3:
-        if fw == "deepspeed":
-            return 2.0 * min(DEEPSPEED_Z3_LIVE_ELEMS, rank_params) + 2.0 * min(DEEPSPEED_BUCKET_ELEMS, rank_params)
-        if unsharded:
-            return 4.0 * layer_params_rank
-        return (2 * 2.0 + 2.0 + 4.0) * layer_params_rank
-    return 0.0
+    z = lay.zero
+    if t.framework in ("deepspeed", "hf"):        # the Trainer hands ZeRO 1-3 to DeepSpeed
+        buckets = 2 * 2.0 * minimum(DEEPSPEED_BUCKET_ELEMS, rank_params)
+        stage3 = 2.0 * minimum(DEEPSPEED_Z3_LIVE_ELEMS, rank_params) + 2.0 * minimum(DEEPSPEED_BUCKET_ELEMS, rank_params)
+        return where(z == 3, stage3, where(z >= 1, buckets, 0.0))
+    stage3 = where(unsharded, 4.0 * layer_params_rank, (2 * 2.0 + 2.0 + 4.0) * layer_params_rank)
+    return where(z == 3, stage3, 0.0)

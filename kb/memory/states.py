@@ -7,10 +7,11 @@ stage 2 adds gradients, stage 3 adds the parameters), applied over ``Layout.shar
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from ..params import layer_params, total_params
 from ..schema import ModelSpec, TrainingSpec
+from ..vec import where
 
 # Optimizer moments in bytes per parameter: AdamW keeps m and v (fp32: 4 + 4; the 8-bit
 # variant of bitsandbytes 1 + 1, Dettmers et al. 2022); SGD with momentum keeps one buffer.
@@ -49,7 +50,16 @@ class Recipe:
     fused_optimizer: bool = True
 
 
-def recipe(t: TrainingSpec, zero: int) -> Recipe:
+def recipe(t: TrainingSpec, zero) -> Recipe:
+    """The recipe for ``zero`` -- a stage, or an array of them (the search): the Trainer's
+    recipe changes with ZeRO, so an array gets each field chosen per element."""
+    if t.framework != "hf" or not hasattr(zero, "shape"):
+        return _recipe(t, "deepspeed" if t.framework == "hf" and zero > 0 else t.framework)
+    plain, ds = _recipe(t, "hf"), _recipe(t, "deepspeed")
+    return Recipe(**{f.name: where(zero > 0, getattr(ds, f.name), getattr(plain, f.name)) for f in fields(Recipe)})
+
+
+def _recipe(t: TrainingSpec, fw: str) -> Recipe:
     """The precision recipe of a framework.
 
     megatron (Megatron-LM docs/user-guide/features/dist_optimizer.md table): bf16 params 2,
@@ -66,7 +76,6 @@ def recipe(t: TrainingSpec, zero: int) -> Recipe:
     fp8: the bf16 recipe plus Transformer Engine's FP8 weight caches on megatron/deepspeed
       (torchao float8 in fsdp casts per GEMM and keeps no cache).
     """
-    fw = "deepspeed" if t.framework == "hf" and zero > 0 else t.framework
     if t.precision == "pure-bf16":
         return Recipe(weights=2, grads=2, master=0, moments=_MOMENTS_BF16[t.optimizer],
                       persistent_grads=fw in ("megatron", "deepspeed"), fused_optimizer=fw in ("megatron", "deepspeed"))
@@ -99,8 +108,8 @@ class States:
     accumulated_grads: float = 0.0   # unsharded grads held across micro-batches (FSDP under PP)
 
 
-def _shard(b: float, on: bool, group: int) -> float:
-    return b / group if on else b
+def _shard(b: float, on, group):
+    return where(on, b / group, b)
 
 
 def full_training_states(params_rank: float, gemm_rank: float, expert_rank: float, t: TrainingSpec,
@@ -123,18 +132,18 @@ def full_training_states(params_rank: float, gemm_rank: float, expert_rank: floa
     master = per(r.master, 1)
     moments = per(r.moments, 1)
     # fp32 weights double as master when the recipe keeps fp32 weights (fsdp/hf)
-    compute_copy = (params_rank + expert_rank) * r.compute_copy if zero < 3 else 0.0
+    compute_copy = where(zero < 3, (params_rank + expert_rank) * r.compute_copy, 0.0)
     fp8 = gemm_rank * r.fp8_cache
-    opt_params = (params_rank / (group if zero >= 1 else 1) + expert_rank / (expert_group if zero >= 1 else 1))
-    temp = 0.0 if r.fused_optimizer else 4.0 * opt_params
+    opt_params = _shard(params_rank, zero >= 1, group) + _shard(expert_rank, zero >= 1, expert_group)
+    temp = where(r.fused_optimizer, 0.0, 4.0 * opt_params)
     accumulated = 0.0
-    if t.framework == "fsdp" and zero == 3 and pp > 1:
+    if t.framework == "fsdp" and pp > 1:
         # torch.distributed.pipelining runs every micro-batch but the last without FSDP
         # resharding or gradient sync (PipelineStage backward_maybe_with_nosync), and torchtitan
         # sets reshard_after_forward=False under PP: the stage's parameters stay unsharded in
         # bf16 and their gradients accumulate unsharded in fp32 (mixed_precision_reduce).
-        compute_copy = (params_rank + expert_rank) * 2.0
-        accumulated = (params_rank + expert_rank) * 4.0
+        compute_copy = where(zero == 3, (params_rank + expert_rank) * 2.0, compute_copy)
+        accumulated = where(zero == 3, (params_rank + expert_rank) * 4.0, 0.0)
     return States(weights, grads, master, moments, compute_copy, fp8, 0.0, r.persistent_grads, temp, accumulated)
 
 

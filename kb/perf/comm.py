@@ -18,40 +18,44 @@ at the inter-node link's per-GPU bandwidth (one NIC per GPU).
 """
 from __future__ import annotations
 
-import math
+from typing import NamedTuple
 
 from ..layout import Layout
-from ..schema import ClusterSpec, LinkSpec
+from ..schema import ClusterSpec
+from ..vec import ceil_log2, minimum, where
 
 
-def group_link(c: ClusterSpec, size: int, stride: int) -> LinkSpec:
-    if size <= 1 or size * stride <= c.nvlink_domain:
-        return c.intra
-    return c.inter
+class Link(NamedTuple):
+    """What a group's transfers run at: bytes/s per GPU and seconds of latency per hop
+    (numbers, or arrays when the search asks for many groups at once)."""
+    bw: object
+    latency_s: object
 
 
-def _alpha(link: LinkSpec, n: int) -> float:
-    return link.latency_us * 1e-6 * min(n - 1, 2 * math.ceil(math.log2(n)))
+def group_link(c: ClusterSpec, size, stride) -> Link:
+    intra = (size <= 1) | (size * stride <= c.nvlink_domain)
+    return Link(where(intra, c.intra.bus_gbps * 1e9, c.inter.bus_gbps * 1e9),
+                where(intra, c.intra.latency_us * 1e-6, c.inter.latency_us * 1e-6))
 
 
-def _bw(link: LinkSpec) -> float:
-    return link.bus_gbps * 1e9
+def _alpha(link: Link, n):
+    return link.latency_s * minimum(n - 1, 2 * ceil_log2(n))
 
 
-def all_reduce(link: LinkSpec, n: int, nbytes: float) -> float:
-    return 0.0 if n <= 1 else 2 * (n - 1) / n * nbytes / _bw(link) + _alpha(link, n)
+def all_reduce(link: Link, n, nbytes):
+    return where(n <= 1, 0.0, 2 * (n - 1) / n * nbytes / link.bw + _alpha(link, n))
 
 
-def all_gather(link: LinkSpec, n: int, nbytes: float) -> float:
-    return 0.0 if n <= 1 else (n - 1) / n * nbytes / _bw(link) + _alpha(link, n)
+def all_gather(link: Link, n, nbytes):
+    return where(n <= 1, 0.0, (n - 1) / n * nbytes / link.bw + _alpha(link, n))
 
 
 reduce_scatter = all_gather
 all_to_all = all_gather
 
 
-def p2p(link: LinkSpec, nbytes: float) -> float:
-    return nbytes / _bw(link) + link.latency_us * 1e-6
+def p2p(link: Link, nbytes):
+    return nbytes / link.bw + link.latency_s
 
 
 def strides(lay: Layout) -> dict:

@@ -31,6 +31,7 @@ import yaml
 
 from ..layout import Layout
 from ..schema import GPUSpec, ModelSpec, TrainingSpec
+from ..vec import maximum, minimum, where
 from .flops import attention_flops
 
 E_GEMM = 0.645
@@ -86,7 +87,7 @@ def eager_attention_time(attn_fwd_flops: float, scores: float, gpu: GPUSpec) -> 
 def moe_tokens(tokens: float, lay: Layout) -> float:
     """Tokens one rank routes through its experts: the sequence-parallel shard (tokens / tp)
     gathered over the expert-TP group (x etp)."""
-    return tokens * lay.etp / lay.tp if lay.sp else tokens
+    return where(lay.sp, tokens * lay.etp / lay.tp, tokens)
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     peak = gpu.tflops_bf16 * 1e12
     gemm_peak = gpu.peak_tflops(t.precision) * 1e12
     fp8 = FP8_EFFICIENCY if t.precision == "fp8" else 1.0
-    q, kv, o = m.q_width / tp, max(m.kv_width / tp, m.hd), m.attn_out_width / tp
+    q, kv, o = m.q_width / tp, maximum(m.kv_width / tp, m.hd), m.attn_out_width / tp
     n_mlp_in = 2 if m.mlp in ("swiglu", "geglu") else 1
 
     def mlp(M: float, f: float) -> list:
@@ -134,7 +135,7 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
         shapes += mlp(tokens, m.ffn / tp)
 
     def gemm_seconds(M: float, N: float, K: float) -> float:
-        return 6.0 * M * N * K / (gemm_peak * gemm_efficiency(min(M, N, K)) * fp8)
+        return 6.0 * M * N * K / (gemm_peak * gemm_efficiency(minimum(M, N, K)) * fp8)
 
     gemm = sum(gemm_seconds(*s) for s in shapes) + local_experts * sum(gemm_seconds(*s) for s in expert_shapes)
     heads = m.heads / tp
@@ -145,7 +146,7 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     else:
         attention = (1.0 + FLASH_BWD_OVER_FWD) * attn_fwd / (peak * attention_efficiency(blocks))
     prof = framework_profile(t.framework)
-    seq_shard = tp if lay.sp else 1
+    seq_shard = where(lay.sp, tp, 1)
     ew = tokens * prof["elementwise_bytes"] * h / seq_shard / (gpu.hbm_gbps * 1e9)
     if moe:
         # token permutation: every token is copied to its k experts and back (permute and

@@ -26,6 +26,7 @@ from ..stages import all_stages
 from . import comm
 from .compute import framework_profile, gemm_efficiency, layer_time, moe_tokens
 from .flops import hardware_flops_per_token, head_flops, model_flops_per_token
+from ..vec import maximum, minimum, where
 
 OPTIMIZER_BYTES_PER_PARAM = 30.0
 HBM_EFFICIENCY = 0.8      # streaming kernels reach ~90% of HBM peak (memory-models.md section 10: 3.0 of 3.35 TB/s); 0.8 with launch gaps
@@ -91,7 +92,7 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
     if last:
         # the LM head is one GEMM (tokens x V/tp x h) in bf16, at the shape-dependent efficiency
         peak = c.gpu.tflops_bf16 * 1e12
-        compute += 3.0 * tokens * head_flops(m) / lay.tp / (peak * gemm_efficiency(min(tokens, m.vocab / lay.tp, m.hidden)))
+        compute += 3.0 * tokens * head_flops(m) / lay.tp / (peak * gemm_efficiency(minimum(tokens, m.vocab / lay.tp, m.hidden)))
     st = comm.strides(lay)
     act_bytes = tokens * m.hidden * 2.0
     layers = sp.layers
@@ -100,9 +101,9 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
     n_ar = 4 + (2 if lay.recompute == "full" else 0)
     kinds["tp"] = layers * n_ar * comm.all_reduce(tp_link, lay.tp, act_bytes) * (1 - ov["tp"])
     cp_link = comm.group_link(c, lay.cp, st["cp"])
-    kv_bytes = tokens * 2 * max(m.kv_width / lay.tp, m.hd) * 2.0
-    kinds["cp"] = layers * 3 * (lay.cp - 1) * comm.p2p(cp_link, kv_bytes) * (1 - ov["cp"]) if lay.cp > 1 else 0.0
-    if sp.moe_layers and lay.ep > 1:
+    kv_bytes = tokens * 2 * maximum(m.kv_width / lay.tp, m.hd) * 2.0
+    kinds["cp"] = where(lay.cp > 1, layers * 3 * (lay.cp - 1) * comm.p2p(cp_link, kv_bytes) * (1 - ov["cp"]), 0.0)
+    if sp.moe_layers:
         ep_link = comm.group_link(c, lay.ep, st["ep"])
         a2a = moe_tokens(tokens, lay) * m.top_k * m.hidden * 2.0
         kinds["ep"] = sp.moe_layers * 4 * comm.all_to_all(ep_link, lay.ep, a2a) * (1 - ov["ep"])
@@ -110,7 +111,7 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
         kinds["ep"] = 0.0
     if lay.pp > 1:
         pp_link = comm.group_link(c, lay.pp, st["pp"])
-        kinds["pp"] = 2 * lay.vp * comm.p2p(pp_link, act_bytes / (lay.tp if lay.sp else 1)) * (1 - ov["pp"])
+        kinds["pp"] = 2 * lay.vp * comm.p2p(pp_link, act_bytes / where(lay.sp, lay.tp, 1)) * (1 - ov["pp"])
     else:
         kinds["pp"] = 0.0
     return compute, kinds
@@ -125,46 +126,47 @@ def _dp_time(job: Job, lay: Layout, params_rank: float, compute_mb: float) -> fl
     """
     t, c = job.training, job.cluster
     n = lay.dp * lay.cp
-    if n <= 1:
-        return 0.0
     ov = framework_profile(t.framework)["overlap"]["dp"]
     grad_bytes = 4.0 if t.framework in ("megatron", "fsdp", "hf") and t.precision != "pure-bf16" else 2.0
-    if lay.zero == 0:
-        return comm.all_reduce(comm.group_link(c, n, lay.tp), n, params_rank * grad_bytes) * (1 - ov)
+    plain = comm.all_reduce(comm.group_link(c, n, lay.tp), n, params_rank * grad_bytes) * (1 - ov)
     ns = lay.shard_group
     replicas = n // ns
     shard_link = comm.group_link(c, ns, lay.tp)
     rep = comm.all_reduce(comm.group_link(c, replicas, lay.tp * ns), replicas, params_rank / ns * grad_bytes)
-    if lay.zero == 3:
-        # parameters gathered (bf16) for forward and backward and gradients reduce-scattered,
-        # every micro-batch unless PP keeps them unsharded (torch pipelining, Megatron-FSDP)
-        per_mb = (2 * comm.all_gather(shard_link, ns, params_rank * 2.0)
-                  + comm.reduce_scatter(shard_link, ns, params_rank * grad_bytes))
-        rounds = 1 if lay.pp > 1 else lay.grad_accum
-        return rounds * max(per_mb - ov * compute_mb, (1 - ov) * per_mb) + rep * (1 - ov)
+    # ZeRO-3: parameters gathered (bf16) for forward and backward and gradients reduce-scattered,
+    # every micro-batch unless PP keeps them unsharded (torch pipelining, Megatron-FSDP)
+    per_mb = (2 * comm.all_gather(shard_link, ns, params_rank * 2.0)
+              + comm.reduce_scatter(shard_link, ns, params_rank * grad_bytes))
+    rounds = 1 if lay.pp > 1 else lay.grad_accum
+    stage3 = rounds * maximum(per_mb - ov * compute_mb, (1 - ov) * per_mb) + rep * (1 - ov)
     sharded = comm.reduce_scatter(shard_link, ns, params_rank * grad_bytes) + comm.all_gather(shard_link, ns, params_rank * 2.0)
-    return (sharded + rep) * (1 - ov)
+    stage12 = (sharded + rep) * (1 - ov)
+    return where(n <= 1, 0.0, where(lay.zero == 0, plain, where(lay.zero == 3, stage3, stage12)))
 
 
 def step_time(job: Job, lay: Layout) -> StepTime:
     m, t, c = job.model, job.training, job.cluster
     stages = all_stages(m, lay)
-    times = []
+    t_max = t_sum = compute_mb = params_rank = kinds_max = None
     for sp in stages:
         compute, kinds = _stage_time(job, lay, sp, sp.stage == lay.pp - 1)
-        times.append((compute + sum(kinds.values()), compute, kinds, sp))
-    # the slowest stage sets the pace (the later one on a tie); middle stages are like stage 1
-    slowest = max(range(len(times)), key=lambda i: (times[i][0], i))
-    kinds_max = times[slowest][2]
-    t_max = times[slowest][0]
-    t_avg = sum(x[0] for x in times) / len(times)
+        total_mb = compute + sum(kinds.values())
+        if t_max is None:
+            t_max, t_sum, compute_mb, params_rank, kinds_max = total_mb, total_mb, compute, sp.total, kinds
+            continue
+        # the slowest stage sets the pace (the later one on a tie); middle stages are like stage 1
+        later = total_mb >= t_max
+        kinds_max = {k: where(later, v, kinds_max[k]) for k, v in kinds.items()}
+        t_max = maximum(t_max, total_mb)
+        t_sum = t_sum + total_mb
+        compute_mb = maximum(compute_mb, compute)
+        params_rank = maximum(params_rank, sp.total)
+    t_avg = t_sum / len(stages)
     mcount = lay.grad_accum
     pipe = mcount * t_max + (lay.pp - 1) * t_avg / lay.vp
     bubble = (lay.pp - 1) * t_avg / lay.vp
-    compute_mb = max(x[1] for x in times)
-    params_rank = max(x[3].total for x in times)
     dp = _dp_time(job, lay, params_rank, compute_mb)
-    shard = lay.shard_group if lay.zero >= 1 else 1
+    shard = where(lay.zero >= 1, lay.shard_group, 1)
     opt = params_rank / shard * OPTIMIZER_BYTES_PER_PARAM / (c.gpu.hbm_gbps * 1e9 * HBM_EFFICIENCY)
     total = pipe + dp + opt
     comm_kinds = {k: v * mcount for k, v in kinds_max.items()}

@@ -1,0 +1,55 @@
+"""Scalar-or-array arithmetic, so that one formula scores one layout and a whole search space.
+
+Every estimator is written once. Called with a Layout (Python numbers) it runs plain Python
+and returns floats; called with a LayoutArrays (NumPy arrays, search/space.py) the same lines
+broadcast over every candidate at once. Only the branches that depend on a layout setting go
+through these helpers; branches on the job (model, cluster, framework) stay ordinary ``if``s.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def _any_array(*xs) -> bool:
+    return any(isinstance(x, np.ndarray) for x in xs)
+
+
+def where(cond, a, b):
+    """``a if cond else b``, elementwise when any argument is an array."""
+    if _any_array(cond, a, b):
+        return np.where(cond, a, b)
+    return a if cond else b
+
+
+def minimum(*xs):
+    if _any_array(*xs):
+        out = xs[0]
+        for x in xs[1:]:
+            out = np.minimum(out, x)
+        return out
+    return min(xs)
+
+
+def maximum(*xs):
+    if _any_array(*xs):
+        out = xs[0]
+        for x in xs[1:]:
+            out = np.maximum(out, x)
+        return out
+    return max(xs)
+
+
+def floor(x):
+    """int(x) for a non-negative scalar, np.floor for an array."""
+    return np.floor(x) if isinstance(x, np.ndarray) else int(x)
+
+
+def ceil_log2(n):
+    return np.ceil(np.log2(n)) if isinstance(n, np.ndarray) else math.ceil(math.log2(n))
+
+
+def both(a, b):
+    """Logical and."""
+    return np.logical_and(a, b) if _any_array(a, b) else (a and b)
