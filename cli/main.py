@@ -11,10 +11,12 @@ import click
 
 from shardwise.kb.errors import InputError
 
+from .compare_cmd import compare
 from .kb_cmd import kb
 from .memory_cmd import memory
 from .recommend_cmd import recommend
 from .rules_cmd import rules
+from .search_cmd import search
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -26,6 +28,8 @@ def cli():
 cli.add_command(recommend)
 cli.add_command(memory)
 cli.add_command(rules)
+cli.add_command(search)
+cli.add_command(compare)
 cli.add_command(kb)
 
 

@@ -26,8 +26,14 @@ def _choice(values):
     return click.Choice(values, case_sensitive=False)
 
 
-def job_options(f):
-    """Decorate a click command with the job flags; the command receives ``job`` (a kb.Job)."""
+LOWERCASE = ("precision", "training", "framework", "recompute", "attention", "optimizer")
+
+
+def job_options(f=None, *, raw: bool = False):
+    """Decorate a click command with the job flags; the command receives ``job`` (a kb.Job), or
+    with ``raw`` the checked ``settings`` dict (for commands that vary them)."""
+    if f is None:
+        return lambda g: job_options(g, raw=raw)
     opts = [
         click.option("-f", "--job-file", type=click.Path(dir_okay=False), help="YAML job file (flags override it)"),
         click.option("--model", help="catalog model name, e.g. llama-3-70b (shardwise kb models)"),
@@ -59,10 +65,13 @@ def job_options(f):
         for k in JOB_KEYS:
             v = kwargs.pop(k, None)
             if v is not None:
-                settings[k] = v.lower() if isinstance(v, str) and k in ("precision", "training", "framework",
-                                                                        "recompute", "attention", "optimizer") else v
+                settings[k] = v.lower() if isinstance(v, str) and k in LOWERCASE else v
         settings.setdefault("gpus", 8)
-        kwargs["job"] = build_job(**settings)
+        if raw:
+            build_job(**settings)            # refuse a bad base job before any variant
+            kwargs["settings"] = settings
+        else:
+            kwargs["job"] = build_job(**settings)
         return f(*args, **kwargs)
 
     for o in reversed(opts):
@@ -95,4 +104,28 @@ def load_job_file(path: str) -> dict:
         if not isinstance(v, want) or isinstance(v, bool):
             raise InputError(f"{path}: '{k}' must be {want.__name__}, got {v!r}")
         out[key] = v
+    return out
+
+
+def parse_vary(texts: tuple) -> list[tuple[str, list]]:
+    """--vary gpu=h100-sxm,h200 --vary gpus=64,128 -> [("gpu", [...]), ("gpus", [64, 128])]."""
+    out = []
+    for text in texts:
+        key, sep, values = text.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in JOB_KEYS:
+            raise InputError(f"--vary {text!r}: expected SETTING=V1,V2 with SETTING one of {', '.join(sorted(JOB_KEYS))}")
+        items = [v.strip() for v in values.split(",") if v.strip()]
+        if not items:
+            raise InputError(f"--vary {text!r}: no values after '='")
+        want = JOB_KEYS[key]
+        try:
+            items = [want(v) for v in items]
+        except ValueError:
+            raise InputError(f"--vary {key}: values must be {want.__name__}, got {values!r}")
+        if key in LOWERCASE:
+            items = [v.lower() for v in items]
+        if any(k == key for k, _ in out):
+            raise InputError(f"--vary {key} given twice; list all its values in one --vary")
+        out.append((key, items))
     return out

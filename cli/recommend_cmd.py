@@ -40,6 +40,13 @@ def render(result: dict, markdown: bool = False) -> str:
     if mt.get("time_to_train_h") is not None:
         cost = f", cost {mt['cost']:,.0f}" if "cost" in mt else ""
         lines.append(f"time to train {mt['token_budget']:.3g} tokens: {mt['time_to_train_h']:,.1f} h{cost}")
+    s = result.get("search")
+    if s:
+        lines.append(f"search: {s['layouts_scored']:,} valid layouts scored, {s['fit']:,} fit; rule pick ranks "
+                     f"{s['rule_pick_rank'] or '-'}; {s['summary']}")
+        for a in result["alternatives"][:3]:
+            lines.append(f"  #{a['rank']} {a['describe']}: {a['metrics']['tokens_per_s']:,.0f} tokens/s, "
+                         f"{a['memory']['peak_gib']:.1f} GiB -- {a['why_not'] or 'the rule pick'}")
     for w in result["warnings"]:
         lines.append(f"warning: {w}")
     for n in result["notes"]:

@@ -34,9 +34,12 @@ def check_layout(job: Job, lay: Layout) -> None:
         raise InputError(f"layout: pp={lay.pp} exceeds the {m.layers} layers of {m.name}")
     if lay.chunks > m.layers:
         raise InputError(f"layout: pp x vp = {lay.chunks} model chunks exceed the {m.layers} layers")
-    if lay.vp > 1 and m.layers % lay.chunks:
-        raise InputError(f"layout: vp={lay.vp} needs the {m.layers} layers to split evenly into pp x vp = "
-                         f"{lay.chunks} chunks (Megatron-Core's interleaved schedule)")
+    if lay.vp > 1 and t.framework not in ("megatron", "fsdp"):
+        raise InputError(f"layout: vp={lay.vp} but --framework {t.framework} has no interleaved pipeline schedule; "
+                         "use vp=1, or megatron/fsdp")
+    if lay.pp > 1 and lay.zero >= 2 and t.framework in ("deepspeed", "hf"):
+        raise InputError(f"layout: DeepSpeed's pipeline engine runs ZeRO-0/1 only; zero={lay.zero} with pp={lay.pp} "
+                         "is refused by DeepSpeed (use zero=1, or pp=1)")
     if t.seq_len % lay.cp or (lay.cp > 1 and t.seq_len % (2 * lay.cp)):
         raise InputError(f"layout: cp={lay.cp} needs --seq-len {t.seq_len} divisible by 2 x cp "
                          "(load-balanced ring attention splits each sequence into 2 x cp chunks)")

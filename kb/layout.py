@@ -30,14 +30,14 @@ def in_flight(p: int, v: int, m, stage: int):
     """
     if p == 1:
         return 1.0
-    if v == 1:
-        return 1.0 * minimum(m, p - stage)
-    return minimum(2 * (p - stage - 1) + (v - 1) * p + 1, m * v) / v
+    one_f_one_b = 1.0 * minimum(m, p - stage)
+    interleaved = minimum(2 * (p - stage - 1) + (v - 1) * p + 1, m * v) / v
+    return where(v == 1, one_f_one_b, interleaved)
 
 
 class Derived:
     """What a layout implies, said once for a Layout and for the search's LayoutArrays (whose
-    settings are arrays, except pp, vp and recompute, which are one value per array)."""
+    settings are arrays, except pp and recompute, which are one value per array)."""
 
     @property
     def world(self):

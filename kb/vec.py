@@ -12,13 +12,19 @@ import math
 import numpy as np
 
 
+_ARRAY = np.ndarray
+
+
 def _any_array(*xs) -> bool:
-    return any(isinstance(x, np.ndarray) for x in xs)
+    for x in xs:
+        if type(x) is _ARRAY:
+            return True
+    return False
 
 
 def where(cond, a, b):
     """``a if cond else b``, elementwise when any argument is an array."""
-    if _any_array(cond, a, b):
+    if type(cond) is _ARRAY or type(a) is _ARRAY or type(b) is _ARRAY:
         return np.where(cond, a, b)
     return a if cond else b
 

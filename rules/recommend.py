@@ -82,8 +82,32 @@ def start_layout(job: Job, gb: int) -> Layout:
                      f"choose a global batch that is a multiple of {g // tp_max(job) * mbs}")
 
 
-def recommend(job: Job, extra_rules: list[str] | None = None, engine: str = "durable") -> dict:
-    extra = list(extra_rules or [])
+def _check_with_search(job: Job, res, constraints, lay: Layout, final, n: int) -> dict:
+    """Rank every valid layout and reconcile the rule pick with the best one (search/)."""
+    from shardwise.search.rank import search
+    from shardwise.search.reconcile import reconcile
+    from shardwise.search.sizing import sizing
+
+    found = search(job, res.global_batch, constraints)
+    out = reconcile(found, lay, final.step.tokens_per_s, final.memory.fits, n)
+    s = out["search"]
+    if s["advice"]:
+        res.warnings.append(s["advice"])
+        res.trace.append({"seq": len(res.trace) + 1, "rule": "search.check", "title": "Rule pick checked against every layout",
+                          "file": "search/reconcile.py", "line": None, "priority": None, "state": final.index,
+                          "read": {"metrics.tokens_per_s": round(final.step.tokens_per_s, 1),
+                                   "search.best_tokens_per_s": s["best"]["tokens_per_s"] if s["best"] else None},
+                          "set": {}, "outcome": "advice", "because": s["advice"]})
+    if not final.memory.fits and s["best"] is None:
+        size = sizing(job, constraints)
+        s["sizing"] = size
+        res.warnings.append(f"no layout fits {job.cluster.gpus} x {job.cluster.gpu.name}: {size['summary']}")
+    return out
+
+
+def run_rules(job: Job, extra: list[str], engine: str = "durable"):
+    """Forward-chain the rule files over the job: (the run's result, its raw constraints,
+    assumptions made)."""
     book = load_book(extra)
     gb, assumptions = global_batch(job, multiple=job.cluster.gpus * (job.training.mbs or 1))
     start = start_layout(job, gb)
@@ -96,7 +120,12 @@ def recommend(job: Job, extra_rules: list[str] | None = None, engine: str = "dur
         durable_agenda(_RULESETS[book.digest])(run)
     else:
         reference_agenda(run)
-    res = run.result()
+    return run.result(), run.constraints, assumptions
+
+
+def recommend(job: Job, extra_rules: list[str] | None = None, engine: str = "durable", alternatives: int = 5) -> dict:
+    extra = list(extra_rules or [])
+    res, constraints, assumptions = run_rules(job, extra, engine)
     final = res.final
     lay = final.layout
     rationale = {}
@@ -113,6 +142,7 @@ def recommend(job: Job, extra_rules: list[str] | None = None, engine: str = "dur
                          if k == "dp" else
                          f"gradient accumulation reaches the global batch: {res.global_batch} = mbs {lay.mbs} x "
                          f"{lay.grad_accum} x DP {lay.dp}")}
+    checked = _check_with_search(job, res, constraints, lay, final, alternatives)
     return {
         "job": job_summary(job),
         "layout": layout_dict(lay),
@@ -123,7 +153,8 @@ def recommend(job: Job, extra_rules: list[str] | None = None, engine: str = "dur
         "warnings": res.warnings,
         "notes": res.notes,
         "constraints": res.constraints,
-        "alternatives": [],
+        "alternatives": checked["alternatives"],
+        "search": checked["search"],
         "assumptions": assumptions,
         "rule_files": file_hashes(extra),
         "states": len(res.states),

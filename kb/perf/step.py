@@ -134,10 +134,11 @@ def _dp_time(job: Job, lay: Layout, params_rank: float, compute_mb: float) -> fl
     shard_link = comm.group_link(c, ns, lay.tp)
     rep = comm.all_reduce(comm.group_link(c, replicas, lay.tp * ns), replicas, params_rank / ns * grad_bytes)
     # ZeRO-3: parameters gathered (bf16) for forward and backward and gradients reduce-scattered,
-    # every micro-batch unless PP keeps them unsharded (torch pipelining, Megatron-FSDP)
+    # every micro-batch -- except under torch pipelining, which keeps the stage's parameters
+    # unsharded across micro-batches (and kb/memory/states.py charges the memory for that)
     per_mb = (2 * comm.all_gather(shard_link, ns, params_rank * 2.0)
               + comm.reduce_scatter(shard_link, ns, params_rank * grad_bytes))
-    rounds = 1 if lay.pp > 1 else lay.grad_accum
+    rounds = 1 if (t.framework == "fsdp" and lay.pp > 1) else lay.grad_accum
     stage3 = rounds * maximum(per_mb - ov * compute_mb, (1 - ov) * per_mb) + rep * (1 - ov)
     sharded = comm.reduce_scatter(shard_link, ns, params_rank * grad_bytes) + comm.all_gather(shard_link, ns, params_rank * 2.0)
     stage12 = (sharded + rep) * (1 - ov)

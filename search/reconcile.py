@@ -1,0 +1,62 @@
+"""The rule pick checked against the search: alternatives, the gap, and plain advice.
+
+The rules are a starting point to be checked, not a dogma: when the search finds a layout the
+policies allow that is predicted clearly faster (more than CLEARLY_FASTER_PCT), the
+recommendation says so and the trace records it; the rule pick itself is not replaced, so that
+every setting keeps the rule that chose it.
+"""
+from __future__ import annotations
+
+from shardwise.kb.layout import Layout
+
+from .rank import SearchResult, differences
+
+CLEARLY_FASTER_PCT = 5.0
+ALTERNATIVES = 5
+
+
+def reconcile(res: SearchResult, pick: Layout, pick_tps: float, pick_fits: bool, n: int = ALTERNATIVES) -> dict:
+    sp = res.space
+    if pick.dp * pick.cp == 1 and pick.zero:
+        pick = pick.with_(zero=0)            # ZeRO over one replica shards nothing: the space's ZeRO-0
+    alternatives = []
+    for i in res.order:
+        i = int(i)
+        if sp.layout(i) == pick:
+            continue
+        alternatives.append(res.entry(i, len(alternatives) + 1, pick, pick_tps))
+        if len(alternatives) == n:
+            break
+    # ranks count the pick too
+    rank = res.rank_of(pick)
+    for a in alternatives:
+        a["rank"] = a["rank"] + (1 if rank is not None and a["rank"] >= rank else 0)
+    best = res.best()
+    out = {
+        "layouts_scored": len(sp), "candidates": sp.candidates, "fit": int(len(res.order)),
+        "excluded": [e for e in sp.excluded if e["excluded"]],
+        "rule_pick_rank": rank, "best": None, "gap_pct": None, "advice": None,
+    }
+    if best is None:
+        out["summary"] = "the search found no layout that fits within the memory margin and the policies"
+        return {"search": out, "alternatives": alternatives}
+    best_lay = sp.layout(best)
+    best_tps = float(res.scores["tokens_per_s"][best])
+    gap = 100 * (best_tps / pick_tps - 1) if pick_tps else None
+    out["best"] = {"layout": best_lay.describe(), "tokens_per_s": round(best_tps, 1),
+                   "peak_gib": round(float(res.scores["peak_gib"][best]), 2)}
+    out["gap_pct"] = round(gap, 2) if gap is not None else None
+    if best_lay == pick:
+        out["summary"] = (f"the rule pick is the best of {len(sp):,} layouts scored "
+                          "that the policies allow within the memory margin")
+    elif not pick_fits:
+        out["summary"] = f"the rule pick does not fit; the best layout found is {best_lay.describe()}"
+        out["advice"] = out["summary"]
+    elif gap is not None and gap > CLEARLY_FASTER_PCT:
+        out["summary"] = (f"the search found a layout predicted {gap:.1f}% faster that the policies allow: "
+                          f"{best_lay.describe()} ({differences(best_lay, pick)})")
+        out["advice"] = out["summary"] + "; consider it, or add a policy that says why not"
+    else:
+        out["summary"] = (f"the rule pick ranks {rank if rank else 'outside the ranking'} of {len(res.order):,} "
+                          f"fitting layouts; the best allowed is {gap:.1f}% faster ({differences(best_lay, pick)})")
+    return {"search": out, "alternatives": alternatives}

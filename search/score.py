@@ -1,0 +1,30 @@
+"""Score the whole space with the single-layout estimators, run over arrays.
+
+kb/memory/estimate.peak_gib and kb/perf/step.step_time are the same functions `memory` and
+`recommend` call; given a LayoutArrays they return arrays (kb/vec.py). tests/test_search.py
+checks on random layouts that the two ways agree.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from shardwise.kb.job import Job
+from shardwise.kb.memory.estimate import peak_gib
+from shardwise.kb.perf.step import step_time
+
+from .space import Space
+
+SCORES = ("peak_gib", "step_time_s", "tokens_per_s", "mfu_pct", "bubble_pct", "comm_overhead_pct")
+
+
+def score(job: Job, space: Space) -> dict:
+    out = {k: np.zeros(len(space)) for k in SCORES}
+    for idx, lay in space.groups():
+        st = step_time(job, lay)
+        out["peak_gib"][idx] = peak_gib(job, lay)
+        out["step_time_s"][idx] = st.step_time_s
+        out["tokens_per_s"][idx] = st.tokens_per_s
+        out["mfu_pct"][idx] = st.mfu_pct
+        out["bubble_pct"][idx] = 100 * st.bubble_s / st.step_time_s
+        out["comm_overhead_pct"][idx] = 100 * st.comm_exposed_s / st.step_time_s
+    return out

@@ -1,0 +1,130 @@
+"""The search space: every layout a job could run, as arrays, and the named rules that exclude.
+
+A candidate is (tp, pp, cp) with tp x pp x cp dividing the GPUs (dp is the rest), times vp,
+ep, ZeRO stage (and an HSDP shard group for FSDP), sequence parallelism, micro-batch and
+recomputation. Domains: tp up to the NVLink domain, pp up to the layers, vp 1-16, mbs powers
+of two up to 64, everything else its full range. A user's --mbs or --recompute fixes that
+setting, as it does for the rules. Then each validity rule (search/validity.py) removes what a
+framework cannot run, and says how many it removed.
+
+``LayoutArrays`` has Layout's settings and derived properties (kb/layout.Derived), with arrays
+for everything but pp and recompute: the estimators branch on those two (which stages exist,
+what recomputation keeps), so the space is scored in groups that share them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from shardwise.kb.job import Job, divisors
+from shardwise.kb.layout import Derived, Layout
+
+from .validity import VALIDITY
+
+RECOMPUTE = ("none", "selective", "full")
+FIELDS = ("tp", "pp", "vp", "dp", "cp", "ep", "zero", "shard", "sp", "mbs", "grad_accum", "rc")
+VP_MAX = 16
+MBS_MAX = 64
+
+
+@dataclass(frozen=True)
+class LayoutArrays(Derived):
+    tp: np.ndarray
+    pp: int
+    vp: np.ndarray
+    dp: np.ndarray
+    cp: np.ndarray
+    ep: np.ndarray
+    etp: np.ndarray
+    zero: np.ndarray
+    shard: np.ndarray
+    sp: np.ndarray
+    mbs: np.ndarray
+    grad_accum: np.ndarray
+    recompute: str
+
+    def __len__(self) -> int:
+        return len(self.tp)
+
+
+@dataclass
+class Space:
+    """The valid candidates as flat arrays (FIELDS; rc indexes RECOMPUTE), and what was excluded."""
+    arrays: dict
+    excluded: list        # [{"rule", "why", "excluded"}] in VALIDITY order
+    candidates: int       # before the validity rules
+
+    def __len__(self) -> int:
+        return len(self.arrays["tp"])
+
+    def layout(self, i: int) -> Layout:
+        a = {k: int(v[i]) for k, v in self.arrays.items()}
+        return Layout(tp=a["tp"], pp=a["pp"], vp=a["vp"], dp=a["dp"], cp=a["cp"], ep=a["ep"], zero=a["zero"],
+                      shard=a["shard"], sp=bool(a["sp"]), mbs=a["mbs"], grad_accum=a["grad_accum"],
+                      recompute=RECOMPUTE[a["rc"]])
+
+    def groups(self):
+        """(indices, LayoutArrays) for each (pp, recompute) that occurs."""
+        a = self.arrays
+        key = a["pp"] * 3 + a["rc"]
+        order = np.argsort(key, kind="stable")
+        bounds = np.flatnonzero(np.diff(key[order])) + 1
+        for idx in np.split(order, bounds):
+            if not len(idx):
+                continue
+            i0 = idx[0]
+            yield idx, LayoutArrays(
+                tp=a["tp"][idx], pp=int(a["pp"][i0]), vp=a["vp"][idx], dp=a["dp"][idx], cp=a["cp"][idx],
+                ep=a["ep"][idx], etp=np.ones(len(idx), dtype=np.int64), zero=a["zero"][idx], shard=a["shard"][idx],
+                sp=a["sp"][idx].astype(bool), mbs=a["mbs"][idx], grad_accum=a["grad_accum"][idx],
+                recompute=RECOMPUTE[int(a["rc"][i0])])
+
+
+def index_of(space: Space, lay: Layout) -> int | None:
+    """Where a layout sits in the space (None if the space does not hold it)."""
+    if lay.etp != 1:
+        return None
+    # ZeRO over a single replica is ZeRO-0 (validity rule zero-needs-replicas keeps one of them)
+    zero = lay.zero if lay.dp * lay.cp > 1 else 0
+    want = dict(lay.as_dict(), zero=zero, rc=RECOMPUTE.index(lay.recompute), sp=int(lay.sp))
+    mask = np.ones(len(space), dtype=bool)
+    for k, v in space.arrays.items():
+        mask &= v == want[k]
+    hits = np.flatnonzero(mask)
+    return int(hits[0]) if len(hits) else None
+
+
+def build_space(job: Job, gb: int) -> Space:
+    m, c, t = job.model, job.cluster, job.training
+    g = c.gpus
+    triples = [(tp, pp, cp) for tp in range(1, min(c.nvlink_domain, g) + 1) if g % tp == 0
+               for pp in range(1, min(m.layers, g // tp) + 1) if (g // tp) % pp == 0
+               for cp in divisors(g // (tp * pp))]
+    tp, pp, cp = (np.array(x, dtype=np.int64) for x in zip(*triples))
+    dp = g // (tp * pp * cp)
+    dims = {
+        "vp": list(range(1, VP_MAX + 1)),
+        "ep": divisors(m.experts) if m.is_moe else [1],
+        "zero": [0, 1, 2, 3],
+        "hsdp": [0, 1] if t.framework == "fsdp" else [0],
+        "sp": [0, 1],
+        "mbs": [t.mbs] if t.mbs else [2 ** i for i in range(MBS_MAX.bit_length()) if 2 ** i <= MBS_MAX],
+        "rc": [RECOMPUTE.index(t.recompute)] if t.recompute != "auto" else [0, 1, 2],
+    }
+    grids = np.meshgrid(np.arange(len(triples)), *[np.array(v, dtype=np.int64) for v in dims.values()], indexing="ij")
+    flat = [x.ravel() for x in grids]
+    which = flat[0]
+    a = {"tp": tp[which], "pp": pp[which], "cp": cp[which], "dp": dp[which]}
+    a.update({k: v for k, v in zip(dims, flat[1:])})
+    node_ranks = np.maximum(1, c.gpus_per_node // a["tp"])        # the dp x cp ranks inside one node
+    a["shard"] = np.where(a.pop("hsdp") == 1, node_ranks, 0)
+    a["grad_accum"] = gb // (a["mbs"] * a["dp"])
+    candidates = len(which)
+    excluded = []
+    keep = np.ones(candidates, dtype=bool)
+    for rule in VALIDITY:
+        bad = keep & ~rule.ok(job, gb, a)
+        excluded.append({"rule": rule.id, "why": rule.why, "excluded": int(bad.sum())})
+        keep &= ~bad
+    return Space({k: a[k][keep] for k in FIELDS}, excluded, candidates)
