@@ -12,6 +12,7 @@ import click
 from shardwise.kb.errors import InputError
 
 from .compare_cmd import compare
+from .export_cmd import export
 from .kb_cmd import kb
 from .memory_cmd import memory
 from .recommend_cmd import recommend
@@ -30,6 +31,7 @@ cli.add_command(memory)
 cli.add_command(rules)
 cli.add_command(search)
 cli.add_command(compare)
+cli.add_command(export)
 cli.add_command(kb)
 
 

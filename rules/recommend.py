@@ -82,6 +82,11 @@ def start_layout(job: Job, gb: int) -> Layout:
                      f"choose a global batch that is a multiple of {g // tp_max(job) * mbs}")
 
 
+def _exports(job: Job, lay: Layout) -> dict:
+    from shardwise.export import Target, export_all
+    return export_all(Target(job, lay))
+
+
 def _check_with_search(job: Job, res, constraints, lay: Layout, final, n: int) -> dict:
     """Rank every valid layout and reconcile the rule pick with the best one (search/)."""
     from shardwise.search.rank import search
@@ -155,6 +160,7 @@ def recommend(job: Job, extra_rules: list[str] | None = None, engine: str = "dur
         "constraints": res.constraints,
         "alternatives": checked["alternatives"],
         "search": checked["search"],
+        "exports": _exports(job, lay),
         "assumptions": assumptions,
         "rule_files": file_hashes(extra),
         "states": len(res.states),

@@ -1,0 +1,46 @@
+"""`shardwise export`: the recommended (or a given) layout as a framework's own config."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from shardwise.export import FRAMEWORKS, Target, export as run_export
+from shardwise.kb.errors import InputError
+from shardwise.kb.resolve import resolve_layout
+from shardwise.rules.recommend import run_rules
+
+from .options import job_options
+
+
+@click.command("export")
+@job_options
+@click.option("--to", "to", type=click.Choice(sorted(FRAMEWORKS)), required=True, help="framework")
+@click.option("-o", "--output-dir", "out", type=click.Path(file_okay=False), help="write the files here")
+@click.option("--layout", "layout", help="export this layout instead of the recommendation, e.g. tp=8,pp=4")
+@click.option("--rules", "rules", multiple=True, help="house-policy rule file or folder (repeatable)")
+def export(job, to, out, layout, rules):
+    """Write the layout as DeepSpeed / Megatron / Nanotron / torchtitan / FSDP2 / Accelerate config."""
+    if layout:
+        lay, _ = resolve_layout(job, layout)
+    else:
+        res, _, _ = run_rules(job, list(rules))
+        lay = res.final.layout
+    ex = run_export(to, Target(job, lay))
+    if out:
+        d = Path(out)
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            for name, text in ex.files.items():
+                (d / name).write_text(text)
+        except OSError as e:
+            raise InputError(f"-o {out}: cannot write ({e.strerror or e})")
+        for name in ex.files:
+            click.echo(f"wrote {d / name}")
+    else:
+        for name, text in ex.files.items():
+            if len(ex.files) > 1:
+                click.echo(f"==> {name} <==")
+            click.echo(text, nl=False)
+    for c in ex.caveats:
+        click.echo(f"note: {to} cannot express: {c}", err=not out)

@@ -1,0 +1,70 @@
+"""Hugging Face Accelerate 1.15: an `accelerate launch` YAML with FSDP2 and a parallelism_config.
+
+../shared/reference/framework-configs.md section 4. Accelerate has no pipeline parallelism:
+the exported config is the PP = 1 slice (TP x CP x DP processes), said as a caveat.
+ParallelismConfig refuses TP/CP with pure replication, so ZeRO-0 with TP becomes a 1-replica
+FSDP shard group. num_processes counts every process of the slice.
+"""
+from __future__ import annotations
+
+import yaml
+
+from .target import Export, Target, with_caveats
+
+LAYER_CLASS = {"llama": "LlamaDecoderLayer", "mistral": "MistralDecoderLayer", "mixtral": "MixtralDecoderLayer",
+               "qwen2": "Qwen2DecoderLayer", "qwen3": "Qwen3DecoderLayer", "qwen3_moe": "Qwen3MoeDecoderLayer",
+               "gemma": "GemmaDecoderLayer", "gemma2": "Gemma2DecoderLayer"}
+
+
+def config(tg: Target) -> tuple[dict, list[str]]:
+    lay, m, t, c = tg.layout, tg.job.model, tg.job.training, tg.job.cluster
+    caveats = []
+    procs = lay.tp * lay.cp * lay.dp
+    if lay.pp > 1:
+        caveats.append(f"pp={lay.pp}: Accelerate has no pipeline parallelism; this is the PP=1 slice of "
+                       f"{procs} processes (each needs the memory of all {lay.pp} stages; use megatron or torchtitan)")
+    rep, shard = (1, lay.dp)
+    if lay.zero == 0 and lay.tp == 1 and lay.cp == 1:
+        rep, shard = lay.dp, 1
+    elif lay.zero == 0:
+        caveats.append("ZeRO-0 with TP/CP: Accelerate needs an FSDP shard dimension; sharded over DP instead")
+    elif lay.shard and lay.shard % lay.cp == 0:
+        rep, shard = lay.dp * lay.cp // lay.shard, lay.shard // lay.cp
+    if lay.zero == 1:
+        caveats.append("ZeRO-1: FSDP has none; reshard_after_forward false (ZeRO-2) is the nearest")
+    if lay.recompute == "selective":
+        caveats.append("selective recomputation: Accelerate has only full per-layer activation checkpointing")
+    if lay.sp:
+        caveats.append("sequence parallelism follows Accelerate's TP plan (transformers' tp_plan), not Megatron's")
+    if lay.ep > 1:
+        caveats.append(f"ep={lay.ep}: Accelerate has no expert parallelism; experts are sharded by FSDP")
+    nodes = max(1, procs // c.gpus_per_node)
+    cfg = {
+        "compute_environment": "LOCAL_MACHINE", "distributed_type": "FSDP",
+        "mixed_precision": "fp8" if t.precision == "fp8" else "bf16",
+        "num_machines": nodes, "num_processes": procs, "machine_rank": 0, "same_network": True,
+        "rdzv_backend": "static", "main_training_function": "main", "use_cpu": False,
+        "fsdp_config": {
+            "fsdp_version": 2, "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+            "fsdp_transformer_layer_cls_to_wrap": LAYER_CLASS.get(m.family, "LlamaDecoderLayer"),
+            "fsdp_reshard_after_forward": lay.zero == 3, "fsdp_offload_params": False,
+            "fsdp_state_dict_type": "SHARDED_STATE_DICT", "fsdp_cpu_ram_efficient_loading": True,
+            "fsdp_activation_checkpointing": lay.recompute != "none",
+        },
+        "parallelism_config": {
+            "parallelism_config_dp_replicate_size": rep, "parallelism_config_dp_shard_size": shard,
+            "parallelism_config_tp_size": lay.tp, "parallelism_config_cp_size": lay.cp,
+        },
+    }
+    if lay.cp > 1:
+        cfg["parallelism_config"]["parallelism_config_cp_backend"] = "torch"
+    return cfg, caveats
+
+
+def export(tg: Target) -> Export:
+    cfg, caveats = config(tg)
+    head = "\n".join(with_caveats(tg.header(), caveats))
+    body = yaml.safe_dump(cfg, sort_keys=False)
+    note = (f"# per process: micro-batch {tg.layout.mbs}, gradient accumulation {tg.layout.grad_accum} "
+            f"(global batch {tg.global_batch}); pass them to your training loop\n")
+    return Export("accelerate", {"accelerate_config.yaml": head + "\n" + note + body}, caveats)

@@ -1,0 +1,79 @@
+"""DeepSpeed: a ds_config.json for the data-parallel side, and the launch line for the rest.
+
+Schema: DeepSpeed 0.19 DeepSpeedConfig (../shared/reference/framework-configs.md section 1).
+train_batch_size = micro-batch x accumulation x DP ranks (TP and PP ranks excluded, as
+DeepSpeed counts them when an mpu is given). TP and PP degrees are not JSON keys: they go to
+the launcher (Megatron-DeepSpeed's --tensor-model-parallel-size / PipelineModule(num_stages)).
+"""
+from __future__ import annotations
+
+import json
+
+from .target import Export, Target, with_caveats
+
+TOP_LEVEL = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
+             "gradient_clipping", "steps_per_print", "bf16", "fp16", "zero_optimization", "pipeline",
+             "wall_clock_breakdown", "activation_checkpointing"}
+
+
+def export(tg: Target) -> Export:
+    lay, t = tg.layout, tg.job.training
+    caveats = []
+    zero = {"stage": lay.zero, "overlap_comm": True, "contiguous_gradients": True,
+            "reduce_bucket_size": 500000000, "allgather_bucket_size": 500000000}
+    if lay.shard:
+        zero["zero_hpz_partition_size"] = lay.shard
+        caveats.append(f"HSDP shard group {lay.shard}: mapped to ZeRO++ hpZ (secondary partition of "
+                       f"{lay.shard} ranks), which shards parameters only")
+    cfg = {
+        "train_batch_size": tg.global_batch,
+        "train_micro_batch_size_per_gpu": lay.mbs,
+        "gradient_accumulation_steps": lay.grad_accum,
+        "gradient_clipping": 1.0,
+        "steps_per_print": 10,
+        "bf16": {"enabled": t.precision in ("bf16", "fp8", "pure-bf16")},
+        "fp16": {"enabled": False},
+        "zero_optimization": zero,
+        "wall_clock_breakdown": False,
+    }
+    if lay.pp > 1:
+        cfg["pipeline"] = {"partition": "parameters", "activation_checkpoint_interval": 1 if lay.recompute == "full" else 0}
+    if lay.vp > 1:
+        caveats.append(f"vp={lay.vp}: DeepSpeed's pipeline engine has no interleaved schedule; plain 1F1B over "
+                       f"{lay.pp} stages")
+    if lay.cp > 1:
+        caveats.append(f"cp={lay.cp}: ring-attention context parallelism is not a DeepSpeed feature; the nearest is "
+                       f"Ulysses (sequence_parallel_size), which splits heads, not the ring")
+    if lay.sp:
+        caveats.append("Megatron sequence parallelism is not in DeepSpeed's JSON (Megatron-DeepSpeed: --sequence-parallel)")
+    if lay.recompute == "selective":
+        caveats.append("selective recomputation has no DeepSpeed-JSON key (a Megatron(-DeepSpeed) flag); "
+                       "enable it in the model code")
+    elif lay.recompute == "full":
+        caveats.append("full recomputation is enabled in the model code (gradient_checkpointing_enable(), or "
+                       "the pipeline's activation_checkpoint_interval)")
+    if t.precision == "fp8":
+        caveats.append("FP8 has no DeepSpeed-JSON key: it comes from Transformer Engine in the model code")
+    if lay.ep > 1:
+        caveats.append(f"ep={lay.ep}: expert parallelism is set in the model (deepspeed.moe.layer.MoE(ep_size={lay.ep}))")
+    launch = with_caveats(tg.header(), caveats) + [
+        f"# TP {lay.tp} x PP {lay.pp} x DP {lay.dp} = {lay.tp * lay.pp * lay.dp * lay.cp} GPUs: DeepSpeed counts "
+        f"train_batch_size over the {lay.dp} DP ranks",
+        f"deepspeed --num_nodes {tg.job.cluster.nodes} --num_gpus {tg.job.cluster.gpus_per_node} train.py "
+        f"--deepspeed_config ds_config.json --tensor-model-parallel-size {lay.tp} "
+        f"--pipeline-model-parallel-size {lay.pp}",
+    ]
+    return Export("deepspeed", {"ds_config.json": json.dumps(cfg, indent=2) + "\n",
+                                "launch.sh": "\n".join(launch) + "\n"}, caveats)
+
+
+def check(cfg: dict, dp: int) -> list[str]:
+    """Pure-Python check of a ds_config: what DeepSpeedConfig would refuse (and the typos it would not)."""
+    errors = [f"unknown top-level key {k}" for k in cfg if k not in TOP_LEVEL]
+    if cfg["train_batch_size"] != cfg["train_micro_batch_size_per_gpu"] * cfg["gradient_accumulation_steps"] * dp:
+        errors.append("train_batch_size != micro-batch x accumulation x DP")
+    if cfg["zero_optimization"]["stage"] not in (0, 1, 2, 3):
+        errors.append("zero stage outside 0-3")
+    if "pipeline" in cfg and cfg["zero_optimization"]["stage"] >= 2:
+        errors.append("ZeRO-2/3 with DeepSpeed's pipeline engine")
+    return errors

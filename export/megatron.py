@@ -1,0 +1,117 @@
+"""Megatron-LM: a pretrain_gpt.py launch script (megatron-core 0.19 flags).
+
+Flags from the live parser (../shared/reference/framework-configs.md section 2): VPP is
+--num-virtual-stages-per-pipeline-rank (the old --virtual-pipeline-model-parallel-size is
+gone); DP is never passed (WORLD_SIZE / (TP x PP x CP)); ZeRO-1 is the distributed optimizer,
+ZeRO-2/3 are Megatron-FSDP's optim_grads / optim_grads_params; the global batch must divide
+by micro-batch x DP, accumulation is implicit.
+"""
+from __future__ import annotations
+
+import shlex
+
+from .target import Export, Target, with_caveats
+
+
+def model_args(tg: Target) -> list[str]:
+    m, s = tg.job.model, tg.job.training.seq_len
+    a = ["--num-layers", m.layers, "--hidden-size", m.hidden, "--ffn-hidden-size", m.ffn,
+         "--num-attention-heads", m.heads]
+    if m.kv_heads < m.heads:
+        a += ["--group-query-attention", "--num-query-groups", m.kv_heads]
+    if m.head_dim and m.head_dim * m.heads != m.hidden:
+        a += ["--kv-channels", m.head_dim]
+    a += ["--seq-length", s, "--max-position-embeddings", s]
+    a += ["--position-embedding-type", "learned_absolute" if m.learned_pos else "rope"]
+    if m.norm == "rmsnorm":
+        a += ["--normalization", "RMSNorm"]
+    if m.mlp == "swiglu":
+        a += ["--swiglu"]
+    if not m.linear_bias:
+        a += ["--disable-bias-linear"]
+    if m.qkv_bias:
+        a += ["--add-qkv-bias"]
+    if not m.tied:
+        a += ["--untie-embeddings-and-output-weights"]
+    if m.is_moe:
+        a += ["--num-experts", m.experts, "--moe-router-topk", m.top_k, "--moe-ffn-hidden-size", m.expert_ffn]
+        if m.shared_ffn:
+            a += ["--moe-shared-expert-intermediate-size", m.shared_ffn]
+    return a
+
+
+def parallel_args(tg: Target) -> tuple[list, list[str]]:
+    lay, m, t = tg.layout, tg.job.model, tg.job.training
+    caveats = []
+    a = ["--tensor-model-parallel-size", lay.tp]
+    if lay.sp:
+        a += ["--sequence-parallel"]
+    a += ["--pipeline-model-parallel-size", lay.pp]
+    if lay.pp > 1 and m.layers % lay.pp:
+        first = m.layers - (m.layers // lay.pp) * (lay.pp - 1)
+        a += ["--decoder-first-pipeline-num-layers", first]
+        if m.layers % lay.pp > 1:
+            caveats.append(f"{m.layers} layers over {lay.pp} stages: Megatron puts the {first - m.layers // lay.pp} "
+                           "extra layers on the first stage (shardwise spread them one per stage)")
+    if lay.vp > 1:
+        a += ["--num-virtual-stages-per-pipeline-rank", lay.vp]
+    a += ["--context-parallel-size", lay.cp, "--expert-model-parallel-size", lay.ep]
+    if lay.etp != 1 or (m.is_moe and lay.tp > 1):
+        a += ["--expert-tensor-parallel-size", lay.etp]
+    if lay.zero == 1:
+        a += ["--use-distributed-optimizer", "--overlap-grad-reduce", "--overlap-param-gather"]
+        if lay.shard:
+            a += ["--num-distributed-optimizer-instances", lay.dp * lay.cp // lay.shard]
+    elif lay.zero >= 2:
+        a += ["--use-megatron-fsdp", "--data-parallel-sharding-strategy",
+              "optim_grads" if lay.zero == 2 else "optim_grads_params"]
+        if lay.shard:
+            caveats.append(f"HSDP shard group {lay.shard}: Megatron-FSDP shards over all DP ranks here")
+    a += ["--micro-batch-size", lay.mbs, "--global-batch-size", tg.global_batch]
+    if t.precision == "pure-bf16":
+        caveats.append("pure-bf16 (no fp32 master weights): Megatron keeps fp32 main params with --bf16")
+    a += ["--bf16"]
+    if t.precision == "fp8":
+        a += ["--fp8-format", "hybrid", "--fp8-recipe", "delayed"]
+    if lay.recompute == "selective":
+        a += ["--recompute-granularity", "selective"]
+    elif lay.recompute == "full":
+        a += ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", 1]
+    return a, caveats
+
+
+def launch_args(tg: Target) -> tuple[list[str], list[str]]:
+    par, caveats = parallel_args(tg)
+    rest = ["--train-iters", 100000, "--lr", "1.5e-4", "--min-lr", "1.5e-5", "--lr-decay-style", "cosine",
+            "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "$TOKENIZER", "--data-path", "$DATA_PREFIX"]
+    return [str(x) for x in model_args(tg) + par + rest], caveats
+
+
+def export(tg: Target) -> Export:
+    args, caveats = launch_args(tg)
+    c = tg.job.cluster
+    lines = with_caveats(tg.header(), caveats) + [
+        "# set TOKENIZER (a Hugging Face tokenizer name or path) and DATA_PREFIX (Megatron .bin/.idx prefix)",
+        "export CUDA_DEVICE_MAX_CONNECTIONS=1",
+        f"torchrun --nnodes {c.nodes} --nproc-per-node {c.gpus_per_node} pretrain_gpt.py \\",
+    ]
+    pairs, i = [], 0
+    while i < len(args):
+        if i + 1 < len(args) and not args[i + 1].startswith("--"):
+            pairs.append(f"{args[i]} {_quote(args[i + 1])}")
+            i += 2
+        else:
+            pairs.append(args[i])
+            i += 1
+    lines += [f"  {p} \\" for p in pairs[:-1]] + [f"  {pairs[-1]}"]
+    return Export("megatron", {"megatron_pretrain.sh": "\n".join(lines) + "\n"}, caveats)
+
+
+def _quote(v: str) -> str:
+    return f'"{v}"' if v.startswith("$") else shlex.quote(v)
+
+
+def script_args(text: str) -> list[str]:
+    """The pretrain_gpt.py arguments of an exported script, environment variables left as names."""
+    body = text.split("pretrain_gpt.py", 1)[1].replace("\\\n", " ")
+    return shlex.split(body, comments=True)

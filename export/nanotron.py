@@ -1,0 +1,75 @@
+"""Nanotron: a YAML config for GitHub main's schema (nanotron.config.Config, loaded by dacite strict).
+
+../shared/reference/framework-configs.md section 3. Nanotron has no interleaved pipeline, no
+selective recomputation (recompute_layer is full per-layer recompute) and ZeRO-1 only; it has
+no MoE in its Llama config. Global batch = micro_batch_size x batch_accumulation_per_replica x dp.
+"""
+from __future__ import annotations
+
+import yaml
+
+from shardwise.kb.errors import InputError
+
+from .target import Export, Target, with_caveats
+
+
+def config(tg: Target) -> tuple[dict, list[str]]:
+    lay, m, t = tg.layout, tg.job.model, tg.job.training
+    if m.is_moe:
+        raise InputError(f"--to nanotron: {m.name} is a mixture of experts; Nanotron's Llama/Qwen2 configs have no "
+                         "experts (use megatron or torchtitan)")
+    caveats = []
+    if lay.vp > 1:
+        caveats.append(f"vp={lay.vp}: Nanotron has no interleaved schedule (pp_engine 1f1b, larger bubble)")
+    if lay.recompute == "selective":
+        caveats.append("selective recomputation: Nanotron has none; recompute_layer false keeps all activations "
+                       "(the nearest), tp_recompute_allgather true")
+    if lay.zero >= 2:
+        caveats.append(f"zero={lay.zero}: Nanotron implements ZeRO-1 only (zero_stage 1; gradients and weights "
+                       "stay unsharded, more memory than planned)")
+    if lay.shard:
+        caveats.append("HSDP shard group: Nanotron shards ZeRO-1 over all DP ranks")
+    if t.precision == "fp8":
+        caveats.append("fp8: Nanotron's release trains in bfloat16 (dtype bfloat16)")
+    cfg = {
+        "general": {"project": "shardwise", "run": f"{m.name}-{lay.tp}tp{lay.pp}pp{lay.dp}dp", "seed": 42,
+                    "ignore_sanity_checks": True},
+        "checkpoints": {"checkpoint_interval": 1000, "checkpoints_path": "checkpoints", "save_initial_state": False},
+        "parallelism": {
+            "dp": lay.dp, "tp": lay.tp, "pp": lay.pp, "pp_engine": "1f1b",
+            "tp_mode": "REDUCE_SCATTER" if lay.sp else "ALL_REDUCE",
+            "tp_linear_async_communication": bool(lay.sp),
+            "tp_recompute_allgather": True,
+            "recompute_layer": lay.recompute == "full",
+            "context_parallel_size": lay.cp, "expert_parallel_size": lay.ep,
+        },
+        "model": {
+            "dtype": "bfloat16", "ddp_bucket_cap_mb": 25, "make_vocab_size_divisible_by": 1,
+            "init_method": {"std": 0.02},
+            "model_config": {
+                "is_llama_config": True, "hidden_size": m.hidden, "intermediate_size": m.ffn,
+                "num_hidden_layers": m.layers, "num_attention_heads": m.heads, "num_key_value_heads": m.kv_heads,
+                "max_position_embeddings": t.seq_len, "vocab_size": m.vocab, "rms_norm_eps": 1.0e-05,
+                "rope_theta": 500000.0, "tie_word_embeddings": bool(m.tied), "hidden_act": "silu",
+            },
+        },
+        "optimizer": {
+            "zero_stage": min(lay.zero, 1), "accumulate_grad_in_fp32": True, "clip_grad": 1.0, "weight_decay": 0.1,
+            "learning_rate_scheduler": {"learning_rate": 0.00015, "lr_warmup_steps": 2000, "lr_warmup_style": "linear",
+                                        "lr_decay_style": "cosine", "min_decay_lr": 1.5e-05},
+            "optimizer_factory": {"name": "adamW", "adam_beta1": 0.9, "adam_beta2": 0.95, "adam_eps": 1.0e-08,
+                                  "torch_adam_is_fused": True},
+        },
+        "tokens": {"sequence_length": t.seq_len, "micro_batch_size": lay.mbs,
+                   "batch_accumulation_per_replica": lay.grad_accum, "train_steps": 100000, "val_check_interval": -1},
+    }
+    if m.family not in ("llama", "mistral", "qwen2", "qwen2.5"):
+        caveats.append(f"{m.name} is exported as a Llama-architecture config (is_llama_config); check its "
+                       "normalisation and activation")
+    return cfg, caveats
+
+
+def export(tg: Target) -> Export:
+    cfg, caveats = config(tg)
+    head = "\n".join(with_caveats(tg.header(), caveats))
+    return Export("nanotron", {"nanotron.yaml": head + "\n" + yaml.safe_dump(cfg, sort_keys=False)}, caveats)

@@ -1,0 +1,91 @@
+"""torchtitan 0.3: a run_train.sh command (registry --module/--config plus tyro overrides).
+
+TOML configs are gone since 0.3 (../shared/reference/framework-configs.md section 5). FSDP2
+shards over data_parallel_shard_degree; ZeRO-1 has no torchtitan equivalent (the nearest is
+fsdp_reshard_after_forward never, which is ZeRO-2). With PP, local_batch_size carries every
+micro-batch of the step and pipeline_parallel_microbatch_size the micro-batch; without PP,
+accumulation = global / (local x DP).
+"""
+from __future__ import annotations
+
+import shlex
+
+from .target import Export, Target, with_caveats
+
+# torchtitan model registry entries (torchtitan/models/*/__init__.py of 0.3.0)
+REGISTRY = {
+    "llama-3-8b": ("llama3", "llama3_8b"), "llama-3.1-8b": ("llama3", "llama3_8b"),
+    "llama-3-70b": ("llama3", "llama3_70b"), "llama-3.1-70b": ("llama3", "llama3_70b"),
+    "llama-3.1-405b": ("llama3", "llama3_405b"),
+    "qwen3-32b": ("qwen3", "qwen3_32b"), "deepseek-v3": ("deepseek_v3", "deepseek_v3_671b"),
+}
+
+
+def flags(tg: Target) -> tuple[list[str], list[str], tuple]:
+    lay, m, t = tg.layout, tg.job.model, tg.job.training
+    caveats = []
+    module, conf = REGISTRY.get(m.name, (None, None))
+    if module is None:
+        caveats.append(f"{m.name} has no torchtitan registry entry: write a config_registry function with its "
+                       "shape and pass it as MODULE/CONFIG")
+        module, conf = "$MODULE", "$CONFIG"
+    n = lay.dp * lay.cp                       # the ranks FSDP2 shards over are dp_shard x cp
+    if lay.zero == 0:
+        rep, shard = lay.dp, 1
+    elif lay.shard:
+        rep, shard = n // lay.shard, lay.shard // lay.cp if lay.shard % lay.cp == 0 else lay.dp
+    else:
+        rep, shard = 1, lay.dp
+    reshard = {0: "never", 1: "never", 2: "never", 3: "always"}[lay.zero]
+    if lay.zero == 1:
+        caveats.append("ZeRO-1: torchtitan has none; FSDP2 with reshard never (ZeRO-2: gradients sharded too)")
+    f = ["--parallelism.data_parallel_replicate_degree", rep, "--parallelism.data_parallel_shard_degree", shard,
+         "--parallelism.fsdp_reshard_after_forward", reshard,
+         "--parallelism.tensor_parallel_degree", lay.tp]
+    f += ["--parallelism.enable_sequence_parallel" if lay.sp else "--parallelism.no-enable-sequence-parallel"]
+    f += ["--parallelism.pipeline_parallel_degree", lay.pp]
+    if lay.pp > 1:
+        f += ["--parallelism.pipeline_parallel_schedule", "Interleaved1F1B" if lay.vp > 1 else "1F1B",
+              "--parallelism.pipeline_parallel_microbatch_size", lay.mbs]
+        if lay.vp > 1:
+            per = m.layers // (lay.pp * lay.vp)
+            f += ["--parallelism.pipeline_parallel_layers_per_stage", max(1, per)]
+            if m.layers % (lay.pp * lay.vp):
+                caveats.append(f"{m.layers} layers do not split evenly into {lay.pp * lay.vp} virtual stages; "
+                               f"{per} per stage, the rest on the first/last (pipeline_parallel_*_less_layers)")
+        local = lay.mbs * lay.grad_accum
+    else:
+        local = lay.mbs
+    f += ["--parallelism.context_parallel_degree", lay.cp, "--parallelism.expert_parallel_degree", lay.ep,
+          "--training.local_batch_size", local, "--training.global_batch_size", tg.global_batch,
+          "--training.seq_len", t.seq_len]
+    if t.precision == "pure-bf16":
+        f += ["--training.dtype", "bfloat16"]
+    else:
+        f += ["--training.mixed_precision_param", "bfloat16"]
+    if lay.pp > 1:
+        f += ["--training.disable_cuda_graphs"]
+    if t.precision == "fp8":
+        caveats.append("fp8: torchtitan sets Float8 as a model converter in a registry function "
+                       "(e.g. llama3_8b_mxfp8); this command trains in bf16")
+    ac = {"none": "activation-checkpoint:none", "selective": "activation-checkpoint:selective",
+          "full": "activation-checkpoint:full"}[lay.recompute]
+    return [str(x) for x in f] + [ac], caveats, (module, conf)
+
+
+def export(tg: Target) -> Export:
+    f, caveats, (module, conf) = flags(tg)
+    c = tg.job.cluster
+    lines = with_caveats(tg.header(), caveats) + [
+        f"NGPU={c.gpus_per_node} MODULE={module} CONFIG={conf} ./run_train.sh \\"]
+    body = []
+    i = 0
+    while i < len(f):
+        if i + 1 < len(f) and not f[i + 1].startswith("--") and not f[i + 1].startswith("activation"):
+            body.append(f"{f[i]} {shlex.quote(f[i + 1])}")
+            i += 2
+        else:
+            body.append(f[i])
+            i += 1
+    lines += [f"  {b} \\" for b in body[:-1]] + [f"  {body[-1]}"]
+    return Export("torchtitan", {"torchtitan_train.sh": "\n".join(lines) + "\n"}, caveats)

@@ -1,0 +1,34 @@
+# shardwise export: llama-2-7b on 64 x h100-sxm (8 nodes of 8), seq 131072, pretrain bf16
+# layout: tp=8 pp=1 dp=2 cp=4 zero=1 sp=on mbs=2 ga=16 recompute=none; global batch 64 sequences
+# set TOKENIZER (a Hugging Face tokenizer name or path) and DATA_PREFIX (Megatron .bin/.idx prefix)
+export CUDA_DEVICE_MAX_CONNECTIONS=1
+torchrun --nnodes 8 --nproc-per-node 8 pretrain_gpt.py \
+  --num-layers 32 \
+  --hidden-size 4096 \
+  --ffn-hidden-size 11008 \
+  --num-attention-heads 32 \
+  --seq-length 131072 \
+  --max-position-embeddings 131072 \
+  --position-embedding-type rope \
+  --normalization RMSNorm \
+  --swiglu \
+  --disable-bias-linear \
+  --untie-embeddings-and-output-weights \
+  --tensor-model-parallel-size 8 \
+  --sequence-parallel \
+  --pipeline-model-parallel-size 1 \
+  --context-parallel-size 4 \
+  --expert-model-parallel-size 1 \
+  --use-distributed-optimizer \
+  --overlap-grad-reduce \
+  --overlap-param-gather \
+  --micro-batch-size 2 \
+  --global-batch-size 64 \
+  --bf16 \
+  --train-iters 100000 \
+  --lr 1.5e-4 \
+  --min-lr 1.5e-5 \
+  --lr-decay-style cosine \
+  --tokenizer-type HuggingFaceTokenizer \
+  --tokenizer-model "$TOKENIZER" \
+  --data-path "$DATA_PREFIX"

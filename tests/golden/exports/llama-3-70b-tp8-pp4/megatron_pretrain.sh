@@ -1,0 +1,36 @@
+# shardwise export: llama-3-70b on 32 x h100-sxm (4 nodes of 8), seq 8192, pretrain bf16
+# layout: tp=8 pp=4 dp=1 zero=0 sp=on mbs=4 ga=128 recompute=full; global batch 512 sequences
+# set TOKENIZER (a Hugging Face tokenizer name or path) and DATA_PREFIX (Megatron .bin/.idx prefix)
+export CUDA_DEVICE_MAX_CONNECTIONS=1
+torchrun --nnodes 4 --nproc-per-node 8 pretrain_gpt.py \
+  --num-layers 80 \
+  --hidden-size 8192 \
+  --ffn-hidden-size 28672 \
+  --num-attention-heads 64 \
+  --group-query-attention \
+  --num-query-groups 8 \
+  --seq-length 8192 \
+  --max-position-embeddings 8192 \
+  --position-embedding-type rope \
+  --normalization RMSNorm \
+  --swiglu \
+  --disable-bias-linear \
+  --untie-embeddings-and-output-weights \
+  --tensor-model-parallel-size 8 \
+  --sequence-parallel \
+  --pipeline-model-parallel-size 4 \
+  --context-parallel-size 1 \
+  --expert-model-parallel-size 1 \
+  --micro-batch-size 4 \
+  --global-batch-size 512 \
+  --bf16 \
+  --recompute-granularity full \
+  --recompute-method uniform \
+  --recompute-num-layers 1 \
+  --train-iters 100000 \
+  --lr 1.5e-4 \
+  --min-lr 1.5e-5 \
+  --lr-decay-style cosine \
+  --tokenizer-type HuggingFaceTokenizer \
+  --tokenizer-model "$TOKENIZER" \
+  --data-path "$DATA_PREFIX"

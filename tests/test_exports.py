@@ -1,0 +1,144 @@
+"""Exports, first layer: pure-Python checks of every framework's file, and golden files.
+
+The second layer (each framework's own parser) is tests/test_framework_parsers.py.
+Regenerate the golden files after an intended change with SHARDWISE_UPDATE_GOLDEN=1.
+"""
+import ast
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from shardwise.export import FRAMEWORKS, Target, export, export_all
+from shardwise.export.deepspeed import check as ds_check
+from shardwise.export.megatron import script_args
+from shardwise.kb.build import build_job
+from shardwise.kb.layout import Layout
+from shardwise.rules.recommend import run_rules
+
+GOLDEN = Path(__file__).parent / "golden" / "exports"
+SEEDS = {
+    # seed 001: 70B on 32 H100, mbs 4 -> the rules' TP8 PP4
+    "llama-3-70b-tp8-pp4": dict(model="llama-3-70b", gpus=32, gpu="h100-sxm", interconnect="infiniband",
+                                seq_len=8192, mbs=4),
+    # seed 004: a 7B model at 128K tokens on 64 H100 -> context parallelism
+    "llama-2-7b-128k-cp": dict(model="llama-2-7b", gpus=64, gpu="h100-sxm", seq_len=131072),
+}
+
+
+def seed_target(name):
+    job = build_job(**SEEDS[name])
+    res, _, _ = run_rules(job, [])
+    return Target(job, res.final.layout)
+
+
+def layouts():
+    """A spread of layouts that exercise every mapping (vp, cp, ep, zero 0-3, HSDP, recompute)."""
+    dense = build_job(model="llama-3-70b", gpus=64, seq_len=8192)
+    moe = build_job(model="mixtral-8x7b", gpus=64, seq_len=4096)
+    fp8 = build_job(model="llama-3-8b", gpus=16, precision="fp8", framework="fsdp")
+    return [
+        Target(dense, Layout(tp=4, pp=8, vp=5, dp=2, zero=1, sp=True, mbs=1, grad_accum=64, recompute="none")),
+        Target(dense, Layout(tp=8, pp=1, dp=4, cp=2, zero=3, sp=True, mbs=1, grad_accum=32, recompute="full")),
+        Target(dense, Layout(tp=2, pp=2, dp=16, zero=2, sp=False, mbs=2, grad_accum=4, recompute="selective")),
+        Target(dense, Layout(tp=1, pp=1, dp=64, zero=3, shard=8, mbs=1, grad_accum=2, recompute="full")),
+        Target(moe, Layout(tp=2, pp=2, dp=16, ep=8, zero=1, sp=True, mbs=1, grad_accum=4)),
+        Target(fp8, Layout(tp=2, pp=1, dp=8, zero=0, sp=True, mbs=2, grad_accum=8)),
+    ]
+
+
+@pytest.mark.parametrize("tg", layouts(), ids=lambda t: t.layout.describe().replace(" ", ","))
+def test_every_export_carries_the_layout(tg):
+    lay = tg.layout
+    out = export_all(tg)
+    # DeepSpeed: the batch identity over DP ranks only, and its refusals
+    ds = json.loads(out["deepspeed"]["files"]["ds_config.json"])
+    assert ds_check(ds, lay.dp) == [] or (lay.pp > 1 and lay.zero >= 2)
+    assert ds["train_micro_batch_size_per_gpu"] == lay.mbs and ds["gradient_accumulation_steps"] == lay.grad_accum
+    # Megatron: every degree as a flag; DP implied by the world size
+    args = script_args(out["megatron"]["files"]["megatron_pretrain.sh"])
+    flag = lambda f: args[args.index(f) + 1] if f in args else None
+    assert int(flag("--tensor-model-parallel-size")) == lay.tp and int(flag("--pipeline-model-parallel-size")) == lay.pp
+    assert int(flag("--context-parallel-size")) == lay.cp and int(flag("--expert-model-parallel-size")) == lay.ep
+    assert int(flag("--global-batch-size")) % (int(flag("--micro-batch-size")) * lay.dp) == 0
+    assert (flag("--num-virtual-stages-per-pipeline-rank") or "1") == str(lay.vp)
+    assert ("--sequence-parallel" in args) == lay.sp
+    assert ("--use-distributed-optimizer" in args) == (lay.zero == 1)
+    assert (flag("--recompute-granularity") or "none") == lay.recompute
+    # torchtitan: the degrees multiply to the world, batch arithmetic holds
+    tt = out["torchtitan"]["files"]["torchtitan_train.sh"]
+    val = lambda k: int(re.search(rf"--parallelism\.{k} (\d+)", tt).group(1))
+    world = val("data_parallel_replicate_degree") * val("data_parallel_shard_degree") * val("context_parallel_degree") \
+        * val("tensor_parallel_degree") * val("pipeline_parallel_degree")
+    assert world == lay.world
+    local = int(re.search(r"--training\.local_batch_size (\d+)", tt).group(1))
+    assert lay.global_batch % (local * lay.dp) == 0
+    assert f"activation-checkpoint:{lay.recompute}" in tt
+    # FSDP2: the mesh covers every GPU
+    fs = out["fsdp"]["files"]["fsdp2_sharding.py"]
+    shape = ast.literal_eval(re.search(r"MESH_SHAPE = (\(.*\))", fs).group(1))
+    assert shape[0] * shape[1] * shape[2] * shape[3] * shape[4] == lay.world
+    # Accelerate: parallelism sizes multiply to num_processes (the PP = 1 slice)
+    acc = yaml.safe_load(out["accelerate"]["files"]["accelerate_config.yaml"])
+    pc = acc["parallelism_config"]
+    assert (pc["parallelism_config_dp_replicate_size"] * pc["parallelism_config_dp_shard_size"]
+            * pc["parallelism_config_tp_size"] * pc["parallelism_config_cp_size"]) == acc["num_processes"]
+    assert acc["num_processes"] == lay.world // lay.pp
+    assert acc["fsdp_config"]["fsdp_reshard_after_forward"] is (lay.zero == 3)
+    # Nanotron (dense only): batch per replica, no interleaving, ZeRO-1 at most
+    if "refused" not in out["nanotron"]:
+        nt = yaml.safe_load(out["nanotron"]["files"]["nanotron.yaml"])
+        p, tok = nt["parallelism"], nt["tokens"]
+        assert (p["tp"], p["pp"], p["dp"], p["context_parallel_size"]) == (lay.tp, lay.pp, lay.dp, lay.cp)
+        assert tok["micro_batch_size"] * tok["batch_accumulation_per_replica"] * p["dp"] == lay.global_batch
+        assert nt["optimizer"]["zero_stage"] == min(lay.zero, 1) and p["recompute_layer"] == (lay.recompute == "full")
+    else:
+        assert tg.job.model.is_moe and "experts" in out["nanotron"]["refused"]
+
+
+def test_what_a_framework_cannot_express_is_said_in_the_file():
+    tg = layouts()[0]          # vp 5, ZeRO-1, PP 8
+    out = export_all(tg)
+    assert any("interleaved" in c for c in out["nanotron"]["caveats"])
+    assert any("pipeline parallelism" in c for c in out["accelerate"]["caveats"])
+    assert any("ZeRO-1" in c for c in out["torchtitan"]["caveats"])
+    for fw, ex in out.items():
+        for c in ex["caveats"]:
+            assert any(c in text for text in ex["files"].values()), (fw, c)
+
+
+@pytest.mark.parametrize("scenario", sorted(SEEDS))
+@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
+def test_golden_exports_of_the_seed_scenarios(scenario, framework):
+    ex = export(framework, seed_target(scenario))
+    folder = GOLDEN / scenario
+    for name, text in ex.files.items():
+        path = folder / name
+        if os.environ.get("SHARDWISE_UPDATE_GOLDEN"):
+            folder.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        assert path.exists(), f"missing golden {path}; run with SHARDWISE_UPDATE_GOLDEN=1"
+        assert text == path.read_text(), f"{framework} export of {scenario} changed: diff against {path}"
+
+
+def test_export_command_writes_files_and_notes(run_cli, tmp_path):
+    code, out, err = run_cli("export", "--model", "llama-3-70b", "--gpus", "64", "--seq-len", "8192",
+                             "--layout", "tp=4,pp=8,vp=5,dp=2,zero=1,sp=true,mbs=1", "--global-batch", "128",
+                             "--to", "nanotron", "-o", str(tmp_path))
+    assert code == 0, err
+    assert (tmp_path / "nanotron.yaml").exists() and "cannot express" in out and "interleaved" in out
+
+
+def test_export_refuses_moe_for_nanotron_in_one_line(run_cli):
+    code, out, err = run_cli("export", "--model", "mixtral-8x7b", "--gpus", "16", "--to", "nanotron")
+    assert code == 2 and "experts" in err and len(err.strip().splitlines()) == 1
+
+
+def test_recommend_json_carries_the_exports(run_cli):
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--format", "json")
+    assert code == 0, err
+    ex = json.loads(out)["exports"]
+    assert set(ex) == set(FRAMEWORKS) and all(e["files"] for e in ex.values())
