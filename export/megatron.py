@@ -64,7 +64,7 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
             a += ["--num-distributed-optimizer-instances", lay.dp * lay.cp // lay.shard]
     elif lay.zero >= 2:
         a += ["--use-megatron-fsdp", "--data-parallel-sharding-strategy",
-              "optim_grads" if lay.zero == 2 else "optim_grads_params"]
+              "optim_grads" if lay.zero == 2 else "optim_grads_params", "--ckpt-format", "fsdp_dtensor"]
         if lay.shard:
             caveats.append(f"HSDP shard group {lay.shard}: Megatron-FSDP shards over all DP ranks here")
     a += ["--micro-batch-size", lay.mbs, "--global-batch-size", tg.global_batch]
@@ -92,7 +92,9 @@ def export(tg: Target) -> Export:
     c = tg.job.cluster
     lines = with_caveats(tg.header(), caveats) + [
         "# set TOKENIZER (a Hugging Face tokenizer name or path) and DATA_PREFIX (Megatron .bin/.idx prefix)",
-        "export CUDA_DEVICE_MAX_CONNECTIONS=1",
+        # one CUDA connection orders TP/CP communication before compute (Megatron asserts it on
+        # Hopper/Ampere); Megatron-FSDP asserts the opposite
+        "export CUDA_DEVICE_MAX_CONNECTIONS=1" if tg.layout.zero < 2 else "unset CUDA_DEVICE_MAX_CONNECTIONS",
         f"torchrun --nnodes {c.nodes} --nproc-per-node {c.gpus_per_node} pretrain_gpt.py \\",
     ]
     pairs, i = [], 0
