@@ -12,6 +12,7 @@ import click
 from shardwise.kb.errors import InputError
 
 from .compare_cmd import compare
+from .explain_cmd import explain
 from .export_cmd import export
 from .kb_cmd import kb
 from .memory_cmd import memory
@@ -32,6 +33,7 @@ cli.add_command(rules)
 cli.add_command(search)
 cli.add_command(compare)
 cli.add_command(export)
+cli.add_command(explain)
 cli.add_command(kb)
 
 

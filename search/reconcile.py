@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from shardwise.kb.layout import Layout
 
-from .rank import SearchResult, differences
+from .rank import SearchResult, canonical, differences
 
 CLEARLY_FASTER_PCT = 5.0
 ALTERNATIVES = 5
@@ -17,8 +17,7 @@ ALTERNATIVES = 5
 
 def reconcile(res: SearchResult, pick: Layout, pick_tps: float, pick_fits: bool, n: int = ALTERNATIVES) -> dict:
     sp = res.space
-    if pick.dp * pick.cp == 1 and pick.zero:
-        pick = pick.with_(zero=0)            # ZeRO over one replica shards nothing: the space's ZeRO-0
+    pick = canonical(pick)
     alternatives = []
     for i in res.order:
         i = int(i)

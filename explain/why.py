@@ -1,0 +1,111 @@
+"""`explain --why SETTING`: the firings that chose it, what else was considered, what would change it.
+
+The chain is read from the run's trace: every firing that set the setting (applied or
+refused), each preceded by the firing that made the state it read. The alternatives come from
+the search: for every other value of the setting, the fastest fitting layout with that value
+and why it lost. The what-ifs rerun the rules on the job with one input changed and report
+those that move the setting.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from shardwise.kb.job import Job
+from shardwise.rules.recommend import run_rules
+from shardwise.search.rank import canonical, search
+from shardwise.search.space import RECOMPUTE
+
+SETTINGS = ("tp", "pp", "vp", "dp", "cp", "ep", "zero", "sp", "mbs", "recompute")
+_ARRAY = {"recompute": "rc"}
+
+
+def unit(path: str) -> str:
+    if path.endswith("_gib"):
+        return " GiB"
+    if path.endswith("_pct"):
+        return " %"
+    if path.endswith("tokens_per_s"):
+        return " tokens/s"
+    if path.endswith("_s"):
+        return " s"
+    return ""
+
+
+def chain(trace: list, setting: str) -> list:
+    """Firings that set ``setting``, each after the applied firing that produced its state."""
+    made_state = {}
+    state = 0
+    for t in trace:
+        if t["outcome"] == "applied" and t["set"]:
+            state += 1
+            made_state[state] = t
+    out, seen = [], set()
+    for t in trace:
+        if setting in t["set"]:
+            prior = made_state.get(t["state"])
+            for x in (prior, t):
+                if x is not None and x["seq"] not in seen:
+                    seen.add(x["seq"])
+                    out.append(x)
+    return sorted(out, key=lambda x: x["seq"])
+
+
+def value_of(lay, setting):
+    return getattr(lay, setting)
+
+
+def alternatives(found, lay, setting: str, pick_tps: float) -> list:
+    a = found.space.arrays[_ARRAY.get(setting, setting)][found.order]
+    mine = value_of(lay, setting)
+    mine = RECOMPUTE.index(mine) if setting == "recompute" else int(mine)
+    out = []
+    for v in sorted(set(int(x) for x in np.unique(a)) - {mine}):
+        i = int(found.order[int(np.argmax(a == v))])
+        e = found.entry(i, int(np.argmax(a == v)) + 1, lay, pick_tps)
+        e["value"] = RECOMPUTE[v] if setting == "recompute" else (bool(v) if setting == "sp" else v)
+        out.append(e)
+    return out
+
+
+def what_ifs(job: Job, rules: list, setting: str, current) -> list[str]:
+    c, t = job.cluster, job.training
+    variants = [
+        (f"memory per GPU were {c.gpu.memory_gib * 1.5:.0f} GiB",
+         Job(job.model, c.model_copy(update={"gpu": c.gpu.model_copy(update={"memory_gib": c.gpu.memory_gib * 1.5})}), t)),
+        (f"memory per GPU were {c.gpu.memory_gib * 0.6:.0f} GiB",
+         Job(job.model, c.model_copy(update={"gpu": c.gpu.model_copy(update={"memory_gib": c.gpu.memory_gib * 0.6})}), t)),
+        (f"the sequence were {t.seq_len * 2} tokens", Job(job.model, c, t.model_copy(update={"seq_len": t.seq_len * 2}))),
+    ]
+    if t.seq_len >= 256:
+        variants.append((f"the sequence were {t.seq_len // 2} tokens",
+                         Job(job.model, c, t.model_copy(update={"seq_len": t.seq_len // 2}))))
+    if c.gpus >= 2 * c.gpus_per_node or c.gpus < c.gpus_per_node:
+        variants.append((f"there were {c.gpus * 2} GPUs", Job(job.model, c.model_copy(update={"gpus": c.gpus * 2}), t)))
+    out = []
+    for text, variant in variants:
+        try:
+            res, _, _ = run_rules(variant, rules)
+        except Exception as e:          # a variant the rules refuse is itself an answer
+            out.append(f"if {text}: the rules would refuse the job ({' '.join(str(e).split())[:120]})")
+            continue
+        v = value_of(res.final.layout, setting)
+        if v != current:
+            out.append(f"{setting.upper()} would be {v} instead of {current} if {text}")
+    return out
+
+
+def explain(job: Job, rules: list, setting: str) -> dict:
+    res, constraints, _ = run_rules(job, rules)
+    final = res.final
+    lay = final.layout
+    found = search(job, res.global_batch, constraints)
+    current = value_of(lay, setting)
+    steps = [{"seq": t["seq"], "rule": t["rule"], "where": f"{t['file']}:{t['line']}", "outcome": t["outcome"],
+              "set": t["set"], "read": {k: f"{v}{unit(k)}" for k, v in t["read"].items()}, "because": t["because"]}
+             for t in chain(res.trace, setting)]
+    if setting == "dp":
+        steps.append({"seq": None, "rule": None, "where": None, "outcome": "derived", "set": {"dp": lay.dp}, "read": {},
+                      "because": f"DP is what remains: {job.cluster.gpus} GPUs / (TP {lay.tp} x PP {lay.pp} x CP {lay.cp})"})
+    return {"setting": setting, "value": current, "layout": lay.describe(), "chain": steps,
+            "alternatives": alternatives(found, canonical(lay), setting, final.step.tokens_per_s),
+            "would_change": what_ifs(job, rules, setting, current), "trace": res.trace}
