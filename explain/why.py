@@ -12,7 +12,7 @@ import numpy as np
 
 from shardwise.kb.job import Job
 from shardwise.rules.recommend import run_rules
-from shardwise.search.rank import canonical, search
+from shardwise.search.rank import search
 from shardwise.search.space import RECOMPUTE
 
 SETTINGS = ("tp", "pp", "vp", "dp", "cp", "ep", "zero", "sp", "mbs", "recompute")
@@ -107,5 +107,5 @@ def explain(job: Job, rules: list, setting: str) -> dict:
         steps.append({"seq": None, "rule": None, "where": None, "outcome": "derived", "set": {"dp": lay.dp}, "read": {},
                       "because": f"DP is what remains: {job.cluster.gpus} GPUs / (TP {lay.tp} x PP {lay.pp} x CP {lay.cp})"})
     return {"setting": setting, "value": current, "layout": lay.describe(), "chain": steps,
-            "alternatives": alternatives(found, canonical(lay), setting, final.step.tokens_per_s),
+            "alternatives": alternatives(found, lay.canonical(), setting, final.step.tokens_per_s),
             "would_change": what_ifs(job, rules, setting, current), "trace": res.trace}

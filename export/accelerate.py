@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import yaml
 
-from .target import Export, Target, with_caveats
+from .target import Export, Target, dp_dims, with_caveats
 
 LAYER_CLASS = {"llama": "LlamaDecoderLayer", "mistral": "MistralDecoderLayer", "mixtral": "MixtralDecoderLayer",
                "qwen2": "Qwen2DecoderLayer", "qwen3": "Qwen3DecoderLayer", "qwen3_moe": "Qwen3MoeDecoderLayer",
@@ -23,13 +23,10 @@ def config(tg: Target) -> tuple[dict, list[str]]:
     if lay.pp > 1:
         caveats.append(f"pp={lay.pp}: Accelerate has no pipeline parallelism; this is the PP=1 slice of "
                        f"{procs} processes (each needs the memory of all {lay.pp} stages; use megatron or torchtitan)")
-    rep, shard = (1, lay.dp)
-    if lay.zero == 0 and lay.tp == 1 and lay.cp == 1:
-        rep, shard = lay.dp, 1
-    elif lay.zero == 0:
+    rep, shard = dp_dims(lay)
+    if lay.zero == 0 and (lay.tp > 1 or lay.cp > 1):
+        rep, shard = 1, lay.dp
         caveats.append("ZeRO-0 with TP/CP: Accelerate needs an FSDP shard dimension; sharded over DP instead")
-    elif lay.shard and lay.shard % lay.cp == 0:
-        rep, shard = lay.dp * lay.cp // lay.shard, lay.shard // lay.cp
     if lay.zero == 1:
         caveats.append("ZeRO-1: FSDP has none; reshard_after_forward false (ZeRO-2) is the nearest")
     if lay.recompute == "selective":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shlex
 
-from .target import Export, Target, with_caveats
+from .target import Export, Target, shell_command, with_caveats
 
 
 def model_args(tg: Target) -> list[str]:
@@ -95,22 +95,8 @@ def export(tg: Target) -> Export:
         # one CUDA connection orders TP/CP communication before compute (Megatron asserts it on
         # Hopper/Ampere); Megatron-FSDP asserts the opposite
         "export CUDA_DEVICE_MAX_CONNECTIONS=1" if tg.layout.zero < 2 else "unset CUDA_DEVICE_MAX_CONNECTIONS",
-        f"torchrun --nnodes {c.nodes} --nproc-per-node {c.gpus_per_node} pretrain_gpt.py \\",
-    ]
-    pairs, i = [], 0
-    while i < len(args):
-        if i + 1 < len(args) and not args[i + 1].startswith("--"):
-            pairs.append(f"{args[i]} {_quote(args[i + 1])}")
-            i += 2
-        else:
-            pairs.append(args[i])
-            i += 1
-    lines += [f"  {p} \\" for p in pairs[:-1]] + [f"  {pairs[-1]}"]
+    ] + shell_command(f"torchrun --nnodes {c.nodes} --nproc-per-node {c.gpus_per_node} pretrain_gpt.py", args)
     return Export("megatron", {"megatron_pretrain.sh": "\n".join(lines) + "\n"}, caveats)
-
-
-def _quote(v: str) -> str:
-    return f'"{v}"' if v.startswith("$") else shlex.quote(v)
 
 
 def script_args(text: str) -> list[str]:

@@ -5,6 +5,7 @@ the command's output and in the file's header, with the nearest faithful mapping
 """
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 
 from shardwise.kb.job import Job
@@ -17,10 +18,8 @@ class Target:
     layout: Layout
 
     def __post_init__(self):
-        # ZeRO over a single replica shards nothing: export it as ZeRO-0 rather than as an
-        # optimizer sharding that frameworks would set up for one rank
-        if self.layout.dp * self.layout.cp == 1 and self.layout.zero:
-            object.__setattr__(self, "layout", self.layout.with_(zero=0, shard=0))
+        # exported as ZeRO-0 rather than as an optimizer sharding set up for one rank
+        object.__setattr__(self, "layout", self.layout.canonical())
 
     @property
     def global_batch(self) -> int:
@@ -41,6 +40,36 @@ class Export:
 
     def as_dict(self) -> dict:
         return {"framework": self.framework, "files": dict(self.files), "caveats": list(self.caveats)}
+
+
+def dp_dims(lay: Layout) -> tuple[int, int]:
+    """(replicate, shard) degrees of FSDP2's data-parallel mesh for a layout: ZeRO-0 replicates
+    over DP; an HSDP group made of whole CP groups shards inside it and replicates across;
+    otherwise FSDP shards over all DP ranks (CP ranks are their own mesh dimension)."""
+    if lay.zero == 0:
+        return lay.dp, 1
+    if lay.shard and lay.shard % lay.cp == 0:
+        return lay.dp * lay.cp // lay.shard, lay.shard // lay.cp
+    return 1, lay.dp
+
+
+def shell_command(first: str, args: list[str], positional: tuple = ()) -> list[str]:
+    """``first`` then one continued line per flag and its value (a value is what follows a
+    --flag and is neither a flag nor a ``positional`` word); $VARIABLES stay expandable."""
+    items, i = [], 0
+    while i < len(args):
+        nxt = args[i + 1] if i + 1 < len(args) else None
+        if args[i].startswith("--") and nxt is not None and not nxt.startswith(("--",) + positional):
+            items.append(f"{args[i]} {_quote(nxt)}")
+            i += 2
+        else:
+            items.append(args[i])
+            i += 1
+    return [first + " \\"] + [f"  {x} \\" for x in items[:-1]] + [f"  {items[-1]}"]
+
+
+def _quote(v: str) -> str:
+    return f'"{v}"' if v.startswith("$") else shlex.quote(v)
 
 
 def with_caveats(lines: list[str], caveats: list[str], comment: str = "#") -> list[str]:

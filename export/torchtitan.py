@@ -8,9 +8,7 @@ accumulation = global / (local x DP).
 """
 from __future__ import annotations
 
-import shlex
-
-from .target import Export, Target, with_caveats
+from .target import Export, Target, dp_dims, shell_command, with_caveats
 
 # torchtitan model registry entries (torchtitan/models/*/__init__.py of 0.3.0)
 REGISTRY = {
@@ -29,13 +27,7 @@ def flags(tg: Target) -> tuple[list[str], list[str], tuple]:
         caveats.append(f"{m.name} has no torchtitan registry entry: write a config_registry function with its "
                        "shape and pass it as MODULE/CONFIG")
         module, conf = "$MODULE", "$CONFIG"
-    n = lay.dp * lay.cp                       # the ranks FSDP2 shards over are dp_shard x cp
-    if lay.zero == 0:
-        rep, shard = lay.dp, 1
-    elif lay.shard:
-        rep, shard = n // lay.shard, lay.shard // lay.cp if lay.shard % lay.cp == 0 else lay.dp
-    else:
-        rep, shard = 1, lay.dp
+    rep, shard = dp_dims(lay)
     reshard = {0: "never", 1: "never", 2: "never", 3: "always"}[lay.zero]
     if lay.zero == 1:
         caveats.append("ZeRO-1: torchtitan has none; FSDP2 with reshard never (ZeRO-2: gradients sharded too)")
@@ -76,16 +68,6 @@ def flags(tg: Target) -> tuple[list[str], list[str], tuple]:
 def export(tg: Target) -> Export:
     f, caveats, (module, conf) = flags(tg)
     c = tg.job.cluster
-    lines = with_caveats(tg.header(), caveats) + [
-        f"NGPU={c.gpus_per_node} MODULE={module} CONFIG={conf} ./run_train.sh \\"]
-    body = []
-    i = 0
-    while i < len(f):
-        if i + 1 < len(f) and not f[i + 1].startswith("--") and not f[i + 1].startswith("activation"):
-            body.append(f"{f[i]} {shlex.quote(f[i + 1])}")
-            i += 2
-        else:
-            body.append(f[i])
-            i += 1
-    lines += [f"  {b} \\" for b in body[:-1]] + [f"  {body[-1]}"]
+    lines = with_caveats(tg.header(), caveats) + shell_command(
+        f"NGPU={c.gpus_per_node} MODULE={module} CONFIG={conf} ./run_train.sh", f, positional=("activation-",))
     return Export("torchtitan", {"torchtitan_train.sh": "\n".join(lines) + "\n"}, caveats)

@@ -124,11 +124,6 @@ class SearchResult:
         return f"{gap:.1f}% faster than the rule pick and allowed; the playbook's order did not reach it ({diff})"
 
 
-def canonical(lay: Layout) -> Layout:
-    """ZeRO over a single replica shards nothing: the space holds it as ZeRO-0."""
-    return lay.with_(zero=0, shard=0) if lay.dp * lay.cp == 1 and lay.zero else lay
-
-
 def differences(a: Layout, b: Layout) -> str:
     """'tp 4 instead of 8, pp 8 instead of 4': what layout a changes from b."""
     out = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from shardwise.kb.layout import Layout
 
-from .rank import SearchResult, canonical, differences
+from .rank import SearchResult, differences
 
 CLEARLY_FASTER_PCT = 5.0
 ALTERNATIVES = 5
@@ -17,7 +17,7 @@ ALTERNATIVES = 5
 
 def reconcile(res: SearchResult, pick: Layout, pick_tps: float, pick_fits: bool, n: int = ALTERNATIVES) -> dict:
     sp = res.space
-    pick = canonical(pick)
+    pick = pick.canonical()
     alternatives = []
     for i in res.order:
         i = int(i)

@@ -85,9 +85,8 @@ def index_of(space: Space, lay: Layout) -> int | None:
     """Where a layout sits in the space (None if the space does not hold it)."""
     if lay.etp != 1:
         return None
-    # ZeRO over a single replica is ZeRO-0 (validity rule zero-needs-replicas keeps one of them)
-    zero = lay.zero if lay.dp * lay.cp > 1 else 0
-    want = dict(lay.as_dict(), zero=zero, rc=RECOMPUTE.index(lay.recompute), sp=int(lay.sp))
+    lay = lay.canonical()         # validity rule zero-needs-replicas keeps ZeRO-0 of the twins
+    want = dict(lay.as_dict(), rc=RECOMPUTE.index(lay.recompute), sp=int(lay.sp))
     mask = np.ones(len(space), dtype=bool)
     for k, v in space.arrays.items():
         mask &= v == want[k]

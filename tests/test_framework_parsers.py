@@ -7,7 +7,6 @@ its GitHub main (PyPI's 0.4 does not import): its check skips with that reason.
 """
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest

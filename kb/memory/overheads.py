@@ -31,28 +31,20 @@ DEEPSPEED_Z3_LIVE_ELEMS = 1e9
 FRAGMENTATION = 0.08
 
 
-def process_groups(lay: Layout) -> list[int]:
+def process_groups(lay: Layout) -> list:
     """Sizes of the NCCL communicators a rank uses (Megatron-Core parallel_state creates one per
     parallel dimension in use, plus DP x CP for gradient reduction and the embedding group
-    that ties the first and last pipeline stages)."""
-    groups = [lay.tp, lay.cp, lay.dp, lay.pp, lay.ep]
-    if lay.cp > 1 and lay.dp > 1:
-        groups.append(lay.dp * lay.cp)
-    if lay.ep > 1 and lay.expert_dp > 1:
-        groups.append(lay.expert_dp)
-    if lay.pp > 1:
-        groups.append(2)
-    return [g for g in groups if g > 1]
+    that ties the first and last pipeline stages). A size of 1 is a dimension not in use: no
+    communicator. Sizes are numbers, or arrays for the search's LayoutArrays."""
+    return [lay.tp, lay.cp, lay.dp, lay.pp, lay.ep,
+            where(both(lay.cp > 1, lay.dp > 1), lay.dp * lay.cp, 1),
+            where(lay.ep > 1, lay.expert_dp, 1),
+            2 if lay.pp > 1 else 1]
 
 
 def nccl_gib(lay: Layout):
-    """NCCL memory of the communicators of ``process_groups``, written so that it also runs
-    over the search's arrays: a group of size 1 is no communicator and costs nothing."""
-    sizes = [lay.tp, lay.cp, lay.dp, lay.pp, lay.ep,
-             where(both(lay.cp > 1, lay.dp > 1), lay.dp * lay.cp, 1),
-             where(lay.ep > 1, lay.expert_dp, 1),
-             2 if lay.pp > 1 else 1]
-    return sum(where(g == 2, NCCL_GROUP_2_GIB, where(g > 1, NCCL_GROUP_N_GIB, 0.0)) for g in sizes)
+    """NCCL memory of the communicators of ``process_groups``."""
+    return sum(where(g == 2, NCCL_GROUP_2_GIB, where(g > 1, NCCL_GROUP_N_GIB, 0.0)) for g in process_groups(lay))
 
 
 def framework_buffers(t: TrainingSpec, lay: Layout, rank_params: float, layer_params_rank: float,

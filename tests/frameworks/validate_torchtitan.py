@@ -1,5 +1,4 @@
 """torchtitan 0.3's ConfigManager + ParallelDims on our run_train.sh command."""
-import os
 import re
 import shlex
 import sys
