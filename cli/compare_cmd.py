@@ -14,7 +14,7 @@ from shardwise.kb.build import build_job
 from shardwise.rules.recommend import recommend as run_recommend
 
 from .options import job_options, parse_vary
-from .output import FORMATS, table, to_json, to_yaml
+from .output import FORMATS, emit, table
 
 
 def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
@@ -56,15 +56,14 @@ def _describe(lay: dict) -> str:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 def compare(settings, vary, rules, fmt):
     """Compare the best layout, speed, time and cost across variants of a job."""
-    rows = compare_variants(settings, parse_vary(vary), list(rules))
-    if fmt == "json":
-        click.echo(to_json({"variants": rows}))
-    elif fmt == "yaml":
-        click.echo(to_yaml({"variants": rows}), nl=False)
-    else:
-        heads = [k for k, _ in parse_vary(vary)]
-        body = [[*(r["variant"][k] for k in heads), r["best"] or "nothing fits",
-                 f"{r['tokens_per_s']:,.0f}" if r["tokens_per_s"] else "-",
-                 f"{r['time_to_train_h']:,.1f}" if r["time_to_train_h"] is not None else "-",
-                 f"{r['cost']:,.0f}" if r["cost"] is not None else "-"] for r in rows]
-        click.echo(table(body, [*heads, "best layout", "tokens/s", "hours", "cost"], markdown=fmt == "markdown"))
+    varied = parse_vary(vary)
+    rows = compare_variants(settings, varied, list(rules))
+    emit({"variants": rows}, fmt, lambda markdown: render(rows, [k for k, _ in varied], markdown))
+
+
+def render(rows: list[dict], heads: list[str], markdown: bool) -> str:
+    body = [[*(r["variant"][k] for k in heads), r["best"] or "nothing fits",
+             f"{r['tokens_per_s']:,.0f}" if r["tokens_per_s"] else "-",
+             f"{r['time_to_train_h']:,.1f}" if r["time_to_train_h"] is not None else "-",
+             f"{r['cost']:,.0f}" if r["cost"] is not None else "-"] for r in rows]
+    return table(body, [*heads, "best layout", "tokens/s", "hours", "cost"], markdown=markdown)

@@ -7,7 +7,7 @@ from shardwise.explain.trace_graph import trace_graph, write_graph
 from shardwise.explain.why import SETTINGS, explain as run_explain
 
 from .options import job_options
-from .output import FORMATS, to_json, to_yaml
+from .output import FORMATS, emit
 
 
 @click.command()
@@ -20,12 +20,7 @@ def explain(job, setting, graph, rules, fmt):
     """Why the recommendation chose a setting, and what would change it."""
     r = run_explain(job, list(rules), setting)
     trace = r.pop("trace")
-    if fmt == "json":
-        click.echo(to_json(r))
-    elif fmt == "yaml":
-        click.echo(to_yaml(r), nl=False)
-    else:
-        click.echo(render(r))
+    emit(r, fmt, lambda markdown: render(r))
     if graph:
         for line in write_graph(trace_graph(trace), graph):
             click.echo(line, err=fmt in ("json", "yaml"))

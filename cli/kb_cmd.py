@@ -6,16 +6,11 @@ import click
 from shardwise.kb import catalog
 from shardwise.kb.params import active_params, total_params
 
-from .output import FORMATS, table, to_json, to_yaml
+from .output import FORMATS, emit, table
 
 
 def _emit(rows, headers, fmt, data):
-    if fmt == "json":
-        click.echo(to_json(data))
-    elif fmt == "yaml":
-        click.echo(to_yaml(data), nl=False)
-    else:
-        click.echo(table(rows, headers, markdown=fmt == "markdown"))
+    emit(data, fmt, lambda markdown: table(rows, headers, markdown=markdown))
 
 
 @click.group()

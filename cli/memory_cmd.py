@@ -7,7 +7,7 @@ from shardwise.kb.facts import evaluate
 from shardwise.kb.resolve import resolve_layout
 
 from .options import job_options
-from .output import FORMATS, table, to_json, to_yaml
+from .output import FORMATS, emit, table
 
 
 def render_memory(result: dict) -> str:
@@ -51,9 +51,4 @@ def memory(job, layout_text, fmt):
     lay, assumptions = resolve_layout(job, layout_text)
     result = evaluate(job, lay)
     result["assumptions"] = assumptions
-    if fmt == "json":
-        click.echo(to_json(result))
-    elif fmt == "yaml":
-        click.echo(to_yaml(result), nl=False)
-    else:
-        click.echo(render_memory(result))
+    emit(result, fmt, lambda markdown: render_memory(result))

@@ -3,7 +3,9 @@ the same input gives the same bytes (keys in insertion order, floats rounded by 
 from __future__ import annotations
 
 import json
+from typing import Callable
 
+import click
 import yaml
 
 FORMATS = ["table", "json", "yaml", "markdown"]
@@ -15,6 +17,17 @@ def to_json(data: dict) -> str:
 
 def to_yaml(data: dict) -> str:
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+
+
+def emit(data: dict, fmt: str, render: Callable[[bool], str]) -> None:
+    """Print a command's result: json and yaml print the data, table and markdown print what
+    ``render(markdown)`` draws from it."""
+    if fmt == "json":
+        click.echo(to_json(data))
+    elif fmt == "yaml":
+        click.echo(to_yaml(data), nl=False)
+    else:
+        click.echo(render(fmt == "markdown"))
 
 
 def table(rows: list[list], headers: list[str], markdown: bool = False) -> str:

@@ -8,7 +8,7 @@ import click
 from shardwise.rules.recommend import recommend as run_recommend
 
 from .options import job_options
-from .output import FORMATS, table, to_json, to_yaml
+from .output import FORMATS, emit, table
 
 ORDER = ["tp", "sp", "pp", "vp", "cp", "ep", "dp", "zero", "mbs", "grad_accum", "recompute"]
 
@@ -95,9 +95,4 @@ def _default_reason(k: str, lay: dict) -> str:
 def recommend(job, rules, fmt):
     """Recommend the whole layout, with the rule that set each setting and why."""
     result = run_recommend(job, list(rules))
-    if fmt == "json":
-        click.echo(to_json(result))
-    elif fmt == "yaml":
-        click.echo(to_yaml(result), nl=False)
-    else:
-        click.echo(render(result, markdown=fmt == "markdown"))
+    emit(result, fmt, lambda markdown: render(result, markdown=markdown))

@@ -7,7 +7,7 @@ from shardwise.kb.facts import job_summary, layout_dict
 from shardwise.rules.recommend import run_rules
 
 from .options import job_options
-from .output import FORMATS, table, to_json, to_yaml
+from .output import FORMATS, emit, table
 
 
 @click.command()
@@ -26,12 +26,7 @@ def search(job, top, rules, fmt):
     out = reconcile(found, final.layout, final.step.tokens_per_s, final.memory.fits, n=top)
     result = {"job": job_summary(job), "rule_pick": layout_dict(final.layout), "search": out["search"],
               "top": out["alternatives"]}
-    if fmt == "json":
-        click.echo(to_json(result))
-    elif fmt == "yaml":
-        click.echo(to_yaml(result), nl=False)
-    else:
-        click.echo(render(result, markdown=fmt == "markdown"))
+    emit(result, fmt, lambda markdown: render(result, markdown=markdown))
 
 
 def render(result: dict, markdown: bool = False) -> str:
