@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from shardwise.kb.errors import InputError
 from shardwise.kb.job import Job
 from shardwise.rules.recommend import run_rules
 from shardwise.search.rank import search
@@ -50,13 +51,9 @@ def chain(trace: list, setting: str) -> list:
     return sorted(out, key=lambda x: x["seq"])
 
 
-def value_of(lay, setting):
-    return getattr(lay, setting)
-
-
 def alternatives(found, lay, setting: str, pick_tps: float) -> list:
     a = found.space.arrays[_ARRAY.get(setting, setting)][found.order]
-    mine = value_of(lay, setting)
+    mine = getattr(lay, setting)
     mine = RECOMPUTE.index(mine) if setting == "recompute" else int(mine)
     out = []
     for v in sorted(set(int(x) for x in np.unique(a)) - {mine}):
@@ -85,10 +82,10 @@ def what_ifs(job: Job, rules: list, setting: str, current) -> list[str]:
     for text, variant in variants:
         try:
             res, _, _ = run_rules(variant, rules)
-        except Exception as e:          # a variant the rules refuse is itself an answer
+        except InputError as e:         # a variant the rules refuse is itself an answer
             out.append(f"if {text}: the rules would refuse the job ({' '.join(str(e).split())[:120]})")
             continue
-        v = value_of(res.final.layout, setting)
+        v = getattr(res.final.layout, setting)
         if v != current:
             out.append(f"{setting.upper()} would be {v} instead of {current} if {text}")
     return out
@@ -99,7 +96,7 @@ def explain(job: Job, rules: list, setting: str) -> dict:
     final = res.final
     lay = final.layout
     found = search(job, res.global_batch, constraints)
-    current = value_of(lay, setting)
+    current = getattr(lay, setting)
     steps = [{"seq": t["seq"], "rule": t["rule"], "where": f"{t['file']}:{t['line']}", "outcome": t["outcome"],
               "set": t["set"], "read": {k: f"{v}{unit(k)}" for k, v in t["read"].items()}, "because": t["because"]}
              for t in chain(res.trace, setting)]

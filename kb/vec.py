@@ -29,22 +29,21 @@ def where(cond, a, b):
     return a if cond else b
 
 
+def _fold(array_op, plain_op, xs):
+    if not _any_array(*xs):
+        return plain_op(xs)
+    out = xs[0]
+    for x in xs[1:]:
+        out = array_op(out, x)
+    return out
+
+
 def minimum(*xs):
-    if _any_array(*xs):
-        out = xs[0]
-        for x in xs[1:]:
-            out = np.minimum(out, x)
-        return out
-    return min(xs)
+    return _fold(np.minimum, min, xs)
 
 
 def maximum(*xs):
-    if _any_array(*xs):
-        out = xs[0]
-        for x in xs[1:]:
-            out = np.maximum(out, x)
-        return out
-    return max(xs)
+    return _fold(np.maximum, max, xs)
 
 
 def floor(x):

@@ -15,10 +15,16 @@ from .rank import search
 MAX_GPUS = 16384
 
 
+def node_size(c) -> int:
+    """GPUs per node: the cluster's own when it spans nodes; the GPU's usual server when the job
+    is smaller than one node (kb/build.py caps gpus_per_node at the GPU count)."""
+    return c.gpus_per_node if c.gpus > c.gpus_per_node else c.gpu.gpus_per_node
+
+
 def with_cluster(job: Job, gpus: int, gpu=None) -> Job:
     c = job.cluster
     g = gpu or c.gpu
-    node = c.gpus_per_node if (gpu is None and c.gpus > c.gpus_per_node) else g.gpus_per_node
+    node = node_size(c) if gpu is None else g.gpus_per_node
     update = {"gpus": gpus, "gpus_per_node": min(node, gpus)}
     if gpu is not None:
         update.update(gpu=g, intra=catalog.link(g.intra_link))
@@ -31,7 +37,7 @@ def _fits(job: Job, constraints) -> bool:
 
 def smallest_count(job: Job, constraints=()) -> int | None:
     c = job.cluster
-    node = c.gpus_per_node if c.gpus > c.gpus_per_node else c.gpu.gpus_per_node
+    node = node_size(c)
     counts = [n for n in (1, 2, 4, 8, 16, 32, 64) if n < node] + [node * k for k in range(1, MAX_GPUS // node + 1)]
     counts = [n for n in counts if n > c.gpus]
     if not counts:
