@@ -10,6 +10,7 @@ from __future__ import annotations
 from shardwise.kb.layout import Layout
 
 from .rank import SearchResult, differences
+from .space import index_of
 
 CLEARLY_FASTER_PCT = 5.0
 ALTERNATIVES = 5
@@ -18,18 +19,12 @@ ALTERNATIVES = 5
 def reconcile(res: SearchResult, pick: Layout, pick_tps: float, pick_fits: bool, n: int = ALTERNATIVES) -> dict:
     sp = res.space
     pick = pick.canonical()
+    pick_i = index_of(sp, pick)
     alternatives = []
-    for i in res.order:
-        i = int(i)
-        if sp.layout(i) == pick:
-            continue
-        alternatives.append(res.entry(i, len(alternatives) + 1, pick, pick_tps))
-        if len(alternatives) == n:
-            break
-    # ranks count the pick too
+    for rank_i, i in enumerate(res.order[:n + 1], 1):     # ranks count the pick too
+        if i != pick_i and len(alternatives) < n:
+            alternatives.append(res.entry(int(i), rank_i, pick, pick_tps))
     rank = res.rank_of(pick)
-    for a in alternatives:
-        a["rank"] = a["rank"] + (1 if rank is not None and a["rank"] >= rank else 0)
     best = res.best()
     out = {
         "layouts_scored": len(sp), "candidates": sp.candidates, "fit": int(len(res.order)),
