@@ -19,6 +19,7 @@ TOP_LEVEL = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_acc
 def export(tg: Target) -> Export:
     lay, t = tg.layout, tg.job.training
     caveats = []
+    # buckets and optimizer settings as in framework-configs.md's verified DeepSpeed example
     zero = {"stage": lay.zero, "overlap_comm": True, "contiguous_gradients": True,
             "reduce_bucket_size": 500000000, "allgather_bucket_size": 500000000}
     if lay.shard:

@@ -82,6 +82,7 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
 
 def launch_args(tg: Target) -> tuple[list[str], list[str]]:
     par, caveats = parallel_args(tg)
+    # schedule placeholders from framework-configs.md's verified example: the user sets their own
     rest = ["--train-iters", 100000, "--lr", "1.5e-4", "--min-lr", "1.5e-5", "--lr-decay-style", "cosine",
             "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "$TOKENIZER", "--data-path", "$DATA_PREFIX"]
     return [str(x) for x in model_args(tg) + par + rest], caveats

@@ -31,6 +31,7 @@ def config(tg: Target) -> tuple[dict, list[str]]:
         caveats.append("HSDP shard group: Nanotron shards ZeRO-1 over all DP ranks")
     if t.precision == "fp8":
         caveats.append("fp8: Nanotron's release trains in bfloat16 (dtype bfloat16)")
+    # optimizer and schedule as in framework-configs.md's verified Nanotron example
     cfg = {
         "general": {"project": "shardwise", "run": f"{m.name}-{lay.tp}tp{lay.pp}pp{lay.dp}dp", "seed": 42,
                     "ignore_sanity_checks": True},

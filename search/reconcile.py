@@ -12,8 +12,10 @@ from shardwise.kb.layout import Layout
 from .rank import SearchResult, differences
 from .space import index_of
 
+# the threshold for "clearly faster"; larger than the step-time model's median error on
+# H100 BF16 rows (3.7%, benchmarks/throughput.py), so a gap above it is not noise of the model
 CLEARLY_FASTER_PCT = 5.0
-ALTERNATIVES = 5
+ALTERNATIVES = 5          # alternatives recommend lists (search --top N lists more)
 
 
 def reconcile(res: SearchResult, pick: Layout, pick_tps: float, pick_fits: bool, n: int = ALTERNATIVES) -> dict:

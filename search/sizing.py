@@ -12,7 +12,7 @@ from shardwise.kb.job import Job
 
 from .rank import search
 
-MAX_GPUS = 16384
+MAX_GPUS = 16384          # the largest --gpus kb/build.py accepts
 
 
 def node_size(c) -> int:
