@@ -1,4 +1,4 @@
-"""`shardwise rules list|lint|test|facts`: the rule files, checked and tested."""
+"""`shardwise rules list|lint|test|facts|graph`: the rule files, checked and tested."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,8 +13,11 @@ from shardwise.rules.facts import SCHEMA, SETTINGS
 from shardwise.rules.loader import load_rulebook
 from shardwise.rules.recommend import recommend, rule_files
 
+from shardwise.explain import rule_graph
+from shardwise.explain.trace_graph import write_graph
+
 from .options import JOB_KEYS
-from .output import table
+from .output import FORMATS, emit, table
 
 
 @click.group()
@@ -86,3 +89,43 @@ def test_(path):
     click.echo(f"{len(spec['cases']) - failed} passed, {failed} failed")
     if failed:
         raise SystemExit(1)
+
+
+@rules.command()
+@click.option("--rules", "extra", multiple=True, help="also these rule files or folders")
+@click.option("--setting", type=click.Choice(list(SETTINGS)), help="which rules can influence this setting")
+@click.option("--graph", "graph", help="draw it: out.dot, out.svg or out.png (with --setting: what reaches it)")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+def graph(extra, setting, graph, fmt):
+    """Which rules read facts other rules write: cycles that could loop, rules no run can
+    reach, and (--setting) every rule that can influence a setting."""
+    paths, shown = rule_files(list(extra))
+    book = load_rulebook(paths, shown)
+    result = rule_graph.analyse(book, setting)
+    emit(result, fmt, lambda markdown: _render_graph(result, markdown))
+    if graph:
+        for line in write_graph(rule_graph.draw(rule_graph.build(book), setting), graph):
+            click.echo(line, err=fmt in ("json", "yaml"))
+
+
+def _render_graph(r: dict, markdown: bool) -> str:
+    lines = [f"{r['rules']} rules reading {r['facts_read']} facts, {r['edges']} edges", ""]
+    for c in r["cycles"]:
+        lines.append(f"rules that feed each other ({len(c['rules'])}): {', '.join(c['rules'])}")
+        for k in c["contested"]:
+            lines.append(f"  could loop: {k['setting']} is set by {', '.join(k['rules'])} "
+                         f"(e.g. {k['example']}); the engine's loop guard stops a revisited layout")
+        if not c["contested"]:
+            lines.append("  no setting is set by two of them: each only escalates its own")
+    if not r["cycles"]:
+        lines.append("no cycles")
+    lines.append("")
+    if r["unreachable"]:
+        lines += [f"unreachable: {rid}: {why}" for rid, why in r["unreachable"].items()]
+    else:
+        lines.append("every rule is reachable")
+    for s, rows in r.get("influences", {}).items():
+        lines += ["", f"rules that can influence {s}:"]
+        lines.append(table([[d["rule"], d["where"], "sets it" if d["direct"] else "indirect", d["path"]] for d in rows],
+                           ["rule", "where", "how", "shortest path"], markdown))
+    return "\n".join(lines)

@@ -56,6 +56,10 @@ def write_graph(g: graphviz.Digraph, path: str) -> list[str]:
             lines.append(f"cannot draw {p.name}: the Graphviz `dot` program is not installed (Debian: apt-get install "
                          f"graphviz); the DOT file {dot_path} was written")
         else:
-            subprocess.run([exe, f"-T{fmt}", str(dot_path), "-o", str(p)], check=True, timeout=120)
+            done = subprocess.run([exe, f"-T{fmt}", str(dot_path), "-o", str(p)], capture_output=True, text=True,
+                                  timeout=120)
+            if done.returncode:
+                raise InputError(f"--graph {path}: Graphviz `dot` failed: "
+                                 f"{(done.stderr.strip().splitlines() or ['no message'])[-1]}")
             lines.append(f"wrote {p}")
     return lines

@@ -50,6 +50,29 @@ FLOAT_PATHS = {p for p in SCHEMA if p.startswith(("memory.", "metrics."))} | {
 SETTINGS = {"tp": N, "pp": N, "vp": N, "cp": N, "ep": N, "zero": N, "sp": B, "mbs": N, "recompute": S}
 RECOMPUTE_VALUES = ("none", "selective", "full")
 
+# What each layout-dependent fact is computed from: the rule graph's edges from a setting to
+# the facts a change of it moves (explain/rule_graph.py). dp is what remains of the GPUs after
+# TP, PP and CP; ga follows from mbs and dp; next.* are the next valid values given the other
+# degrees (next_values below); the estimators' answers (memory, metrics, whatif) read them all.
+_DERIVED = {
+    "layout.dp": ("tp", "pp", "cp"), "layout.ga": ("tp", "pp", "cp", "mbs"), "layout.global_batch": (),
+    "next.tp": ("tp", "pp", "cp"), "next.pp": ("tp", "pp", "cp"), "next.cp": ("tp", "pp", "cp"),
+    "next.ep": ("tp", "pp", "cp", "ep"), "next.vp": ("pp", "vp"), "next.mbs_up": ("tp", "pp", "cp", "mbs"),
+    "next.mbs_down": ("mbs",), "memory.capacity_gib": (),
+}
+
+
+def depends_on(path: str) -> tuple[str, ...]:
+    """The settings a fact's value depends on; () for the job's own facts (model, cluster, train)."""
+    group, name = path.split(".", 1)
+    if group in ("model", "cluster", "train"):
+        return ()
+    if path in _DERIVED:
+        return _DERIVED[path]
+    if group == "layout":
+        return (name,)
+    return tuple(SETTINGS)
+
 
 def _intra_kind(name: str) -> str:
     return "pcie" if name.startswith("pcie") else ("nvlink" if name.startswith("nvlink") else name)
