@@ -17,6 +17,7 @@ from .export_cmd import export
 from .kb_cmd import kb
 from .memory_cmd import memory
 from .recommend_cmd import recommend
+from .report_cmd import report
 from .rules_cmd import rules
 from .search_cmd import search
 
@@ -34,6 +35,7 @@ cli.add_command(search)
 cli.add_command(compare)
 cli.add_command(export)
 cli.add_command(explain)
+cli.add_command(report)
 cli.add_command(kb)
 
 

@@ -13,22 +13,27 @@ import graphviz
 
 from shardwise.kb.errors import InputError
 
-from .why import unit
+from .why import shown_value, unit
 
 
 def trace_graph(trace: list, only: str | None = None) -> graphviz.Digraph:
     g = graphviz.Digraph("decision_trace", graph_attr={"rankdir": "LR", "fontname": "Helvetica"},
-                         node_attr={"fontname": "Helvetica", "fontsize": "10"})
-    for t in trace:
-        if only and only not in t["set"]:
-            continue
+                         node_attr={"fontname": "Helvetica", "fontsize": "10"},
+                         edge_attr={"fontname": "Helvetica", "fontsize": "10"})
+    shown = [t for t in trace if not only or only in t["set"]]
+    # Rules on one rank, chained by invisible edges: Graphviz then stacks them in firing order.
+    with g.subgraph(name="firing_order") as order:
+        order.attr(rank="same")
+        for a, b in zip(shown, shown[1:]):
+            order.edge(f"r{a['seq']}", f"r{b['seq']}", style="invis")
+    for t in shown:
         rid = f"r{t['seq']}"
         color = "palegreen" if t["outcome"] == "applied" else ("lightgrey" if t["outcome"] == "no change" else "khaki")
         g.node(rid, f"#{t['seq']} {t['rule']}\n{t['file']}:{t['line'] or ''}\n{t['outcome'][:40]}",
                shape="box", style="filled,rounded", fillcolor=color)
         for path, v in t["read"].items():
             fid = f"f{t['seq']}_{path}"
-            g.node(fid, f"{path}\n= {v}{unit(path)}", shape="ellipse", fontsize="9")
+            g.node(fid, f"{path}\n= {shown_value(v)}{unit(path)}", shape="ellipse", fontsize="9")
             g.edge(fid, rid)
         for k, v in t["set"].items():
             sid = f"s{t['seq']}_{k}"
@@ -63,3 +68,15 @@ def write_graph(g: graphviz.Digraph, path: str) -> list[str]:
                                  f"{(done.stderr.strip().splitlines() or ['no message'])[-1]}")
             lines.append(f"wrote {p}")
     return lines
+
+
+def inline_svg(g: graphviz.Digraph) -> str | None:
+    """The graph as an <svg> element to embed in HTML, or None where `dot` is not installed."""
+    exe = shutil.which("dot")
+    if exe is None:
+        return None
+    done = subprocess.run([exe, "-Tsvg"], input=g.source, capture_output=True, text=True, timeout=120)
+    if done.returncode:
+        raise InputError(f"Graphviz `dot` failed: {(done.stderr.strip().splitlines() or ['no message'])[-1]}")
+    svg = done.stdout
+    return svg[svg.index("<svg"):]     # drop the XML prolog and DOCTYPE, invalid inside HTML

@@ -32,6 +32,11 @@ def unit(path: str) -> str:
     return ""
 
 
+def shown_value(v):
+    """A fact's value as a person reads it: floats to two decimals (the trace keeps them whole)."""
+    return f"{v:.2f}" if isinstance(v, float) else v
+
+
 def chain(trace: list, setting: str) -> list:
     """Firings that set ``setting``, each after the applied firing that produced its state."""
     made_state = {}
@@ -64,9 +69,11 @@ def alternatives(found, lay, setting: str, pick_tps: float) -> list:
     return out
 
 
-def what_ifs(job: Job, rules: list, setting: str, current) -> list[str]:
+def variants(job: Job, rules: list) -> list[tuple[str, object]]:
+    """The job with one input changed, each with the final layout the rules give it (or the
+    rules' refusal, itself an answer)."""
     c, t = job.cluster, job.training
-    variants = [
+    jobs = [
         (f"memory per GPU were {c.gpu.memory_gib * 1.5:.0f} GiB",
          Job(job.model, c.model_copy(update={"gpu": c.gpu.model_copy(update={"memory_gib": c.gpu.memory_gib * 1.5})}), t)),
         (f"memory per GPU were {c.gpu.memory_gib * 0.6:.0f} GiB",
@@ -74,21 +81,41 @@ def what_ifs(job: Job, rules: list, setting: str, current) -> list[str]:
         (f"the sequence were {t.seq_len * 2} tokens", Job(job.model, c, t.model_copy(update={"seq_len": t.seq_len * 2}))),
     ]
     if t.seq_len >= 256:
-        variants.append((f"the sequence were {t.seq_len // 2} tokens",
-                         Job(job.model, c, t.model_copy(update={"seq_len": t.seq_len // 2}))))
+        jobs.append((f"the sequence were {t.seq_len // 2} tokens",
+                     Job(job.model, c, t.model_copy(update={"seq_len": t.seq_len // 2}))))
     if c.gpus >= 2 * c.gpus_per_node or c.gpus < c.gpus_per_node:
-        variants.append((f"there were {c.gpus * 2} GPUs", Job(job.model, c.model_copy(update={"gpus": c.gpus * 2}), t)))
+        jobs.append((f"there were {c.gpus * 2} GPUs", Job(job.model, c.model_copy(update={"gpus": c.gpus * 2}), t)))
     out = []
-    for text, variant in variants:
+    for text, variant in jobs:
         try:
-            res, _, _ = run_rules(variant, rules)
-        except InputError as e:         # a variant the rules refuse is itself an answer
-            out.append(f"if {text}: the rules would refuse the job ({' '.join(str(e).split())[:120]})")
-            continue
-        v = getattr(res.final.layout, setting)
-        if v != current:
-            out.append(f"{setting.upper()} would be {v} instead of {current} if {text}")
+            out.append((text, run_rules(variant, rules)[0].final.layout))
+        except InputError as e:
+            out.append((text, InputError(" ".join(str(e).split())[:120])))
     return out
+
+
+def what_ifs(setting: str, current, tried: list[tuple[str, object]]) -> list[str]:
+    """The variants that move ``setting`` away from ``current``."""
+    out = []
+    for text, lay in tried:
+        if isinstance(lay, InputError):
+            out.append(f"if {text}: the rules would refuse the job ({lay})")
+        elif getattr(lay, setting) != current:
+            out.append(f"{setting.upper()} would be {getattr(lay, setting)} instead of {current} if {text}")
+    return out
+
+
+def steps(trace: list, setting: str, job: Job, lay) -> list[dict]:
+    """The chain as rows a person reads: rule, file:line, facts read with units, rationale."""
+    rows = [{"seq": t["seq"], "rule": t["rule"], "where": f"{t['file']}:{t['line']}", "outcome": t["outcome"],
+             "role": "set" if setting in t["set"] else "made the state the next firing read",
+             "set": t["set"], "read": {k: f"{shown_value(v)}{unit(k)}" for k, v in t["read"].items()}, "because": t["because"]}
+            for t in chain(trace, setting)]
+    if setting == "dp":
+        rows.append({"seq": None, "rule": None, "where": None, "outcome": "derived", "role": "set",
+                     "set": {"dp": lay.dp}, "read": {},
+                     "because": f"DP is what remains: {job.cluster.gpus} GPUs / (TP {lay.tp} x PP {lay.pp} x CP {lay.cp})"})
+    return rows
 
 
 def explain(job: Job, rules: list, setting: str) -> dict:
@@ -97,12 +124,6 @@ def explain(job: Job, rules: list, setting: str) -> dict:
     lay = final.layout
     found = search(job, res.global_batch, constraints)
     current = getattr(lay, setting)
-    steps = [{"seq": t["seq"], "rule": t["rule"], "where": f"{t['file']}:{t['line']}", "outcome": t["outcome"],
-              "set": t["set"], "read": {k: f"{v}{unit(k)}" for k, v in t["read"].items()}, "because": t["because"]}
-             for t in chain(res.trace, setting)]
-    if setting == "dp":
-        steps.append({"seq": None, "rule": None, "where": None, "outcome": "derived", "set": {"dp": lay.dp}, "read": {},
-                      "because": f"DP is what remains: {job.cluster.gpus} GPUs / (TP {lay.tp} x PP {lay.pp} x CP {lay.cp})"})
-    return {"setting": setting, "value": current, "layout": lay.describe(), "chain": steps,
+    return {"setting": setting, "value": current, "layout": lay.describe(), "chain": steps(res.trace, setting, job, lay),
             "alternatives": alternatives(found, lay.canonical(), setting, final.step.tokens_per_s),
-            "would_change": what_ifs(job, rules, setting, current), "trace": res.trace}
+            "would_change": what_ifs(setting, current, variants(job, rules)), "trace": res.trace}

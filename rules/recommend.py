@@ -87,7 +87,7 @@ def _exports(job: Job, lay: Layout) -> dict:
     return export_all(Target(job, lay))
 
 
-def _check_with_search(job: Job, res, constraints, lay: Layout, final, n: int) -> dict:
+def _check_with_search(job: Job, res, constraints, lay: Layout, final, n: int):
     """Rank every valid layout and reconcile the rule pick with the best one (search/)."""
     from shardwise.search.rank import search
     from shardwise.search.reconcile import reconcile
@@ -107,7 +107,7 @@ def _check_with_search(job: Job, res, constraints, lay: Layout, final, n: int) -
         size = sizing(job, constraints)
         s["sizing"] = size
         res.warnings.append(f"no layout fits {job.cluster.gpus} x {job.cluster.gpu.name}: {size['summary']}")
-    return out
+    return out, found
 
 
 def run_rules(job: Job, extra: list[str], engine: str = "durable"):
@@ -129,6 +129,12 @@ def run_rules(job: Job, extra: list[str], engine: str = "durable"):
 
 
 def recommend(job: Job, extra_rules: list[str] | None = None, engine: str = "durable", alternatives: int = 5) -> dict:
+    return recommend_with_run(job, extra_rules, engine, alternatives)[0]
+
+
+def recommend_with_run(job: Job, extra_rules: list[str] | None = None, engine: str = "durable",
+                       alternatives: int = 5):
+    """The recommendation, with the rules' run and the search behind it (for explain/report)."""
     extra = list(extra_rules or [])
     res, constraints, assumptions = run_rules(job, extra, engine)
     final = res.final
@@ -147,7 +153,7 @@ def recommend(job: Job, extra_rules: list[str] | None = None, engine: str = "dur
                          if k == "dp" else
                          f"gradient accumulation reaches the global batch: {res.global_batch} = mbs {lay.mbs} x "
                          f"{lay.grad_accum} x DP {lay.dp}")}
-    checked = _check_with_search(job, res, constraints, lay, final, alternatives)
+    checked, found = _check_with_search(job, res, constraints, lay, final, alternatives)
     return {
         "job": job_summary(job),
         "layout": layout_dict(lay),
@@ -164,4 +170,4 @@ def recommend(job: Job, extra_rules: list[str] | None = None, engine: str = "dur
         "assumptions": assumptions,
         "rule_files": file_hashes(extra),
         "states": len(res.states),
-    }
+    }, res, found

@@ -43,7 +43,16 @@ class MemoryEstimate:
                 "fits": self.fits, "headroom_gib": round(self.capacity_gib - self.peak_gib, 2),
                 "worst_stage": self.stage, "peak_phase": self.phase,
                 "breakdown_gib": {k: round(v, 3) for k, v in self.breakdown_gib.items()},
-                "stages": self.stages}
+                "stages": [{k: r[k] for k in ("stage", "phase", "peak_gib")} for r in self.stages
+                           if r["phase"] == "forward-backward"]}
+
+    def stage_peaks(self) -> list[dict]:
+        """Each pipeline stage at its own worst phase, with the breakdown there."""
+        worst: dict = {}
+        for r in self.stages:
+            if r["stage"] not in worst or r["peak_gib"] > worst[r["stage"]]["peak_gib"]:
+                worst[r["stage"]] = r
+        return [worst[k] for k in sorted(worst)]
 
 
 def _states(job: Job, lay: Layout, sp) -> st.States:
@@ -119,27 +128,26 @@ def _peak(job: Job, lay):
             if not scalar:
                 best = peak if best is None else maximum(best, peak)
                 continue
-            per_stage.append({"stage": sp.stage, "phase": name, "peak_gib": round(peak, 2)})
+            bd = {
+                "weights": s.weights / GIB,
+                "gradients": (s.grads if s.persistent_grads else ph["late_grads"]) / GIB,
+                "master_weights": s.master / GIB,
+                "optimizer": s.optimizer / GIB,
+                "frozen_weights": s.frozen / GIB,
+                "fp8_weight_cache": s.fp8_cache / GIB,
+                "compute_copies": ph["compute_copy"] / GIB,
+                "activations": ph["activations"] / GIB,
+                "logits": ph["logits"] / GIB,
+                "backward_working_set": ph["transient"] / GIB,
+                "comm_buffers": buffers / GIB + nccl,
+                "cuda_context": c.gpu.cuda_context_gib,
+                "workspaces": ovh.WORKSPACES_GIB,
+                "fragmentation": frag / GIB,
+            }
+            per_stage.append({"stage": sp.stage, "phase": name, "peak_gib": round(peak, 2), "breakdown_gib": bd})
             if best is None or peak > best[0] + 1e-9:
-                bd = {
-                    "weights": s.weights / GIB,
-                    "gradients": (s.grads if s.persistent_grads else ph["late_grads"]) / GIB,
-                    "master_weights": s.master / GIB,
-                    "optimizer": s.optimizer / GIB,
-                    "frozen_weights": s.frozen / GIB,
-                    "fp8_weight_cache": s.fp8_cache / GIB,
-                    "compute_copies": ph["compute_copy"] / GIB,
-                    "activations": ph["activations"] / GIB,
-                    "logits": ph["logits"] / GIB,
-                    "backward_working_set": ph["transient"] / GIB,
-                    "comm_buffers": buffers / GIB + nccl,
-                    "cuda_context": c.gpu.cuda_context_gib,
-                    "workspaces": ovh.WORKSPACES_GIB,
-                    "fragmentation": frag / GIB,
-                }
                 best = (peak, sp.stage, name, bd)
     if not scalar:
         return best, None, None, None, None
     peak, stage, phase, bd = best
-    stages = [r for r in per_stage if r["phase"] == "forward-backward"]
-    return peak, stage, phase, bd, stages
+    return peak, stage, phase, bd, per_stage

@@ -1,0 +1,128 @@
+"""shardwise report: one self-contained HTML page, checked as text and as a person sees it in
+headless Chromium (Debian's chromium; tests/browser/setup.sh installs it, else the browser test
+skips and says why)."""
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from shardwise.explain import report, report_html
+from shardwise.explain.memory_chart import COLOURS, grouped
+from shardwise.kb.build import build_job
+from shardwise.rules.recommend import file_hashes
+
+JOB = dict(model="llama-3-70b", gpus=32, seq_len=8192)      # TP 8 x PP 2: two stages, a long trace
+
+
+@pytest.fixture(scope="module")
+def data():
+    return report.build(build_job(**JOB), [])
+
+
+@pytest.fixture(scope="module")
+def page(data):
+    return report_html.render(data)
+
+
+def test_report_fetches_nothing(page):
+    assert "<script" not in page and "<link" not in page and "@import" not in page and "url(" not in page
+    assert not re.search(r"\ssrc\s*=", page)
+    # the only addresses are the SVG and XLink namespace names, which no browser fetches
+    assert {u for u in re.findall(r"https?://[^\"'\s>]+", page)} <= {"http://www.w3.org/2000/svg",
+                                                                       "http://www.w3.org/1999/xlink"}
+
+
+def test_report_holds_every_part_a_meeting_needs(data, page):
+    for section in ("recommendation", "job", "memory", "rationale", "decision-trace", "alternatives", "exports",
+                    "rule-files"):
+        assert f'id="{section}"' in page
+    for s in ("tp", "pp", "vp", "dp", "cp", "ep", "zero", "sp", "mbs", "recompute"):
+        assert f'id="why-{s}"' in page
+    assert "tp.fit-in-node" in page and "rules/tp.yaml:3" in page and "PP would be 1 instead of 2 if memory" in page
+    for f in file_hashes([]):
+        assert f["file"] in page and f["sha256"] in page
+    assert "ds_config.json" in page and "train_micro_batch_size_per_gpu" in page
+    # the chart: one bar per stage, its segments adding up to the stage's peak
+    assert len(data["stages"]) == 2
+    for s in data["stages"]:
+        assert sum(grouped(s["breakdown_gib"]).values()) == pytest.approx(s["peak_gib"], abs=0.01)
+    segments = sum(1 for s in data["stages"] for v in grouped(s["breakdown_gib"]).values() if v > 0)
+    assert page.count('class="seg seg-') == segments
+
+
+def test_same_job_same_bytes(page):
+    assert report_html.render(report.build(build_job(**JOB), [])) == page
+
+
+def test_without_dot_the_report_says_so_and_keeps_the_dot_source(run_cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    out_file = tmp_path / "r.html"
+    code, out, err = run_cli("report", "--model", "llama-3-8b", "--gpus", "8", "-o", str(out_file))
+    assert code == 0, err
+    html = out_file.read_text()
+    assert "digraph decision_trace" in html and "apt-get install graphviz" in html
+    assert len(err.strip().splitlines()) == 1 and "`dot` program is not installed" in err
+
+
+def test_report_refuses_a_non_html_output(run_cli, tmp_path):
+    code, out, err = run_cli("report", "--model", "llama-3-8b", "-o", str(tmp_path / "r.pdf"))
+    assert code == 2 and ".html" in err and len(err.strip().splitlines()) == 1
+
+
+# What the browser drew: the injected script measures the elements after layout and writes
+# the numbers into the page, which --dump-dom prints.
+MEASURE = """<script>window.onload = function () {
+  function box(e) { var r = e.getBoundingClientRect(); return [r.left, r.top + window.scrollY, r.width, r.height]; }
+  var trace = document.querySelector('#trace svg'), chart = document.getElementById('memory-chart');
+  var o = {page: [document.documentElement.scrollWidth, document.documentElement.scrollHeight],
+           trace: box(trace), chart: box(chart),
+           trace_nodes: Array.prototype.filter.call(trace.querySelectorAll('g.node'),
+               function (n) { var r = n.getBoundingClientRect(); return r.width > 5 && r.height > 5; }).length,
+           segments: Array.prototype.map.call(chart.querySelectorAll('rect.seg'),
+               function (r) { return [r.getAttribute('class').split('seg-')[1], r.getBoundingClientRect().height]; }),
+           capacity: box(document.getElementById('capacity'))};
+  document.getElementById('measured').textContent = JSON.stringify(o);
+};</script><pre id="measured"></pre></body>"""
+
+
+def _chromium(*args, timeout=180):
+    return subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                           "--no-first-run", *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None,
+                    reason="Debian's chromium is not installed (tests/browser/setup.sh installs it as root)")
+@pytest.mark.skipif(shutil.which("dot") is None,
+                    reason="Graphviz `dot` is not installed (apt-get install graphviz), so there is no trace to see")
+def test_chromium_draws_the_trace_and_the_memory_chart(data, page, tmp_path):
+    Image = pytest.importorskip("PIL.Image", reason="pillow (in the test extras) reads the screenshot")
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.replace("</body>", MEASURE))
+    dom = _chromium("--window-size=1280,2000", "--dump-dom", probe.as_uri())
+    m = json.loads(re.search(r'<pre id="measured">(.*?)</pre>', dom.stdout, re.S).group(1))
+
+    nodes = len(re.findall(r'<g id="node\d+" class="node">', data["trace_svg"]))
+    assert nodes > 10 and m["trace_nodes"] == nodes                  # every node of the trace is drawn
+    assert m["trace"][2] > 300 and m["trace"][3] > 300
+    assert m["chart"][2] > 300 and m["chart"][3] > 250
+    assert m["segments"] and all(h > 0.5 for _, h in m["segments"])  # every stacked segment is visible
+    assert m["capacity"][2] > 200                                     # the capacity line spans the plot
+
+    shot, plain = tmp_path / "report.png", tmp_path / "report.html"
+    plain.write_text(page)
+    width, height = m["page"]
+    _chromium(f"--window-size={width},{height}", f"--screenshot={shot}", plain.as_uri())
+    img = Image.open(shot).convert("RGB")
+    assert img.size == (width, height)
+
+    def colours(box):
+        x, y, w, h = (int(v) for v in box)
+        return {"#%02x%02x%02x" % c for _, c in img.crop((x, y, x + w, y + h)).getcolors(1 << 20)}
+
+    in_chart = colours(m["chart"])
+    for group, _ in m["segments"]:
+        assert COLOURS[group] in in_chart, f"the {group} segment is not painted"
+    in_trace = colours(m["trace"])
+    assert "#98fb98" in in_trace and "#add8e6" in in_trace           # rule boxes (palegreen), settings (lightblue)
