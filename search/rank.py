@@ -149,10 +149,10 @@ def policies_of(constraints) -> list[Policy]:
     return out
 
 
-def search(job: Job, gb: int | None = None, constraints=()) -> SearchResult:
+def search(job: Job, gb: int | None = None, constraints=(), fit_only: bool = False) -> SearchResult:
     if gb is None:
         gb, _ = global_batch(job, multiple=job.cluster.gpus * (job.training.mbs or 1))
-    space = build_space(job, gb)
+    space = build_space(job, gb, fit_only)
     sc = score(job, space)
     fits = np.flatnonzero(sc["peak_gib"] <= job.cluster.gpu.memory_gib)
     keys = [space.arrays[k][fits] for k in reversed(FIELDS)] + [sc["peak_gib"][fits], -sc["tokens_per_s"][fits]]

@@ -32,7 +32,7 @@ def with_cluster(job: Job, gpus: int, gpu=None) -> Job:
 
 
 def _fits(job: Job, constraints) -> bool:
-    return search(job, constraints=constraints).best() is not None
+    return search(job, constraints=constraints, fit_only=True).best() is not None
 
 
 def smallest_count(job: Job, constraints=()) -> int | None:

@@ -96,7 +96,9 @@ def index_of(space: Space, lay: Layout) -> int | None:
     return int(hits[0]) if len(hits) else None
 
 
-def build_space(job: Job, gb: int) -> Space:
+def build_space(job: Job, gb: int, fit_only: bool = False) -> Space:
+    """Every valid layout. ``fit_only``: only what can decide whether anything fits -- micro-batch 1
+    (memory grows with it, and a batch any micro-batch splits, 1 splits too)."""
     m, c, t = job.model, job.cluster, job.training
     g = c.gpus
     triples = [(tp, pp, cp) for tp in range(1, min(c.nvlink_domain, g) + 1) if g % tp == 0
@@ -110,7 +112,7 @@ def build_space(job: Job, gb: int) -> Space:
         "zero": [0, 1, 2, 3],
         "hsdp": [0, 1] if t.framework == "fsdp" else [0],
         "sp": [0, 1],
-        "mbs": [t.mbs] if t.mbs else [2 ** i for i in range(MBS_MAX.bit_length()) if 2 ** i <= MBS_MAX],
+        "mbs": [t.mbs] if t.mbs else [1] if fit_only else [2 ** i for i in range(MBS_MAX.bit_length()) if 2 ** i <= MBS_MAX],
         "rc": [RECOMPUTE.index(t.recompute)] if t.recompute != "auto" else [0, 1, 2],
     }
     grids = np.meshgrid(np.arange(len(triples)), *[np.array(v, dtype=np.int64) for v in dims.values()], indexing="ij")
