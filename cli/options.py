@@ -9,9 +9,9 @@ from __future__ import annotations
 import functools
 
 import click
-import yaml
 
 from shardwise.kb.build import build_job
+from shardwise.kb.user_yaml import load_user_yaml
 from shardwise.kb.errors import InputError, read_input_file
 
 JOB_KEYS = {
@@ -81,12 +81,7 @@ def job_options(f=None, *, raw: bool = False):
 
 def load_job_file(path: str) -> dict:
     text = read_input_file(path, "-f")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark else ""
-        raise InputError(f"{path}{where}: not valid YAML ({getattr(e, 'problem', None) or 'syntax error'})")
+    data = load_user_yaml(text, path)
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -4,10 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-import yaml
 
 from shardwise.kb.build import build_job
 from shardwise.kb.errors import InputError, read_input_file
+from shardwise.kb.user_yaml import load_user_yaml
 from shardwise.rules import lint as lint_mod
 from shardwise.rules.facts import SCHEMA, SETTINGS
 from shardwise.rules.loader import load_rulebook
@@ -62,10 +62,7 @@ def test_(path):
     """Run policy test cases: a YAML file with `rules:` (files, relative to it) and `cases:`,
     each a `job:` and the `expect:`ed settings. Exit 1 when a case fails."""
     p = Path(path)
-    try:
-        spec = yaml.safe_load(read_input_file(path, "rules test"))
-    except yaml.YAMLError:
-        raise InputError(f"{path}: the test file is not valid YAML")
+    spec = load_user_yaml(read_input_file(path, "rules test"), path)
     if not isinstance(spec, dict) or not isinstance(spec.get("cases"), list):
         raise InputError(f"{path}: a policy test file has 'cases:' (a list) and optionally 'rules:'")
     extra = [str((p.parent / r).resolve()) for r in spec.get("rules") or []]

@@ -52,7 +52,7 @@ def read_hf_config(path: str) -> ModelSpec:
         raise InputError(f"--hf-config: '{path}' must hold a JSON object")
     cfg = cfg.get("text_config", cfg) if cfg.get("model_type") in ("gemma3",) else cfg
     mt = cfg.get("model_type")
-    if mt not in SUPPORTED:
+    if not isinstance(mt, str) or mt not in SUPPORTED:
         raise InputError(f"{path}: model_type {mt!r} is not supported; supported: {', '.join(sorted(SUPPORTED))}")
     family, extra = SUPPORTED[mt]
     h = _field(cfg, path, "hidden_size")
@@ -97,6 +97,9 @@ def read_hf_config(path: str) -> ModelSpec:
                     v_head_dim=_field(cfg, path, "v_head_dim"))
     if h <= 0 or heads <= 0:
         raise InputError(f"{path}: hidden_size and num_attention_heads must be positive")
+    if not spec["head_dim"] and h % heads:
+        raise InputError(f"{path}: num_attention_heads {heads} does not divide hidden_size {h}, and no head_dim "
+                         "is given; give head_dim or heads that divide the hidden size")
     try:
         return ModelSpec(**spec)
     except ValueError as e:

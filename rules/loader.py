@@ -24,9 +24,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 
 from shardwise.kb.errors import InputError
+from shardwise.kb.user_yaml import UserYamlLoader, load_user_yaml
 
 from . import expr
 from .facts import RECOMPUTE_VALUES, SCHEMA, SETTINGS
@@ -73,7 +73,7 @@ def _fail(file: str, line: int, msg: str):
     raise InputError(f"{file}:{line}: {msg}")
 
 
-class _LineLoader(yaml.SafeLoader):
+class _LineLoader(UserYamlLoader):
     """Keeps the line of every mapping (1-based) under the key '__line__'."""
 
     def construct_mapping(self, node, deep=False):
@@ -92,15 +92,10 @@ def read_rule_file(path: Path, display: str | None = None) -> tuple[list[Rule], 
     if len(raw) > MAX_FILE_BYTES:
         raise InputError(f"{name}: rule file larger than {MAX_FILE_BYTES // 1000} kB")
     try:
-        data = yaml.load(raw.decode("utf-8"), Loader=_LineLoader)
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(f"{name}: rule file is not UTF-8 text")
-    except yaml.YAMLError as e:
-        mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
-        line = mark.line + 1 if mark else 1
-        raise InputError(f"{name}:{line}: not valid YAML ({getattr(e, 'problem', None) or 'syntax error'})")
-    except RecursionError:
-        raise InputError(f"{name}: YAML nests too deeply")
+    data = load_user_yaml(text, name, _LineLoader)
     disable: list[str] = []
     if data is None:
         return [], []

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from jobs import job_settings
 from shardwise.kb.build import build_job
@@ -104,6 +104,8 @@ def test_more_gpus_never_make_a_feasible_job_infeasible(s):
     small = outcome(s)
     if not small or not small[1].final.memory.fits or s["gpus"] * 2 > 16384:
         return
+    node = small[0].cluster.gpu.gpus_per_node if "gpus_per_node" not in s else s["gpus_per_node"]
+    assume(s["gpus"] * 2 <= node or s["gpus"] * 2 % node == 0)      # twice the GPUs, in whole nodes
     big = outcome(dict(s, gpus=s["gpus"] * 2))
     assert big and big[1].final.memory.fits, s
 

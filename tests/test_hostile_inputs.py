@@ -1,0 +1,220 @@
+"""Hostile and broken inputs, generated: rule files that try to run code, read files or loop,
+YAML bombs, and Hugging Face configs that are truncated, mistyped or inconsistent. Each is
+refused in one line naming the file and line (or the field), nothing runs or is read, and the
+process answers the next job exactly as before."""
+import json
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from jobs import hf_config
+from shardwise.kb.build import build_job
+from shardwise.kb.errors import InputError
+import shardwise.rules as shardwise_rules
+from shardwise.rules.loader import read_rule_file
+from shardwise.rules.recommend import recommend
+from test_reliability import examples, one_line
+
+BASELINE_JOB = dict(model="llama-3-8b", gpus=8)
+
+# What a rule must never make Python do. (Audit hooks cannot be removed; this one only records
+# while a test holds the flag.)
+_EVENTS: list = []
+_WATCHING = [False]
+_FORBIDDEN = ("os.system", "subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "exec", "compile",
+              "socket.connect", "ctypes.dlopen", "import")
+
+
+def _hook(event, args):
+    if _WATCHING[0] and (event == "open" or event.startswith(_FORBIDDEN)):
+        _EVENTS.append((event, str(args[0])[:200] if args else ""))
+
+
+sys.addaudithook(_hook)
+
+
+@pytest.fixture(scope="module")
+def baseline():
+    return json.dumps(recommend(build_job(**BASELINE_JOB)))
+
+
+def _watched(fn):
+    _EVENTS.clear()
+    _WATCHING[0] = True
+    try:
+        return fn()
+    finally:
+        _WATCHING[0] = False
+
+
+TOKENS = ["__import__('os').system('touch /tmp/shardwise-pwned')", "os", ".", "(", ")", "'", '"', "{", "}", "!r", ":",
+          "__class__", "__globals__", "__builtins__", "lambda x: x", "open('/etc/passwd')", "eval", "exec", "getattr",
+          "layout.tp", "memory.peak_gib", "model.name", "and", "or", "not", "in", "1e999", "**", "[", "]", "\\", "%s",
+          "$(id)", "`id`", "#", "0x10", "{0}", "{layout.tp.__class__}", "{memory.peak_gib:>99999999}", "{{", "}}",
+          "!s", "==", "<", "1", "2.5", "true", "null", "'pretrain'", "layout.tpp", "next.tp", "\u202e", "\x00"]
+FIELD = st.lists(st.sampled_from(TOKENS), min_size=0, max_size=8).map(" ".join)
+# Legal but unfriendly: rules that load, then fight, loop, or set what the job cannot take.
+VALID_WHEN = st.sampled_from(["true", "layout.tp < 8", "memory.used_pct > 10", "not memory.fits",
+                              "layout.zero == 1", "layout.zero == 2", "metrics.mfu_pct < 99", "layout.mbs >= 1"])
+VALID_BECAUSE = st.sampled_from(["x", "{model.name} at {memory.peak_gib:.1f} GiB", "{{literal braces}}",
+                                 "{layout.tp}{layout.tp}{layout.tp}", "%s %d {train.seq_len:,}"])
+VALID_VALUE = st.sampled_from(["next.tp", "layout.zero + 1", "3", "1", "layout.tp * 2", "'full'", "true",
+                               "layout.zero - 1", "16", "1000000"])
+KEYS = ["id", "title", "priority", "when", "then", "because", "override", "__class__", "!!python/object", "exec"]
+
+
+@st.composite
+def hostile_rule(draw) -> str:
+    rid = draw(st.sampled_from(["house.x", "House X", "tp.fit-in-node", "a" * 90, "x"]))
+    prio = draw(st.sampled_from(["500", "-1", "1001", "5e2", "'500'", "true", "[1]"]))
+    action = draw(st.sampled_from(["set", "warn", "note", "require", "forbid", "exec", "import"]))
+    target = draw(st.sampled_from(["tp", "zero", "recompute", "dp", "__class__", "sp"]))
+    legal = draw(st.booleans())
+    when, because, value = ((draw(VALID_WHEN), draw(VALID_BECAUSE), draw(VALID_VALUE)) if legal
+                            else (draw(FIELD), draw(FIELD), draw(FIELD)))
+    if legal:
+        rid = draw(st.sampled_from(["house.a", "house.b", "house.c"]))
+        prio = draw(st.sampled_from(["500", "990", "0"]))
+        action = draw(st.sampled_from(["set", "set", "warn", "require", "forbid"]))
+        value = value if action == "set" else {"warn": because, "require": when, "forbid": when}[action]
+    extra_key = None if legal else draw(st.sampled_from(KEYS + [None] * 6))
+    then = (f"[{{set: {{{target}: {json.dumps(value)}}}}}]" if action == "set"
+            else f"[{{{action}: {json.dumps(value)}}}]")
+    lines = [f"- id: {json.dumps(rid) if ' ' in rid else rid}", f"  priority: {prio}",
+             f"  when: {json.dumps(when)}", f"  then: {then}", f"  because: {json.dumps(because)}"]
+    if extra_key:
+        lines.append(f"  {extra_key}: {json.dumps(draw(FIELD))}")
+    return "\n".join(lines) + "\n"
+
+
+LOCATED = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): ")
+PACKAGE = str(Path(shardwise_rules.__file__).resolve().parents[1])
+OUTCOMES: Counter = Counter()
+
+
+@examples(600)
+@given(st.lists(hostile_rule(), min_size=1, max_size=3))
+def test_generated_hostile_rule_files_run_nothing_read_nothing_and_say_where(tmp_path_factory, baseline, rules):
+    p = tmp_path_factory.mktemp("rules") / "house.yaml"
+    p.write_text("".join(rules))
+
+    def load_and_run():
+        try:
+            read_rule_file(p)
+            return recommend(build_job(**BASELINE_JOB), [str(p)]), None
+        except InputError as e:
+            return None, one_line(e)
+
+    result, refusal = _watched(load_and_run)
+    assert not [e for e in _EVENTS if e[0] != "open"], _EVENTS
+    # only the rule file itself and shardwise's own data (catalogs, the playbook) are read
+    assert all(path == str(p) or path.startswith(PACKAGE) for _, path in _EVENTS), _EVENTS
+    OUTCOMES[("answered" if result else "refused at load" if refusal.startswith(str(p)) else "refused running")] += 1
+    if refusal is not None and refusal.startswith(str(p)):
+        assert LOCATED.match(refusal), refusal
+    elif refusal is not None:
+        # refused while running: the loop guard, or a layout a rule asked for that the job cannot take
+        assert "rule" in refusal.lower(), refusal
+    assert json.dumps(recommend(build_job(**BASELINE_JOB))) == baseline
+
+
+# nine levels of nine references: 9**9 (387 million) strings once expanded, a few hundred bytes as text
+BOMB = "[&b0 [lol, lol, lol, lol, lol, lol, lol, lol, lol], " + ", ".join(
+    f"&b{i} [" + ", ".join([f"*b{i - 1}"] * 9) + "]" for i in range(1, 10)) + "]"
+
+
+@pytest.mark.parametrize("where", ["id", "priority", "when", "then", "because", "title", "override"])
+def test_a_yaml_bomb_in_any_field_is_refused_without_expanding_it(tmp_path, where):
+    fields = {"id": "house.bomb", "priority": "500", "when": "'true'", "then": "[{note: x}]", "because": "x"}
+    fields[where] = BOMB
+    p = tmp_path / "bomb.yaml"
+    p.write_text("rules:\n  -\n" + "\n".join(f"    {k}: {v}" for k, v in fields.items()) + "\n")
+    with pytest.raises(InputError) as e:
+        read_rule_file(p)
+    msg = one_line(e.value)
+    assert len(msg) < 400 and msg.startswith(str(p))
+
+
+@pytest.mark.parametrize("text", [
+    "!!python/object/apply:os.system ['touch /tmp/shardwise-pwned']\n",
+    "- !!python/name:os.system\n",
+    "- id: x\n  priority: !!python/object/new:int [5]\n",
+    "rules: " + "[" * 5000 + "]" * 5000 + "\n",
+    "- id: x\n  because: !!binary aGVsbG8=\n",
+    "\ufeff- id: x\n\x00",
+])
+def test_yaml_that_asks_for_python_objects_or_nests_deeply_is_refused(tmp_path, text):
+    p = tmp_path / "evil.yaml"
+    p.write_text(text)
+    with pytest.raises(InputError) as e:
+        _watched(lambda: read_rule_file(p))
+    assert one_line(e.value).startswith(str(p))
+    assert not [x for x in _EVENTS if x[0] != "open"]
+
+
+# --- Hugging Face config.json ----------------------------------------------------------------
+
+WRONG = st.sampled_from([None, "", "64", -1, 1.5, True, [], {}, 10 ** 30])
+
+
+@st.composite
+def broken_config(draw):
+    cfg = draw(hf_config())
+    how = draw(st.sampled_from(["drop", "retype", "truncate", "model_type", "inconsistent"]))
+    key = draw(st.sampled_from(sorted(cfg)))
+    if how == "drop":
+        del cfg[key]
+    elif how == "retype":
+        cfg[key] = draw(WRONG)
+    elif how == "model_type":
+        cfg["model_type"] = draw(st.sampled_from(["gpt2", "bert", "", None, 7, "LLAMA", "llama "]))
+    elif how == "inconsistent":
+        which = draw(st.sampled_from(["heads", "kv", "topk", "layers", "hidden"]))
+        if which == "heads":
+            cfg["num_attention_heads"] = cfg["hidden_size"] + 1
+        elif which == "kv":
+            cfg["num_key_value_heads"] = cfg["num_attention_heads"] + 1
+        elif which == "topk" and "num_experts_per_tok" in cfg:       # more experts per token than exist
+            cfg["num_experts_per_tok"] = cfg.get("num_local_experts", cfg.get("num_experts", 0)) + 1
+        elif which == "topk":
+            cfg["num_key_value_heads"] = 3 if cfg["num_attention_heads"] % 3 else 5
+        elif which == "layers":
+            cfg["num_hidden_layers"] = 0
+        else:
+            cfg["hidden_size"] = 0
+    text = json.dumps(cfg)
+    if how == "truncate":
+        text = text[:draw(st.integers(0, len(text) - 1))]
+    return how, key, cfg, text
+
+
+@examples(800)
+@given(broken_config())
+def test_broken_hf_configs_are_refused_naming_the_field(tmp_path_factory, case):
+    how, key, cfg, text = case
+    p = tmp_path_factory.mktemp("hf") / "config.json"
+    p.write_text(text)
+    try:
+        build_job(hf_config=str(p), gpus=8)
+    except InputError as e:
+        msg = one_line(e)
+        if how == "truncate":
+            assert "not valid JSON" in msg or "JSON object" in msg
+        elif how == "model_type":
+            assert "model_type" in msg
+        return
+    # accepted: only where the change left a config that still makes sense
+    assert how in ("drop", "retype", "inconsistent"), (how, key, cfg)
+    if how == "inconsistent":
+        pytest.fail(f"an inconsistent config was accepted: {cfg}")
+
+
+def test_the_generated_rule_files_exercised_every_outcome():
+    """Guards the generator: hostile files must sometimes load and run, not only be refused."""
+    if not OUTCOMES:
+        pytest.skip("run together with the generated rule file test")
+    assert OUTCOMES["answered"] > 0 and OUTCOMES["refused at load"] > 0, OUTCOMES
