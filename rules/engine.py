@@ -30,7 +30,7 @@ from shardwise.kb.layout import Layout
 
 from . import expr
 from .compiler import CompiledRulebook, derived_fields
-from .facts import build_state
+from .facts import LazyFacts, build_state
 
 MAX_FIRINGS = 300
 
@@ -195,9 +195,9 @@ class Run:
     def _violation(self, lay: Layout) -> Optional[str]:
         if not self.constraints:
             return None
-        flat, _, _ = build_state(self.job, lay, self.gb, *self.flags)
+        facts = LazyFacts(self.job, lay, self.gb, *self.flags)
         for kind, node, rule in self.constraints:
-            ok = bool(expr.evaluate(node, flat.__getitem__))
+            ok = bool(expr.evaluate(node, facts.__getitem__))
             if (kind == "require" and not ok) or (kind == "forbid" and ok):
                 return f"{kind} '{_text(rule, node)}' of rule {rule.id} ({rule.where})"
         return None

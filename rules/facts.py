@@ -129,14 +129,10 @@ def _try(job: Job, lay: Layout):
     return estimate_memory(job, lay)
 
 
-def build_state(job: Job, lay: Layout, global_batch: int, mbs_fixed: bool, recompute_fixed: bool) -> dict:
-    """All facts about one layout, keyed by path."""
+def plain_facts(job: Job, lay: Layout, global_batch: int, mbs_fixed: bool, recompute_fixed: bool) -> dict:
+    """model.*, cluster.*, train.*, layout.*: the facts about one layout that need no estimator."""
     m, c, t = job.model, job.cluster, job.training
-    mem = estimate_memory(job, lay)
-    st = step_time(job, lay)
-    mt = st.metrics(job)
-    bd = mem.breakdown_gib
-    f = {
+    return {
         "model.name": m.name, "model.params_b": total_params(m) / 1e9, "model.active_params_b": active_params(m) / 1e9,
         "model.layers": m.layers, "model.hidden": m.hidden, "model.heads": m.heads, "model.kv_heads": m.kv_heads,
         "model.vocab": m.vocab, "model.is_moe": m.is_moe, "model.experts": m.experts, "model.inferred": m.inferred,
@@ -150,17 +146,35 @@ def build_state(job: Job, lay: Layout, global_batch: int, mbs_fixed: bool, recom
         "layout.tp": lay.tp, "layout.pp": lay.pp, "layout.vp": lay.vp, "layout.dp": lay.dp, "layout.cp": lay.cp,
         "layout.ep": lay.ep, "layout.zero": lay.zero, "layout.sp": lay.sp, "layout.mbs": lay.mbs,
         "layout.ga": lay.grad_accum, "layout.recompute": lay.recompute, "layout.global_batch": lay.global_batch,
+    }
+
+
+def memory_facts(mem) -> dict:
+    """memory.*: the memory estimator's answer for the layout."""
+    bd = mem.breakdown_gib
+    return {
         "memory.peak_gib": mem.peak_gib, "memory.capacity_gib": mem.capacity_gib, "memory.fits": mem.fits,
         "memory.headroom_gib": mem.capacity_gib - mem.peak_gib, "memory.used_pct": 100 * mem.peak_gib / mem.capacity_gib,
         "memory.activations_gib": bd["activations"],
         "memory.states_gib": bd["weights"] + bd["gradients"] + bd["master_weights"] + bd["optimizer"],
         "memory.worst_stage": mem.stage,
+    }
+
+
+def metrics_facts(job: Job, st) -> dict:
+    """metrics.*: the step-time model's answer for the layout."""
+    mt = st.metrics(job)
+    return {
         "metrics.step_time_s": mt["step_time_s"], "metrics.tokens_per_s": mt["tokens_per_s"],
         "metrics.tokens_per_s_per_gpu": mt["tokens_per_s_per_gpu"], "metrics.mfu_pct": mt["mfu_pct"],
         "metrics.bubble_pct": mt["bubble_pct"], "metrics.comm_overhead_pct": mt["comm_overhead_pct"],
         "metrics.tp_comm_pct": 100 * st.comm_by_kind_s.get("tp", 0.0) / st.step_time_s,
     }
-    f.update(next_values(job, lay))
+
+
+def whatif_facts(job: Job, lay: Layout, mem, st, nxt: dict) -> dict:
+    """whatif.*: would the layout fit (and be faster) with the changes the playbook weighs."""
+    f = {}
     sel = _try(job, lay.with_(recompute="selective"))
     full = _try(job, lay.with_(recompute="full"))
     none = _try(job, lay.with_(recompute="none"))
@@ -168,19 +182,68 @@ def build_state(job: Job, lay: Layout, global_batch: int, mbs_fixed: bool, recom
     f["whatif.selective_saves_gib"] = max(0.0, mem.peak_gib - sel.peak_gib) if sel else 0.0
     f["whatif.full_fits"] = _fits(full)
     f["whatif.none_fits"] = _fits(none)
-    up = f["next.mbs_up"]
+    up = nxt["next.mbs_up"]
     f["whatif.mbs_up_fits"] = f["whatif.mbs_up_faster"] = False
     if up != lay.mbs:
         bigger = lay.with_(mbs=up, grad_accum=lay.global_batch // (up * lay.dp))
         e = _try(job, bigger)
         f["whatif.mbs_up_fits"] = _fits(e)
         f["whatif.mbs_up_faster"] = bool(e) and step_time(job, bigger).step_time_s < st.step_time_s * 0.995
-    nv = f["next.vp"]
+    nv = nxt["next.vp"]
     f["whatif.vp_up_fits"] = f["whatif.vp_up_faster"] = False
     if nv != lay.vp:
         inter = lay.with_(vp=nv)
         e = _try(job, inter)
         f["whatif.vp_up_fits"] = _fits(e)
         f["whatif.vp_up_faster"] = bool(e) and step_time(job, inter).step_time_s < st.step_time_s * 0.99
+    return f
+
+
+def build_state(job: Job, lay: Layout, global_batch: int, mbs_fixed: bool, recompute_fixed: bool) -> dict:
+    """All facts about one layout, keyed by path: (facts, memory estimate, step time)."""
+    mem = estimate_memory(job, lay)
+    st = step_time(job, lay)
+    f = plain_facts(job, lay, global_batch, mbs_fixed, recompute_fixed)
+    f.update(memory_facts(mem))
+    f.update(metrics_facts(job, st))
+    nxt = next_values(job, lay)
+    f.update(nxt)
+    f.update(whatif_facts(job, lay, mem, st, nxt))
     assert set(f) == set(SCHEMA), set(f) ^ set(SCHEMA)
     return f, mem, st
+
+
+class LazyFacts:
+    """The same facts as build_state, each group computed on its first read: checking a policy
+    such as ``forbid: "layout.mbs > 2"`` or ``require: "memory.used_pct < 85"`` on thousands of
+    layouts (search/rank.py, the engine's constraint check) then costs no more estimates than
+    it reads."""
+
+    def __init__(self, job: Job, lay: Layout, global_batch: int, mbs_fixed: bool, recompute_fixed: bool):
+        self.job, self.lay = job, lay
+        self.facts = plain_facts(job, lay, global_batch, mbs_fixed, recompute_fixed)
+        self._mem = self._st = None
+
+    def _memory(self):
+        if self._mem is None:
+            self._mem = estimate_memory(self.job, self.lay)
+        return self._mem
+
+    def _step(self):
+        if self._st is None:
+            self._st = step_time(self.job, self.lay)
+        return self._st
+
+    def __getitem__(self, path: str):
+        if path not in self.facts:
+            group = path.split(".", 1)[0]
+            if group == "memory":
+                self.facts.update(memory_facts(self._memory()))
+            elif group == "metrics":
+                self.facts.update(metrics_facts(self.job, self._step()))
+            elif group in ("next", "whatif") and "next.tp" not in self.facts:
+                self.facts.update(next_values(self.job, self.lay))
+            if group == "whatif" and path not in self.facts:
+                nxt = {k: v for k, v in self.facts.items() if k.startswith("next.")}
+                self.facts.update(whatif_facts(self.job, self.lay, self._memory(), self._step(), nxt))
+        return self.facts[path]

@@ -103,7 +103,11 @@ def _check_with_search(job: Job, res, constraints, lay: Layout, final, n: int):
                           "read": {"metrics.tokens_per_s": round(final.step.tokens_per_s, 1),
                                    "search.best_tokens_per_s": s["best"]["tokens_per_s"] if s["best"] else None},
                           "set": {}, "outcome": "advice", "because": s["advice"]})
-    if not final.memory.fits and s["best"] is None:
+    if s["best"] is not None or final.memory.fits:
+        return out, found
+    if found.margin_count() and found.policies:
+        res.warnings.append(s["summary"])           # policies rule out what fits: more GPUs is not the answer
+    else:
         size = sizing(job, constraints)
         s["sizing"] = size
         res.warnings.append(f"no layout fits {job.cluster.gpus} x {job.cluster.gpu.name}: {size['summary']}")

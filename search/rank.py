@@ -17,7 +17,7 @@ from shardwise.kb.job import Job
 from shardwise.kb.layout import Layout
 from shardwise.kb.resolve import global_batch
 from shardwise.rules import expr
-from shardwise.rules.facts import FIT_MARGIN_PCT, build_state
+from shardwise.rules.facts import FIT_MARGIN_PCT, LazyFacts, build_state
 
 from .score import score
 from .space import FIELDS, Space, build_space, index_of
@@ -64,14 +64,23 @@ class SearchResult:
         return self._states[i][0]
 
     def blocked_by(self, i: int):
-        """The first policy layout i breaks, or None."""
+        """The first policy layout i breaks, or None. Facts are built as late as they are needed:
+        a policy on the layout alone needs no estimate, and one that forbids every layout would
+        otherwise cost the estimators POLICY_SCAN times per search."""
         if not self.policies:
             return None
-        facts = self.state(i)
+        facts = self._states[i][0] if i in self._states else LazyFacts(
+            self.job, self.space.layout(i), self.global_batch, bool(self.job.training.mbs),
+            self.job.training.recompute != "auto")
         return next((p for p in self.policies if p.broken_by(facts)), None)
 
     def within_margin(self, i: int) -> bool:
         return 100 * self.scores["peak_gib"][i] / self.capacity <= FIT_MARGIN_PCT
+
+    def margin_count(self, first: int | None = None) -> int:
+        """How many layouts (of the first `first` ranked) fit within the memory margin, policies aside."""
+        used = 100 * self.scores["peak_gib"][self.order[:first]] / self.capacity
+        return int(np.count_nonzero(used <= FIT_MARGIN_PCT))
 
     def best(self):
         """Index of the fastest layout the policies allow within the memory margin, or None."""

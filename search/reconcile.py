@@ -9,13 +9,26 @@ from __future__ import annotations
 
 from shardwise.kb.layout import Layout
 
-from .rank import SearchResult, differences
+from .rank import POLICY_SCAN, SearchResult, differences
 from .space import index_of
 
 # the issue's threshold for "clearly faster"; larger than the step-time model's median error on
 # H100 BF16 rows (3.7%, benchmarks/throughput.py), so a gap above it is not noise of the model
 CLEARLY_FASTER_PCT = 5.0
 ALTERNATIVES = 5          # alternatives recommend lists (search --top N lists more)
+
+
+def _nothing_allowed(res: SearchResult) -> str:
+    """Why no best layout: memory, or house policies that forbid every layout that fits."""
+    fitting = res.margin_count()
+    if not fitting or not res.policies:
+        return "the search found no layout that fits within the memory margin and the policies"
+    first = next(int(i) for i in res.order if res.within_margin(int(i)))
+    p = res.blocked_by(first)
+    scanned = res.margin_count(POLICY_SCAN)
+    return (f"{fitting:,} layouts fit within the memory margin, but the house policies allow none of the "
+            f"{'fastest ' + format(scanned, ',') if scanned < fitting else format(scanned, ',')}: the fastest breaks "
+            f"{p.kind} '{p.text}' of rule {p.rule} ({p.where})")
 
 
 def reconcile(res: SearchResult, pick: Layout, pick_tps: float, pick_fits: bool, n: int = ALTERNATIVES) -> dict:
@@ -34,7 +47,7 @@ def reconcile(res: SearchResult, pick: Layout, pick_tps: float, pick_fits: bool,
         "rule_pick_rank": rank, "best": None, "gap_pct": None, "advice": None,
     }
     if best is None:
-        out["summary"] = "the search found no layout that fits within the memory margin and the policies"
+        out["summary"] = _nothing_allowed(res)
         return {"search": out, "alternatives": alternatives}
     best_lay = sp.layout(best)
     best_tps = float(res.scores["tokens_per_s"][best])

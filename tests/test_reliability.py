@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from jobs import job_settings
@@ -56,6 +55,8 @@ def check_invariants(job, res):
     assert lay.mbs * lay.grad_accum * lay.dp == res.global_batch
     assert mem.fits == (mem.peak_gib <= mem.capacity_gib)
     assert mem.peak_gib > 0 and res.final.step.step_time_s > 0
+    parts = mem.breakdown_gib
+    assert min(parts.values()) >= 0 and abs(sum(parts.values()) - mem.peak_gib) <= 1e-6 * mem.peak_gib, parts
     assert 1 <= lay.vp and (lay.pp > 1 or lay.vp == 1)
 
 

@@ -106,6 +106,20 @@ def test_a_house_policy_is_honoured_by_the_search(run_cli, tmp_path):
     assert "pp=1" in d["search"]["best"]["layout"]
 
 
+@pytest.mark.parametrize("policy", ["forbid: 'layout.mbs >= 1'", "require: 'not memory.fits'"])
+def test_a_policy_that_forbids_every_fitting_layout_is_named_not_blamed_on_memory(policy, tmp_path):
+    """Memory is not the problem, so no cluster sizing: the answer names the policy in the way."""
+    from shardwise.rules.recommend import recommend
+    pol = tmp_path / "nothing.yaml"
+    pol.write_text(f"- id: house.nothing\n  priority: 990\n  when: 'true'\n  then: [{{{policy}}}]\n  because: x\n")
+    d = recommend(build_job(model="llama-3-8b", gpus=8), [str(pol)])
+    s = d["search"]
+    assert s["best"] is None and "sizing" not in s
+    assert s["fit"] > 1000 and "house policies allow none" in s["summary"]
+    assert f"rule house.nothing ({pol}:1)" in s["summary"] and s["summary"] in d["warnings"]
+    assert not any("would fit on" in w or "no count of" in w for w in d["warnings"])
+
+
 def test_search_command_lists_top_n(run_cli):
     code, out, err = run_cli("search", "--model", "llama-3-8b", "--gpus", "16", "--top", "3")
     assert code == 0, err
