@@ -84,7 +84,8 @@ def sizing(job: Job, constraints=()) -> dict:
     if n:
         parts.append(f"it would fit on {n} x {job.cluster.gpu.name}")
     else:
-        parts.append(f"no count of {job.cluster.gpu.name} up to {MAX_GPUS} fits it")
+        parts.append(f"no count of {job.cluster.gpu.name} up to {MAX_GPUS} fits it"
+                     + (" within the house policies" if constraints else ""))
     if others:
         parts.append(f"on {job.cluster.gpus} GPUs of type {', '.join(others)}")
     return {"smallest_gpus": n, "gpus_that_fit": others, "summary": "; or ".join(parts)}
