@@ -72,6 +72,13 @@ class StepTime:
         return out
 
 
+def moe_layer_overhead(framework: str) -> float:
+    """Seconds per MoE layer per micro-batch (forward + backward) that scale with neither the
+    tokens nor the GPU: the dispatcher's host sync and the many small routing, permutation and
+    grouped-GEMM kernels (kb/data/frameworks.yaml, moe_layer_overhead_ms, with its fit)."""
+    return framework_profile(framework)["moe_layer_overhead_ms"] / 1e3
+
+
 def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
     """Seconds of one micro-batch on a stage: compute and exposed communication by kind."""
     m, t, c = job.model, job.training, job.cluster
@@ -88,6 +95,8 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
         elif lay.recompute == "selective":
             extra = lt.attention / 3.5
         compute += n * (lt.total + extra)
+    # full recomputation runs each layer's forward -- its dispatch and sync included -- again
+    compute += sp.moe_layers * moe_layer_overhead(t.framework) * (4.0 / 3.0 if lay.recompute == "full" else 1.0)
     tokens = lay.mbs * t.seq_len / lay.cp
     if last:
         # the LM head is one GEMM (tokens x V/tp x h) in bf16, at the shape-dependent efficiency
