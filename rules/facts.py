@@ -199,18 +199,13 @@ def whatif_facts(job: Job, lay: Layout, mem, st, nxt: dict) -> dict:
     return f
 
 
-def build_state(job: Job, lay: Layout, global_batch: int, mbs_fixed: bool, recompute_fixed: bool) -> dict:
+def build_state(job: Job, lay: Layout, global_batch: int, mbs_fixed: bool, recompute_fixed: bool) -> tuple:
     """All facts about one layout, keyed by path: (facts, memory estimate, step time)."""
-    mem = estimate_memory(job, lay)
-    st = step_time(job, lay)
-    f = plain_facts(job, lay, global_batch, mbs_fixed, recompute_fixed)
-    f.update(memory_facts(mem))
-    f.update(metrics_facts(job, st))
-    nxt = next_values(job, lay)
-    f.update(nxt)
-    f.update(whatif_facts(job, lay, mem, st, nxt))
-    assert set(f) == set(SCHEMA), set(f) ^ set(SCHEMA)
-    return f, mem, st
+    lazy = LazyFacts(job, lay, global_batch, mbs_fixed, recompute_fixed)
+    for path in ("memory.peak_gib", "metrics.step_time_s", "whatif.full_fits"):
+        lazy[path]              # fills each group, in the order the facts have always had
+    assert set(lazy.facts) == set(SCHEMA), set(lazy.facts) ^ set(SCHEMA)
+    return lazy.facts, lazy.memory(), lazy.step()
 
 
 class LazyFacts:
@@ -224,12 +219,12 @@ class LazyFacts:
         self.facts = plain_facts(job, lay, global_batch, mbs_fixed, recompute_fixed)
         self._mem = self._st = None
 
-    def _memory(self):
+    def memory(self):
         if self._mem is None:
             self._mem = estimate_memory(self.job, self.lay)
         return self._mem
 
-    def _step(self):
+    def step(self):
         if self._st is None:
             self._st = step_time(self.job, self.lay)
         return self._st
@@ -238,12 +233,12 @@ class LazyFacts:
         if path not in self.facts:
             group = path.split(".", 1)[0]
             if group == "memory":
-                self.facts.update(memory_facts(self._memory()))
+                self.facts.update(memory_facts(self.memory()))
             elif group == "metrics":
-                self.facts.update(metrics_facts(self.job, self._step()))
+                self.facts.update(metrics_facts(self.job, self.step()))
             elif group in ("next", "whatif") and "next.tp" not in self.facts:
                 self.facts.update(next_values(self.job, self.lay))
             if group == "whatif" and path not in self.facts:
                 nxt = {k: v for k, v in self.facts.items() if k.startswith("next.")}
-                self.facts.update(whatif_facts(self.job, self.lay, self._memory(), self._step(), nxt))
+                self.facts.update(whatif_facts(self.job, self.lay, self.memory(), self.step(), nxt))
         return self.facts[path]

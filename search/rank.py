@@ -56,11 +56,14 @@ class SearchResult:
     def capacity(self) -> float:
         return self.job.cluster.gpu.memory_gib
 
+    def _fact_args(self, i: int) -> tuple:
+        """What the rules' facts for layout i are built from (rules/facts.py)."""
+        t = self.job.training
+        return self.job, self.space.layout(i), self.global_batch, bool(t.mbs), t.recompute != "auto"
+
     def state(self, i: int) -> dict:
         if i not in self._states:
-            flat, mem, st = build_state(self.job, self.space.layout(i), self.global_batch,
-                                        bool(self.job.training.mbs), self.job.training.recompute != "auto")
-            self._states[i] = (flat, mem, st)
+            self._states[i] = build_state(*self._fact_args(i))
         return self._states[i][0]
 
     def blocked_by(self, i: int):
@@ -69,9 +72,7 @@ class SearchResult:
         otherwise cost the estimators POLICY_SCAN times per search."""
         if not self.policies:
             return None
-        facts = self._states[i][0] if i in self._states else LazyFacts(
-            self.job, self.space.layout(i), self.global_batch, bool(self.job.training.mbs),
-            self.job.training.recompute != "auto")
+        facts = self._states[i][0] if i in self._states else LazyFacts(*self._fact_args(i))
         return next((p for p in self.policies if p.broken_by(facts)), None)
 
     def within_margin(self, i: int) -> bool:

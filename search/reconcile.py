@@ -26,9 +26,9 @@ def _nothing_allowed(res: SearchResult) -> str:
     first = next(int(i) for i in res.order if res.within_margin(int(i)))
     p = res.blocked_by(first)
     scanned = res.margin_count(POLICY_SCAN)
-    return (f"{fitting:,} layouts fit within the memory margin, but the house policies allow none of the "
-            f"{'fastest ' + format(scanned, ',') if scanned < fitting else format(scanned, ',')}: the fastest breaks "
-            f"{p.kind} '{p.text}' of rule {p.rule} ({p.where})")
+    which = f"fastest {scanned:,}" if scanned < fitting else f"{scanned:,}"
+    return (f"{fitting:,} layouts fit within the memory margin, but the house policies allow none of the {which}: "
+            f"the fastest breaks {p.kind} '{p.text}' of rule {p.rule} ({p.where})")
 
 
 def reconcile(res: SearchResult, pick: Layout, pick_tps: float, pick_fits: bool, n: int = ALTERNATIVES) -> dict:
