@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from shardwise.explain.trace_graph import trace_graph, write_graph
+from shardwise.explain.trace_graph import checked_graph_path, trace_graph, write_graph
 from shardwise.explain.why import SETTINGS, explain as run_explain
 
 from .options import job_options
@@ -13,7 +13,8 @@ from .output import FORMATS, emit
 @click.command()
 @job_options
 @click.option("--why", "setting", type=click.Choice(SETTINGS), required=True, help="the setting to explain")
-@click.option("--graph", "graph", help="also draw the decision trace: out.dot, out.svg or out.png")
+@click.option("--graph", "graph", help="also draw the decision trace: out.dot, out.svg or out.png",
+              callback=checked_graph_path)
 @click.option("--rules", "rules", multiple=True, help="house-policy rule file or folder (repeatable)")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 def explain(job, setting, graph, rules, fmt):

@@ -14,7 +14,7 @@ from shardwise.rules.loader import load_rulebook
 from shardwise.rules.recommend import recommend, rule_files
 
 from shardwise.explain import rule_graph
-from shardwise.explain.trace_graph import write_graph
+from shardwise.explain.trace_graph import checked_graph_path, write_graph
 
 from .options import JOB_KEYS
 from .output import FORMATS, emit, table
@@ -91,7 +91,8 @@ def test_(path):
 @rules.command()
 @click.option("--rules", "extra", multiple=True, help="also these rule files or folders")
 @click.option("--setting", type=click.Choice(list(SETTINGS)), help="which rules can influence this setting")
-@click.option("--graph", "graph", help="draw it: out.dot, out.svg or out.png (with --setting: what reaches it)")
+@click.option("--graph", "graph", help="draw it: out.dot, out.svg or out.png (with --setting: what reaches it)",
+              callback=checked_graph_path)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 def graph(extra, setting, graph, fmt):
     """Which rules read facts other rules write: cycles that could loop, rules no run can

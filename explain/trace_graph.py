@@ -42,13 +42,26 @@ def trace_graph(trace: list, only: str | None = None) -> graphviz.Digraph:
     return g
 
 
+def graph_format(path: str) -> str:
+    """The format a --graph path asks for, from its ending; refused unless dot, svg or png."""
+    fmt = Path(path).suffix.lstrip(".").lower()
+    if fmt not in ("dot", "svg", "png"):
+        raise InputError(f"--graph {path}: allowed endings .dot, .svg, .png")
+    return fmt
+
+
+def checked_graph_path(ctx, param, path):
+    """click callback: refuse a --graph path before any work is done (and anything printed)."""
+    if path is not None:
+        graph_format(path)
+    return path
+
+
 def write_graph(g: graphviz.Digraph, path: str) -> list[str]:
     """Write DOT (always) and render SVG/PNG where `dot` exists; returns what was written and
     one line for what could not be."""
     p = Path(path)
-    fmt = p.suffix.lstrip(".").lower()
-    if fmt not in ("dot", "svg", "png"):
-        raise InputError(f"--graph {path}: allowed endings .dot, .svg, .png")
+    fmt = graph_format(path)
     dot_path = p if fmt == "dot" else p.with_suffix(".dot")
     try:
         dot_path.write_text(g.source)

@@ -82,3 +82,9 @@ def test_rules_graph_draws_dot_with_rules_facts_and_settings(run_cli, tmp_path):
     assert src.startswith("digraph rule_graph") and "tp.fit-in-node" in src and "memory.used_pct" in src
     assert "shape=diamond" in src and "estimators" in src
     assert "every rule is reachable" in out and "could loop: mbs" in out
+
+
+def test_rules_graph_refuses_an_unknown_drawing_format_before_printing_anything(run_cli, tmp_path):
+    code, out, err = run_cli("rules", "graph", "--graph", str(tmp_path / "g.bmp"))
+    assert code == 2 and out == "" and not (tmp_path / "g.dot").exists()
+    assert err.strip().endswith("allowed endings .dot, .svg, .png") and len(err.strip().splitlines()) == 1
