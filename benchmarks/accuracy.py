@@ -1,4 +1,4 @@
-"""Accuracy of the estimators against ../shared/calibration. Run: python benchmarks/accuracy.py
+"""Accuracy of the estimators against benchmarks/calibration. Run: python benchmarks/accuracy.py
 
 Prints the error of every row and the median and maximum per data set.
 """

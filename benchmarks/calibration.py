@@ -1,4 +1,4 @@
-"""Compare the estimators with ../shared/calibration: one function per data set, each
+"""Compare the estimators with benchmarks/calibration: one function per data set, each
 returning rows of (id, measured, predicted, error). Used by benchmarks/accuracy.py (prints)
 and by tests/test_accuracy.py (asserts the targets)."""
 from __future__ import annotations
@@ -17,7 +17,8 @@ from shardwise.kb.memory.logits import logits_bytes
 from shardwise.kb.schema import ModelSpec, TrainingSpec
 
 ROOT = Path(__file__).resolve().parents[1]
-CALIBRATION = Path(os.environ.get("SHARDWISE_CALIBRATION", ROOT.parent / "shared" / "calibration"))
+# the project's own copy (PROVENANCE.md there); SHARDWISE_CALIBRATION points at another folder of the same files
+CALIBRATION = Path(os.environ.get("SHARDWISE_CALIBRATION", ROOT / "benchmarks" / "calibration"))
 
 # A measurement artefact, not physics: this row is 16 MiB (exactly one s x F bf16 tensor) below
 # the 58.07 h that the same model shows at every other size, including mbs=2 at the same seq.

@@ -1,4 +1,4 @@
-"""MoE step-time check on runs outside ../shared/calibration/published_runs.yaml.
+"""MoE step-time check on runs outside benchmarks/calibration/published_runs.yaml.
 
 Run: python benchmarks/moe_check.py. The rows are NVIDIA's Megatron-MoE-ModelZoo
 (github.com/yanring/Megatron-MoE-ModelZoo, best_practice/Qwen3/readme.md, "Performance

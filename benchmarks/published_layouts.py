@@ -1,7 +1,7 @@
 """Where NVIDIA's tuned layouts rank in our search, and the predicted gap to our best.
 
 For every NVIDIA-tuned published run (Megatron-Bridge / NeMo performance tables, DGX Cloud
-benchmarks: ../shared/calibration/published_runs.yaml) the search runs on the same job --
+benchmarks: benchmarks/calibration/published_runs.yaml) the search runs on the same job --
 model, GPU type and count, sequence length, global batch, precision -- with micro-batch and
 recomputation free, as a user would ask. The published layout's rank is that of the best
 variant with its TP, PP, VP, CP, EP, DP and micro-batch (ZeRO stage, SP and recomputation are

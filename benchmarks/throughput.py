@@ -1,4 +1,4 @@
-"""Step-time model against the published runs of ../shared/calibration/published_runs.yaml.
+"""Step-time model against the published runs of benchmarks/calibration/published_runs.yaml.
 
 Run: python benchmarks/throughput.py [-v]. Compares tokens/s per GPU (model TFLOP/s per GPU
 where a row gives only that), prints per-row error with -v, and median / 90th percentile of

@@ -1,6 +1,6 @@
 """Hugging Face Accelerate 1.15: an `accelerate launch` YAML with FSDP2 and a parallelism_config.
 
-../shared/reference/framework-configs.md section 4. Accelerate has no pipeline parallelism:
+docs/reference/framework-configs.md section 4. Accelerate has no pipeline parallelism:
 the exported config is the PP = 1 slice (TP x CP x DP processes), said as a caveat.
 ParallelismConfig refuses TP/CP with pure replication, so ZeRO-0 with TP becomes a 1-replica
 FSDP shard group. num_processes counts every process of the slice.

@@ -1,6 +1,6 @@
 """DeepSpeed: a ds_config.json for the data-parallel side, and the launch line for the rest.
 
-Schema: DeepSpeed 0.19 DeepSpeedConfig (../shared/reference/framework-configs.md section 1).
+Schema: DeepSpeed 0.19 DeepSpeedConfig (docs/reference/framework-configs.md section 1).
 train_batch_size = micro-batch x accumulation x DP ranks (TP and PP ranks excluded, as
 DeepSpeed counts them when an mpu is given). TP and PP degrees are not JSON keys: they go to
 the launcher (Megatron-DeepSpeed's --tensor-model-parallel-size / PipelineModule(num_stages)).

@@ -1,6 +1,6 @@
 """PyTorch FSDP2: a Python module that builds the device mesh and applies fully_shard.
 
-torch 2.13 APIs (../shared/reference/framework-configs.md section 4): the mesh has pp,
+torch 2.13 APIs (docs/reference/framework-configs.md section 4): the mesh has pp,
 dp_replicate, dp_shard, cp and tp dimensions; FSDP2 shards over (dp_replicate, dp_shard) --
 a 2-D mesh is HSDP; reshard_after_forward True is ZeRO-3, False ZeRO-2. ZeRO-1 has no FSDP
 form; ZeRO-0 is plain replication (DDP). Pipeline stages and TP plans are built by the

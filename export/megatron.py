@@ -1,6 +1,6 @@
 """Megatron-LM: a pretrain_gpt.py launch script (megatron-core 0.19 flags).
 
-Flags from the live parser (../shared/reference/framework-configs.md section 2): VPP is
+Flags from the live parser (docs/reference/framework-configs.md section 2): VPP is
 --num-virtual-stages-per-pipeline-rank (the old --virtual-pipeline-model-parallel-size is
 gone); DP is never passed (WORLD_SIZE / (TP x PP x CP)); ZeRO-1 is the distributed optimizer,
 ZeRO-2/3 are Megatron-FSDP's optim_grads / optim_grads_params; the global batch must divide

@@ -1,6 +1,6 @@
 """Nanotron: a YAML config for GitHub main's schema (nanotron.config.Config, loaded by dacite strict).
 
-../shared/reference/framework-configs.md section 3. Nanotron has no interleaved pipeline, no
+docs/reference/framework-configs.md section 3. Nanotron has no interleaved pipeline, no
 selective recomputation (recompute_layer is full per-layer recompute) and ZeRO-1 only; it has
 no MoE in its Llama config. Global batch = micro_batch_size x batch_accumulation_per_replica x dp.
 """

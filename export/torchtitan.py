@@ -1,6 +1,6 @@
 """torchtitan 0.3: a run_train.sh command (registry --module/--config plus tyro overrides).
 
-TOML configs are gone since 0.3 (../shared/reference/framework-configs.md section 5). FSDP2
+TOML configs are gone since 0.3 (docs/reference/framework-configs.md section 5). FSDP2
 shards over data_parallel_shard_degree; ZeRO-1 has no torchtitan equivalent (the nearest is
 fsdp_reshard_after_forward never, which is ZeRO-2). With PP, local_batch_size carries every
 micro-batch of the step and pipeline_parallel_microbatch_size the micro-batch; without PP,

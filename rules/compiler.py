@@ -1,6 +1,6 @@
 """Compile rules to a durable_rules ruleset that stays inside the measured safe subset.
 
-../shared/reference/durable-rules.md found that cross-fact comparisons can segfault or be
+docs/reference/durable-rules.md found that cross-fact comparisons can segfault or be
 skipped (P9, P10), that $not breaks other rules (P11), that weak typing makes "8" == 8 (P13)
 and that some floats crash the engine (P15; measured here: 1e-05 segfaults). So:
 * every rule has one pattern, on the current ``state`` fact: no joins, no beta comparisons;

@@ -1,6 +1,6 @@
 """The one module that imports durable_rules (durable-rules 2.0.28).
 
-Inside the safe subset measured in ../shared/reference/durable-rules.md:
+Inside the safe subset measured in docs/reference/durable-rules.md:
 * a Host whose polling threads are switched off, so every run is synchronous (P1);
 * actions are one-parameter closures looked up by name (P2), that catch every exception
   themselves (durable swallows them, P3) and stop the run by turning later actions into no-ops;

@@ -8,7 +8,7 @@ an older state that were still pending are skipped. The run ends when no rule fi
 current state (quiescence).
 
 Why states rather than every candidate layout as a fact (the other shape
-../shared/reference/durable-rules.md describes): a trace of states reads like the playbook
+docs/reference/durable-rules.md describes): a trace of states reads like the playbook
 itself -- "TP 1 -> 8 because 140 GB do not fit in 80", "PP 4 because ..." -- and each step
 shows the estimates that justified it. Ranking all candidates is the search's job.
 

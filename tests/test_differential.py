@@ -1,5 +1,5 @@
 """durable_rules and the plain-Python reference agenda give the same firings on random rule
-sets (../shared/reference/durable-rules.md, section 5.8). Each batch runs in a subprocess so
+sets (docs/reference/durable-rules.md, section 5.8). Each batch runs in a subprocess so
 that a crash in the C engine fails the test instead of killing pytest."""
 import json
 import subprocess

@@ -57,7 +57,7 @@ def test_every_exclusion_is_named_and_framework_limits_hold():
 
 def test_nvidia_tuned_llama3_70b_fp8_layout_is_predicted_near_the_best():
     # Megatron-Bridge publishes TP4 PP8 VP5 DP2, mbs 1, GBS 128 for Llama 3 70B FP8 on 64 H100s
-    # (../shared/calibration/published_runs.yaml): a tuned layout should score close to our best,
+    # (benchmarks/calibration/published_runs.yaml): a tuned layout should score close to our best,
     # and the best should keep its TP 4 (TP 8 loses GEMM efficiency, TP 2 does not fit unsharded)
     job = build_job(model="llama-3-70b", gpus=64, seq_len=8192, precision="fp8", global_batch=128)
     res = search(job, 128)

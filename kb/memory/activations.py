@@ -1,7 +1,7 @@
 """Activation memory: bytes one rank keeps for backward, per layer and per micro-batch.
 
 Counted tensor by tensor for each implementation profile, because implementations differ
-(../shared/reference/memory-models.md section 11.4, rule 2):
+(docs/reference/memory-models.md section 11.4, rule 2):
 
 * ``hf``: transformers' modules (also what DeepSpeed users run). Per token, for a Llama layer
   with SDPA/flash attention: each RMSNorm keeps its fp32 input (4h), the bf16 normalised
@@ -10,7 +10,7 @@ Counted tensor by tensor for each implementation profile, because implementation
   log-sum-exp (4 per head); the gated MLP keeps gate out, act out, up out and their product:
   8F. Total 16h + 4q + 4kv + 8F: 49.03 h for Llama 3 8B, 48.53 h for 70B, 20.07 h for one
   TP=8 shard of 70B, 58.07 h for the 1B-with-head-dim-128 variant -- the measured
-  per_layer_over_sbh of ../shared/calibration/h100_hf_activations.jsonl to 0.1%.
+  per_layer_over_sbh of benchmarks/calibration/h100_hf_activations.jsonl to 0.1%.
   Eager attention keeps the fp32 softmax and bf16 probabilities (6 bytes x heads x s per
   token) and the K/V expanded to all heads by repeat_kv (4 (q - kv)); the measured eager rows
   (100.0 / 148.0 / 244.0 h at s = 1k / 2k / 4k) follow.

@@ -3,7 +3,7 @@
 At long sequences and large vocabularies this dominates (Llama 3: 128,256 entries per token).
 * transformers / torch-native loss (``hf``, ``torch``): bf16 logits, then ``.float()`` for
   cross-entropy: 5.95-5.99 bytes per token per vocab entry kept after the forward, 12.95-13.74
-  at the backward peak (../shared/calibration/h100_hf_logits.jsonl, 4 rows; 13.35 is their
+  at the backward peak (benchmarks/calibration/h100_hf_logits.jsonl, 4 rows; 13.35 is their
   mean, within 3.1% of each).
 * Megatron's vocab-parallel cross-entropy: bf16 logits (2) + the fp32 softmax it keeps for
   backward (4) per vocab entry on this TP rank, and the fp32 gradient it writes at the peak

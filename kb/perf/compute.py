@@ -13,7 +13,7 @@
 * elementwise bytes per token = the framework profile's figure x hidden (kb/data/frameworks.yaml),
   divided by TP only with sequence parallelism.
 
-Constants, fitted on ../shared/calibration/h100_hf_layer_compute.jsonl (all 24 rows: Llama 3
+Constants, fitted on benchmarks/calibration/h100_hf_layer_compute.jsonl (all 24 rows: Llama 3
 8B/70B/405B layer shapes at TP 1/2/4/8, seq 4k/8k; least squares on log time, rms 2.6%,
 max 7%): E_GEMM = 0.645 and D0 = 195 (the TP 1-2 rows of 70B/405B set E_GEMM, the TP 8 rows
 set D0), B0 = 1000 (the 8B TP 4/8 rows), 288 elementwise bytes for transformers. E_ATTN = 0.55

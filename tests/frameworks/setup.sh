@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the environment in which each framework's own parser checks our exports
-# (../shared/reference/framework-configs.md section 8: one venv, about 80 s and 1.7 GB).
+# (docs/reference/framework-configs.md section 8: one venv, about 80 s and 1.7 GB).
 # Usage: bash tests/frameworks/setup.sh [DIR]   (default .venv-frameworks)
 # Needs the CPU build of torch 2.13 as a local wheel (WHEELS, default /opt/wheels): PyPI's torch
 # is the CUDA build, several GB. Without it this prints why and exits 3 (the tests then skip).

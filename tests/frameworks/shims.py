@@ -1,6 +1,6 @@
 """Import shims for validating configs on a CPU machine without triton (~1 GB) or Python 3.12.
 
-Per ../shared/reference/framework-configs.md: replace only the modules of a package whose source
+Per docs/reference/framework-configs.md: replace only the modules of a package whose source
 imports triton at top level with empty stubs (a global fake triton breaks torch._inductor), and
 give Python 3.11 the typing.override that megatron-core 0.19 uses.
 """
