@@ -36,3 +36,46 @@ def evaluate(job: Job, lay: Layout) -> dict:
     st = step_time(job, lay)
     return {"job": job_summary(job), "layout": layout_dict(lay), "memory": mem.as_dict(),
             "metrics": st.metrics(job)}
+
+
+def _intra_kind(name: str) -> str:
+    return "pcie" if name.startswith("pcie") else ("nvlink" if name.startswith("nvlink") else name)
+
+
+def job_facts(job: Job, global_batch: int) -> dict:
+    """model.*, cluster.*, train.*: the job facts every stratum reads (kb/fact_schema.JOB)."""
+    from .frameworks import has_sequence_parallel
+    m, c, t = job.model, job.cluster, job.training
+    return {
+        "model.name": m.name, "model.params_b": total_params(m) / 1e9, "model.active_params_b": active_params(m) / 1e9,
+        "model.layers": m.layers, "model.hidden": m.hidden, "model.heads": m.heads, "model.kv_heads": m.kv_heads,
+        "model.vocab": m.vocab, "model.is_moe": m.is_moe, "model.experts": m.experts, "model.inferred": m.inferred,
+        "cluster.gpu": c.gpu.name, "cluster.gpus": c.gpus, "cluster.gpus_per_node": c.gpus_per_node,
+        "cluster.nodes": c.nodes, "cluster.nvlink_domain": c.nvlink_domain, "cluster.gpu_memory_gib": c.gpu.memory_gib,
+        "cluster.intra": c.intra.name, "cluster.intra_kind": _intra_kind(c.intra.name), "cluster.inter": c.inter.name,
+        "cluster.inter_kind": c.inter.name.split("-")[0],
+        "train.seq_len": t.seq_len, "train.global_batch": global_batch, "train.training": t.training,
+        "train.precision": t.precision, "train.framework": t.framework, "train.attention": t.attention,
+        "train.optimizer": t.optimizer, "train.sequence_parallel": has_sequence_parallel(t.framework),
+        "train.mbs_given": bool(t.mbs), "train.recompute_given": t.recompute != "auto",
+    }
+
+
+def layout_facts(lay: Layout) -> dict:
+    """layout.*: one layout's settings as facts (kb/fact_schema.LAYOUT)."""
+    return {"layout.tp": lay.tp, "layout.pp": lay.pp, "layout.vp": lay.vp, "layout.dp": lay.dp, "layout.cp": lay.cp,
+            "layout.ep": lay.ep, "layout.zero": lay.zero, "layout.sp": lay.sp, "layout.mbs": lay.mbs,
+            "layout.ga": lay.grad_accum, "layout.recompute": lay.recompute, "layout.global_batch": lay.global_batch}
+
+
+def estimate_facts(job: Job, mem, st) -> dict:
+    """memory.*, metrics.*: the estimators' answer for one layout (kb/fact_schema.ESTIMATE)."""
+    mt = st.metrics(job)
+    return {
+        "memory.peak_gib": mem.peak_gib, "memory.capacity_gib": mem.capacity_gib,
+        "memory.used_pct": 100 * mem.peak_gib / mem.capacity_gib, "memory.headroom_gib": mem.capacity_gib - mem.peak_gib,
+        "memory.fits": bool(mem.fits),
+        "metrics.step_time_s": mt["step_time_s"], "metrics.tokens_per_s": mt["tokens_per_s"],
+        "metrics.tokens_per_s_per_gpu": mt["tokens_per_s_per_gpu"], "metrics.mfu_pct": mt["mfu_pct"],
+        "metrics.bubble_pct": mt["bubble_pct"], "metrics.comm_overhead_pct": mt["comm_overhead_pct"],
+    }

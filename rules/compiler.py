@@ -3,7 +3,8 @@
 docs/reference/durable-rules.md found that cross-fact comparisons can segfault or be
 skipped (P9, P10), that $not breaks other rules (P11), that weak typing makes "8" == 8 (P13)
 and that some floats crash the engine (P15; measured here: 1e-05 segfaults). So:
-* every rule has one pattern, on the current ``state`` fact: no joins, no beta comparisons;
+* every rule has one pattern, on the one fact of its stratum (job facts, then job and
+  feasibility facts, then the answer): no joins, no beta comparisons;
 * a condition is split at its top-level ``and``s; an atom of the form ``path OP literal``
   (or a boolean path, or ``not`` one) becomes a durable alpha test, type-checked first;
 * every other atom (arithmetic, functions, two paths, or/not of compound terms, 'in') is
@@ -19,7 +20,7 @@ import json
 from dataclasses import dataclass
 
 from . import expr
-from .facts import FLOAT_PATHS
+from shardwise.kb.fact_schema import FLOAT_PATHS
 from .loader import Rule
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}

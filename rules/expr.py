@@ -332,6 +332,66 @@ def evaluate(node: Node, facts: Callable[[str], Any]) -> Any:
     raise ExprError(f"unknown node {op}")
 
 
+def evaluate_columns(node: Node, facts: Callable[[str], Any]):
+    """Evaluate a type-checked expression where facts may be NumPy arrays (one value per layout
+    of the search's table) or plain values (job and feasibility facts): the same language,
+    element by element. Division by zero and out-of-range results give NaN, which no comparison
+    holds for, instead of stopping the search."""
+    import numpy as np
+    op = node.op
+    if op in ("num", "str", "bool"):
+        return node.value
+    if op == "path":
+        return facts(node.value)
+    if op == "neg":
+        return -evaluate_columns(node.args[0], facts)
+    if op == "not":
+        return np.logical_not(evaluate_columns(node.args[0], facts))
+    if op in ("and", "or"):
+        f = np.logical_and if op == "and" else np.logical_or
+        return f(evaluate_columns(node.args[0], facts), evaluate_columns(node.args[1], facts))
+    if op == "in":
+        return np.isin(evaluate_columns(node.args[0], facts), list(node.value))
+    if op == "call":
+        args = [np.asarray(evaluate_columns(a, facts), dtype=float) for a in node.args]
+        with np.errstate(all="ignore"):
+            return _COLUMN_FUNCTIONS[node.value](*args)
+    a, b = evaluate_columns(node.args[0], facts), evaluate_columns(node.args[1], facts)
+    if op == "cmp":
+        import operator
+        return {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+                ">=": operator.ge}[node.value](a, b)
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    with np.errstate(all="ignore"):
+        r = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "//": np.floor_divide,
+             "%": np.mod}[node.value](a, b)
+        return np.where(np.isfinite(r) & (np.abs(r) <= MAX_NUMBER), r, np.nan)
+
+
+def _column_functions() -> dict:
+    import numpy as np
+
+    def fold(f):
+        def g(*xs):
+            out = xs[0]
+            for x in xs[1:]:
+                out = f(out, x)
+            return out
+        return g
+    return {"min": fold(np.minimum), "max": fold(np.maximum), "abs": np.abs, "ceil": np.ceil, "floor": np.floor,
+            "round": np.round, "log2": lambda x: np.where(x > 0, np.log2(np.where(x > 0, x, 1)), np.nan),
+            "pow2ceil": lambda x: np.where(x <= 1, 1.0, 2.0 ** np.ceil(np.log2(np.maximum(x, 1))))}
+
+
+class _Lazy(dict):
+    def __missing__(self, k):
+        self.update(_column_functions())
+        return self[k]
+
+
+_COLUMN_FUNCTIONS = _Lazy()
+
+
 def _finite(x):
     if isinstance(x, float) and (not math.isfinite(x) or abs(x) > MAX_NUMBER):
         raise ExprError(f"result {x} out of range")

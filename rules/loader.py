@@ -3,20 +3,28 @@
 A rule file is a list of rules, or a mapping with ``rules:`` and optionally ``disable:`` (ids
 of earlier rules this file turns off). A rule:
 
-    - id: tp.fit-in-node              # lower-case letters, digits, . _ -; unique
-      title: Shard weights with TP inside one NVLink domain first
-      priority: 900                   # 0-1000, higher fires first; ties: file order
-      when: "not memory.fits and next.tp > layout.tp"     # an expression (rules/expr.py)
+    - id: pp.only-when-needed         # lower-case letters, digits, . _ -; unique
+      title: Pipeline stages only when the model does not fit without them
+      priority: 500                   # 0-1000, higher fires first; ties: file order
+      when: "cluster.nodes > 1"       # an expression (rules/expr.py) over job/feasibility facts
       then:                           # one or more actions
-        - set: {tp: "next.tp"}        # tp pp vp cp ep zero sp mbs recompute
-        - require: "layout.pp <= 8"   # constraints the layout (and the search) must keep
-        - forbid: "layout.tp > 8"
+        - require: "layout.tp <= cluster.nvlink_domain"   # hard: layouts that break it are out
+        - forbid: "layout.pp > 8"
+        - pin: {mbs: 4}               # hard: the setting takes this value
+        - avoid: "layout.pp > 1 and same.pp1_fits"        # soft, judged per layout...
+          worth: 5                    # ...giving up at most 5% of throughput to honour it
+        - prefer: "layout.sp"
+          worth: 1
         - warn: "text with {fact.path:.1f}"
         - note: "text"
-      because: "{model.name} needs {memory.peak_gib:.1f} GiB per GPU at TP={layout.tp}"
+      because: "the playbook sentence this rule encodes"
       override: true                  # replace an earlier rule with the same id
 
-Anything else is refused before anything runs, naming the file, the line and what is allowed.
+Strata (kb/fact_schema.py) are inferred and checked here: a rule with a hard action reads only
+job facts in ``when`` (stratum 1); one with a preference may read feasibility facts too
+(stratum 2); a rule whose ``when`` reads the answer's layout, memory or metrics may only warn or
+note (stratum 3). Anything else is refused before anything runs, naming the file, the line and
+what is allowed.
 """
 from __future__ import annotations
 
@@ -28,11 +36,23 @@ from pathlib import Path
 from shardwise.kb.errors import InputError
 from shardwise.kb.user_yaml import UserYamlLoader, load_user_yaml
 
+from shardwise.kb.fact_schema import GROUP_OF, SCHEMA
+from shardwise.kb.layout import RECOMPUTE
+
 from . import expr
-from .facts import RECOMPUTE_VALUES, SCHEMA, SETTINGS
 
 RULE_KEYS = {"id", "title", "priority", "when", "then", "because", "override"}
-ACTIONS = ("set", "require", "forbid", "warn", "note")
+ACTIONS = ("require", "forbid", "pin", "prefer", "avoid", "warn", "note")
+HARD, SOFT = ("require", "forbid", "pin"), ("prefer", "avoid")
+# Settings a pin may fix, with the type of value (dp is what remains, ga follows from the batch)
+SETTINGS = {"tp": "num", "pp": "num", "vp": "num", "cp": "num", "ep": "num", "zero": "num", "sp": "bool",
+            "mbs": "num", "recompute": "str"}
+MAX_WORTH = 100.0
+# What each place in a rule may read (kb/fact_schema.py groups)
+_WHEN = {1: {"job"}, 2: {"job", "feasibility"}, 3: {"job", "feasibility", "layout", "estimate"}}
+_PREDICATE = {"require": {"job", "layout", "estimate"}, "forbid": {"job", "layout", "estimate"},
+              "prefer": {"job", "layout", "estimate", "feasibility", "neighbour"},
+              "avoid": {"job", "layout", "estimate", "feasibility", "neighbour"}}
 _ID = re.compile(r"[a-z0-9][a-z0-9_.-]{0,79}")
 MAX_FILE_BYTES = 1_000_000
 MAX_RULES = 400          # durable-rules: more distinct literals at one alpha node hang (reference P18)
@@ -45,6 +65,8 @@ class Action:
     expr_text: str = ""
     node: object = None
     text: str = ""
+    worth: float = 0.0
+    line: int = 0
 
 
 @dataclass
@@ -60,13 +82,20 @@ class Rule:
     line: int
     override: bool = False
     reads: set = field(default_factory=set)
+    stratum: int = 1
 
     @property
     def where(self) -> str:
         return f"{self.file}:{self.line}"
 
-    def sets(self) -> set[str]:
-        return {a.setting for a in self.actions if a.kind == "set"}
+    @property
+    def kind(self) -> str:
+        """hard, soft or info: what the rule adds."""
+        kinds = {a.kind for a in self.actions}
+        return "hard" if kinds & set(HARD) else "soft" if kinds & set(SOFT) else "info"
+
+    def pins(self) -> set[str]:
+        return {a.setting for a in self.actions if a.kind == "pin"}
 
 
 def _fail(file: str, line: int, msg: str):
@@ -144,31 +173,7 @@ def _rule(item, file: str) -> Rule:
     actions = []
     for a in then:
         aline = a.pop("__line__", line) if isinstance(a, dict) else line
-        if not isinstance(a, dict) or len(a) != 1:
-            _fail(file, aline, f"rule {rid}: each action is one of {', '.join(ACTIONS)}, e.g. '- set: {{tp: 8}}'")
-        (kind, arg), = a.items()
-        if kind not in ACTIONS:
-            _fail(file, aline, f"rule {rid}: unknown action {kind!r}; allowed: {', '.join(ACTIONS)}")
-        if kind == "set":
-            if not isinstance(arg, dict) or not {k for k in arg if k != "__line__"}:
-                _fail(file, aline, f"rule {rid}: 'set' takes settings, e.g. set: {{tp: \"next.tp\"}}")
-            arg.pop("__line__", None)
-            for setting, value in arg.items():
-                if setting not in SETTINGS:
-                    _fail(file, aline, f"rule {rid}: cannot set {setting!r}; settings: {', '.join(SETTINGS)} "
-                                       "(dp is what remains, ga follows from the global batch)")
-                text = _literal_text(value)
-                node = _expr(text, SETTINGS[setting], file, aline, rid, f"set {setting}")
-                if setting == "recompute" and node.op == "str" and node.value not in RECOMPUTE_VALUES:
-                    _fail(file, aline, f"rule {rid}: recompute must be one of {', '.join(RECOMPUTE_VALUES)}")
-                actions.append(Action("set", setting, text, node))
-        elif kind in ("require", "forbid"):
-            actions.append(Action(kind, "", str(arg), _expr(arg, "bool", file, aline, rid, kind)))
-        else:
-            if not isinstance(arg, str):
-                _fail(file, aline, f"rule {rid}: '{kind}' takes a text")
-            _template(arg, file, aline, rid)
-            actions.append(Action(kind, text=arg))
+        actions += _action(a, file, aline, rid)
     because = item["because"]
     _template(because, file, line, rid)
     override = item.get("override", False)
@@ -180,7 +185,90 @@ def _rule(item, file: str) -> Rule:
             reads |= expr.paths(a.node)
         if a.text:
             reads |= expr.template_paths(a.text)
-    return Rule(rid, title, prio, str(when_text), when, actions, because, file, line, override, reads)
+    stratum = _stratum(when, actions, file, line, rid)
+    return Rule(rid, title, prio, str(when_text), when, actions, because, file, line, override, reads, stratum)
+
+
+def _stratum(when, actions, file: str, line: int, rid: str) -> int:
+    """1, 2 or 3 from what ``when`` reads and what the rule adds; refuses the mixes that would let
+    a fact depend on itself."""
+    groups = {GROUP_OF[p] for p in expr.paths(when)}
+    kinds = {a.kind for a in actions}
+    if "neighbour" in groups:
+        p = sorted(p for p in expr.paths(when) if GROUP_OF[p] == "neighbour")[0]
+        _fail(file, line, f"rule {rid}: 'when' reads {p}, a fact about each layout's neighbours; use it inside "
+                          "a prefer/avoid expression, where it is judged per layout")
+    stratum = 3 if groups & {"layout", "estimate"} else 2 if "feasibility" in groups else 1
+    if kinds & set(HARD) and stratum > 1:
+        p = sorted(p for p in expr.paths(when) if GROUP_OF[p] != "job")[0]
+        _fail(file, line, f"rule {rid}: a hard constraint ({'/'.join(sorted(kinds & set(HARD)))}) may depend only on "
+                          f"job facts (model.*, cluster.*, train.*: stratum 1), but 'when' reads {p}; "
+                          "feasibility comes from the search the constraints shape, and a layout's own facts belong "
+                          "in the require/forbid expression. Use prefer/avoid with a worth for what depends on "
+                          "feasibility")
+    if kinds & set(SOFT) and stratum > 2:
+        p = sorted(p for p in expr.paths(when) if GROUP_OF[p] in ("layout", "estimate"))[0]
+        _fail(file, line, f"rule {rid}: a preference's 'when' cannot read {p} (the answer it helps choose); "
+                          "put the layout condition inside the prefer/avoid expression")
+    return max(stratum, 2 if kinds & set(SOFT) else 1)
+
+
+def _action(a, file: str, aline: int, rid: str) -> list[Action]:
+    if not isinstance(a, dict) or not a:
+        _fail(file, aline, f"rule {rid}: each action is one of {', '.join(ACTIONS)}, e.g. '- require: \"layout.tp <= 8\"'")
+    kinds = [k for k in a if k in ACTIONS or k == "set"]
+    extra = set(a) - set(kinds) - {"worth"}
+    if len(kinds) != 1 or extra:
+        bad = sorted(map(str, extra)) or kinds
+        _fail(file, aline, f"rule {rid}: unknown action {bad[0]!r}; allowed: {', '.join(ACTIONS)}"
+                           + (" (prefer/avoid take a 'worth')" if "worth" in a else ""))
+    kind = kinds[0]
+    arg = a[kind]
+    if kind == "set":
+        _fail(file, aline, f"rule {rid}: 'set' is gone: rules no longer walk a layout step by step; use "
+                           "'pin: {tp: 8}' (hard) or 'prefer: \"layout.tp == 8\"' with a worth (soft)")
+    if ("worth" in a) != (kind in SOFT):
+        _fail(file, aline, f"rule {rid}: " + (f"'{kind}' needs a worth: the percent of predicted throughput worth "
+                                              "giving up to honour it, e.g. worth: 3" if kind in SOFT else
+                                              f"'worth' belongs to prefer/avoid, not to '{kind}'"))
+    if kind == "pin":
+        if not isinstance(arg, dict) or not {k for k in arg if k != "__line__"}:
+            _fail(file, aline, f"rule {rid}: 'pin' takes settings, e.g. pin: {{mbs: 4}}")
+        arg.pop("__line__", None)
+        out = []
+        for setting, value in arg.items():
+            if setting not in SETTINGS:
+                _fail(file, aline, f"rule {rid}: cannot pin {setting!r}; settings: {', '.join(SETTINGS)} "
+                                   "(dp is what remains, ga follows from the global batch)")
+            text = _literal_text(value)
+            node = _expr(text, SETTINGS[setting], file, aline, rid, f"pin {setting}")
+            _only(node, {"job"}, file, aline, rid, f"pin {setting}")
+            if setting == "recompute" and node.op == "str" and node.value not in RECOMPUTE:
+                _fail(file, aline, f"rule {rid}: recompute must be one of {', '.join(RECOMPUTE)}")
+            out.append(Action("pin", setting, text, node, line=aline))
+        return out
+    if kind in ("require", "forbid", "prefer", "avoid"):
+        node = _expr(arg, "bool", file, aline, rid, kind)
+        _only(node, _PREDICATE[kind], file, aline, rid, kind)
+        worth = 0.0
+        if kind in SOFT:
+            w = a["worth"]
+            if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 < w <= MAX_WORTH:
+                _fail(file, aline, f"rule {rid}: worth {w!r} must be a number of percent above 0 and at most "
+                                   f"{MAX_WORTH:g}")
+            worth = float(w)
+        return [Action(kind, "", str(arg), node, worth=worth, line=aline)]
+    if not isinstance(arg, str):
+        _fail(file, aline, f"rule {rid}: '{kind}' takes a text")
+    _template(arg, file, aline, rid)
+    return [Action(kind, text=arg, line=aline)]
+
+
+def _only(node, groups: set, file: str, line: int, rid: str, where: str) -> None:
+    for p in sorted(expr.paths(node)):
+        if GROUP_OF[p] not in groups:
+            _fail(file, line, f"rule {rid}: {where} reads {p} ({GROUP_OF[p]} fact); it may read "
+                              f"{', '.join(sorted(groups))} facts (`shardwise rules facts` lists them)")
 
 
 def _literal_text(value) -> str:
@@ -190,7 +278,7 @@ def _literal_text(value) -> str:
         return repr(value)
     if isinstance(value, str):
         # a bare word that is a recompute mode is a string literal, not a fact path
-        return f"'{value}'" if value in RECOMPUTE_VALUES else value
+        return f"'{value}'" if value in RECOMPUTE else value
     raise InputError(f"a setting's value must be a number, true/false or an expression, got {type(value).__name__}")
 
 

@@ -8,9 +8,11 @@ make fitting non-monotone in the count, so the answer is the smallest count this
 from __future__ import annotations
 
 from shardwise.kb import catalog
+from shardwise.kb.facts import job_facts
 from shardwise.kb.job import Job
+from shardwise.kb.resolve import global_batch
 
-from .rank import search
+from .table import apply_constraints, scored_table
 
 MAX_GPUS = 16384          # the largest --gpus kb/build.py accepts
 
@@ -31,11 +33,15 @@ def with_cluster(job: Job, gpus: int, gpu=None) -> Job:
     return Job(job.model, c.model_copy(update=update), job.training)
 
 
-def _fits(job: Job, constraints) -> bool:
-    return search(job, constraints=constraints, fit_only=True).best() is not None
+def _fits(job: Job, constraints, pins=None) -> bool:
+    """Whether some layout of micro-batch 1 meets every hard constraint on this cluster."""
+    gb, _ = global_batch(job)
+    t = scored_table(job, gb, pins, fit_only=True)
+    t.facts = job_facts(job, gb).__getitem__
+    return bool(len(t)) and bool(apply_constraints(t, constraints)[0].any())
 
 
-def smallest_count(job: Job, constraints=()) -> int | None:
+def smallest_count(job: Job, constraints=(), pins=None) -> int | None:
     c = job.cluster
     node = node_size(c)
     counts = [n for n in (1, 2, 4, 8, 16, 32, 64) if n < node] + [node * k for k in range(1, MAX_GPUS // node + 1)]
@@ -44,26 +50,26 @@ def smallest_count(job: Job, constraints=()) -> int | None:
         return None
     lo, hi, i = -1, None, 0
     while i < len(counts):                      # doubling
-        if _fits(with_cluster(job, counts[i]), constraints):
+        if _fits(with_cluster(job, counts[i]), constraints, pins):
             hi = i
             break
         lo = i
         i = 2 * i + 1
     if hi is None:
-        if lo != len(counts) - 1 and _fits(with_cluster(job, counts[-1]), constraints):
+        if lo != len(counts) - 1 and _fits(with_cluster(job, counts[-1]), constraints, pins):
             hi = len(counts) - 1
         else:
             return None
     while hi - lo > 1:                          # bisection between a failing and a fitting count
         mid = (lo + hi) // 2
-        if _fits(with_cluster(job, counts[mid]), constraints):
+        if _fits(with_cluster(job, counts[mid]), constraints, pins):
             hi = mid
         else:
             lo = mid
     return counts[hi]
 
 
-def gpus_that_fit(job: Job, constraints=()) -> list[str]:
+def gpus_that_fit(job: Job, constraints=(), pins=None) -> list[str]:
     """Catalog GPUs on which the job fits at its own GPU count."""
     out = []
     for name in catalog.gpu_names():
@@ -72,20 +78,21 @@ def gpus_that_fit(job: Job, constraints=()) -> list[str]:
             continue
         if job.cluster.gpus > g.gpus_per_node and job.cluster.gpus % g.gpus_per_node:
             continue
-        if _fits(with_cluster(job, job.cluster.gpus, g), constraints):
+        if _fits(with_cluster(job, job.cluster.gpus, g), constraints, pins):
             out.append(name)
     return out
 
 
-def sizing(job: Job, constraints=()) -> dict:
-    n = smallest_count(job, constraints)
-    others = gpus_that_fit(job, constraints)
+def sizing(job: Job, constraints=(), pins=None, policies: bool = False) -> dict:
+    """``constraints`` include the memory margin; ``policies``: whether house policies are among them."""
+    n = smallest_count(job, constraints, pins)
+    others = gpus_that_fit(job, constraints, pins)
     parts = []
     if n:
         parts.append(f"it would fit on {n} x {job.cluster.gpu.name}")
     else:
         parts.append(f"no count of {job.cluster.gpu.name} up to {MAX_GPUS} fits it"
-                     + (" within the house policies" if constraints else ""))
+                     + (" within the house policies" if policies else ""))
     if others:
         parts.append(f"on {job.cluster.gpus} GPUs of type {', '.join(others)}")
     return {"smallest_gpus": n, "gpus_that_fit": others, "summary": "; or ".join(parts)}

@@ -2,10 +2,12 @@
 
 A candidate is (tp, pp, cp) with tp x pp x cp dividing the GPUs (dp is the rest), times vp,
 ep, ZeRO stage (and an HSDP shard group for FSDP), sequence parallelism, micro-batch and
-recomputation. Domains: tp up to the NVLink domain, pp up to the layers, vp 1-16, mbs powers
-of two up to 64, everything else its full range. A user's --mbs or --recompute fixes that
-setting, as it does for the rules. Then each validity rule (search/validity.py) removes what a
-framework cannot run, and says how many it removed.
+recomputation. Domains: tp up to twice the NVLink domain (one step past it, so that the
+playbook's "TP inside the NVLink domain" is a rule the explanation can name, not a silent
+bound), pp up to the layers, vp 1-16, mbs powers of two up to 64, everything else its full
+range. A pin (a user's --mbs or --recompute, or a rule's ``pin``) fixes that setting's domain.
+Then each validity rule (kb/validity.py) removes what a framework cannot run, and says how
+many it removed; ZeRO over a single replica is kept only as ZeRO-0, its one canonical form.
 
 ``LayoutArrays`` has Layout's settings and derived properties (kb/layout.Derived), with arrays
 for everything but pp and recompute: the estimators branch on those two (which stages exist,
@@ -18,11 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from shardwise.kb.job import Job, divisors
-from shardwise.kb.layout import Derived, Layout
-
-from .validity import VALIDITY
-
-RECOMPUTE = ("none", "selective", "full")
+from shardwise.kb.layout import RECOMPUTE, Derived, Layout
+from shardwise.kb.validity import VALIDITY, first_failure
 FIELDS = ("tp", "pp", "vp", "dp", "cp", "ep", "zero", "shard", "sp", "mbs", "grad_accum", "rc")
 # VP up to 16 covers NVIDIA's tuned layouts (published_runs.yaml: VP up to 14, Mixtral 8x22B);
 # micro-batches above 64 sequences appear in none of the published runs
@@ -56,6 +55,7 @@ class Space:
     arrays: dict
     excluded: list        # [{"rule", "why", "excluded"}] in VALIDITY order
     candidates: int       # before the validity rules
+    blocked: dict         # setting -> {value: the validity rule that removed every candidate with it}
 
     def __len__(self) -> int:
         return len(self.arrays["tp"])
@@ -69,7 +69,7 @@ class Space:
     def groups(self):
         """(indices, LayoutArrays) for each (pp, recompute) that occurs."""
         a = self.arrays
-        key = a["pp"] * 3 + a["rc"]
+        key = a["pp"] * len(RECOMPUTE) + a["rc"]
         order = np.argsort(key, kind="stable")
         bounds = np.flatnonzero(np.diff(key[order])) + 1
         for idx in np.split(order, bounds):
@@ -96,24 +96,46 @@ def index_of(space: Space, lay: Layout) -> int | None:
     return int(hits[0]) if len(hits) else None
 
 
-def build_space(job: Job, gb: int, fit_only: bool = False) -> Space:
+SETTING_FIELDS = {"tp": "tp", "pp": "pp", "vp": "vp", "cp": "cp", "ep": "ep", "zero": "zero", "sp": "sp",
+                  "mbs": "mbs", "recompute": "rc"}
+
+
+def pinned(values: list, setting: str, pins: dict) -> list:
+    """A setting's domain under the pins: the pinned value alone (even if outside the usual
+    domain: a pin is the user's word), or the whole domain."""
+    if setting not in pins:
+        return values
+    v = pins[setting]
+    if setting == "recompute":
+        return [RECOMPUTE.index(v)]
+    return [int(v)]
+
+
+def build_space(job: Job, gb: int, pins: dict | None = None, fit_only: bool = False) -> Space:
     """Every valid layout. ``fit_only``: only what can decide whether anything fits -- micro-batch 1
     (memory grows with it, and a batch any micro-batch splits, 1 splits too)."""
     m, c, t = job.model, job.cluster, job.training
+    pins = dict(pins or {})
     g = c.gpus
-    triples = [(tp, pp, cp) for tp in range(1, min(c.nvlink_domain, g) + 1) if g % tp == 0
-               for pp in range(1, min(m.layers, g // tp) + 1) if (g // tp) % pp == 0
-               for cp in divisors(g // (tp * pp))]
+    tps = pinned([d for d in divisors(g) if d <= 2 * c.nvlink_domain], "tp", pins)
+    pps = pinned(list(range(1, min(m.layers, g) + 1)), "pp", pins)
+    cps = pinned(divisors(g), "cp", pins)
+    triples = [(tp, pp, cp) for tp in tps if g % tp == 0
+               for pp in pps if (g // tp) % pp == 0
+               for cp in cps if (g // (tp * pp)) % cp == 0]
+    if not triples:
+        return _empty(pins)
     tp, pp, cp = (np.array(x, dtype=np.int64) for x in zip(*triples))
     dp = g // (tp * pp * cp)
+    mbs = [1] if fit_only and "mbs" not in pins else [2 ** i for i in range(MBS_MAX.bit_length()) if 2 ** i <= MBS_MAX]
     dims = {
-        "vp": list(range(1, VP_MAX + 1)),
-        "ep": divisors(m.experts) if m.is_moe else [1],
-        "zero": [0, 1, 2, 3],
+        "vp": pinned(list(range(1, VP_MAX + 1)), "vp", pins),
+        "ep": pinned(divisors(m.experts) if m.is_moe else [1], "ep", pins),
+        "zero": pinned([0, 1, 2, 3], "zero", pins),
         "hsdp": [0, 1] if t.framework == "fsdp" else [0],
-        "sp": [0, 1],
-        "mbs": [t.mbs] if t.mbs else [1] if fit_only else [2 ** i for i in range(MBS_MAX.bit_length()) if 2 ** i <= MBS_MAX],
-        "rc": [RECOMPUTE.index(t.recompute)] if t.recompute != "auto" else [0, 1, 2],
+        "sp": pinned([0, 1], "sp", pins),
+        "mbs": pinned(mbs, "mbs", pins),
+        "rc": pinned(list(range(len(RECOMPUTE))), "recompute", pins),
     }
     grids = np.meshgrid(np.arange(len(triples)), *[np.array(v, dtype=np.int64) for v in dims.values()], indexing="ij")
     flat = [x.ravel() for x in grids]
@@ -123,11 +145,36 @@ def build_space(job: Job, gb: int, fit_only: bool = False) -> Space:
     node_ranks = np.maximum(1, c.gpus_per_node // a["tp"])        # the dp x cp ranks inside one node
     a["shard"] = np.where(a.pop("hsdp") == 1, node_ranks, 0)
     a["grad_accum"] = gb // (a["mbs"] * a["dp"])
+    a["gb"] = gb
     candidates = len(which)
-    excluded = []
-    keep = np.ones(candidates, dtype=bool)
-    for rule in VALIDITY:
-        bad = keep & ~rule.ok(job, gb, a)
-        excluded.append({"rule": rule.id, "why": rule.why, "excluded": int(bad.sum())})
-        keep &= ~bad
-    return Space({k: a[k][keep] for k in FIELDS}, excluded, candidates)
+    fail = first_failure(job, a)
+    excluded = [{"rule": rule.id, "why": rule.why, "excluded": int(np.count_nonzero(fail == k))}
+                for k, rule in enumerate(VALIDITY)]
+    keep = fail == -1
+    single = keep & (a["zero"] > 0) & (a["dp"] * a["cp"] == 1)
+    excluded.append({"rule": "zero-needs-replicas", "why": "ZeRO shards over the DP x CP ranks; with one it is "
+                     "ZeRO-0 under another name (kept once, as ZeRO-0)", "excluded": int(single.sum())})
+    keep &= ~single
+    return Space({k: a[k][keep] for k in FIELDS}, excluded, candidates, _blocked(a, fail, keep))
+
+
+def _blocked(a: dict, fail: np.ndarray, keep: np.ndarray) -> dict:
+    """For each value of a setting that no valid layout has: the validity rule that removed most
+    of its candidates (what the explanation names). Values are small non-negative integers, so
+    counting (bincount) answers it without sorting millions of candidates."""
+    out = {}
+    for setting, f in SETTING_FIELDS.items():
+        col = a[f]
+        n = int(col.max()) + 1 if len(col) else 0
+        seen, valid = np.bincount(col, minlength=n), np.bincount(col[keep], minlength=n)
+        gone = {}
+        for v in np.flatnonzero((seen > 0) & (valid == 0)).tolist():
+            rules = fail[(col == v) & (fail >= 0)]
+            if len(rules):
+                gone[RECOMPUTE[v] if setting == "recompute" else v] = VALIDITY[int(np.bincount(rules).argmax())].id
+        out[setting] = gone
+    return out
+
+
+def _empty(pins) -> Space:
+    return Space({k: np.zeros(0, dtype=np.int64) for k in FIELDS}, [], 0, {s: {} for s in SETTING_FIELDS})

@@ -1,0 +1,214 @@
+"""The decision, run once: job -> constraints -> scored table -> feasibility -> preferences -> choice.
+
+1. Job facts (kb/facts.job_facts); stratum 1 rules add hard constraints and pins (a user's
+   --mbs / --recompute are pins too).
+2. The search scores every valid layout under the pins, once (search/table.py); the hard
+   constraints mark which layouts are allowed.
+3. Feasibility facts are aggregates of that table (search/feasibility.py); stratum 2 rules read
+   them and add preferences with a worth.
+4. The headline maximises tokens/s x (1 - the worths it breaks) (search/choice.py).
+5. Stratum 3 rules read the answer and warn or note.
+Everything downstream -- the CLI, explain, the report, the exporters, `search` -- reads the one
+Decision this returns; nothing re-runs rules or scores again.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from shardwise.kb.errors import InputError
+from shardwise.kb.facts import estimate_facts, job_facts, layout_facts
+from shardwise.kb.job import Job
+from shardwise.kb.layout import Layout
+from shardwise.kb.memory import estimate_memory
+from shardwise.kb.perf import step_time
+from shardwise.kb.resolve import global_batch
+from shardwise.rules import expr, playbook
+from shardwise.rules.constraints import Constraint, Preference, from_firings
+from shardwise.rules.engine import Firing, run_stratum
+from shardwise.search.choice import Choice, choose
+from shardwise.search.feasibility import Feasibility
+from shardwise.search.table import Table, apply_constraints, scored_table
+
+
+@dataclass
+class UserPin:
+    """A setting the job itself fixed (--mbs, --recompute): a pin, shown in the trace as the job's."""
+    setting: str
+    value: object
+    flag: str
+
+
+@dataclass
+class Decision:
+    job: Job
+    global_batch: int
+    assumptions: list
+    book: playbook.Rulebook
+    firings: list[Firing]
+    constraints: list[Constraint]
+    pins: dict                        # setting -> value
+    pin_sources: dict                 # setting -> Rule or UserPin
+    preferences: list[Preference]
+    table: Table
+    allowed: np.ndarray
+    blocked_by: np.ndarray            # per layout: index of the first constraint it breaks, -1 none
+    feasibility: Feasibility
+    broken: list[np.ndarray]          # per preference: which layouts break it
+    choice: Choice | None
+    layout: Layout | None = None
+    memory: object = None
+    step: object = None
+    warnings: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    nothing_allowed: str | None = None
+    sizing: dict | None = None
+
+    @property
+    def index(self) -> int | None:
+        return self.choice.index if self.choice else None
+
+    def facts(self, path: str):
+        """Any fact as the answer sees it: job, feasibility, and the headline's own layout,
+        estimate and neighbour facts."""
+        if path in self._answer:
+            return self._answer[path]
+        if path.startswith(("fit.", "best.")):
+            return self.feasibility.fact(path)
+        if path.startswith("same.") and self.index is not None:
+            v = self.feasibility.column(path)[self.index]
+            return v.item() if hasattr(v, "item") else v
+        raise KeyError(path)
+
+    _answer: dict = field(default_factory=dict)
+
+    def render(self, text: str) -> str:
+        return expr.render(text, self.facts)
+
+
+def _user_pins(job: Job) -> list[UserPin]:
+    t = job.training
+    out = []
+    if t.mbs:
+        out.append(UserPin("mbs", t.mbs, f"--mbs {t.mbs}"))
+    if t.recompute != "auto":
+        out.append(UserPin("recompute", t.recompute, f"--recompute {t.recompute}"))
+    return out
+
+
+def _merge_pins(user: list[UserPin], from_rules: dict) -> tuple[dict, dict]:
+    pins, sources = {}, {}
+    for u in user:
+        pins[u.setting], sources[u.setting] = u.value, u
+    for setting, entries in from_rules.items():
+        for value, rule in entries:
+            if setting in pins and pins[setting] != value:
+                prev = sources[setting]
+                by = prev.flag if isinstance(prev, UserPin) else f"rule {prev.id} ({prev.where})"
+                raise InputError(f"rule {rule.id} ({rule.where}) pins {setting}={value}, but {by} pins "
+                                 f"{setting}={pins[setting]}; a setting can be pinned to one value only")
+            if setting not in pins:
+                pins[setting], sources[setting] = value, rule
+    return pins, sources
+
+
+def _stratum_facts(book: playbook.Rulebook, stratum: int, base: dict, lookup) -> dict:
+    """The facts a stratum's conditions read: the job facts, plus what ``lookup`` answers."""
+    facts = dict(base)
+    for r in book.strata[stratum].rules:
+        for p in expr.paths(r.when):
+            if p not in facts:
+                facts[p] = lookup(p)
+    return facts
+
+
+def decide(job: Job, extra_rules: list[str] | None = None, playbook_dir: str | None = None,
+           engine: str = "durable", progress=None) -> Decision:
+    book = playbook.load(extra_rules, playbook_dir)
+    gb, assumptions = global_batch(job)
+    jf = job_facts(job, gb)
+    firings = run_stratum(book.strata[1], 1, jf, engine)
+    constraints, rule_pins, _ = from_firings(firings)
+    pins, sources = _merge_pins(_user_pins(job), rule_pins)
+
+    table = scored_table(job, gb, pins, progress=progress)
+    table.facts = jf.__getitem__
+    allowed, blocked = apply_constraints(table, constraints)
+    feas = Feasibility(table, allowed)
+
+    def lookup(path):
+        if path in jf:
+            return jf[path]
+        if path.startswith("same."):
+            return feas.column(path)
+        return feas.fact(path)
+    table.facts = lookup
+    table._cache.clear()
+
+    f2 = run_stratum(book.strata[2], 2, _stratum_facts(book, 2, jf, lookup), engine, len(firings) + 1)
+    firings += f2
+    _, _, prefs = from_firings(f2)
+    broken = [p.broken(table.column, len(table)) for p in prefs]
+    choice = choose(table, allowed, [(p.worth, b) for p, b in zip(prefs, broken)])
+    d = Decision(job, gb, assumptions, book, firings, constraints, pins, sources, prefs, table, allowed, blocked,
+                 feas, broken, choice)
+    d._answer = dict(jf)
+    if choice is None:
+        return _nothing_allowed(d, engine)
+    lay = table.layout(choice.index)
+    d.layout, d.memory, d.step = lay, estimate_memory(job, lay), step_time(job, lay)
+    d._answer.update(layout_facts(lay))
+    d._answer.update(estimate_facts(job, d.memory, d.step))
+    f3 = run_stratum(book.strata[3], 3, _stratum_facts(book, 3, d._answer, d.facts), engine, len(firings) + 1)
+    firings += f3
+    _texts(d)
+    return d
+
+
+def _texts(d: Decision) -> None:
+    """Warnings and notes of every firing, rendered on the answer's facts."""
+    for f in d.firings:
+        for a in f.rule.actions:
+            if a.kind in ("warn", "note"):
+                text = d.render(a.text)
+                lst = d.warnings if a.kind == "warn" else d.notes
+                if text not in lst:
+                    lst.append(text)
+
+
+def _nothing_allowed(d: Decision, engine: str) -> Decision:
+    """No layout meets the hard constraints: name what is in the way (memory, or a house policy),
+    and size a cluster where memory is the limit."""
+    from shardwise.search.sizing import sizing
+    t = d.table
+    if not len(t):
+        d.nothing_allowed = "no valid layout: " + "; ".join(
+            f"{e['rule']} removed {e['excluded']:,}" for e in t.space.excluded if e["excluded"]) \
+            if t.space.excluded else "no valid layout under the pins " + ", ".join(f"{k}={v}" for k, v in d.pins.items())
+    else:
+        memory_rules = {c.rule.id for c in d.constraints if any(p.startswith("memory.") for p in expr.paths(c.node))}
+        fits_memory = _fits_memory(d, memory_rules)
+        if fits_memory.any():               # memory is not the limit: the other rules are
+            fastest = int(np.flatnonzero(fits_memory)[np.argmax(t.tokens_per_s[fits_memory])])
+            block = d.constraints[int(d.blocked_by[fastest])]
+            d.nothing_allowed = (f"{int(fits_memory.sum()):,} layouts fit in memory, but the rules allow none: the "
+                                 f"fastest of them breaks {block.describe()}")
+        else:
+            d.nothing_allowed = (f"no layout fits in memory on {d.job.cluster.gpus} x {d.job.cluster.gpu.name} "
+                                 f"(the smallest peak is {float(t.peak_gib.min()):.1f} GiB of "
+                                 f"{t.capacity:.1f})")
+            house = any(not c.rule.file.startswith(playbook.ORIGIN) for c in d.constraints)
+            d.sizing = sizing(d.job, d.constraints, d.pins, policies=house)
+            d.nothing_allowed += f"; {d.sizing['summary']}"
+    d.warnings.append(d.nothing_allowed)
+    return d
+
+
+def _fits_memory(d: Decision, memory_rules: set) -> np.ndarray:
+    """Layouts that every memory constraint allows (whatever the other constraints say)."""
+    ok = np.ones(len(d.table), dtype=bool)
+    for c in d.constraints:
+        if c.rule.id in memory_rules:
+            ok &= c.allows(d.table.column, len(d.table))
+    return ok

@@ -1,0 +1,82 @@
+"""The facts rules read, by group, with their types: the one vocabulary of rules and search.
+
+Facts never change during a run. They come in groups, and a rule may read a group only where
+its value is known (rules/loader.py checks this at load, with file:line):
+
+* job facts (model.*, cluster.*, train.*): the input. Stratum 1 reads only these and adds hard
+  constraints (require / forbid / pin).
+* layout facts (layout.*) and estimate facts (memory.*, metrics.*): one value per layout. They
+  are read inside a constraint's or preference's expression, where they are judged for every
+  layout of the search's table; in a rule's ``when`` they mean the answer (stratum 3: warnings
+  and notes about the chosen layout).
+* feasibility facts (fit.*, best.*): aggregates of the one scored table under the hard
+  constraints, each with its witness layout (search/feasibility.py). Stratum 2 reads them and
+  adds soft preferences (prefer / avoid with a worth).
+* neighbour facts (same.*): one value per layout, about the same layout with one setting
+  changed ("the same layout with a lower ZeRO stage is allowed"). Only preferences read them:
+  a preference is judged per layout against its own neighbours (docs/reference/decision-prototype.md).
+"""
+from __future__ import annotations
+
+N, S, B = "num", "str", "bool"
+
+JOB = {
+    "model.name": S, "model.params_b": N, "model.active_params_b": N, "model.layers": N, "model.hidden": N,
+    "model.heads": N, "model.kv_heads": N, "model.vocab": N, "model.is_moe": B, "model.experts": N,
+    "model.inferred": B,
+    "cluster.gpu": S, "cluster.gpus": N, "cluster.gpus_per_node": N, "cluster.nodes": N,
+    "cluster.nvlink_domain": N, "cluster.gpu_memory_gib": N, "cluster.intra": S, "cluster.intra_kind": S,
+    "cluster.inter": S, "cluster.inter_kind": S,
+    "train.seq_len": N, "train.global_batch": N, "train.training": S, "train.precision": S,
+    "train.framework": S, "train.attention": S, "train.optimizer": S, "train.sequence_parallel": B,
+    "train.mbs_given": B, "train.recompute_given": B,
+}
+LAYOUT = {
+    "layout.tp": N, "layout.pp": N, "layout.vp": N, "layout.dp": N, "layout.cp": N, "layout.ep": N,
+    "layout.zero": N, "layout.sp": B, "layout.mbs": N, "layout.ga": N, "layout.recompute": S,
+    "layout.global_batch": N,
+}
+ESTIMATE = {
+    "memory.peak_gib": N, "memory.capacity_gib": N, "memory.used_pct": N, "memory.headroom_gib": N,
+    "memory.fits": B,
+    "metrics.step_time_s": N, "metrics.tokens_per_s": N, "metrics.tokens_per_s_per_gpu": N,
+    "metrics.mfu_pct": N, "metrics.bubble_pct": N, "metrics.comm_overhead_pct": N,
+}
+FEASIBILITY = {
+    "fit.any": B, "fit.count": N, "fit.without_pp": B, "fit.in_one_node": B, "fit.without_cp": B,
+    "fit.without_recompute": B, "fit.min_tp": N, "fit.min_pp": N, "fit.min_cp": N, "fit.min_zero": N,
+    "best.tokens_per_s": N, "best.pp1.tokens_per_s": N, "best.cp1.tokens_per_s": N,
+}
+NEIGHBOUR = {"same.min_zero": N, "same.min_recompute": S, "same.pp1_fits": B}
+
+GROUPS = {"job": JOB, "layout": LAYOUT, "estimate": ESTIMATE, "feasibility": FEASIBILITY, "neighbour": NEIGHBOUR}
+SCHEMA: dict[str, str] = {p: t for g in GROUPS.values() for p, t in g.items()}
+GROUP_OF = {p: name for name, g in GROUPS.items() for p in g}
+
+# Facts whose values are not integers: compared by our evaluator, never by durable (rules/compiler.py)
+FLOAT_PATHS = ({p for p in SCHEMA if p.startswith(("memory.", "metrics.", "best."))}
+               | {"model.params_b", "model.active_params_b", "cluster.gpu_memory_gib"})
+
+DESCRIPTIONS = {
+    "fit.any": "some layout meets every hard constraint (the memory margin included)",
+    "fit.count": "how many layouts meet every hard constraint",
+    "fit.without_pp": "some layout with PP = 1 meets every hard constraint",
+    "fit.in_one_node": "some layout whose TP x PP x CP ranks sit in one node meets every hard constraint",
+    "fit.without_cp": "some layout with CP = 1 meets every hard constraint",
+    "fit.without_recompute": "some layout without recomputation meets every hard constraint",
+    "fit.min_tp": "the smallest TP of a layout that meets every hard constraint (0 if none)",
+    "fit.min_pp": "the smallest PP of a layout that meets every hard constraint (0 if none)",
+    "fit.min_cp": "the smallest CP of a layout that meets every hard constraint (0 if none)",
+    "fit.min_zero": "the lowest ZeRO stage of a layout that meets every hard constraint (-1 if none)",
+    "best.tokens_per_s": "tokens/s of the fastest layout that meets every hard constraint",
+    "best.pp1.tokens_per_s": "tokens/s of the fastest such layout with PP = 1 (0 if none)",
+    "best.cp1.tokens_per_s": "tokens/s of the fastest such layout with CP = 1 (0 if none)",
+    "same.min_zero": "the lowest ZeRO stage at which this layout, otherwise unchanged, meets every hard constraint",
+    "same.min_recompute": "the least recomputation with which this layout, otherwise unchanged, meets every hard constraint",
+    "same.pp1_fits": "a layout with PP = 1 and this layout's TP and CP meets every hard constraint",
+    "memory.fits": "the estimated peak is at most the GPU's memory",
+    "memory.used_pct": "the estimated peak as a share of the GPU's memory",
+    "train.sequence_parallel": "the framework has sequence parallelism (kb/data/frameworks.yaml)",
+    "train.mbs_given": "the job fixed the micro-batch",
+    "train.recompute_given": "the job fixed the recomputation",
+}

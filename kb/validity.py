@@ -1,0 +1,180 @@
+"""Named validity rules: the layouts a framework can run, written once.
+
+Each rule is a predicate over a layout's settings given as a dict of numbers *or* of arrays
+(``a["tp"]``, ``a["pp"]`` ... ``a["rc"]`` indexes kb/layout.RECOMPUTE), so the same rule refuses
+one ``--layout`` (``check_layout``) and filters the search's whole space (search/space.py, which
+reports how many candidates each rule removed). These are hard limits of the frameworks
+(Megatron-Core TransformerConfig and validate_args, torchtitan ParallelDims, DeepSpeed's pipeline
+engine), not preferences; the playbook's preferences and house policies are rules (rules/*.yaml).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .errors import InputError
+from .frameworks import has_sequence_parallel
+from .layout import RECOMPUTE, Layout
+
+ALWAYS = "always"
+
+
+@dataclass(frozen=True)
+class Validity:
+    id: str
+    why: str                    # the framework limit, with its source
+    ok: Callable                # (job, a) -> bool or bool array
+    refusal: Callable           # (job, lay) -> the one-line refusal for a single layout
+
+
+def _all(a):
+    return np.ones_like(a["tp"], dtype=bool)
+
+
+def _tp_heads(job, a):
+    m = job.model
+    return (m.heads % a["tp"] == 0) & ((m.kv_heads % a["tp"] == 0) | (a["tp"] % m.kv_heads == 0))
+
+
+def _tp_heads_refusal(job, lay):
+    m = job.model
+    if m.heads % lay.tp:
+        allowed = ", ".join(str(d) for d in range(1, min(m.heads, job.cluster.gpus) + 1) if m.heads % d == 0)
+        return f"tp={lay.tp} does not divide the {m.heads} attention heads of {m.name}; allowed tp: {allowed}"
+    return f"tp={lay.tp} and the {m.kv_heads} KV heads of {m.name} do not divide one another"
+
+
+def _pp_layers(job, a):
+    return a["pp"] <= job.model.layers
+
+
+def _cp_sequence(job, a):
+    s = job.training.seq_len
+    return (a["cp"] == 1) | (s % (2 * a["cp"]) == 0)
+
+
+def _vp_chunks(job, a):
+    return (a["vp"] == 1) | ((a["pp"] > 1) & (a["pp"] * a["vp"] <= job.model.layers))
+
+
+def _vp_framework(job, a):
+    return (a["vp"] == 1) | (job.training.framework in ("megatron", "fsdp"))
+
+
+def _ep_experts(job, a):
+    m = job.model
+    if not m.is_moe:
+        return a["ep"] == 1
+    return m.experts % a["ep"] == 0
+
+
+def _ep_stage(job, a):
+    return (a["tp"] * a["cp"] * a["dp"]) % a["ep"] == 0
+
+
+def _sp_tp(job, a):
+    return (a["sp"] == 0) | (a["tp"] > 1)
+
+
+def _sp_framework(job, a):
+    return (a["sp"] == 0) | has_sequence_parallel(job.training.framework)
+
+
+def _batch(job, a):
+    gb = a["mbs"] * a["grad_accum"] * a["dp"] if "gb" not in a else a["gb"]
+    return gb % (a["mbs"] * a["dp"]) == 0
+
+
+def _deepspeed_pipeline(job, a):
+    if job.training.framework not in ("deepspeed", "hf"):
+        return _all(a)
+    return (a["pp"] == 1) | (a["zero"] <= 1)
+
+
+def _hsdp(job, a):
+    n = a["dp"] * a["cp"]
+    s = a["shard"]
+    return (s == 0) | ((a["zero"] == 3) & (s > 1) & (s < n) & (n % np.maximum(s, 1) == 0))
+
+
+def _adapter_megatron(job, a):
+    t = job.training
+    if t.training in ("lora", "qlora") and t.framework == "megatron":
+        return a["zero"] == 0
+    return _all(a)
+
+
+VALIDITY = [
+    Validity("tp-divides-heads", "TP must divide the attention heads, and the KV heads must divide TP or it "
+             "them (Megatron-Core TransformerConfig)", _tp_heads, _tp_heads_refusal),
+    Validity("pp-within-layers", "every pipeline stage needs at least one layer",
+             _pp_layers, lambda job, lay: f"pp={lay.pp} exceeds the {job.model.layers} layers of {job.model.name}"),
+    Validity("cp-splits-sequence", "CP needs the sequence divisible by 2 x CP (load-balanced ring attention)",
+             _cp_sequence, lambda job, lay: f"cp={lay.cp} needs --seq-len {job.training.seq_len} divisible by 2 x cp "
+                                            "(load-balanced ring attention splits each sequence into 2 x cp chunks)"),
+    Validity("vp-chunks", "interleaving needs PP > 1 and at least one layer per chunk (PP x VP <= layers; "
+             "uneven chunks as Megatron-Core's --decoder-first/last-pipeline-num-layers allow)", _vp_chunks,
+             lambda job, lay: f"pp x vp = {lay.chunks} model chunks exceed the {job.model.layers} layers"),
+    Validity("vp-framework", "only Megatron and torch pipelining (fsdp) have an interleaved schedule; "
+             "DeepSpeed's pipeline engine has none", _vp_framework,
+             lambda job, lay: f"vp={lay.vp} but --framework {job.training.framework} has no interleaved pipeline "
+                              "schedule; use vp=1, or megatron/fsdp"),
+    Validity("ep-divides-experts", "EP splits the experts of an MoE model: it must divide them (and is 1 for a "
+             "dense model)", _ep_experts,
+             lambda job, lay: (f"ep={lay.ep} does not divide the {job.model.experts} experts of {job.model.name}"
+                               if job.model.is_moe else f"ep={lay.ep} but {job.model.name} has no experts; use ep=1")),
+    Validity("ep-divides-stage", "EP must divide the TP x CP x DP ranks of a stage (Megatron-Core expert "
+             "data parallelism)", _ep_stage,
+             lambda job, lay: f"ep={lay.ep} must divide tp x cp x dp = {lay.tp * lay.cp * lay.dp}"),
+    Validity("sp-needs-tp", "sequence parallelism shards what TP replicates: it needs TP > 1", _sp_tp,
+             lambda job, lay: "sp=on needs tp > 1"),
+    Validity("sp-framework", "sequence parallelism exists in Megatron-LM and torch's TP plans only "
+             "(kb/data/frameworks.yaml: sequence_parallel)", _sp_framework,
+             lambda job, lay: f"sp=on but --framework {job.training.framework} has no sequence parallelism; "
+                              "use sp=off, or megatron/fsdp"),
+    Validity("batch-divides", "the global batch must be a multiple of micro-batch x DP", _batch,
+             lambda job, lay: f"the global batch is not a multiple of mbs x dp = {lay.mbs * lay.dp}"),
+    Validity("deepspeed-pipeline-zero", "DeepSpeed's pipeline engine runs ZeRO-0/1 only "
+             "(ZeRO-2/3 are incompatible with pipeline parallelism)", _deepspeed_pipeline,
+             lambda job, lay: f"DeepSpeed's pipeline engine runs ZeRO-0/1 only; zero={lay.zero} with pp={lay.pp} is "
+                              "refused by DeepSpeed (use zero=1, or pp=1)"),
+    Validity("hsdp-shard-group", "an HSDP shard group (the ranks of one node) needs ZeRO-3 and must "
+             "divide DP x CP into more than one replica", _hsdp,
+             lambda job, lay: f"shard={lay.shard} (HSDP) needs zero=3 and must split dp x cp = {lay.dp * lay.cp} "
+                              "into more than one replica"),
+    Validity("adapters-megatron-zero", "LoRA with Megatron's distributed optimizer is not modelled",
+             _adapter_megatron,
+             lambda job, lay: "LoRA/QLoRA with Megatron's distributed optimizer is not modelled; use --framework hf, "
+                              "deepspeed or fsdp for adapter training"),
+]
+
+
+def settings_of(lay: Layout) -> dict:
+    """A layout as the dict of numbers the validity rules read."""
+    return dict(lay.as_dict(), rc=RECOMPUTE.index(lay.recompute), sp=int(lay.sp))
+
+
+def check_layout(job, lay: Layout) -> None:
+    """Refuse a layout this job cannot run: the GPU count, then the first validity rule it breaks."""
+    if lay.world != job.cluster.gpus:
+        raise InputError(f"layout: tp x pp x cp x dp = {lay.tp}x{lay.pp}x{lay.cp}x{lay.dp} = {lay.world} "
+                         f"but --gpus is {job.cluster.gpus}; the product must equal the GPU count")
+    if job.model.is_moe and job.model.expert_ffn % lay.etp:
+        raise InputError(f"layout: etp={lay.etp} does not divide the expert FFN width {job.model.expert_ffn}")
+    if lay.etp > 1 and not job.model.is_moe:
+        raise InputError(f"layout: etp={lay.etp} but {job.model.name} has no experts; use etp=1")
+    a = settings_of(lay)
+    for rule in VALIDITY:
+        if not bool(rule.ok(job, a)):
+            raise InputError(f"layout: {rule.refusal(job, lay)} [{rule.id}]")
+
+
+def first_failure(job, a: dict) -> np.ndarray:
+    """For arrays of candidates: the index in VALIDITY of the first rule each breaks, -1 if none."""
+    out = np.full(len(a["tp"]), -1, dtype=np.int8)
+    for k, rule in enumerate(VALIDITY):
+        bad = (out == -1) & ~rule.ok(job, a)
+        out[bad] = k
+    return out

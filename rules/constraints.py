@@ -1,0 +1,65 @@
+"""What the rules add to the decision: hard constraints and soft preferences, one type each.
+
+Both hold an expression over a layout's facts (rules/expr.py) and are judged for every layout
+of the search's table at once: ``columns(path)`` returns a NumPy array (one value per layout)
+for layout/estimate/neighbour facts and a plain value for job and feasibility facts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import expr
+from .loader import Rule
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A hard rule: ``require`` (a layout must make it true) or ``forbid`` (must not)."""
+    kind: str
+    node: object
+    text: str
+    rule: Rule
+
+    def allows(self, columns, n: int) -> np.ndarray:
+        v = np.broadcast_to(np.asarray(expr.evaluate_columns(self.node, columns), dtype=bool), (n,))
+        return v if self.kind == "require" else ~v
+
+    def describe(self) -> str:
+        return f"{self.kind} '{self.text}' ({self.rule.id}, {self.rule.where})"
+
+
+@dataclass(frozen=True)
+class Preference:
+    """A soft rule: ``prefer`` (a layout should make it true) or ``avoid``, with its worth: the
+    percent of predicted throughput the team gives up to honour it."""
+    kind: str
+    node: object
+    text: str
+    worth: float
+    rule: Rule
+
+    def broken(self, columns, n: int) -> np.ndarray:
+        v = np.broadcast_to(np.asarray(expr.evaluate_columns(self.node, columns), dtype=bool), (n,))
+        return ~v if self.kind == "prefer" else v
+
+    def describe(self) -> str:
+        return f"{self.kind} '{self.text}' (worth {self.worth:g}%, {self.rule.id}, {self.rule.where})"
+
+
+def from_firings(firings) -> tuple[list[Constraint], dict, list[Preference]]:
+    """The constraints, pins (setting -> (value, rule)) and preferences the firings added, in
+    firing order. A later pin of the same setting at lower priority does not move an earlier
+    one; two different pins of one setting are a conflict the caller reports."""
+    constraints, pins, prefs = [], {}, []
+    for f in firings:
+        for a in f.rule.actions:
+            if a.kind in ("require", "forbid"):
+                constraints.append(Constraint(a.kind, a.node, a.expr_text, f.rule))
+            elif a.kind in ("prefer", "avoid"):
+                prefs.append(Preference(a.kind, a.node, a.expr_text, a.worth, f.rule))
+        for add in f.added:
+            if add["kind"] == "pin":
+                pins.setdefault(add["setting"], []).append((add["value"], f.rule))
+    return constraints, pins, prefs

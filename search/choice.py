@@ -1,0 +1,56 @@
+"""The choice: among the allowed layouts, the one that maximises predicted tokens/s x (1 - the
+worths of the preferences it breaks); ties go to more memory headroom, then fewer moving parts,
+then the smaller settings (a total order: the same job always gives the same answer)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .table import Table
+
+# Objectives equal to this many significant digits are a tie: the estimators' floating-point
+# noise between twin layouts (e.g. VP 12 and 13 that split the layers alike) is far below it.
+TIE_DIGITS = 9
+
+
+@dataclass
+class Choice:
+    index: int                  # the headline
+    fastest: int                # the fastest allowed layout (preferences aside)
+    objective: np.ndarray       # tokens/s x (1 - broken worths), allowed layouts only (else -inf)
+    penalty: np.ndarray         # the summed worths each layout breaks, 0-1
+
+
+def moving_parts(t: Table) -> np.ndarray:
+    """How many parallelisms and memory savers a layout switches on."""
+    a = t.space.arrays
+    return ((a["tp"] > 1).astype(int) + (a["pp"] > 1) + (a["vp"] > 1) + (a["cp"] > 1) + (a["ep"] > 1)
+            + a["zero"] + (a["shard"] > 0) + a["sp"] + a["rc"])
+
+
+def order_by(t: Table, value: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Indices of ``mask``'s layouts, best first: higher value, then lower peak, then fewer
+    moving parts, then smaller settings."""
+    idx = np.flatnonzero(mask)
+    if not len(idx):
+        return idx
+    a = t.space.arrays
+    top = float(np.max(value[idx])) or 1.0
+    v = np.round(value[idx] / top, TIE_DIGITS)
+    keys = [a[k][idx] for k in reversed(("tp", "pp", "vp", "cp", "ep", "zero", "shard", "sp", "mbs", "rc"))]
+    keys += [moving_parts(t)[idx], t.peak_gib[idx], -v]
+    return idx[np.lexsort(keys)]
+
+
+def choose(t: Table, allowed: np.ndarray, broken: list[tuple[float, np.ndarray]]) -> Choice | None:
+    """``broken``: (worth in percent, mask of layouts breaking it) per preference."""
+    if not allowed.any():
+        return None
+    penalty = np.zeros(len(t))
+    for worth, mask in broken:
+        penalty += worth / 100 * mask
+    objective = np.where(allowed, t.tokens_per_s * np.clip(1 - penalty, 0, None), -np.inf)
+    head = int(order_by(t, objective, allowed)[0])
+    fastest = int(order_by(t, t.tokens_per_s, allowed)[0])
+    return Choice(head, fastest, objective, penalty)

@@ -1,0 +1,114 @@
+"""Feasibility facts: aggregates of the one scored table under the hard constraints.
+
+``allowed`` marks the layouts that meet every hard constraint (validity, the memory margin,
+house policies). Each fit.* / best.* fact is computed on its first read, with its witness: the
+fastest allowed layout that shows it (kb/fact_schema.DESCRIPTIONS says what each means). The
+neighbour facts (same.*) are columns: for each layout, what the same layout with one setting
+changed would be allowed to do -- a preference is judged against a layout's own neighbours,
+not against a global fact that is true almost everywhere (docs/reference/decision-prototype.md).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from shardwise.kb.layout import RECOMPUTE
+
+from .table import Table
+
+# the settings that make "the same layout": all but the one a neighbour fact varies
+_KEY = ("tp", "pp", "vp", "cp", "ep", "zero", "shard", "sp", "mbs", "rc")
+
+
+class Feasibility:
+    def __init__(self, table: Table, allowed: np.ndarray):
+        self.table, self.allowed = table, allowed
+        self._facts: dict = {}
+        self._witness: dict = {}
+        self._columns: dict = {}
+
+    # --- fit.* / best.* -------------------------------------------------------------------
+    def _fastest(self, mask: np.ndarray):
+        idx = np.flatnonzero(mask)
+        if not len(idx):
+            return None
+        return int(idx[np.argmax(self.table.tokens_per_s[idx])])
+
+    def fact(self, path: str):
+        if path not in self._facts:
+            self._facts[path], self._witness[path] = self._compute(path)
+        return self._facts[path]
+
+    def witness(self, path: str):
+        self.fact(path)
+        return self._witness[path]
+
+    def _compute(self, path: str):
+        t, ok = self.table, self.allowed
+        a = t.space.arrays
+        gpn = t.job.cluster.gpus_per_node
+        subsets = {
+            "fit.any": ok, "fit.without_pp": ok & (a["pp"] == 1), "fit.without_cp": ok & (a["cp"] == 1),
+            "fit.without_recompute": ok & (a["rc"] == 0),
+            "fit.in_one_node": ok & (a["tp"] * a["pp"] * a["cp"] <= gpn),
+        }
+        if path in subsets:
+            w = self._fastest(subsets[path])
+            return w is not None, w
+        if path == "fit.count":
+            return int(np.count_nonzero(ok)), self._fastest(ok)
+        if path.startswith("fit.min_"):
+            col = a[path.removeprefix("fit.min_")]
+            if not ok.any():
+                return (-1 if path == "fit.min_zero" else 0), None
+            low = int(col[ok].min())
+            return low, self._fastest(ok & (col == low))
+        best = {"best.tokens_per_s": ok, "best.pp1.tokens_per_s": ok & (a["pp"] == 1),
+                "best.cp1.tokens_per_s": ok & (a["cp"] == 1)}[path]
+        w = self._fastest(best)
+        return (float(t.tokens_per_s[w]) if w is not None else 0.0), w
+
+    # --- same.* (one value per layout) ----------------------------------------------------
+    def column(self, path: str) -> np.ndarray:
+        if path not in self._columns:
+            self._columns[path] = {"same.min_zero": self._min_zero, "same.min_recompute": self._min_recompute,
+                                   "same.pp1_fits": self._pp1_fits}[path]()
+        return self._columns[path]
+
+    def _groups(self, fields) -> np.ndarray:
+        """A group number per layout: layouts equal in ``fields`` share one."""
+        a = self.table.space.arrays
+        key = np.zeros(len(self.table), dtype=np.int64)
+        for f in fields:
+            col = a[f]
+            if not len(col):
+                continue
+            present = np.zeros(int(col.max()) + 1, dtype=np.int64)
+            present[np.unique(col)] = 1
+            code = np.cumsum(present) - 1             # dense code of each value present
+            key = key * int(present.sum()) + code[col]
+        return np.unique(key, return_inverse=True)[1].ravel()
+
+    def _group_min(self, fields, values: np.ndarray, missing) -> np.ndarray:
+        g = self._groups(fields)
+        low = np.full(int(g.max()) + 1 if len(g) else 0, missing, dtype=np.int64)
+        np.minimum.at(low, g[self.allowed], values[self.allowed])
+        return low[g]
+
+    def _min_zero(self) -> np.ndarray:
+        """The lowest ZeRO stage at which the same layout (HSDP aside) is allowed (its own if none)."""
+        a = self.table.space.arrays
+        low = self._group_min([f for f in _KEY if f not in ("zero", "shard")], a["zero"], 99)
+        return np.where(low == 99, a["zero"], low)
+
+    def _min_recompute(self) -> np.ndarray:
+        a = self.table.space.arrays
+        low = self._group_min([f for f in _KEY if f != "rc"], a["rc"], 99)
+        return np.array(RECOMPUTE)[np.where(low == 99, a["rc"], low)]
+
+    def _pp1_fits(self) -> np.ndarray:
+        """Whether a PP = 1 layout with the same TP and CP is allowed."""
+        a = self.table.space.arrays
+        g = self._groups(("tp", "cp"))
+        has = np.zeros(int(g.max()) + 1 if len(g) else 0, dtype=bool)
+        has[g[self.allowed & (a["pp"] == 1)]] = True
+        return has[g]

@@ -1,0 +1,104 @@
+"""The one scored table of a decision: every valid layout with its estimates, as fact columns.
+
+Built once per run (search/space.py, search/score.py); everything else -- hard constraints,
+feasibility facts, preferences, the choice, the explanation -- reads it and never scores again.
+``column(path)`` gives a fact (kb/fact_schema.py) as one value per layout; job facts and the
+feasibility facts come from ``facts``, a lookup the decision supplies.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from shardwise.kb.job import Job
+from shardwise.kb.layout import RECOMPUTE, Layout
+
+from .score import score
+from .space import Space, build_space
+
+_LAYOUT = {"layout.tp": "tp", "layout.pp": "pp", "layout.vp": "vp", "layout.dp": "dp", "layout.cp": "cp",
+           "layout.ep": "ep", "layout.zero": "zero", "layout.mbs": "mbs", "layout.ga": "grad_accum"}
+_METRICS = {"metrics.step_time_s": "step_time_s", "metrics.tokens_per_s": "tokens_per_s",
+            "metrics.mfu_pct": "mfu_pct", "metrics.bubble_pct": "bubble_pct",
+            "metrics.comm_overhead_pct": "comm_overhead_pct"}
+
+
+@dataclass
+class Table:
+    job: Job
+    global_batch: int
+    space: Space
+    scores: dict
+    facts: object = None                      # path -> value for job and feasibility facts
+    _cache: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.space)
+
+    @property
+    def capacity(self) -> float:
+        return self.job.cluster.gpu.memory_gib
+
+    @property
+    def tokens_per_s(self) -> np.ndarray:
+        return self.scores["tokens_per_s"]
+
+    @property
+    def peak_gib(self) -> np.ndarray:
+        return self.scores["peak_gib"]
+
+    def layout(self, i: int) -> Layout:
+        return self.space.layout(int(i))
+
+    def array(self, name: str) -> np.ndarray:
+        """A raw setting array of the space (tp, pp, ..., rc)."""
+        return self.space.arrays[name]
+
+    def column(self, path: str):
+        if path in self._cache:
+            return self._cache[path]
+        a, sc = self.space.arrays, self.scores
+        if path in _LAYOUT:
+            v = a[_LAYOUT[path]]
+        elif path == "layout.sp":
+            v = a["sp"].astype(bool)
+        elif path == "layout.recompute":
+            v = np.array(RECOMPUTE)[a["rc"]]
+        elif path == "layout.global_batch":
+            v = self.global_batch
+        elif path == "memory.peak_gib":
+            v = sc["peak_gib"]
+        elif path == "memory.capacity_gib":
+            v = self.capacity
+        elif path == "memory.used_pct":
+            v = 100 * sc["peak_gib"] / self.capacity
+        elif path == "memory.headroom_gib":
+            v = self.capacity - sc["peak_gib"]
+        elif path == "memory.fits":
+            v = sc["peak_gib"] <= self.capacity
+        elif path in _METRICS:
+            v = sc[_METRICS[path]]
+        elif path == "metrics.tokens_per_s_per_gpu":
+            v = sc["tokens_per_s"] / self.job.cluster.gpus
+        else:
+            return self.facts(path)
+        self._cache[path] = v
+        return v
+
+
+def scored_table(job: Job, gb: int, pins: dict | None = None, fit_only: bool = False, progress=None) -> Table:
+    space = build_space(job, gb, pins, fit_only)
+    return Table(job, gb, space, score(job, space, progress) if progress else score(job, space))
+
+
+def apply_constraints(t: Table, constraints: list) -> tuple[np.ndarray, np.ndarray]:
+    """(allowed, blocked_by): which layouts meet every hard constraint, and for each the index of
+    the first constraint it breaks (-1 for none). ``constraints`` have ``allows(columns, n)``
+    (rules/constraints.Constraint); ``t.facts`` must answer the job facts they read."""
+    n = len(t)
+    blocked = np.full(n, -1, dtype=np.int16)
+    for k, c in enumerate(constraints):
+        bad = (blocked == -1) & ~c.allows(t.column, n)
+        blocked[bad] = k
+    return blocked == -1, blocked
