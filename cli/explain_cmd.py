@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import click
 
-from shardwise.explain.trace_graph import checked_graph_path, trace_graph, write_graph
+from shardwise.explain.render import checked_graph_path, write_graph
+from shardwise.explain.trace_graph import trace_graph
 from shardwise.explain.why import SETTINGS, explain as run_explain
 
 from .options import job_options
@@ -23,8 +24,8 @@ def explain(job, setting, graph, rules, fmt):
     trace = r.pop("trace")
     emit(r, fmt, lambda markdown: render(r))
     if graph:
-        for line in write_graph(trace_graph(trace), graph):
-            click.echo(line, err=fmt in ("json", "yaml"))
+        written = write_graph(trace_graph(trace).source, graph)
+        click.echo(f"wrote {written}", err=fmt in ("json", "yaml"))
 
 
 def render(r: dict) -> str:

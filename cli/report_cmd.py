@@ -27,6 +27,3 @@ def report(job, output, rules):
     except OSError as e:
         raise InputError(f"-o {output}: cannot write ({e.strerror or e})")
     click.echo(f"wrote {output}")
-    if data["trace_svg"] is None:
-        click.echo("the decision trace is not drawn: the Graphviz `dot` program is not installed (Debian: apt-get "
-                   "install graphviz); the report holds its DOT source", err=True)

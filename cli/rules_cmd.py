@@ -14,7 +14,7 @@ from shardwise.rules.loader import load_rulebook
 from shardwise.rules.recommend import recommend, rule_files
 
 from shardwise.explain import rule_graph
-from shardwise.explain.trace_graph import checked_graph_path, write_graph
+from shardwise.explain.render import checked_graph_path, write_graph
 
 from .options import JOB_KEYS
 from .output import FORMATS, emit, table
@@ -102,8 +102,8 @@ def graph(extra, setting, graph, fmt):
     result = rule_graph.analyse(book, setting)
     emit(result, fmt, lambda markdown: _render_graph(result, markdown))
     if graph:
-        for line in write_graph(rule_graph.draw(rule_graph.build(book), setting), graph):
-            click.echo(line, err=fmt in ("json", "yaml"))
+        written = write_graph(rule_graph.draw(rule_graph.build(book), setting).source, graph)
+        click.echo(f"wrote {written}", err=fmt in ("json", "yaml"))
 
 
 def _render_graph(r: dict, markdown: bool) -> str:

@@ -12,7 +12,8 @@ from importlib.metadata import version
 from shardwise.kb.job import Job
 from shardwise.rules.recommend import recommend_with_run
 
-from .trace_graph import inline_svg, trace_graph
+from .render import svg_of
+from .trace_graph import trace_graph
 from .why import SETTINGS, alternatives, steps, variants, what_ifs
 
 ALTERNATIVES_PER_VALUE = 4
@@ -31,12 +32,11 @@ def build(job: Job, rules: list[str]) -> dict:
             "alternatives": alternatives(found, lay.canonical(), s, final.step.tokens_per_s)[:ALTERNATIVES_PER_VALUE],
             "would_change": what_ifs(s, current, tried),
         })
-    graph = trace_graph(rec["trace"])
     return {
         "version": version("shardwise"),
         "title": f"{job.model.name} on {job.cluster.gpus} x {job.cluster.gpu.name}",
         "rec": rec, "describe": lay.describe(), "settings": per_setting,
         "stages": final.memory.stage_peaks(),
-        "trace_svg": inline_svg(graph), "trace_dot": graph.source,
+        "trace_svg": svg_of(trace_graph(rec["trace"]).source),
         "what_ifs_tried": [text for text, _ in tried],
     }

@@ -84,9 +84,6 @@ def render(r: dict) -> str:
     for k, label in (("time_to_train_h", "time to train (h)"), ("cost", "cost")):
         if met.get(k) is not None:
             headline[label] = met[k]
-    trace = r["trace_svg"] or ('<p class="warn">The Graphviz <code>dot</code> program is not installed (Debian: '
-                               'apt-get install graphviz), so the trace is not drawn; its DOT source:</p>'
-                               f'<pre>{_e(r["trace_dot"])}</pre>')
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>shardwise report: {_e(r['title'])}</title><style>{CSS}</style></head><body>",
@@ -108,7 +105,7 @@ def render(r: dict) -> str:
         '<h2 id="decision-trace">Decision trace</h2>',
         '<p class="muted">Facts (ellipses) &rarr; rules that fired, in firing order (boxes: green applied, '
         'grey no change, yellow refused or advice) &rarr; settings (diamonds).</p>',
-        f'<div class="figure" id="trace">{trace}</div>',
+        f'<div class="figure" id="trace">{r["trace_svg"]}</div>',
         _table([[t["seq"], t["rule"], f'{t["file"]}:{t["line"] or ""}', t["outcome"],
                  ", ".join(f"{k}={v}" for k, v in t["set"].items())] for t in rec["trace"]],
                ["#", "rule", "where", "outcome", "set"]),

@@ -87,4 +87,4 @@ def test_rules_graph_draws_dot_with_rules_facts_and_settings(run_cli, tmp_path):
 def test_rules_graph_refuses_an_unknown_drawing_format_before_printing_anything(run_cli, tmp_path):
     code, out, err = run_cli("rules", "graph", "--graph", str(tmp_path / "g.bmp"))
     assert code == 2 and out == "" and not (tmp_path / "g.dot").exists()
-    assert err.strip().endswith("allowed endings .dot, .svg, .png") and len(err.strip().splitlines()) == 1
+    assert err.strip().endswith("allowed endings .gv, .dot, .svg, .png") and len(err.strip().splitlines()) == 1

@@ -1,0 +1,125 @@
+"""Pictures on every machine: SVG with or without Graphviz's `dot` (Graphviz compiled to
+WebAssembly when it is missing), PNG only with `dot`, and a graph that cannot be written is one
+line on stderr with status 2."""
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from shardwise.explain import render
+from shardwise.explain.trace_graph import trace_graph
+from shardwise.kb.build import build_job
+from shardwise.kb.errors import InputError
+from shardwise.rules.recommend import run_rules
+
+SVG = "{http://www.w3.org/2000/svg}"
+SMALL = 'digraph small { "a b" -> "c→d" [label="tp = 2"]; "c→d" -> e; }'
+HAS_DOT = shutil.which("dot") is not None
+
+
+@pytest.fixture
+def no_dot(tmp_path, monkeypatch):
+    """A PATH on which there is no `dot`, as on most laptops and CI images."""
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    assert shutil.which("dot") is None
+
+
+@pytest.fixture(scope="module")
+def trace_source():
+    res, _, _ = run_rules(build_job(model="llama-3-70b", gpus=32, seq_len=8192), [])
+    return trace_graph(res.trace).source
+
+
+def titles(svg: str, kind: str) -> list[str]:
+    """The <title> of every node (or edge) group Graphviz drew: its name in the DOT source."""
+    root = ET.fromstring(svg)
+    return sorted(g.find(f"{SVG}title").text for g in root.iter(f"{SVG}g") if g.get("class") == kind)
+
+
+def check_svg(svg: str) -> ET.Element:
+    root = ET.fromstring(svg)
+    assert root.tag == f"{SVG}svg"
+    assert any(g.get("class") == "graph" for g in root.iter(f"{SVG}g"))
+    return root
+
+
+def test_svg_is_written_without_dot(no_dot, tmp_path):
+    out = tmp_path / "small.svg"
+    assert render.write_graph(SMALL, str(out)) == str(out)
+    svg = out.read_text(encoding="utf-8")
+    check_svg(svg)
+    assert titles(svg, "node") == ["a b", "c→d", "e"]
+    assert titles(svg, "edge") == ["a b->c→d", "c→d->e"]
+    assert "tp = 2" in svg
+
+
+def test_inline_svg_without_dot_is_an_svg_element(no_dot, trace_source):
+    svg = render.svg_of(trace_source)
+    assert svg.startswith("<svg")                       # no XML prolog or DOCTYPE: invalid inside HTML
+    check_svg(svg)
+    assert len(titles(svg, "node")) > 10
+
+
+def test_dot_and_gv_endings_write_the_source(tmp_path):
+    for name in ("g.dot", "g.gv"):
+        render.write_graph(SMALL, str(tmp_path / name))
+        assert (tmp_path / name).read_text(encoding="utf-8") == SMALL
+
+
+def test_a_graph_graphviz_cannot_parse_is_an_input_error(no_dot, tmp_path):
+    with pytest.raises(InputError) as e:
+        render.write_graph("digraph broken { a -> ", str(tmp_path / "b.svg"))
+    assert "Graphviz" in str(e.value) and "\n" not in str(e.value)
+    assert not (tmp_path / "b.svg").exists()
+
+
+def test_explain_draws_svg_without_dot(run_cli, no_dot, tmp_path):
+    out = tmp_path / "trace.svg"
+    code, stdout, err = run_cli("explain", "--model", "llama-3-8b", "--gpus", "8", "--why", "tp", "--graph", str(out))
+    assert code == 0, err
+    assert stdout.rstrip().endswith(f"wrote {out}") and err == ""
+    check_svg(out.read_text(encoding="utf-8"))
+
+
+def test_png_without_dot_is_refused_before_anything_runs(run_cli, no_dot, tmp_path):
+    out = tmp_path / "trace.png"
+    code, stdout, err = run_cli("explain", "--model", "llama-3-8b", "--why", "tp", "--graph", str(out))
+    assert code == 2 and stdout == "" and not out.exists()
+    assert len(err.strip().splitlines()) == 1 and "PNG needs Graphviz's `dot`" in err and ".svg works" in err
+
+
+@pytest.mark.parametrize("command", [["explain", "--model", "llama-3-8b", "--why", "tp"], ["rules", "graph"]])
+def test_a_graph_that_cannot_be_written_is_status_2(run_cli, tmp_path, command):
+    (tmp_path / "taken.svg").mkdir()                 # a folder where the file should go: rendering works, writing fails
+    for target in (tmp_path / "no-such-folder" / "g.svg", tmp_path / "taken.svg"):
+        code, stdout, err = run_cli(*command, "--graph", str(target))
+        assert code == 2, (target, stdout)
+        assert len(err.strip().splitlines()) == 1 and f"--graph {target}: cannot write" in err
+
+
+def test_commands_that_draw_nothing_do_not_load_wasmtime():
+    code = ("import sys; from shardwise.cli import explain_cmd, rules_cmd, report_cmd; "
+            "from shardwise.explain import render; print('wasmtime' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
+@pytest.mark.skipif(not HAS_DOT, reason="Graphviz `dot` is not installed (apt-get install graphviz)")
+def test_with_dot_png_is_a_png(run_cli, tmp_path):
+    out = tmp_path / "trace.png"
+    code, stdout, err = run_cli("explain", "--model", "llama-3-8b", "--why", "tp", "--graph", str(out))
+    assert code == 0, err
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.skipif(not HAS_DOT, reason="Graphviz `dot` is not installed (apt-get install graphviz)")
+def test_webassembly_draws_the_same_graph_as_dot(trace_source):
+    by_dot = render._with_dot(shutil.which("dot"), trace_source, "svg", "test").decode("utf-8")
+    by_wasm = render._with_wasm(trace_source, "test").decode("utf-8")
+    check_svg(by_dot), check_svg(by_wasm)
+    assert titles(by_wasm, "node") == titles(by_dot, "node") and len(titles(by_dot, "node")) > 10
+    assert titles(by_wasm, "edge") == titles(by_dot, "edge")
