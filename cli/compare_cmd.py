@@ -1,8 +1,7 @@
 """`shardwise compare`: the best layout, its speed, time and cost for each variant of a job.
 
 Answers "should we buy H200s, or 128 GPUs?" (seed 003): every combination of the --vary
-values is a job of its own; each gets the rules' pick checked by the search, and the row shows
-the best layout the policies allow.
+values is a job of its own, decided as `recommend` decides it; the row shows its headline.
 """
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ import itertools
 import click
 
 from shardwise.kb.build import build_job
-from shardwise.rules.recommend import recommend as run_recommend
 
 from .options import job_options, parse_vary
 from .output import FORMATS, emit, table
@@ -22,31 +20,19 @@ def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
     keys = [k for k, _ in vary]
     for combo in itertools.product(*[vals for _, vals in vary]):
         variant = dict(zip(keys, combo))
-        job = build_job(**{**settings, **variant})
-        rec = run_recommend(job, rules, alternatives=1)
-        s, mt, mem = rec["search"], rec["metrics"], rec["memory"]
-        best = s["best"]
+        from shardwise.decision.run import decide
+        d = decide(build_job(**{**settings, **variant}), rules)
+        if d.layout is None:
+            rows.append({"variant": variant, "best": None, "fits": False, "tokens_per_s": None,
+                         "time_to_train_h": None, "cost": None, "why": d.nothing_allowed})
+            continue
+        mt = d.step.metrics(d.job)
         rows.append({
-            "variant": variant, "rule_pick": _describe(rec["layout"]), "fits": mem["fits"],
-            "best": best["layout"] if best else None,
-            "tokens_per_s": best["tokens_per_s"] if best else None,
-            "rule_pick_tokens_per_s": mt["tokens_per_s"],
-            "time_to_train_h": _scaled(mt.get("time_to_train_h"), mt["tokens_per_s"], best),
-            "cost": _scaled(mt.get("cost"), mt["tokens_per_s"], best),
+            "variant": variant, "best": d.layout.describe(), "fits": bool(d.memory.fits),
+            "tokens_per_s": round(mt["tokens_per_s"], 1), "time_to_train_h": mt.get("time_to_train_h"),
+            "cost": mt.get("cost"),
         })
     return rows
-
-
-def _scaled(value, pick_tps, best):
-    """Time and cost of the best layout: the rule pick's, scaled by the throughput ratio."""
-    if value is None or not best:
-        return None
-    return round(value * pick_tps / best["tokens_per_s"], 2)
-
-
-def _describe(lay: dict) -> str:
-    return (f"tp={lay['tp']} pp={lay['pp']}" + (f" vp={lay['vp']}" if lay["vp"] > 1 else "") + f" dp={lay['dp']}"
-            + (f" cp={lay['cp']}" if lay["cp"] > 1 else "") + (f" ep={lay['ep']}" if lay["ep"] > 1 else ""))
 
 
 @click.command()

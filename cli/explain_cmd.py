@@ -5,7 +5,7 @@ import click
 
 from shardwise.explain.render import checked_graph_path, write_graph
 from shardwise.explain.trace_graph import trace_graph
-from shardwise.explain.why import SETTINGS, explain as run_explain
+from shardwise.decision.reasons import SETTINGS
 
 from .options import job_options
 from .output import FORMATS, emit
@@ -17,32 +17,40 @@ from .output import FORMATS, emit
 @click.option("--graph", "graph", help="also draw the decision trace: out.dot, out.svg or out.png",
               callback=checked_graph_path)
 @click.option("--rules", "rules", multiple=True, help="house-policy rule file or folder (repeatable)")
+@click.option("--playbook", "playbook", help="run this edited copy of the playbook (shardwise rules init DIR)")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-def explain(job, setting, graph, rules, fmt):
+def explain(job, setting, graph, rules, playbook, fmt):
     """Why the recommendation chose a setting, and what would change it."""
-    r = run_explain(job, list(rules), setting)
-    trace = r.pop("trace")
+    from shardwise.decision.result import as_dict
+    from shardwise.decision.run import decide
+    from shardwise.explain.why import explain as run_explain, what_ifs
+
+    d = decide(job, list(rules), playbook)
+    r = run_explain(d, setting, what_ifs(job, list(rules), playbook))
     emit(r, fmt, lambda markdown: render(r))
     if graph:
-        written = write_graph(trace_graph(trace).source, graph)
+        written = write_graph(trace_graph(as_dict(d)).source, graph)
         click.echo(f"wrote {written}", err=fmt in ("json", "yaml"))
 
 
 def render(r: dict) -> str:
-    lines = [f"{r['setting']} = {r['value']}   (layout: {r['layout']})", ""]
-    if not r["chain"]:
-        lines.append("no rule set it: it kept its starting value (TP = PP = CP = 1, all GPUs data-parallel)")
-    for s in r["chain"]:
-        head = f"#{s['seq']} {s['rule']} ({s['where']})" if s["rule"] else "derived"
-        sets = ", ".join(f"{k}={v}" for k, v in s["set"].items())
-        lines.append(f"{head}: {s['outcome']}{' -> ' + sets if sets else ''}")
-        if s["read"]:
-            lines.append("    read: " + ", ".join(f"{k} = {v}" for k, v in s["read"].items()))
-        lines.append("    because: " + " ".join(s["because"].split()))
+    v = r["value"]
+    shown = ("on" if v else "off") if isinstance(v, bool) else v
+    lines = [f"{r['setting']} = {shown}   (layout: {r['layout']})", "", "rules that bear on it:"]
+    for x in r["reasons"]:
+        where = f"{x['file']}:{x['line']}" if x["line"] else x["file"]
+        lines.append(f"  {x['rule']} ({where}; {x['kind']}, {x['status']}){': ' + x['what'] if x.get('what') else ''}")
+        lines.append(f"      {x['text']}")
+    if not r["reasons"]:
+        lines.append("  none reads it directly: the search chose it by predicted speed among the allowed layouts")
     if r["alternatives"]:
-        lines += ["", "other values (fastest fitting layout with each, from the search):"]
+        lines += ["", "other values (the layout the choice would take with each):"]
         for a in r["alternatives"]:
-            lines.append(f"  {r['setting']}={a['value']}: #{a['rank']} {a['describe']}, "
-                         f"{a['metrics']['tokens_per_s']:,.0f} tokens/s -- {a['why_not'] or 'the rule pick'}")
-    lines += ["", "what would change it:"] + [f"  {w}" for w in r["would_change"] or ["none of the what-ifs tried (memory x1.5 and x0.6, sequence x2 and /2, GPUs x2) changes it"]]
+            if a["layout"] is None:
+                lines.append(f"  {r['setting']}={a['value']}: no valid layout ({a['ruled_out_by']})")
+            else:
+                lines.append(f"  {r['setting']}={a['value']}: {a['layout']}, {a['tokens_per_s']:,.0f} tokens/s "
+                             f"({a['delta_pct']:+.1f}%) -- {a['ruled_out_by']}")
+    lines += ["", "what would change it:"] + [f"  {w}" for w in r["would_change"] or [
+        "none of the what-ifs tried (memory x1.5 and x0.6, sequence x2 and /2, GPUs x2) changes it"]]
     return "\n".join(lines)

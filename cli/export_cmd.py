@@ -8,7 +8,6 @@ import click
 from shardwise.export import FRAMEWORKS, Target, export as run_export
 from shardwise.kb.errors import InputError
 from shardwise.kb.resolve import resolve_layout
-from shardwise.rules.recommend import run_rules
 
 from .options import job_options
 
@@ -19,13 +18,17 @@ from .options import job_options
 @click.option("-o", "--output-dir", "out", type=click.Path(file_okay=False), help="write the files here")
 @click.option("--layout", "layout", help="export this layout instead of the recommendation, e.g. tp=8,pp=4")
 @click.option("--rules", "rules", multiple=True, help="house-policy rule file or folder (repeatable)")
-def export(job, to, out, layout, rules):
+@click.option("--playbook", "playbook", help="run this edited copy of the playbook (shardwise rules init DIR)")
+def export(job, to, out, layout, rules, playbook):
     """Write the layout as DeepSpeed / Megatron / Nanotron / torchtitan / FSDP2 / Accelerate config."""
     if layout:
         lay, _ = resolve_layout(job, layout)
     else:
-        res, _, _ = run_rules(job, list(rules))
-        lay = res.final.layout
+        from shardwise.decision.run import decide
+        d = decide(job, list(rules), playbook)
+        if d.layout is None:
+            raise InputError(f"nothing to export: {d.nothing_allowed}")
+        lay = d.layout
     ex = run_export(to, Target(job, lay))
     if out:
         d = Path(out)

@@ -1,98 +1,135 @@
-"""`shardwise recommend`: the layout the playbook and house policies reach, with the reasons."""
+"""`shardwise recommend`: the headline layout, each setting's rules, and the arithmetic of the choice."""
 from __future__ import annotations
 
 import textwrap
 
 import click
 
-from shardwise.rules.recommend import recommend as run_recommend
-
 from .options import job_options
-from .output import FORMATS, emit, table
+from .output import FORMATS, emit
 
-ORDER = ["tp", "sp", "pp", "vp", "cp", "ep", "dp", "zero", "mbs", "grad_accum", "recompute"]
+ORDER = ["tp", "sp", "pp", "vp", "cp", "ep", "dp", "zero", "mbs", "recompute"]
+WIDTH = 110
+
+
+def _num(v, unit: str = "") -> str:
+    return f"{v:,.0f}{unit}" if abs(v) >= 100 else f"{v:.1f}{unit}" if abs(v) >= 10 else f"{v:.2f}{unit}"
+
+
+def _value(v) -> str:
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    return str(v)
+
+
+def header(result: dict) -> str:
+    job = result["job"]
+    nodes = f"{job['nodes']} node{'s' if job['nodes'] > 1 else ''}"
+    return (f"{job['model']} ({job['params_b']:,.1f}B parameters{', shape inferred' if job['shape_inferred'] else ''}) "
+            f"on {job['gpus']} x {job['gpu']} ({nodes}, {job['intra_link']} / {job['inter_link']}); "
+            f"sequence {job['seq_len']:,} tokens, {job['training']}, {job['precision']}, {job['framework']}")
+
+
+def setting_line(name: str, s: dict) -> str:
+    """The one-line why of a setting: the rule that reads it (a pin, a broken preference first),
+    then the best layout with another value and what rules it out."""
+    direct = [r for r in s["reasons"] if r.get("direct")]
+    lead = next((r for r in direct if r["status"] in ("pinned", "broken")), None) or next(iter(direct), None)
+    parts = [f"{lead['rule']} ({lead['status']}): {lead['title']}"] if lead else []
+    alts = [a for a in s["alternatives"] if a["delta_pct"] is not None]
+    allowed = [a for a in alts if not a["ruled_out_by"].startswith(("memory", "validity")) and "(require" not in
+               a["ruled_out_by"] and "(forbid" not in a["ruled_out_by"]]
+    a = max(allowed or alts, key=lambda a: a["delta_pct"]) if alts else None
+    if a:
+        parts.append(f"best with {name}={_value(a['value'])}: {a['delta_pct']:+.1f}%, {a['ruled_out_by']}")
+    elif not lead:
+        parts.append("the only valid value")
+    return "; ".join(parts)
 
 
 def render(result: dict, markdown: bool = False) -> str:
-    lay, mem, mt, job = result["layout"], result["memory"], result["metrics"], result["job"]
-    head = (f"{job['model']} ({job['params_b']}B{', shape inferred' if job['shape_inferred'] else ''}) on "
-            f"{job['gpus']} x {job['gpu']} ({job['nodes']} node{'s' if job['nodes'] > 1 else ''}, "
-            f"{job['intra_link']} / {job['inter_link']}), seq {job['seq_len']}, {job['training']} "
-            f"{job['precision']} ({job['framework']})")
-    rows = []
-    values = dict(lay, zero=lay["zero_stage"])
-    for k in ORDER:
-        r = result["rationale"].get(k)
-        why = r["because"] if r else _default_reason(k, values)
-        source = f"[{r['rule']}]" if r and r.get("rule") else ""
-        rows.append([k, _fmt(values[k]), " ".join(why.split()) + (f" {source}" if source else "")])
-    width = 110
-    if not markdown:
-        rows = [[a, b, "\n".join(textwrap.wrap(c, width - 20)) or "-"] for a, b, c in rows]
-        lines = [head, "", _wrapped_table(rows, ["setting", "value", "why"])]
+    lines = [header(result), ""]
+    s = result["search"]
+    if result["layout"] is None:
+        lines.append(f"NO LAYOUT: {s['nothing_allowed']}")
+        for a in result["assumptions"]:
+            lines.append(f"assumption: {a}")
+        return "\n".join(lines)
+    lay = dict(result["layout"], zero=result["layout"]["zero_stage"])
+    rows = [(k, _value(lay[k]), setting_line(k, result["settings"][k])) for k in ORDER]
+    rows.append(("grad_accum", str(lay["grad_accum"]),
+                 f"reaches the global batch: {lay['global_batch']:,} = mbs {lay['mbs']} x {lay['grad_accum']} x DP {lay['dp']}"))
+    if markdown:
+        from .output import table
+        lines.append(table([list(r) for r in rows], ["setting", "value", "why"], markdown=True))
     else:
-        lines = [f"**{head}**", "", table(rows, ["setting", "value", "why"], markdown=True)]
+        w0 = max(len(r[0]) for r in rows)
+        w1 = max(len(r[1]) for r in rows)
+        lines.append(f"{'setting':<{w0}}  {'value':<{w1}}  why")
+        for a, b, c in rows:
+            wrapped = textwrap.wrap(c, WIDTH - w0 - w1 - 4) or ["-"]
+            lines.append(f"{a:<{w0}}  {b:<{w1}}  {wrapped[0]}")
+            lines += [f"{'':<{w0}}  {'':<{w1}}  {x}" for x in wrapped[1:]]
+    mem, mt = result["memory"], result["metrics"]
     lines += ["", f"memory per GPU: {mem['peak_gib']:.1f} of {mem['capacity_gib']:.1f} GiB "
-                  f"({'fits' if mem['fits'] else 'DOES NOT FIT'}; peak on stage {mem['worst_stage']}, {mem['peak_phase']})",
+                  f"({100 * mem['peak_gib'] / mem['capacity_gib']:.0f}%; peak on stage {mem['worst_stage']}, "
+                  f"{mem['peak_phase']}): " + ", ".join(f"{k.replace('_', ' ')} {v:.1f}"
+                                                        for k, v in mem["breakdown_gib"].items() if v >= 0.05),
               f"throughput: {mt['tokens_per_s']:,.0f} tokens/s ({mt['tokens_per_s_per_gpu']:,.0f} per GPU), "
               f"MFU {mt['mfu_pct']:.1f}%, step {mt['step_time_s']:.2f} s, exposed communication "
               f"{mt['comm_overhead_pct']:.1f}%, bubble {mt['bubble_pct']:.1f}%"]
     if mt.get("time_to_train_h") is not None:
-        cost = f", cost {mt['cost']:,.0f}" if "cost" in mt else ""
-        lines.append(f"time to train {mt['token_budget']:.3g} tokens: {mt['time_to_train_h']:,.1f} h{cost}")
-    s = result.get("search")
-    if s:
-        lines.append(f"search: {s['layouts_scored']:,} valid layouts scored, {s['fit']:,} fit; rule pick ranks "
-                     f"{s['rule_pick_rank'] or '-'}; {s['summary']}")
-        for a in result["alternatives"][:3]:
-            lines.append(f"  #{a['rank']} {a['describe']}: {a['metrics']['tokens_per_s']:,.0f} tokens/s, "
-                         f"{a['memory']['peak_gib']:.1f} GiB -- {a['why_not'] or 'the rule pick'}")
+        budget = mt["token_budget"]
+        cost = f", ${mt['cost']:,.0f} at ${mt['price_per_gpu_hour']:,.2f} per GPU-hour" \
+            if "cost" in mt else ""
+        lines.append(f"time to train {_tokens(budget)}: {mt['time_to_train_h']:,.1f} h "
+                     f"({mt['time_to_train_h'] / 24:,.1f} days){cost}")
+    lines.append(f"search: {s['valid']:,} valid layouts scored, {s['allowed']:,} meet every hard rule; "
+                 + decision_line(s))
+    for k in s["kept_despite"]:
+        if k["honoured_by"]:
+            lines.append(f"  breaks {k['rule']} (worth {k['worth_pct']:g}%): the best layout honouring it "
+                         f"is {k['slower_pct']:.1f}% slower ({k['honoured_by']})")
+    for a in result["alternatives"][:3]:
+        lines.append(f"  #{a['rank']} {a['describe']}: {a['metrics']['tokens_per_s']:,.0f} tokens/s, "
+                     f"{a['memory']['peak_gib']:.1f} GiB -- {a['why_not']}")
     for w in result["warnings"]:
         lines.append(f"warning: {w}")
     for n in result["notes"]:
         lines.append(f"note: {n}")
     for a in result["assumptions"]:
         lines.append(f"assumption: {a}")
-    lines.append(f"({len(result['trace'])} rule firings; `--format json` has the full trace)")
+    lines.append(f"({len(result['trace'])} rule firings; `--format json` has the trace, "
+                 "`shardwise explain --why SETTING` the reasons)")
     return "\n".join(lines)
 
 
-def _wrapped_table(rows, headers):
-    w0 = max(len(headers[0]), *(len(r[0]) for r in rows))
-    w1 = max(len(headers[1]), *(len(r[1]) for r in rows))
-    out = [f"{headers[0]:<{w0}}  {headers[1]:<{w1}}  {headers[2]}", f"{'-' * w0}  {'-' * w1}  {'-' * 40}"]
-    for a, b, c in rows:
-        parts = c.split("\n")
-        out.append(f"{a:<{w0}}  {b:<{w1}}  {parts[0]}")
-        out += [f"{'':<{w0}}  {'':<{w1}}  {p}" for p in parts[1:]]
-    return "\n".join(out)
+def decision_line(s: dict) -> str:
+    if not s["departures"]:
+        return "the headline is the fastest of them"
+    worth = sum(d["worth_pct"] for d in s["departures"])
+    names = ", ".join(f"{d['rule']} (worth {d['worth_pct']:g}%)" for d in s["departures"])
+    return (f"the fastest ({s['best']['layout']}, {s['best']['tokens_per_s']:,.0f} tokens/s) is "
+            f"{s['departures'][0]['cost_pct']:.1f}% faster but breaks {names}: {worth:g}% of worth "
+            f"against {s['departures'][0]['cost_pct']:.1f}% of speed")
 
 
-def _fmt(v):
-    if isinstance(v, bool):
-        return "on" if v else "off"
-    return str(v)
-
-
-def _default_reason(k: str, lay: dict) -> str:
-    return {
-        "tp": "the model fits without tensor parallelism",
-        "sp": "no tensor parallelism to complement" if lay["tp"] == 1 else "the framework has no sequence parallelism",
-        "pp": "fits without pipeline stages (no bubble)",
-        "vp": "no pipeline to interleave" if lay["pp"] == 1 else "interleaving would not fit or not help",
-        "cp": "sequences are short enough for one GPU per sequence",
-        "ep": "dense model" if lay["ep"] == 1 else "",
-        "zero": "no data parallelism to shard over" if lay["dp"] * lay["cp"] == 1 else "model states fit unsharded",
-        "mbs": "the job's micro-batch, or the largest that fits and helps",
-        "recompute": "fits without recomputation",
-    }.get(k, "")
+def _tokens(n: float) -> str:
+    for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if n >= div:
+            return f"{n / div:,.4g}{unit} tokens"
+    return f"{n:,.0f} tokens"
 
 
 @click.command()
 @job_options
 @click.option("--rules", "rules", multiple=True, help="house-policy rule file or folder (repeatable)")
+@click.option("--playbook", "playbook", help="run this edited copy of the playbook (shardwise rules init DIR)")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-def recommend(job, rules, fmt):
-    """Recommend the whole layout, with the rule that set each setting and why."""
-    result = run_recommend(job, list(rules))
+def recommend(job, rules, playbook, fmt):
+    """Recommend the whole layout, with the rules behind each setting and the arithmetic of the choice."""
+    from shardwise.decision.result import as_dict
+    from shardwise.decision.run import decide
+
+    result = as_dict(decide(job, list(rules), playbook), exports=fmt in ("json", "yaml"))
     emit(result, fmt, lambda markdown: render(result, markdown=markdown))

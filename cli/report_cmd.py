@@ -16,12 +16,13 @@ from .options import job_options
 @job_options
 @click.option("-o", "--output", "output", required=True, help="the HTML file to write, e.g. report.html")
 @click.option("--rules", "rules", multiple=True, help="house-policy rule file or folder (repeatable)")
-def report(job, output, rules):
+@click.option("--playbook", "playbook", help="run this edited copy of the playbook (shardwise rules init DIR)")
+def report(job, output, rules, playbook):
     """The recommendation, why each setting, the decision trace, memory per stage, the ranked
     alternatives, the exports and the rule files' hashes, in one HTML file (nothing fetched)."""
     if not output.lower().endswith((".html", ".htm")):
         raise InputError(f"-o {output}: the report is HTML; allowed endings .html, .htm")
-    data = build(job, list(rules))
+    data = build(job, list(rules), playbook)
     try:
         Path(output).write_text(render(data), encoding="utf-8")
     except OSError as e:

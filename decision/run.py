@@ -53,7 +53,7 @@ class Decision:
     preferences: list[Preference]
     table: Table
     allowed: np.ndarray
-    blocked_by: np.ndarray            # per layout: index of the first constraint it breaks, -1 none
+    masks: list                       # per constraint: which layouts it allows
     feasibility: Feasibility
     broken: list[np.ndarray]          # per preference: which layouts break it
     choice: Choice | None
@@ -64,6 +64,10 @@ class Decision:
     notes: list = field(default_factory=list)
     nothing_allowed: str | None = None
     sizing: dict | None = None
+
+    def broken_at(self, i: int) -> list[int]:
+        """The constraints layout i breaks (indices into ``constraints``)."""
+        return [k for k, m in enumerate(self.masks) if not m[i]]
 
     @property
     def index(self) -> int | None:
@@ -134,7 +138,7 @@ def decide(job: Job, extra_rules: list[str] | None = None, playbook_dir: str | N
 
     table = scored_table(job, gb, pins, progress=progress)
     table.facts = jf.__getitem__
-    allowed, blocked = apply_constraints(table, constraints)
+    allowed, masks = apply_constraints(table, constraints)
     feas = Feasibility(table, allowed)
 
     def lookup(path):
@@ -151,7 +155,7 @@ def decide(job: Job, extra_rules: list[str] | None = None, playbook_dir: str | N
     _, _, prefs = from_firings(f2)
     broken = [p.broken(table.column, len(table)) for p in prefs]
     choice = choose(table, allowed, [(p.worth, b) for p, b in zip(prefs, broken)])
-    d = Decision(job, gb, assumptions, book, firings, constraints, pins, sources, prefs, table, allowed, blocked,
+    d = Decision(job, gb, assumptions, book, firings, constraints, pins, sources, prefs, table, allowed, masks,
                  feas, broken, choice)
     d._answer = dict(jf)
     if choice is None:
@@ -187,18 +191,19 @@ def _nothing_allowed(d: Decision, engine: str) -> Decision:
             f"{e['rule']} removed {e['excluded']:,}" for e in t.space.excluded if e["excluded"]) \
             if t.space.excluded else "no valid layout under the pins " + ", ".join(f"{k}={v}" for k, v in d.pins.items())
     else:
-        memory_rules = {c.rule.id for c in d.constraints if any(p.startswith("memory.") for p in expr.paths(c.node))}
+        memory_rules = {c.rule.id for c in d.constraints if not d.book.is_policy(c.rule)
+                        and any(p.startswith("memory.") for p in expr.paths(c.node))}
         fits_memory = _fits_memory(d, memory_rules)
         if fits_memory.any():               # memory is not the limit: the other rules are
             fastest = int(np.flatnonzero(fits_memory)[np.argmax(t.tokens_per_s[fits_memory])])
-            block = d.constraints[int(d.blocked_by[fastest])]
+            block = d.constraints[d.broken_at(fastest)[0]]
             d.nothing_allowed = (f"{int(fits_memory.sum()):,} layouts fit in memory, but the rules allow none: the "
                                  f"fastest of them breaks {block.describe()}")
         else:
             d.nothing_allowed = (f"no layout fits in memory on {d.job.cluster.gpus} x {d.job.cluster.gpu.name} "
                                  f"(the smallest peak is {float(t.peak_gib.min()):.1f} GiB of "
                                  f"{t.capacity:.1f})")
-            house = any(not c.rule.file.startswith(playbook.ORIGIN) for c in d.constraints)
+            house = any(d.book.is_policy(c.rule) for c in d.constraints)
             d.sizing = sizing(d.job, d.constraints, d.pins, policies=house)
             d.nothing_allowed += f"; {d.sizing['summary']}"
     d.warnings.append(d.nothing_allowed)

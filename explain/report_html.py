@@ -39,29 +39,42 @@ def _kv(d: dict, pairs_per_row: int = 1) -> str:
 
 
 def _setting(s: dict) -> str:
-    out = [f'<div class="setting" id="why-{s["setting"]}"><h3>{_e(s["setting"].upper())} = {_e(s["value"])}</h3>']
-    if not s["chain"]:
-        out.append('<p class="muted">No rule set it: it kept its starting value.</p>')
-    for c in s["chain"]:
-        sets = ", ".join(f"{k}={v}" for k, v in c["set"].items())
-        reads = "; ".join(f"{k} = {v}" for k, v in c["read"].items())
-        if not c["rule"]:
-            out.append(f"<p>derived &rarr; {_e(sets)}<br>because: {_e(c['because'])}</p>")
-            continue
-        head = f'#{c["seq"]} <code>{_e(c["rule"])}</code> ({_e(c["where"])})'
-        context = c["role"] != "set"
-        opening = f'<p class="muted">context, {_e(c["role"])}: ' if context else "<p>"
-        out.append(f"{opening}{head}: {_e(c['outcome'])}{' &rarr; ' + _e(sets) if sets else ''}<br>"
-                   + (f'<span class="muted">read: {_e(reads)}</span><br>' if reads else "")
-                   + f"because: {_e(' '.join(c['because'].split()))}</p>")
+    v = s["value"]
+    shown = ("on" if v else "off") if isinstance(v, bool) else v
+    out = [f'<div class="setting" id="why-{s["setting"]}"><h3>{_e(s["setting"].upper())} = {_e(shown)}</h3>']
+    if s["reasons"]:
+        out.append(_table([[r["rule"], f'{r["file"]}:{r["line"] or ""}', r["kind"], r["status"],
+                            r.get("what", ""), r["text"]] for r in s["reasons"]],
+                          ["rule", "where", "kind", "status", "adds", "because"]))
+    else:
+        out.append('<p class="muted">No rule reads it: the search chose it by predicted speed.</p>')
     if s["alternatives"]:
-        out.append(_table([[a["value"], a["rank"], a["describe"], f'{a["metrics"]["tokens_per_s"]:,.0f}',
-                            a["why_not"] or "the rule pick"] for a in s["alternatives"]],
-                          ["other value", "rank", "fastest fitting layout with it", "tokens/s", "why not"]))
+        out.append(_table([[a["value"], a["layout"] or "-",
+                            f'{a["tokens_per_s"]:,.0f}' if a["tokens_per_s"] is not None else "-",
+                            f'{a["delta_pct"]:+.1f}%' if a["delta_pct"] is not None else "-", a["ruled_out_by"]]
+                           for a in s["alternatives"]],
+                          ["other value", "the layout the choice would take with it", "tokens/s", "vs headline",
+                           "ruled out by"]))
     if s["would_change"]:
         out.append("<p>What would change it:</p><ul>" + "".join(f"<li>{_e(w)}</li>" for w in s["would_change"]) + "</ul>")
     out.append("</div>")
     return "".join(out)
+
+
+def _decision(s: dict) -> str:
+    """The arithmetic of the choice: the fastest layout, the preferences that moved away from it."""
+    if not s["departures"]:
+        text = "The headline is the fastest layout that meets every hard rule."
+    else:
+        worth = sum(d["worth_pct"] for d in s["departures"])
+        text = (f'The fastest allowed layout ({s["best"]["layout"]}, {s["best"]["tokens_per_s"]:,.0f} tokens/s) is '
+                f'{s["departures"][0]["cost_pct"]:.1f}% faster but breaks '
+                + ", ".join(f'{d["rule"]} (worth {d["worth_pct"]:g}%)' for d in s["departures"])
+                + f": {worth:g}% of worth against {s['departures'][0]['cost_pct']:.1f}% of speed.")
+    rows = [[k["rule"], f'{k["worth_pct"]:g}%', k["honoured_by"] or "no allowed layout honours it",
+             f'{k["slower_pct"]:.1f}%' if k["slower_pct"] is not None else "-"] for k in s["kept_despite"]]
+    return f"<p>{_e(text)}</p>" + (_table(rows, ["preference the headline breaks", "worth",
+                                                 "best layout honouring it", "slower by"]) if rows else "")
 
 
 def _export(name: str, ex: dict) -> str:
@@ -88,9 +101,11 @@ def render(r: dict) -> str:
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>shardwise report: {_e(r['title'])}</title><style>{CSS}</style></head><body>",
         f"<h1>shardwise report: {_e(r['title'])}</h1>",
-        f'<p class="muted">shardwise {_e(r["version"])}; {len(rec["trace"])} firings over {rec["states"]} states</p>',
+        f'<p class="muted">shardwise {_e(r["version"])}; {len(rec["trace"])} rule firings; '
+        f'{rec["search"]["valid"]:,} valid layouts scored, {rec["search"]["allowed"]:,} meet every hard rule</p>',
         '<h2 id="recommendation">Recommendation</h2>', f'<p class="layout">{_e(r["describe"])}</p>',
         _kv(headline),
+        _decision(rec["search"]),
         "".join(f'<p class="warn">{_e(w)}</p>' for w in rec["warnings"]),
         "".join(f'<p class="muted">note: {_e(n)}</p>' for n in rec["notes"]),
         '<h2 id="job">Job</h2>', _kv(rec["job"], 3),
@@ -103,15 +118,20 @@ def render(r: dict) -> str:
         f'<p class="muted">What-ifs tried: {_e("; ".join(r["what_ifs_tried"]))}.</p>',
         "".join(_setting(s) for s in r["settings"]),
         '<h2 id="decision-trace">Decision trace</h2>',
-        '<p class="muted">Facts (ellipses) &rarr; rules that fired, in firing order (boxes: green applied, '
-        'grey no change, yellow refused or advice) &rarr; settings (diamonds).</p>',
+        '<p class="muted">Left to right: the facts each rule read &rarr; the rules that fired (stratum 1: job '
+        'facts, 2: feasibility, 3: the answer) &rarr; what they added (grey: hard constraints, blue: pins, green: '
+        'preferences honoured, red: broken) &rarr; the search &rarr; one row per setting. The dashed box is the '
+        'fastest layout, when the headline is not it.</p>',
         f'<div class="figure" id="trace">{r["trace_svg"]}</div>',
-        _table([[t["seq"], t["rule"], f'{t["file"]}:{t["line"] or ""}', t["outcome"],
-                 ", ".join(f"{k}={v}" for k, v in t["set"].items())] for t in rec["trace"]],
-               ["#", "rule", "where", "outcome", "set"]),
+        _table([[t["seq"], t["rule"], f'{t["file"]}:{t["line"] or ""}', t["stratum"],
+                 "; ".join(f"{k} = {v}" for k, v in t["facts"].items()),
+                 "; ".join((f'{a["kind"]} {a.get("setting", "")}={a["value"]}' if a["kind"] == "pin" else
+                            f'{a["kind"]} {a["text"]}' + (f' (worth {a["worth"]:g}%)' if "worth" in a else ""))
+                           for a in t["added"])] for t in rec["trace"]],
+               ["#", "rule", "where", "stratum", "facts read", "added"]),
         '<h2 id="alternatives">Ranked alternatives</h2>',
         _table([[a["rank"], a["describe"], f'{a["metrics"]["tokens_per_s"]:,.0f}', a["metrics"]["mfu_pct"],
-                 f'{a["memory"]["peak_gib"]} GiB', a["why_not"] or "the rule pick"] for a in rec["alternatives"]],
+                 f'{a["memory"]["peak_gib"]} GiB', a["why_not"] or "the headline"] for a in rec["alternatives"]],
                ["rank", "layout", "tokens/s", "MFU %", "peak", "why not"]),
         '<h2 id="exports">Exports</h2>',
         "".join(_export(name, ex) for name, ex in rec["exports"].items()),

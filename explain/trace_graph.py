@@ -1,6 +1,8 @@
-"""The decision trace as a Graphviz graph: facts -> rules that fired -> settings, in firing order.
+"""The decision trace as a Graphviz graph, read left to right: the deciding facts -> the rules
+that fired -> the constraints and preferences they added -> the search -> one row per setting.
+Broken preferences are red, the runner-up layout is marked beside the search.
 
-This builds the DOT text only (the graphviz package writes text); explain/render.py draws it.
+Built from the decision's data (decision/result.as_dict); explain/render.py draws it.
 """
 from __future__ import annotations
 
@@ -8,29 +10,72 @@ import graphviz
 
 from .why import shown_value, unit
 
+ORDER = ("tp", "sp", "pp", "vp", "cp", "ep", "dp", "zero", "mbs", "recompute")
+_COLOR = {"hard": "#d9d9d9", "honoured": "#c9ecc9", "broken": "#f6b7b0", "pin": "#cfe0f7", "info": "#fff2c2"}
 
-def trace_graph(trace: list, only: str | None = None) -> graphviz.Digraph:
-    g = graphviz.Digraph("decision_trace", graph_attr={"rankdir": "LR", "fontname": "Helvetica"},
-                         node_attr={"fontname": "Helvetica", "fontsize": "10"},
-                         edge_attr={"fontname": "Helvetica", "fontsize": "10"})
-    shown = [t for t in trace if not only or only in t["set"]]
-    # Rules on one rank, chained by invisible edges: Graphviz then stacks them in firing order.
-    with g.subgraph(name="firing_order") as order:
-        order.attr(rank="same")
-        for a, b in zip(shown, shown[1:]):
-            order.edge(f"r{a['seq']}", f"r{b['seq']}", style="invis")
+
+def _short(text: str, n: int = 48) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[:n - 1] + "…"
+
+
+def trace_graph(result: dict, only: str | None = None) -> graphviz.Digraph:
+    g = graphviz.Digraph("decision_trace", graph_attr={"rankdir": "LR", "fontname": "Helvetica", "nodesep": "0.25",
+                                                       "ranksep": "0.9", "newrank": "true"},
+                         node_attr={"fontname": "Helvetica", "fontsize": "11", "margin": "0.15,0.06"},
+                         edge_attr={"color": "#888888", "arrowsize": "0.6"})
+    settings = result["settings"]
+    bears: dict = {}                          # rule id -> settings it bears on, with its status
+    for s, info in settings.items():
+        for r in info["reasons"]:
+            bears.setdefault(r["rule"], []).append((s, r["status"]))
+    shown = [t for t in result["trace"] if not only or any(s == only for s, _ in bears.get(t["rule"], []))]
+    facts, rules, added = [], [], []
     for t in shown:
         rid = f"r{t['seq']}"
-        color = "palegreen" if t["outcome"] == "applied" else ("lightgrey" if t["outcome"] == "no change" else "khaki")
-        g.node(rid, f"#{t['seq']} {t['rule']}\n{t['file']}:{t['line'] or ''}\n{t['outcome'][:40]}",
-               shape="box", style="filled,rounded", fillcolor=color)
-        for path, v in t["read"].items():
-            fid = f"f{t['seq']}_{path}"
-            g.node(fid, f"{path}\n= {shown_value(v)}{unit(path)}", shape="ellipse", fontsize="9")
+        rules.append(rid)
+        g.node(rid, f"{t['rule']}\n{t['file']}:{t['line'] or ''}  (stratum {t['stratum']})", shape="box",
+               style="rounded,filled", fillcolor="white", tooltip=_short(t["because"], 300))
+        for path, v in t["facts"].items():
+            fid = "f_" + path.replace(".", "_")
+            if fid not in facts:
+                facts.append(fid)
+                g.node(fid, f"{path} = {shown_value(v)}{unit(path)}", shape="note", fontsize="10")
             g.edge(fid, rid)
-        for k, v in t["set"].items():
-            sid = f"s{t['seq']}_{k}"
-            g.node(sid, f"{k} = {v}", shape="diamond", style="filled", fillcolor="lightblue")
-            g.edge(rid, sid, label=str(v))
+        statuses = dict(bears.get(t["rule"], []))
+        for k, a in enumerate(t["added"]):
+            aid = f"a{t['seq']}_{k}"
+            added.append(aid)
+            status = ("broken" if "broken" in statuses.values() else "honoured") if a["kind"] in ("prefer", "avoid") \
+                else "pin" if a["kind"] == "pin" else "hard" if a["kind"] in ("require", "forbid") else "info"
+            label = (f"pin {a['setting']} = {a['value']}" if a["kind"] == "pin" else
+                     f"{a['kind']}: {_short(a['text'])}" + (f"\nworth {a['worth']:g}% — {status}" if "worth" in a else ""))
+            g.node(aid, label, shape="box", style="filled", fillcolor=_COLOR[status], penwidth="2" if status == "broken" else "1")
+            g.edge(rid, aid)
+            if a["kind"] not in ("warn", "note"):
+                g.edge(aid, "search")
+    s = result["search"]
+    head = " ".join(f"{k}={v}" for k, v in result["layout"].items() if k in ORDER or k == "zero_stage") \
+        if result["layout"] else "no layout"
+    g.node("search", f"search: {s['valid']:,} valid layouts, {s['allowed']:,} allowed\n"
+                     f"headline = argmax tokens/s × (1 − worths broken)\n{_short(head, 70)}",
+           shape="box3d", style="filled", fillcolor="#eef5ff")
+    if s.get("best") and s["departures"]:
+        g.node("runner_up", f"fastest, not taken: {_short(s['best']['layout'], 60)}\n"
+                            f"{s['departures'][0]['cost_pct']:.1f}% faster; breaks "
+                            + ", ".join(f"{d['rule']} ({d['worth_pct']:g}%)" for d in s["departures"]),
+               shape="box", style="dashed,filled", fillcolor="#fff7e6")
+        g.edge("search", "runner_up", style="dashed", arrowhead="none")
+    names = [x for x in ORDER if x in settings and (not only or x == only)]
+    for x in names:
+        v = settings[x]["value"]
+        g.node(f"s_{x}", f"{x} = {('on' if v else 'off') if isinstance(v, bool) else v}", shape="box",
+               style="filled,bold", fillcolor="#dbe9ff")
+        g.edge("search", f"s_{x}")
+    for col in (facts, rules, added, names and [f"s_{x}" for x in names]):
+        if col:
+            with g.subgraph() as c:
+                c.attr(rank="same")
+                for n in col:
+                    c.node(n)
     return g
-

@@ -49,7 +49,6 @@ SETTINGS = {"tp": "num", "pp": "num", "vp": "num", "cp": "num", "ep": "num", "ze
             "mbs": "num", "recompute": "str"}
 MAX_WORTH = 100.0
 # What each place in a rule may read (kb/fact_schema.py groups)
-_WHEN = {1: {"job"}, 2: {"job", "feasibility"}, 3: {"job", "feasibility", "layout", "estimate"}}
 _PREDICATE = {"require": {"job", "layout", "estimate"}, "forbid": {"job", "layout", "estimate"},
               "prefer": {"job", "layout", "estimate", "feasibility", "neighbour"},
               "avoid": {"job", "layout", "estimate", "feasibility", "neighbour"}}
@@ -194,11 +193,8 @@ def _stratum(when, actions, file: str, line: int, rid: str) -> int:
     a fact depend on itself."""
     groups = {GROUP_OF[p] for p in expr.paths(when)}
     kinds = {a.kind for a in actions}
-    if "neighbour" in groups:
-        p = sorted(p for p in expr.paths(when) if GROUP_OF[p] == "neighbour")[0]
-        _fail(file, line, f"rule {rid}: 'when' reads {p}, a fact about each layout's neighbours; use it inside "
-                          "a prefer/avoid expression, where it is judged per layout")
-    stratum = 3 if groups & {"layout", "estimate"} else 2 if "feasibility" in groups else 1
+    # a neighbour fact in 'when' is the answer's own neighbour: a fact about the answer (stratum 3)
+    stratum = 3 if groups & {"layout", "estimate", "neighbour"} else 2 if "feasibility" in groups else 1
     if kinds & set(HARD) and stratum > 1:
         p = sorted(p for p in expr.paths(when) if GROUP_OF[p] != "job")[0]
         _fail(file, line, f"rule {rid}: a hard constraint ({'/'.join(sorted(kinds & set(HARD)))}) may depend only on "
@@ -207,7 +203,7 @@ def _stratum(when, actions, file: str, line: int, rid: str) -> int:
                           "in the require/forbid expression. Use prefer/avoid with a worth for what depends on "
                           "feasibility")
     if kinds & set(SOFT) and stratum > 2:
-        p = sorted(p for p in expr.paths(when) if GROUP_OF[p] in ("layout", "estimate"))[0]
+        p = sorted(p for p in expr.paths(when) if GROUP_OF[p] in ("layout", "estimate", "neighbour"))[0]
         _fail(file, line, f"rule {rid}: a preference's 'when' cannot read {p} (the answer it helps choose); "
                           "put the layout condition inside the prefer/avoid expression")
     return max(stratum, 2 if kinds & set(SOFT) else 1)

@@ -18,7 +18,7 @@ from shardwise.kb.errors import InputError
 from .compiler import CompiledRulebook, compile_rules
 from .loader import Rule, load_rulebook
 
-PLAYBOOK = ["memory.yaml", "tp.yaml", "sp.yaml", "pp.yaml", "dp.yaml", "zero.yaml", "recompute.yaml", "batch.yaml",
+PLAYBOOK = ["memory.yaml", "tp.yaml", "sp.yaml", "pp.yaml", "dp.yaml", "zero.yaml", "recompute.yaml",
             "cp.yaml", "ep.yaml", "warnings.yaml"]
 ORIGIN = "shardwise:rules"
 STRATA = (1, 2, 3)
@@ -30,6 +30,10 @@ class Rulebook:
     rules: list[Rule]
     strata: dict                 # stratum -> CompiledRulebook of its rules
     files: list[tuple[Path, str]]   # (path, shown name) of every file read
+    playbook: frozenset = frozenset()   # shown names of the playbook's own files (the rest: house policies)
+
+    def is_policy(self, rule: Rule) -> bool:
+        return rule.file not in self.playbook
 
 
 def shipped_dir() -> Path:
@@ -38,6 +42,10 @@ def shipped_dir() -> Path:
 
 def rule_files(extra: list[str], playbook: str | None = None) -> list[tuple[Path, str]]:
     """(path, shown name) of the playbook's files, then each --rules path, in order."""
+    return _playbook_files(playbook) + _extra_files(extra)
+
+
+def _playbook_files(playbook: str | None) -> list[tuple[Path, str]]:
     if playbook:
         base = Path(playbook)
         if not base.is_dir():
@@ -47,6 +55,11 @@ def rule_files(extra: list[str], playbook: str | None = None) -> list[tuple[Path
             raise InputError(f"--playbook: '{playbook}' holds no .yaml rule files")
     else:
         files = [(shipped_dir() / f, f"{ORIGIN}/{f}") for f in PLAYBOOK]
+    return files
+
+
+def _extra_files(extra: list[str]) -> list[tuple[Path, str]]:
+    files = []
     for e in extra:
         p = Path(e)
         if p.is_dir():
@@ -72,7 +85,7 @@ def load(extra: list[str] | None = None, playbook: str | None = None) -> Ruleboo
     if key not in _BOOKS:
         rules = load_rulebook([p for p, _ in files], [s for _, s in files])
         strata = {n: compile_rules([r for r in rules if r.stratum == n]) for n in STRATA}
-        _BOOKS[key] = Rulebook(rules, strata, files)
+        _BOOKS[key] = Rulebook(rules, strata, files, frozenset(s for _, s in _playbook_files(playbook)))
     return _BOOKS[key]
 
 

@@ -75,17 +75,23 @@ class Feasibility:
         return self._columns[path]
 
     def _groups(self, fields) -> np.ndarray:
-        """A group number per layout: layouts equal in ``fields`` share one."""
+        """A group number per layout: layouts equal in ``fields`` share one. Each field's values
+        are small non-negative integers, so a dense code per field (counting, not sorting) and a
+        mixed-radix key give the groups; the key is compacted only when its range is large."""
         a = self.table.space.arrays
         key = np.zeros(len(self.table), dtype=np.int64)
+        size = 1
         for f in fields:
             col = a[f]
             if not len(col):
                 continue
-            present = np.zeros(int(col.max()) + 1, dtype=np.int64)
-            present[np.unique(col)] = 1
+            present = np.bincount(col) > 0
             code = np.cumsum(present) - 1             # dense code of each value present
-            key = key * int(present.sum()) + code[col]
+            width = int(present.sum())
+            key = key * width + code[col]
+            size *= width
+        if size <= 1 << 24:
+            return key
         return np.unique(key, return_inverse=True)[1].ravel()
 
     def _group_min(self, fields, values: np.ndarray, missing) -> np.ndarray:

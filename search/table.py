@@ -92,13 +92,13 @@ def scored_table(job: Job, gb: int, pins: dict | None = None, fit_only: bool = F
     return Table(job, gb, space, score(job, space, progress) if progress else score(job, space))
 
 
-def apply_constraints(t: Table, constraints: list) -> tuple[np.ndarray, np.ndarray]:
-    """(allowed, blocked_by): which layouts meet every hard constraint, and for each the index of
-    the first constraint it breaks (-1 for none). ``constraints`` have ``allows(columns, n)``
-    (rules/constraints.Constraint); ``t.facts`` must answer the job facts they read."""
+def apply_constraints(t: Table, constraints: list) -> tuple[np.ndarray, list]:
+    """(allowed, masks): which layouts meet every hard constraint, and per constraint which
+    layouts it allows. ``constraints`` have ``allows(columns, n)`` (rules/constraints.Constraint);
+    ``t.facts`` must answer the job facts they read."""
     n = len(t)
-    blocked = np.full(n, -1, dtype=np.int16)
-    for k, c in enumerate(constraints):
-        bad = (blocked == -1) & ~c.allows(t.column, n)
-        blocked[bad] = k
-    return blocked == -1, blocked
+    masks = [c.allows(t.column, n) for c in constraints]
+    allowed = np.ones(n, dtype=bool)
+    for m in masks:
+        allowed &= m
+    return allowed, masks

@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -5,6 +6,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+SCALE = float(os.environ.get("SHARDWISE_FUZZ_SCALE", "1"))
+
+
+def fuzz(n: int) -> int:
+    """A generated test's example count, scaled by SHARDWISE_FUZZ_SCALE."""
+    return max(1, int(n * SCALE))
 
 
 @pytest.fixture

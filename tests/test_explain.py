@@ -1,48 +1,55 @@
-"""explain --why: the firing chain, the alternatives from the search, the what-ifs, the trace graph."""
+"""explain --why: the rules that bear on a setting, the layout with each other value, the what-ifs,
+and the decision trace graph."""
 import json
 
+from shardwise.decision.result import as_dict
+from shardwise.decision.run import decide
 from shardwise.explain.trace_graph import trace_graph
 from shardwise.kb.build import build_job
-from shardwise.rules.recommend import run_rules
 
 
-def test_why_tp_names_the_rules_the_facts_and_what_would_change_it(run_cli):
-    # Llama 3 8B needs ~81 GiB at TP 1 on an 80 GB H100: TP 2; with 1.5x the memory TP 1 would do
-    code, out, err = run_cli("explain", "--model", "llama-3-8b", "--gpus", "8", "--why", "tp", "--format", "json")
+def test_why_tp_names_the_rules_the_alternatives_and_what_would_change_it(run_cli):
+    code, out, err = run_cli("explain", "--model", "llama-3-8b", "--gpus", "16", "--why", "tp", "--format", "json")
     assert code == 0, err
     r = json.loads(out)
-    assert r["value"] == 2
-    setters = [s for s in r["chain"] if "tp" in s["set"]]
-    assert setters and setters[-1]["rule"] == "tp.fit-in-node" and setters[-1]["where"] == "rules/tp.yaml:3"
-    assert setters[-1]["read"]["memory.capacity_gib"].endswith(" GiB")
-    assert {a["value"] for a in r["alternatives"]} >= {1, 4}
-    assert all(a["why_not"] for a in r["alternatives"])
-    assert any(w.startswith("TP would be 1 instead of 2 if memory per GPU were") for w in r["would_change"])
+    rules = {x["rule"]: x for x in r["reasons"]}
+    assert "tp.inside-nvlink-domain" in rules and rules["tp.inside-nvlink-domain"]["file"] == "shardwise:rules/tp.yaml"
+    assert rules["tp.inside-nvlink-domain"]["line"] > 0 and rules["tp.inside-nvlink-domain"]["kind"] == "hard"
+    values = {a["value"] for a in r["alternatives"]}
+    assert values >= {v for v in (1, 2, 4, 8) if v != r["value"]}
+    assert all(a["ruled_out_by"] for a in r["alternatives"])
+    over = [a for a in r["alternatives"] if a["value"] == 16]
+    assert over and "tp.inside-nvlink-domain" in over[0]["ruled_out_by"]      # a rule by id, not a silent bound
+    assert isinstance(r["would_change"], list)
 
 
-def test_why_dp_says_it_is_what_remains(run_cli):
-    code, out, err = run_cli("explain", "--model", "llama-3-70b", "--gpus", "64", "--why", "dp")
+def test_why_a_pinned_setting_names_the_pin(run_cli):
+    code, out, err = run_cli("explain", "--model", "llama-3-70b", "--gpus", "32", "--seq-len", "8192", "--mbs", "4",
+                             "--why", "mbs")
     assert code == 0, err
-    assert "DP is what remains" in out
+    assert "job.mbs (job; pin, pinned)" in out and "--mbs 4" in out
 
 
-def test_graph_writes_dot_and_says_when_dot_is_missing(run_cli, tmp_path, monkeypatch):
-    import shutil
-    monkeypatch.setattr(shutil, "which", lambda name: None)
-    code, out, err = run_cli("explain", "--model", "llama-3-8b", "--gpus", "8", "--why", "tp",
-                             "--graph", str(tmp_path / "trace.svg"))
+def test_why_reports_slower_values_with_their_cost(run_cli):
+    code, out, err = run_cli("explain", "--model", "llama-3-70b", "--gpus", "64", "--seq-len", "8192", "--why", "pp",
+                             "--format", "json")
     assert code == 0, err
-    dot = (tmp_path / "trace.dot").read_text()
-    assert dot.startswith("digraph decision_trace") and "tp.fit-in-node" in dot and "tp = 2" in dot
-    assert "dot` program is not installed" in out and not (tmp_path / "trace.svg").exists()
+    r = json.loads(out)
+    priced = [a for a in r["alternatives"] if a["delta_pct"] is not None]
+    assert priced and all(("slower" in a["ruled_out_by"]) == (a["delta_pct"] <= 0) or
+                          a["ruled_out_by"].startswith("memory") or "(require" in a["ruled_out_by"]
+                          for a in priced)
 
 
-def test_graph_has_facts_rules_and_settings_in_firing_order():
-    res, _, _ = run_rules(build_job(model="llama-3-70b", gpus=32, seq_len=8192), [])
-    src = trace_graph(res.trace).source
-    positions = [src.index(f'r{t["seq"]} [label="#{t["seq"]} ') for t in res.trace]
-    assert positions == sorted(positions)
-    assert "memory.used_pct" in src and "shape=diamond" in src
+def test_graph_reads_left_to_right_facts_rules_constraints_search_settings():
+    r = as_dict(decide(build_job(model="llama-3-70b", gpus=32, seq_len=8192, mbs=4)))
+    src = trace_graph(r).source
+    assert "rankdir=LR" in src and "search:" in src
+    for name in ("tp", "pp", "cp", "zero", "recompute"):
+        assert f"s_{name} [label=\"{name} = " in src
+    assert "memory.fit-margin" in src and "worth" in src
+    if r["search"]["departures"]:
+        assert "fastest, not taken" in src
 
 
 def test_graph_refuses_an_unknown_format(run_cli, tmp_path):

@@ -1,9 +1,12 @@
 """Reliability by the thousand: generated jobs over the whole input range never raise anything
-but a one-line refusal, and every answer keeps its own arithmetic; more memory never needs more
-sharding, more GPUs never make a feasible job infeasible; the same input gives the same bytes.
+but a one-line refusal, and every answer keeps its own arithmetic (the headline always fits);
+more memory never makes the fastest allowed layout slower, more GPUs never make a feasible job
+infeasible; the same input gives the same bytes.
 
-Example counts: SHARDWISE_FUZZ_SCALE multiplies them (default 1: 10,000 jobs through the rules
-and estimators, a few hundred through the command line and the full recommendation).
+Example counts: SHARDWISE_FUZZ_SCALE multiplies them (default 1: 1,500 jobs through the whole
+decision -- rules, the search of every valid layout, the choice -- and a few hundred through the
+command line). Each decision searches the whole space, so the counts are smaller than when a
+job was a walk of a few layouts.
 """
 import json
 import os
@@ -15,8 +18,8 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from jobs import job_settings
 from shardwise.kb.build import build_job
 from shardwise.kb.errors import InputError
-from shardwise.rules.facts import tp_allowed
-from shardwise.rules.recommend import recommend, run_rules
+from shardwise.decision.result import as_dict
+from shardwise.decision.run import decide
 
 SCALE = float(os.environ.get("SHARDWISE_FUZZ_SCALE", "1"))
 
@@ -32,43 +35,52 @@ def one_line(e: Exception) -> str:
     return msg
 
 
+# Every job now runs the whole decision (a search of every valid layout), not a walk of a few
+# layouts: GPU counts are capped so that one example stays well under a second.
+MAX_GPUS = 512
+
+
 def outcome(s: dict):
-    """(job, the rules' final state) or None for a refusal, which must be one line."""
+    """(job, its decision) or None for a refusal, which must be one line."""
     try:
-        job = build_job(**s)
-        res, _, _ = run_rules(job, [])
+        job = build_job(**dict(s, gpus=min(s["gpus"], MAX_GPUS)))
+        d = decide(job)
     except InputError as e:
         one_line(e)
         return None
-    return job, res
+    return job, d
 
 
-def check_invariants(job, res):
-    lay, mem = res.final.layout, res.final.memory
+def check_invariants(job, d):
+    if d.layout is None:                       # no layout: said plainly, with what is in the way
+        assert d.nothing_allowed and not d.allowed.any()
+        return
+    lay, mem = d.layout, d.memory
     m, c = job.model, job.cluster
     assert lay.tp * lay.pp * lay.cp * lay.dp == c.gpus
-    assert lay.tp <= c.nvlink_domain and tp_allowed(job, lay.tp)
+    assert lay.tp <= c.nvlink_domain and m.heads % lay.tp == 0
     if m.is_moe:
         assert m.experts % lay.ep == 0 and (lay.dp * lay.cp * lay.tp) % (lay.ep * lay.etp) == 0
     else:
         assert lay.ep == 1
-    assert lay.mbs * lay.grad_accum * lay.dp == res.global_batch
-    assert mem.fits == (mem.peak_gib <= mem.capacity_gib)
-    assert mem.peak_gib > 0 and res.final.step.step_time_s > 0
+    assert lay.mbs * lay.grad_accum * lay.dp == d.global_batch
+    assert mem.fits and mem.peak_gib <= 0.95 * mem.capacity_gib + 1e-9     # the headline always fits
+    assert mem.peak_gib > 0 and d.step.step_time_s > 0
     parts = mem.breakdown_gib
     assert min(parts.values()) >= 0 and abs(sum(parts.values()) - mem.peak_gib) <= 1e-6 * mem.peak_gib, parts
     assert 1 <= lay.vp and (lay.pp > 1 or lay.vp == 1)
+    assert abs(float(d.table.peak_gib[d.index]) - mem.peak_gib) <= 1e-6 * mem.peak_gib   # table == scalar
 
 
-@examples(10_000)
+@examples(1_500)
 @given(job_settings())
-def test_ten_thousand_jobs_keep_their_arithmetic_or_are_refused_in_one_line(s):
+def test_generated_jobs_keep_their_arithmetic_or_are_refused_in_one_line(s):
     out = outcome(s)
     if out:
         check_invariants(*out)
 
 
-@examples(300)
+@examples(200)
 @given(st.data())
 def test_generated_hf_configs_too(tmp_path_factory, data):
     s = data.draw(job_settings(tmp_path_factory.mktemp("hf")))
@@ -77,38 +89,31 @@ def test_generated_hf_configs_too(tmp_path_factory, data):
         check_invariants(*out)
 
 
-def _sharding(res) -> tuple:
-    lay = res.final.layout
-    return lay.tp * lay.pp * lay.cp, lay.zero
-
-
-@examples(1_000)
+@examples(300)
 @given(job_settings(), st.sampled_from([1.25, 1.5, 2.0, 3.0]))
-def test_more_memory_per_gpu_never_needs_more_sharding(s, factor):
+def test_more_memory_per_gpu_never_makes_a_fitting_job_slower_or_unfit(s, factor):
     low = outcome(s)
-    if not low or not low[1].final.memory.fits:
+    if not low or low[1].layout is None:
         return
     job = low[0]
     more = min(320, job.cluster.gpu.memory_gib * factor)
     high = outcome(dict(s, gpu_memory=round(more)))
-    assert high, "a job that fits was refused with more memory"
-    model_parallel_low, _ = _sharding(low[1])
-    model_parallel_high, _ = _sharding(high[1])
-    assert model_parallel_high <= model_parallel_low, (s, more)
-    assert high[1].final.memory.fits
+    assert high and high[1].layout is not None, "a job that fits was refused with more memory"
+    best = low[1].feasibility.fact("best.tokens_per_s")
+    assert high[1].feasibility.fact("best.tokens_per_s") >= 0.999 * best, (s, more)
 
 
-@examples(1_000)
+@examples(300)
 @given(job_settings())
 def test_more_gpus_never_make_a_feasible_job_infeasible(s):
-    s = dict(s, global_batch=None)                      # the batch follows the GPU count
+    s = dict(s, global_batch=None, gpus=min(s["gpus"], MAX_GPUS // 2))
     small = outcome(s)
-    if not small or not small[1].final.memory.fits or s["gpus"] * 2 > 16384:
+    if not small or small[1].layout is None:
         return
     node = small[0].cluster.gpu.gpus_per_node if "gpus_per_node" not in s else s["gpus_per_node"]
     assume(s["gpus"] * 2 <= node or s["gpus"] * 2 % node == 0)      # twice the GPUs, in whole nodes
     big = outcome(dict(s, gpus=s["gpus"] * 2))
-    assert big and big[1].final.memory.fits, s
+    assert big and big[1].layout is not None, s
 
 
 # --- the command line: whatever the flags, exit 0 or one line on stderr with status 2 --------
@@ -157,9 +162,12 @@ def test_recommend_command_answers_or_refuses_in_one_line(run_cli, s):
     if code == 0:
         r = json.loads(out)
         lay, mem = r["layout"], r["memory"]
+        if lay is None:
+            assert r["search"]["nothing_allowed"]
+            return
         assert lay["tp"] * lay["pp"] * lay["cp"] * lay["dp"] == r["job"]["gpus"]
         assert lay["mbs"] * lay["grad_accum"] * lay["dp"] == lay["global_batch"]
-        assert mem["fits"] == (mem["peak_gib"] <= mem["capacity_gib"])
+        assert mem["fits"] and mem["peak_gib"] <= mem["capacity_gib"]
         for a in r["alternatives"]:
             assert a["layout"]["tp"] * a["layout"]["pp"] * a["layout"]["cp"] * a["layout"]["dp"] == r["job"]["gpus"]
 
@@ -171,7 +179,7 @@ JOBS = [dict(model="llama-3-70b", gpus=32, seq_len=8192), dict(model="mixtral-8x
 
 
 def _json(kw: dict) -> str:
-    return json.dumps(recommend(build_job(**kw)), sort_keys=False)
+    return json.dumps(as_dict(decide(build_job(**kw)), exports=True), sort_keys=False)
 
 
 def test_two_jobs_in_one_process_do_not_influence_each_other():
@@ -181,8 +189,9 @@ def test_two_jobs_in_one_process_do_not_influence_each_other():
 
 
 def test_same_job_same_bytes_across_processes_in_any_order():
-    code = ("import json, sys; from shardwise.kb.build import build_job; from shardwise.rules.recommend import recommend; "
-            "jobs = json.loads(sys.argv[1]); print('\\x00'.join(json.dumps(recommend(build_job(**j))) for j in jobs))")
+    code = ("import json, sys; from shardwise.kb.build import build_job; from shardwise.decision.run import decide; "
+            "from shardwise.decision.result import as_dict; jobs = json.loads(sys.argv[1]); "
+            "print('\\x00'.join(json.dumps(as_dict(decide(build_job(**j)), exports=True)) for j in jobs))")
     runs = []
     for order in (JOBS, JOBS[::-1]):
         out = subprocess.run([sys.executable, "-c", code, json.dumps(order)], capture_output=True, text=True,

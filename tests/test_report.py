@@ -12,9 +12,9 @@ import pytest
 from shardwise.explain import report, report_html
 from shardwise.explain.memory_chart import COLOURS, grouped
 from shardwise.kb.build import build_job
-from shardwise.rules.recommend import file_hashes
+from shardwise.rules import playbook
 
-JOB = dict(model="llama-3-70b", gpus=32, seq_len=8192)      # TP 8 x PP 2: two stages, a long trace
+JOB = dict(model="llama-3-70b", gpus=64, seq_len=8192, global_batch=128)   # PP 2: two stages in the chart
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +41,9 @@ def test_report_holds_every_part_a_meeting_needs(data, page):
         assert f'id="{section}"' in page
     for s in ("tp", "pp", "vp", "dp", "cp", "ep", "zero", "sp", "mbs", "recompute"):
         assert f'id="why-{s}"' in page
-    assert "tp.fit-in-node" in page and "rules/tp.yaml:3" in page and "PP would be 1 instead of 2 if memory" in page
-    for f in file_hashes([]):
+    assert "tp.inside-nvlink-domain" in page and "shardwise:rules/tp.yaml:" in page and "What would change it" in page
+    assert "argmax tokens/s" in page                     # the search node of the trace: the choice rule
+    for f in playbook.file_hashes(playbook.load()):
         assert f["file"] in page and f["sha256"] in page
     assert "ds_config.json" in page and "train_micro_batch_size_per_gpu" in page
     # the chart: one bar per stage, its segments adding up to the stage's peak

@@ -1,0 +1,146 @@
+"""Reasons that are true by construction: for each setting, the rules that bear on it and the
+fastest layout with each other value, all read from the one Decision.
+
+Texts are rendered on facts that never changed during the run and on the answer itself, so no
+text can quote an intermediate layout. Alternatives are structured (value, layout, tokens/s,
+delta, what rules it out), never prose about a layout that is not the answer.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from shardwise.kb.layout import RECOMPUTE
+from shardwise.rules import expr
+from shardwise.search.choice import order_by
+
+from .run import Decision, UserPin
+
+SETTINGS = ("tp", "pp", "vp", "dp", "cp", "ep", "zero", "sp", "mbs", "recompute")
+_FIELD = {"recompute": "rc"}
+_LAYOUT_PATH = {s: f"layout.{s}" for s in SETTINGS}
+
+
+def value_of(d: Decision, setting: str):
+    v = getattr(d.layout, setting)
+    return v
+
+
+def _reads(node, setting: str) -> bool:
+    """A rule bears on a setting when its expression reads it, or reads an estimate (memory and
+    speed depend on every setting)."""
+    paths = expr.paths(node)
+    return _LAYOUT_PATH[setting] in paths or any(p.startswith(("memory.", "metrics.")) for p in paths)
+
+
+def reasons(d: Decision, setting: str) -> list[dict]:
+    """The rules that bear on ``setting``: pins of it, and constraints and preferences whose
+    expression reads it, each honoured or broken by the answer."""
+    out = []
+    src = d.pin_sources.get(setting)
+    if isinstance(src, UserPin):
+        out.append({"rule": f"job.{setting}", "title": "fixed by the job", "file": "job", "line": None, "kind": "pin",
+                    "status": "pinned", "what": src.flag, "text": f"the job fixed it ({src.flag})", "direct": True})
+    elif src is not None:
+        out.append(dict(_entry(d, src, "pin", "pinned", f"pin {setting} = {d.pins[setting]}"), direct=True))
+    for k, c in enumerate(d.constraints):
+        if _reads(c.node, setting):
+            out.append(dict(_entry(d, c.rule, "hard", "honoured", f"{c.kind} '{c.text}'"),
+                            direct=_LAYOUT_PATH[setting] in expr.paths(c.node)))
+    for p, mask in zip(d.preferences, d.broken):
+        if _reads(p.node, setting):
+            status = "broken" if bool(mask[d.index]) else "honoured"
+            out.append(dict(_entry(d, p.rule, "soft", status, f"{p.kind} '{p.text}' (worth {p.worth:g}%)"),
+                            direct=_LAYOUT_PATH[setting] in expr.paths(p.node)))
+    return out
+
+
+def _entry(d: Decision, rule, kind: str, status: str, what: str = "") -> dict:
+    return {"rule": rule.id, "title": rule.title, "file": rule.file, "line": rule.line, "kind": kind,
+            "status": status, "what": what, "text": " ".join(d.render(rule.because).split())}
+
+
+def _ruled_out(d: Decision, i: int, head_tps: float) -> str:
+    """Why layout i (the best with its value) is not the answer."""
+    t = d.table
+    if not d.allowed[i]:
+        out = []
+        for k in d.broken_at(i):
+            c = d.constraints[k]
+            if any(p.startswith("memory.") for p in expr.paths(c.node)):
+                out.append(f"memory: {float(t.peak_gib[i]):.1f} GiB of {t.capacity:.1f} breaks {c.rule.id} "
+                           f"({c.kind} '{c.text}')")
+            else:
+                out.append(f"{c.rule.id} ({c.kind} '{c.text}')")
+        return "; ".join(out)
+    delta = 100 * (float(t.tokens_per_s[i]) / head_tps - 1)
+    if delta <= 0:
+        return f"{-delta:.1f}% slower"
+    broke = [p for p, m in zip(d.preferences, d.broken) if m[i] and not m[d.index]]
+    return (f"{delta:.1f}% faster, but breaks " +
+            ", ".join(f"{p.rule.id} (worth {p.worth:g}%)" for p in broke))
+
+
+def alternatives(d: Decision, setting: str) -> list[dict]:
+    """For every other value of ``setting``: the layout the choice would take with that value
+    (the best by the objective among allowed ones, else the fastest valid one), and what rules it out."""
+    t = d.table
+    col = t.array(_FIELD.get(setting, setting))
+    mine = RECOMPUTE.index(d.layout.recompute) if setting == "recompute" else int(getattr(d.layout, setting))
+    head_tps = float(t.tokens_per_s[d.index])
+    out = []
+    values = sorted(set(np.unique(col).tolist()) - {mine})
+    for v in values:
+        has = col == v
+        allowed = has & d.allowed
+        if allowed.any():
+            i = int(order_by(t, d.choice.objective, allowed)[0])
+        else:
+            i = int(order_by(t, t.tokens_per_s, has)[0])
+        out.append({"value": _shown(setting, v), "layout": t.layout(i).describe(),
+                    "tokens_per_s": round(float(t.tokens_per_s[i]), 1),
+                    "delta_pct": round(100 * (float(t.tokens_per_s[i]) / head_tps - 1), 2),
+                    "ruled_out_by": _ruled_out(d, i, head_tps)})
+    for v, rule in sorted(t.space.blocked.get(setting, {}).items(), key=lambda x: str(x[0])):
+        out.append({"value": _shown(setting, v), "layout": None, "tokens_per_s": None, "delta_pct": None,
+                    "ruled_out_by": f"validity: {rule}"})
+    return out
+
+
+def _shown(setting: str, v):
+    if setting == "recompute":
+        return RECOMPUTE[v] if isinstance(v, int) else v
+    if setting == "sp":
+        return bool(v)
+    return v
+
+
+def departures(d: Decision) -> list[dict]:
+    """Where the fastest allowed layout was not taken: the preferences it breaks that the
+    headline honours, each with its worth and what honouring them cost."""
+    c = d.choice
+    if c is None or c.fastest == c.index:
+        return []
+    t = d.table
+    cost = 100 * (float(t.tokens_per_s[c.fastest]) / float(t.tokens_per_s[c.index]) - 1)
+    return [{"rule": p.rule.id, "file": p.rule.file, "line": p.rule.line, "worth_pct": p.worth,
+             "cost_pct": round(cost, 2)}
+            for p, m in zip(d.preferences, d.broken) if m[c.fastest] and not m[c.index]]
+
+
+def kept_despite(d: Decision) -> list[dict]:
+    """Preferences the headline breaks: the best layout honouring each, and how much slower it is."""
+    out = []
+    t = d.table
+    head = float(t.tokens_per_s[d.index])
+    for p, m in zip(d.preferences, d.broken):
+        if not m[d.index]:
+            continue
+        ok = d.allowed & ~m
+        if ok.any():
+            i = int(order_by(t, d.choice.objective, ok)[0])
+            slower = 100 * (1 - float(t.tokens_per_s[i]) / head)
+            out.append({"rule": p.rule.id, "worth_pct": p.worth, "honoured_by": t.layout(i).describe(),
+                        "slower_pct": round(slower, 2)})
+        else:
+            out.append({"rule": p.rule.id, "worth_pct": p.worth, "honoured_by": None, "slower_pct": None})
+    return out

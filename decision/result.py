@@ -1,0 +1,93 @@
+"""The Decision as the data every output prints (DESIGN.md, "Command line contract")."""
+from __future__ import annotations
+
+import numpy as np
+
+from shardwise.kb.facts import job_summary, layout_dict
+from shardwise.rules import playbook
+
+from . import reasons as R
+from .run import Decision
+
+ALTERNATIVES = 5
+
+
+def trace(d: Decision) -> list[dict]:
+    """Every firing: rule, file:line, stratum, the facts its condition read, what it added, why.
+    The job's own pins come first, as the job's."""
+    out = [{"seq": 0, "rule": f"job.{s}", "title": "fixed by the job", "file": "job", "line": None, "stratum": 1,
+            "facts": {}, "added": [{"kind": "pin", "setting": s, "value": src.value, "text": src.flag}],
+            "because": f"the job fixed it ({src.flag})"}
+           for s, src in d.pin_sources.items() if isinstance(src, R.UserPin)]
+    for f in d.firings:
+        out.append({"seq": f.seq, "rule": f.rule.id, "title": f.rule.title, "file": f.rule.file, "line": f.rule.line,
+                    "stratum": f.stratum, "facts": f.facts, "added": f.added,
+                    "because": " ".join(d.render(f.rule.because).split()) if d.layout else
+                    " ".join(f.rule.because.split())})
+    return out
+
+
+def entry(d: Decision, i: int, rank: int) -> dict:
+    t = d.table
+    lay = t.layout(i)
+    head = float(t.tokens_per_s[d.index])
+    tps = float(t.tokens_per_s[i])
+    return {"rank": rank, "layout": layout_dict(lay), "describe": lay.describe(),
+            "memory": {"peak_gib": round(float(t.peak_gib[i]), 2), "capacity_gib": round(t.capacity, 2),
+                       "used_pct": round(100 * float(t.peak_gib[i]) / t.capacity, 1)},
+            "metrics": {"tokens_per_s": round(tps, 1), "step_time_s": round(float(t.scores["step_time_s"][i]), 3),
+                        "mfu_pct": round(float(t.scores["mfu_pct"][i]), 2),
+                        "bubble_pct": round(float(t.scores["bubble_pct"][i]), 2),
+                        "comm_overhead_pct": round(float(t.scores["comm_overhead_pct"][i]), 2)},
+            "objective": round(float(d.choice.objective[i]), 1),
+            "why_not": R._ruled_out(d, i, head) if i != d.index else None}
+
+
+def ranked(d: Decision, n: int) -> list[dict]:
+    """The n best allowed layouts after the headline, by the same objective."""
+    from shardwise.search.choice import order_by
+    order = order_by(d.table, d.choice.objective, d.allowed)[:n + 1]
+    return [entry(d, int(i), k) for k, i in enumerate(order, 1) if int(i) != d.index][:n]
+
+
+def search_summary(d: Decision) -> dict:
+    t = d.table
+    s = {"candidates": t.space.candidates, "valid": len(t), "allowed": int(d.allowed.sum()),
+         "excluded": [e for e in t.space.excluded if e["excluded"]],
+         "constraints": [{"rule": c.rule.id, "expr": c.text, "kind": c.kind,
+                          "excluded": int(np.count_nonzero(~m))} for c, m in zip(d.constraints, d.masks)],
+         "best": None, "headline_gap_pct": None, "departures": [], "kept_despite": [],
+         "nothing_allowed": d.nothing_allowed, "sizing": d.sizing}
+    if d.choice is None:
+        return s
+    f = d.choice.fastest
+    s["best"] = {"layout": t.layout(f).describe(), "tokens_per_s": round(float(t.tokens_per_s[f]), 1),
+                 "peak_gib": round(float(t.peak_gib[f]), 2)}
+    s["headline_gap_pct"] = round(100 * (1 - float(t.tokens_per_s[d.index]) / float(t.tokens_per_s[f])), 2)
+    s["departures"] = R.departures(d)
+    s["kept_despite"] = R.kept_despite(d)
+    return s
+
+
+def as_dict(d: Decision, exports: bool = False, alternatives: int = ALTERNATIVES) -> dict:
+    out = {"job": job_summary(d.job), "global_batch": d.global_batch, "layout": None, "memory": None,
+           "metrics": None, "settings": {}, "search": search_summary(d), "trace": trace(d), "alternatives": [],
+           "assumptions": list(d.assumptions), "warnings": list(d.warnings), "notes": list(d.notes),
+           "constraints": [{"kind": c.kind, "expr": c.text, "rule": c.rule.id, "file": c.rule.file,
+                            "line": c.rule.line} for c in d.constraints],
+           "preferences": [{"kind": p.kind, "expr": p.text, "worth_pct": p.worth, "rule": p.rule.id,
+                            "file": p.rule.file, "line": p.rule.line} for p in d.preferences],
+           "pins": {k: v for k, v in d.pins.items()},
+           "rule_files": playbook.file_hashes(d.book)}
+    if d.layout is None:
+        return out
+    out["layout"] = layout_dict(d.layout)
+    out["memory"] = d.memory.as_dict()
+    out["metrics"] = d.step.metrics(d.job)
+    out["settings"] = {s: {"value": R.value_of(d, s), "reasons": R.reasons(d, s), "alternatives": R.alternatives(d, s)}
+                       for s in R.SETTINGS}
+    out["alternatives"] = ranked(d, alternatives)
+    if exports:
+        from shardwise.export import Target, export_all
+        out["exports"] = export_all(Target(d.job, d.layout))
+    return out

@@ -1,0 +1,86 @@
+"""Reasons are true of the answer: over generated jobs, no reason text quotes a value of a setting
+other than the answer's (alternatives aside: they are structured and labelled), and every
+setting's explanation names the rules that bear on it.
+
+`quoted_settings` is the check; it was run against the forward-chaining engine this replaced
+(commit 2842a0a): its texts said "with TP=2, sequence parallelism ..." with TP at 8, so the check
+failed there (the closing note of issue 15 quotes the count)."""
+import re
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from shardwise.decision.result import as_dict
+from shardwise.decision.run import decide
+from shardwise.kb.build import build_job
+from shardwise.kb.errors import InputError
+
+from jobs import MODELS, log_int
+from conftest import fuzz
+
+# "TP=8", "PP = 4", "DP=1", "CP=2", "EP=8", "VP=3", "ZeRO-2", "mbs=4": a text quoting a setting's value
+_QUOTE = re.compile(r"\b(TP|PP|DP|CP|EP|VP|mbs)\s*=\s*(\d+)|\bZeRO-(\d)\b", re.IGNORECASE)
+_KEY = {"tp": "tp", "pp": "pp", "dp": "dp", "cp": "cp", "ep": "ep", "vp": "vp", "mbs": "mbs"}
+
+
+def quoted_settings(text: str, layout: dict) -> list[str]:
+    """The quotes in ``text`` of a setting value that the answer's ``layout`` does not have."""
+    wrong = []
+    for m in _QUOTE.finditer(text):
+        if m.group(3) is not None:
+            if int(m.group(3)) != layout["zero_stage"]:
+                wrong.append(m.group(0))
+        elif int(m.group(2)) != layout[_KEY[m.group(1).lower()]]:
+            wrong.append(m.group(0))
+    return wrong
+
+
+def texts(result: dict) -> list[str]:
+    """Every prose text of the answer: reasons, trace, warnings, notes (alternatives are data)."""
+    out = [r["text"] for s in result["settings"].values() for r in s["reasons"]]
+    out += [t["because"] for t in result["trace"]] + result["warnings"] + result["notes"]
+    return out
+
+
+@st.composite
+def jobs(draw):
+    kw = {"model": draw(st.sampled_from([m for m in MODELS if m not in ("deepseek-v3",)])),
+          "gpus": draw(st.sampled_from([1, 2, 4, 8, 16, 32, 64, 128, 256])),
+          "seq_len": draw(st.sampled_from([2048, 4096, 8192, 32768, 131072])),
+          "training": draw(st.sampled_from(["pretrain", "pretrain", "finetune", "lora"])),
+          "framework": draw(st.sampled_from(["megatron", "megatron", "fsdp", "deepspeed", "hf"])),
+          "gpu": draw(st.sampled_from(["h100-sxm", "a100-80gb", "h200", "b200"]))}
+    if kw["training"] == "lora" and kw["framework"] == "megatron":
+        kw["framework"] = "hf"
+    if draw(st.booleans()):
+        kw["mbs"] = draw(st.sampled_from([1, 2, 4]))
+    if draw(st.booleans()):
+        kw["global_batch"] = draw(log_int(8, 2048))
+    return kw
+
+
+@settings(max_examples=fuzz(40), deadline=None, suppress_health_check=list(HealthCheck))
+@given(jobs())
+def test_no_reason_quotes_a_setting_the_answer_does_not_have(kw):
+    try:
+        d = decide(build_job(**kw))
+    except InputError:
+        return
+    r = as_dict(d)
+    if r["layout"] is None:
+        assert r["search"]["nothing_allowed"]
+        return
+    for text in texts(r):
+        assert not quoted_settings(text, r["layout"]), (text, r["layout"])
+    for name, s in r["settings"].items():
+        assert s["reasons"], f"explain --why {name} names no rule"
+        fired = {t["rule"] for t in r["trace"]}
+        assert all(x["rule"] in fired for x in s["reasons"]), name
+        for a in s["alternatives"]:
+            assert a["ruled_out_by"], (name, a)
+
+
+def test_the_check_catches_a_stale_quote():
+    lay = {"tp": 8, "pp": 1, "dp": 4, "cp": 1, "ep": 1, "vp": 1, "mbs": 1, "zero_stage": 1}
+    assert quoted_settings("with TP=2, sequence parallelism shards the norms", lay) == ["TP=2"]
+    assert quoted_settings("ZeRO-1 over 64 DP ranks", lay) == []
+    assert quoted_settings("ZeRO-3 shards everything; PP = 4", lay) == ["ZeRO-3", "PP = 4"]
