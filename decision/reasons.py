@@ -76,8 +76,9 @@ def _ruled_out(d: Decision, i: int, head_tps: float) -> str:
     if delta <= 0:
         return f"{-delta:.1f}% slower"
     broke = [p for p, m in zip(d.preferences, d.broken) if m[i] and not m[d.index]]
-    return (f"{delta:.1f}% faster, but breaks " +
-            ", ".join(f"{p.rule.id} (worth {p.worth:g}%)" for p in broke))
+    if not broke:               # faster, honours as much, yet not chosen: a tie broken by headroom or simplicity
+        return "ties on the objective; the headline has more memory headroom or fewer moving parts"
+    return "breaks " + ", ".join(f"{p.rule.id} (worth {p.worth:g}%)" for p in broke)
 
 
 def alternatives(d: Decision, setting: str) -> list[dict]:
