@@ -72,14 +72,18 @@ def take(exact: float, gpus: int, mbs: int = 1, dp: int | None = None) -> tuple[
     With ``dp`` (a layout already fixed) the degrees that count are those of that DP alone,
     so the best count is one that mbs x DP divides."""
     n = workable_count(exact, dp or gpus, mbs)
+    unit = mbs * (dp or 1)
+    if n % unit and exact >= unit:  # a fixed layout that no count within 5% fits: its nearest multiple
+        n = round(exact / unit) * unit
     if n == exact:
         return n, ""
     whole = exact == int(exact)
     head = f"taken as {n:,} ({(n - exact) / exact:+.2%})"
+    if dp:
+        within = "within 5% " if abs(n - exact) <= TOLERANCE * exact else ""
+        return n, f"{head}, the nearest count {within}that mbs x DP = {mbs} x {dp} divides"
     if abs(n - exact) > TOLERANCE * exact:
         return n, f"{head}: a step holds whole sequences, at least one"
-    if dp:
-        return n, f"{head}, the nearest count within 5% that mbs x DP = {mbs} x {dp} divides"
     at = f" at mbs {mbs}" if mbs > 1 else ""
     why = f"the count within 5% that the most data-parallel degrees of {gpus:,} GPUs divide{at} " \
           f"({_degrees_text(dp_degrees(n, gpus, mbs))}"

@@ -64,7 +64,8 @@ def resolve_layout(job: Job, text: str) -> tuple[Layout, list[str]]:
         gb, _ = global_batch(job, layout=lay)
         if "grad_accum" not in keys:
             if gb < lay.mbs * lay.dp:
-                raise InputError(f"global batch {gb} is smaller than mbs x dp = {lay.mbs * lay.dp}")
+                raise InputError(f"global batch {gb} sequences is smaller than mbs x dp = {lay.mbs * lay.dp}; "
+                                 "give a larger --global-batch(-tokens) or a layout with a smaller mbs x dp")
             lay = lay.with_(grad_accum=grad_accum_for(gb, lay.mbs, lay.dp))
         elif lay.global_batch != gb:
             raise InputError(f"layout ga={lay.grad_accum} gives a global batch of {lay.global_batch} sequences, "

@@ -76,6 +76,10 @@ def test_a_token_batch_is_never_refused_for_rounding(run_cli):
     d = memory(run_cli, "--model", "llama-3-8b", "--gpus", "24", "--seq-len", "8192",
                "--global-batch-tokens", "4M", "--layout", "tp=1,mbs=1")
     assert d["layout"]["global_batch"] == 504 and d["layout"]["grad_accum"] == 21
+    # no count within 5% that mbs x DP = 2 x 64 divides: the nearest one, said with its change
+    d = memory(run_cli, "--model", "llama-3-8b", "--gpus", "64", "--seq-len", "8k",
+               "--global-batch-tokens", "1.1M", "--layout", "tp=1,mbs=2")
+    assert d["layout"]["global_batch"] == 128 and "taken as 128 (-9.09%)" in " ".join(d["assumptions"])
 
 
 def test_budgets_stay_decimal():
@@ -104,6 +108,20 @@ def test_the_workable_count_is_the_documented_criterion(exact, gpus, mbs):
         assert abs(n - exact) <= TOLERANCE * exact
     if exact == int(exact) and int(exact) % (mbs * gpus) == 0:
         assert n == exact                                    # every degree already divides it: kept
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(value=st.floats(0.001, 4096), suffix=st.sampled_from(["", "K", "M", "B"]),
+       seq_len=st.integers(7, 20).map(lambda e: 1 << e), gpus=st.sampled_from([1, 8, 24, 64, 96, 1024, 16384]),
+       mbs=st.sampled_from([None, 1, 2, 3]))
+def test_no_token_batch_is_refused_for_rounding(value, suffix, seq_len, gpus, mbs):
+    text = f"{value:.6g}{suffix}"
+    job = build_job(model="llama-3-8b", gpus=gpus, seq_len=seq_len, mbs=mbs, global_batch_tokens=text)
+    n, (said,) = global_batch(job)
+    exact = job.training.global_batch_tokens / seq_len
+    assert n >= 1 and f"{job.training.global_batch_tokens:,.0f} tokens" in said
+    if exact >= 20:
+        assert abs(n - exact) <= TOLERANCE * exact
 
 
 # --- defaults ---------------------------------------------------------------------------
