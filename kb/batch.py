@@ -8,8 +8,12 @@ token batch is taken as the sequence count **within 5% of the exact quotient tha
 data-parallel degrees of the cluster divide** -- the divisors d of the GPU count with
 mbs x d dividing the count (mbs = 1 when the advisor chooses it) -- ties to the count
 nearest the quotient, then to the smaller. A count that is already best stays as it is;
-a token batch is never refused for rounding. Sequences given as sequences (--global-batch)
-are the user's exact choice and are never moved.
+a token batch is never refused for rounding. Below 10 sequences no whole count may be
+within 5%: the two around the quotient compete (at least one sequence). For a layout the
+user fixed (``memory --layout``), only its own mbs x DP counts: the count within 5% it
+divides, else its nearest multiple (said with the change). The default batch is a token
+batch for pre-training and 128 sequences for fine-tuning, and moves the same way. Sequences
+given as sequences (--global-batch) are the user's exact choice and are never moved.
 """
 from __future__ import annotations
 
@@ -72,6 +76,7 @@ def take(exact: float, gpus: int, mbs: int = 1, dp: int | None = None) -> tuple[
     With ``dp`` (a layout already fixed) the degrees that count are those of that DP alone,
     so the best count is one that mbs x DP divides."""
     n = workable_count(exact, dp or gpus, mbs)
+    whole_only = abs(n - exact) > TOLERANCE * exact      # no whole count within 5% (under 10 sequences)
     unit = mbs * (dp or 1)
     if n % unit and exact >= unit:  # a fixed layout that no count within 5% fits: its nearest multiple
         n = round(exact / unit) * unit
@@ -79,11 +84,11 @@ def take(exact: float, gpus: int, mbs: int = 1, dp: int | None = None) -> tuple[
         return n, ""
     whole = exact == int(exact)
     head = f"taken as {n:,} ({(n - exact) / exact:+.2%})"
-    if dp:
-        within = "within 5% " if abs(n - exact) <= TOLERANCE * exact else ""
-        return n, f"{head}, the nearest count {within}that mbs x DP = {mbs} x {dp} divides"
-    if abs(n - exact) > TOLERANCE * exact:
+    if whole_only or (dp and n % unit):
         return n, f"{head}: a step holds whole sequences, at least one"
+    if dp:
+        far = abs(n - exact) > TOLERANCE * exact
+        return n, f"{head}, the nearest count {'' if far else 'within 5% '}that mbs x DP = {mbs} x {dp} divides"
     at = f" at mbs {mbs}" if mbs > 1 else ""
     why = f"the count within 5% that the most data-parallel degrees of {gpus:,} GPUs divide{at} " \
           f"({_degrees_text(dp_degrees(n, gpus, mbs))}"
