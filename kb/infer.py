@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 
-from .counts import parse_count  # noqa: F401  (callers import it from here)
 from .errors import InputError
 from .params import total_params
 from .schema import ModelSpec

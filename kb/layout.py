@@ -12,7 +12,6 @@ import re
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Optional
 
-from .catalog import has_sequence_parallel, sp_frameworks
 from .errors import InputError
 from .vec import minimum, where
 
@@ -174,6 +173,7 @@ def parse_layout(text: str, gpus: Optional[int] = None, framework: Optional[str]
         if min(tp, pp, cp) < 1 or gpus % (tp * pp * cp):
             raise InputError(f"--layout: tp x pp x cp = {tp * pp * cp} does not divide --gpus {gpus}")
         given["dp"] = gpus // (tp * pp * cp)
+    from .catalog import has_sequence_parallel, sp_frameworks     # the catalogs load only when parsing
     has_sp = framework is None or has_sequence_parallel(framework)
     if "sp" not in given:
         given["sp"] = tp > 1 and has_sp

@@ -7,14 +7,11 @@ for each conversion or default is in ``assumptions(job)``, the one list the outp
 """
 from __future__ import annotations
 
-from .batch import PRETRAIN_BATCH_TOKENS, default_batch, from_tokens
+from .batch import default_batch, from_tokens
 from .defaults import default_texts
 from .errors import InputError
 from .job import Job, check_layout
 from .layout import Layout, parse_layout
-
-DEFAULT_BATCH_TOKENS = PRETRAIN_BATCH_TOKENS      # the name callers knew
-
 
 def global_batch(job: Job, multiple: int | None = None, layout: Layout | None = None) -> tuple[int, list[str]]:
     """Sequences per optimizer step, and the text saying how they were counted ([] when the
