@@ -66,6 +66,8 @@ def workable_count(exact: float, gpus: int, mbs: int = 1) -> int:
 
 
 def _degrees_text(ds: list[int]) -> str:
+    if not ds:
+        return "none"
     shown = ", ".join(f"{d:,}" for d in ds) if len(ds) <= 5 else \
         f"{', '.join(f'{d:,}' for d in ds[:3])}, ..., {ds[-1]:,}"
     return f"{len(ds)}: {shown}"
@@ -115,9 +117,9 @@ def default_batch(training: str, seq_len: int, gpus: int, mbs: int = 1, dp: int 
     hint = "--global-batch or --global-batch-tokens to set it"
     if training == "pretrain":
         n, how = from_tokens(PRETRAIN_BATCH_TOKENS, seq_len, gpus, mbs, dp)
-        return n, f"global batch not given: the pre-training default {how} (Llama 3 paper, section 3.4.1); {hint}"
+        return n, f"global batch not given: the pre-training default (Llama 3 paper, section 3.4.1), {how}; {hint}"
     n, moved = take(FINETUNE_BATCH_SEQUENCES, gpus, mbs, dp)
-    moved = f" {moved}" if moved else ""
-    return n, (f"global batch not given: the fine-tuning default {FINETUNE_BATCH_SEQUENCES} sequences "
-               f"(Stanford Alpaca's and Vicuna's recipes){moved}; {n:,} x {seq_len:,} = {n * seq_len:,} tokens "
-               f"per step; {hint}")
+    moved = f", {moved}" if moved else ""
+    return n, (f"global batch not given: the fine-tuning default (Stanford Alpaca's and Vicuna's recipes), "
+               f"{FINETUNE_BATCH_SEQUENCES} sequences{moved}; {n:,} x {seq_len:,} = {n * seq_len:,} tokens per "
+               f"step; {hint}")

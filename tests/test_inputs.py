@@ -140,7 +140,7 @@ def test_fine_tuning_gets_a_fine_tuning_batch_and_profile(run_cli, training):
                "--training", training, "--layout", "tp=8")
     assert d["job"]["framework"] == "hf" and d["layout"]["global_batch"] == 128
     text = " ".join(d["assumptions"])
-    assert "framework not given: hf" in text and "fine-tuning default 128 sequences" in text
+    assert "framework not given: hf" in text and "fine-tuning default (Stanford Alpaca" in text and "128 sequences" in text
 
 
 def test_pretraining_defaults_are_stated_too(run_cli):
