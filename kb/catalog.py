@@ -1,5 +1,4 @@
-"""The YAML catalogs (kb/data/*.yaml): GPUs, links and models, looked up by the names users type,
-and what a framework profile can run."""
+"""The YAML catalogs (kb/data/*.yaml): GPUs, links and models, looked up by the names users type."""
 from __future__ import annotations
 
 import difflib
@@ -58,17 +57,6 @@ def link(name: str) -> LinkSpec:
 def model(name: str) -> ModelSpec:
     key, d = _lookup(_load("models")["models"], name, "model", "--model")
     return ModelSpec(name=key, **d)
-
-
-def has_sequence_parallel(framework: str) -> bool:
-    """Whether a framework has sequence parallelism (kb/data/frameworks.yaml,
-    ``sequence_parallel``): the one place the layout parser and the search read it."""
-    return bool(_load("frameworks")["frameworks"][framework]["sequence_parallel"])
-
-
-def sp_frameworks() -> list[str]:
-    """The frameworks that have sequence parallelism, sorted."""
-    return sorted(f for f in _load("frameworks")["frameworks"] if has_sequence_parallel(f))
 
 
 def raw(name: str) -> dict:

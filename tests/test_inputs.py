@@ -8,7 +8,7 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from shardwise.kb import catalog
+from shardwise.kb import catalog, frameworks
 from shardwise.kb.batch import TOLERANCE, dp_degrees, workable_count
 from shardwise.kb.build import build_job
 from shardwise.kb.resolve import assumptions, global_batch
@@ -203,11 +203,11 @@ def test_a_mistyped_job_file_key_gets_a_did_you_mean(run_cli, tmp_path):
 def test_sp_defaults_to_what_the_framework_has(run_cli, framework):
     d = memory(run_cli, "--model", "llama-3-70b", "--gpus", "8", "--framework", framework,
                "--layout", "tp=4,pp=2")
-    assert d["layout"]["sp"] is catalog.has_sequence_parallel(framework)
+    assert d["layout"]["sp"] is frameworks.has_sequence_parallel(framework)
 
 
 def test_sp_on_for_a_framework_without_it_is_refused(run_cli):
-    assert not catalog.has_sequence_parallel("hf")
+    assert not frameworks.has_sequence_parallel("hf")
     err = refused(run_cli, "memory", "--model", "llama-3-70b", "--gpus", "8", "--framework", "hf",
                   "--layout", "tp=4,pp=2,sp=on")
     assert "no sequence parallelism" in err and "megatron" in err
@@ -217,6 +217,6 @@ def test_sp_on_for_a_framework_without_it_is_refused(run_cli):
 
 
 def test_every_framework_says_whether_it_has_sp():
-    frameworks = catalog.raw("frameworks")["frameworks"]
-    assert all(isinstance(p["sequence_parallel"], bool) for p in frameworks.values())
-    assert catalog.sp_frameworks() == ["fsdp", "megatron"]
+    profiles = catalog.raw("frameworks")["frameworks"]
+    assert all(isinstance(p["sequence_parallel"], bool) for p in profiles.values())
+    assert [f for f in sorted(profiles) if frameworks.has_sequence_parallel(f)] == ["fsdp", "megatron"]

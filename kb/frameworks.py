@@ -1,0 +1,23 @@
+"""Framework profiles (kb/data/frameworks.yaml), read once: what each framework can run and
+how much communication it hides. One place answers "does this framework have X"."""
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+
+import yaml
+
+
+@lru_cache(maxsize=None)
+def _profiles() -> dict:
+    text = resources.files("shardwise.kb").joinpath("data", "frameworks.yaml").read_text()
+    return yaml.safe_load(text)["frameworks"]
+
+
+def profile(framework: str) -> dict:
+    return _profiles()[framework]
+
+
+def has_sequence_parallel(framework: str) -> bool:
+    """Whether the framework shards norms and dropouts over the TP ranks (its `sequence_parallel`)."""
+    return bool(profile(framework)["sequence_parallel"])
