@@ -1,11 +1,14 @@
 """The job flags every command shares (DESIGN.md's command-line contract), and job files.
 
 A job file (``-f job.yaml``) holds the same settings as the flags, with underscores:
-``model: llama-3-70b``, ``gpus: 32``, ``seq_len: 8192`` ... Flags given on the command line
-override the file.
+``model: llama-3-70b``, ``gpus: 32``, ``seq_len: 32k`` ... Flags given on the command line
+override the file. Counts are read as kb/counts.py says: ``seq_len`` and
+``global_batch_tokens`` binary (32k = 32,768; 4M = 4 x 2^20), ``params`` and ``token_budget``
+decimal (100B = 10^11).
 """
 from __future__ import annotations
 
+import difflib
 import functools
 
 import click
@@ -16,7 +19,7 @@ from shardwise.kb.errors import InputError, read_input_file
 
 JOB_KEYS = {
     "model": str, "hf_config": str, "params": str, "gpu": str, "gpu_memory": float, "gpus": int,
-    "gpus_per_node": int, "interconnect": str, "seq_len": int, "mbs": int, "global_batch": int,
+    "gpus_per_node": int, "interconnect": str, "seq_len": str, "mbs": int, "global_batch": int,
     "global_batch_tokens": str, "training": str, "precision": str, "optimizer": str, "recompute": str,
     "attention": str, "framework": str, "token_budget": str, "price_per_gpu_hour": float, "lora_rank": int,
 }
@@ -44,17 +47,17 @@ def job_options(f=None, *, raw: bool = False):
         click.option("--gpus", type=int, help="GPU count (1-16384)"),
         click.option("--gpus-per-node", type=int, help="GPUs per node (default: the GPU's usual server)"),
         click.option("--interconnect", help="nvlink|infiniband|roce|ethernet|pcie or a link of `kb links`"),
-        click.option("--seq-len", type=int, help="sequence length, tokens (default 4096)"),
+        click.option("--seq-len", help="sequence length, tokens: 8192, 32k (= 32,768), 128K (default 4096)"),
         click.option("--mbs", type=int, help="micro-batch size (default: the advisor chooses)"),
         click.option("--global-batch", type=int, help="global batch, sequences"),
-        click.option("--global-batch-tokens", help="global batch, tokens (e.g. 4M)"),
+        click.option("--global-batch-tokens", help="global batch, tokens; K/M/B binary: 4M = 4,194,304"),
         click.option("--training", type=_choice(["pretrain", "finetune", "lora", "qlora", "rlhf"])),
         click.option("--precision", type=_choice(["bf16", "pure-bf16", "fp8"])),
         click.option("--optimizer", type=_choice(["adamw", "adamw-8bit", "sgd"])),
         click.option("--recompute", type=_choice(["auto", "none", "selective", "full"])),
         click.option("--attention", type=_choice(["flash", "sdpa", "eager"])),
         click.option("--framework", type=_choice(["megatron", "deepspeed", "fsdp", "hf"])),
-        click.option("--token-budget", help="tokens to train, e.g. 100B"),
+        click.option("--token-budget", help="tokens to train, decimal: 100B = 10^11"),
         click.option("--price-per-gpu-hour", type=float, help="price of one GPU-hour, for cost"),
         click.option("--lora-rank", type=int, help="LoRA rank (default 16)"),
     ]
@@ -66,7 +69,6 @@ def job_options(f=None, *, raw: bool = False):
             v = kwargs.pop(k, None)
             if v is not None:
                 settings[k] = v.lower() if isinstance(v, str) and k in LOWERCASE else v
-        settings.setdefault("gpus", 8)
         if raw:
             build_job(**settings)            # refuse a bad base job before any variant
             kwargs["settings"] = settings
@@ -90,7 +92,9 @@ def load_job_file(path: str) -> dict:
     for k, v in data.items():
         key = str(k).replace("-", "_")
         if key not in JOB_KEYS:
-            raise InputError(f"{path}: unknown setting '{k}'; allowed: {', '.join(sorted(JOB_KEYS))}")
+            near = difflib.get_close_matches(key, list(JOB_KEYS), n=3, cutoff=0.6)
+            hint = f"did you mean {', '.join(near)}?" if near else f"allowed: {', '.join(sorted(JOB_KEYS))}"
+            raise InputError(f"{path}: unknown setting '{k}'; {hint}")
         want = JOB_KEYS[key]
         if want is float and isinstance(v, int) and not isinstance(v, bool):
             v = float(v)

@@ -9,7 +9,9 @@ from pydantic import ValidationError
 from . import catalog
 from .errors import InputError
 from .hf_config import read_hf_config
-from .infer import infer_model, parse_count
+from .counts import parse_count, parse_seq_len
+from .defaults import FRAMEWORK
+from .infer import infer_model
 from .job import Job
 from .schema import ClusterSpec, ModelSpec, TrainingSpec
 
@@ -61,15 +63,29 @@ def resolve_links(gpu_intra: str, interconnect: Optional[str]) -> tuple:
     return catalog.link(intra_name), catalog.link(inter_name)
 
 
-def build_job(*, model=None, hf_config=None, params=None, gpu="h100-sxm", gpu_memory=None, gpus=8,
+# Settings a user may leave out whose default build_job states (kb/defaults.py).
+STATED = ("gpu", "gpus", "seq_len", "precision", "optimizer", "attention", "lora_rank")
+# Frameworks that run QLoRA's 4-bit (bitsandbytes NF4) base weights: PEFT on transformers,
+# also under DeepSpeed ZeRO-3 or FSDP (Hugging Face PEFT docs, "DeepSpeed" and "FSDP" guides;
+# Answer.AI's FSDP + QLoRA). Megatron-Core has no 4-bit base-weight path.
+QLORA_FRAMEWORKS = ("hf", "deepspeed", "fsdp")
+
+
+def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=None, gpus=None,
               gpus_per_node=None, interconnect=None, price_per_gpu_hour=None, **training: Any) -> Job:
+    """The Job for these settings. Settings left out get their defaults (per training type for
+    the framework and the batch, kb/defaults.py), recorded in ``TrainingSpec.defaulted`` so that
+    kb/resolve.assumptions can state each one; token counts are read binary for the batch and
+    the sequence length, decimal for the budget (kb/counts.py)."""
+    given = {k for k, v in dict(training, gpu=gpu, gpus=gpus).items() if v is not None}
     m = resolve_model(model, hf_config, params)
     g = catalog.gpu(gpu or "h100-sxm")
     if gpu_memory is not None:
         if not (isinstance(gpu_memory, (int, float)) and 8 <= gpu_memory <= 320):
             raise InputError(f"--gpu-memory: {gpu_memory} GB is outside 8-320")
         g = g.model_copy(update={"memory_gib": float(gpu_memory), "name": f"{g.name} ({gpu_memory} GB)"})
-    if gpus is None or isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= 16384:
+    gpus = 8 if gpus is None else gpus
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= 16384:
         raise InputError(f"--gpus: {gpus!r} must be an integer from 1 to 16384")
     gpn = gpus_per_node or g.gpus_per_node
     if isinstance(gpn, bool) or not isinstance(gpn, int) or not 1 <= gpn <= 72:
@@ -84,20 +100,27 @@ def build_job(*, model=None, hf_config=None, params=None, gpu="h100-sxm", gpu_me
     tb = training.pop("token_budget", None)
     if isinstance(tb, str):
         tb = parse_count(tb, "--token-budget")
-    gbt = training.pop("global_batch_tokens", None)
     clean = {k: v for k, v in training.items() if v is not None}
+    if "seq_len" in clean:
+        clean["seq_len"] = parse_seq_len(clean["seq_len"])
+    gbt = clean.pop("global_batch_tokens", None)
     if gbt is not None:
-        tokens = parse_count(gbt, "--global-batch-tokens") if isinstance(gbt, str) else float(gbt)
         if "global_batch" in clean:
             raise InputError("give --global-batch (sequences) or --global-batch-tokens, not both")
-        seq = clean.get("seq_len", TrainingSpec.model_fields["seq_len"].default)
-        clean["global_batch"] = max(1, round(tokens / seq))
+        clean["global_batch_tokens"] = parse_count(gbt, "--global-batch-tokens", binary=True) \
+            if isinstance(gbt, str) else gbt
+    kind = clean.get("training", TrainingSpec.model_fields["training"].default)
+    defaulted = [k for k in STATED if k not in given]
+    if "framework" not in clean and kind in FRAMEWORK:
+        clean["framework"] = FRAMEWORK[kind]
+        defaulted.insert(0, "framework")
     try:
-        tspec = TrainingSpec(token_budget=tb, **clean)
+        tspec = TrainingSpec(token_budget=tb, defaulted=tuple(defaulted), **clean)
     except ValidationError as e:
         raise _first_error(e, "")
     if tspec.precision == "fp8" and not g.tflops_fp8:
         raise InputError(f"--precision fp8: {g.name} has no FP8 tensor cores; allowed here: bf16, pure-bf16")
-    if tspec.training == "qlora" and tspec.framework == "megatron":
-        tspec = tspec.model_copy(update={"framework": "hf"})
+    if tspec.training == "qlora" and tspec.framework not in QLORA_FRAMEWORKS:
+        raise InputError(f"--framework {tspec.framework}: QLoRA's 4-bit base weights (bitsandbytes + PEFT) do not "
+                         f"run on it; allowed for --training qlora: {', '.join(QLORA_FRAMEWORKS)} (default hf)")
     return Job(model=m, cluster=cluster, training=tspec)

@@ -9,7 +9,6 @@ was inferred (``ModelSpec.inferred``).
 from __future__ import annotations
 
 import math
-import re
 
 from .errors import InputError
 from .params import total_params
@@ -17,17 +16,6 @@ from .schema import ModelSpec
 
 # (parameters, layers, hidden): Llama 3.2 1B/3B, Llama 3 8B/70B, Llama 3.1 405B configs
 _ANCHORS = [(1.24e9, 16, 2048), (3.2e9, 28, 3072), (8.0e9, 32, 4096), (70.6e9, 80, 8192), (405.9e9, 126, 16384)]
-
-
-def parse_count(text: str, flag: str = "--params") -> float:
-    """'70B', '1.5T', '350M', '7e9' -> a number of parameters (or tokens)."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBtT]?)\s*", str(text))
-    if not m:
-        raise InputError(f"{flag}: '{text}' is not a count; use a number with an optional K/M/B/T suffix, e.g. 70B")
-    value = float(m.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}[m.group(2).lower()]
-    if not math.isfinite(value) or value <= 0:
-        raise InputError(f"{flag}: '{text}' must be a positive count")
-    return value
 
 
 def _interp(n: float) -> tuple[float, float]:

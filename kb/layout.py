@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Optional
+from typing import Optional, get_args
 
 from .errors import InputError
 from .vec import minimum, where
@@ -134,12 +134,14 @@ _ALIASES = {"ga": "grad_accum", "gradient_accumulation": "grad_accum", "accum": 
 _BOOL = {"true": True, "on": True, "yes": True, "1": True, "false": False, "off": False, "no": False, "0": False}
 
 
-def parse_layout(text: str, gpus: Optional[int] = None) -> tuple[Layout, set[str]]:
+def parse_layout(text: str, gpus: Optional[int] = None, framework: Optional[str] = None) -> tuple[Layout, set[str]]:
     """Parse ``"tp=8,pp=4,dp=1,zero=1,mbs=4,recompute=none"`` into a Layout.
 
     Returns the layout and the set of keys the user gave. ``dp`` may be left out when ``gpus``
-    is known (dp = gpus / (tp pp cp)); ``sp`` defaults to on whenever tp > 1 (playbook: SP
-    whenever TP > 1), ``ga`` (gradient accumulation) to the value a global batch implies.
+    is known (dp = gpus / (tp pp cp)); ``sp`` defaults to on whenever tp > 1 and the framework
+    has sequence parallelism (playbook: SP whenever TP > 1; kb/frameworks.has_sequence_parallel;
+    no framework given: on), and ``sp=on`` for a framework without it is refused; ``ga``
+    (gradient accumulation) defaults to the value a global batch implies.
     """
     names = {f.name for f in fields(Layout)}
     given: dict = {}
@@ -171,6 +173,13 @@ def parse_layout(text: str, gpus: Optional[int] = None) -> tuple[Layout, set[str
         if min(tp, pp, cp) < 1 or gpus % (tp * pp * cp):
             raise InputError(f"--layout: tp x pp x cp = {tp * pp * cp} does not divide --gpus {gpus}")
         given["dp"] = gpus // (tp * pp * cp)
+    from .frameworks import has_sequence_parallel     # the profiles load only when parsing
+    has_sp = framework is None or has_sequence_parallel(framework)
     if "sp" not in given:
-        given["sp"] = tp > 1
+        given["sp"] = tp > 1 and has_sp
+    elif given["sp"] and not has_sp:
+        from .schema import Framework
+        have = ", ".join(f for f in get_args(Framework) if has_sequence_parallel(f))
+        raise InputError(f"--layout: sp=on but --framework {framework} has no sequence parallelism; "
+                         f"use sp=off, or a framework with it ({have})")
     return Layout(**given), keys

@@ -1,32 +1,43 @@
-"""Turn a user's layout text into a checked Layout for a job, with the assumptions it made.
+"""Resolve a job's batch and a user's layout text, with every assumption stated.
 
 The global batch decides how many micro-batches a step has, and so how many a pipeline
-holds in flight and how large its bubble is. When the user gives none, shardwise assumes
-4M tokens per step (the Llama 3 pre-training batch at 8k tokens, Llama 3 paper section 3.4.1:
-4M tokens early in training) and says so in ``assumptions``.
+holds in flight and how large its bubble is. It is the user's sequences, their tokens taken
+as a workable sequence count, or the default of the training type (kb/batch.py); the text
+for each conversion or default is in ``assumptions(job)``, the one list the output prints.
 """
 from __future__ import annotations
 
+from .batch import default_batch, from_tokens
+from .defaults import default_texts
 from .errors import InputError
 from .job import Job, check_layout
 from .layout import Layout, parse_layout
 
-DEFAULT_BATCH_TOKENS = 4 * 2 ** 20
-
-
-def global_batch(job: Job, multiple: int = 1) -> tuple[int, list[str]]:
-    """Sequences per optimizer step, and the assumption made if the user gave none. The
-    assumed batch is rounded up to a multiple of ``multiple`` (the recommender asks for one
-    that every data-parallel degree it may try divides)."""
+def global_batch(job: Job, multiple: int | None = None, layout: Layout | None = None) -> tuple[int, list[str]]:
+    """Sequences per optimizer step, and the text saying how they were counted ([] when the
+    user gave sequences). Never inflated: ``multiple`` is accepted for the callers that still
+    pass it and ignored (a token or default batch moves only within 5%, to keep data-parallel
+    choices open: kb/batch.py). With ``layout`` (a layout the user fixed) it moves to a count
+    that the layout's mbs x DP divides, where one is within 5%."""
     t = job.training
+    gpus, mbs, dp = job.cluster.gpus, (layout.mbs if layout else t.mbs or 1), (layout.dp if layout else None)
     if t.global_batch:
         return t.global_batch, []
-    gb = max(1, round(DEFAULT_BATCH_TOKENS / t.seq_len))
-    gb = -(-gb // multiple) * multiple
-    rounded = ", rounded to a multiple of the GPU count" if multiple > 1 else ""
-    return gb, [f"global batch not given: assumed {gb} sequences x {t.seq_len} tokens "
-                f"= {gb * t.seq_len / 2**20:.1f}M tokens per step{rounded} "
-                "(--global-batch or --global-batch-tokens to set it)"]
+    if t.global_batch_tokens:
+        n, how = from_tokens(t.global_batch_tokens, t.seq_len, gpus, mbs, dp)
+        return n, [f"global batch {how}"]
+    n, text = default_batch(t.training, t.seq_len, gpus, mbs, dp)
+    return n, [text]
+
+
+def assumptions(job: Job, layout: Layout | None = None) -> list[str]:
+    """Every default and conversion behind this job's answer, in a fixed order: the framework
+    chosen for the training type, the batch (default or token count taken as sequences), then
+    the other settings left at their defaults. The output's ``assumptions[]``; ``layout`` as
+    for global_batch."""
+    texts = default_texts(job)
+    framework = texts[:1] if "framework" in job.training.defaulted else []
+    return framework + global_batch(job, layout=layout)[1] + texts[len(framework):]
 
 
 def grad_accum_for(gb: int, mbs: int, dp: int) -> int:
@@ -37,19 +48,24 @@ def grad_accum_for(gb: int, mbs: int, dp: int) -> int:
 
 
 def resolve_layout(job: Job, text: str) -> tuple[Layout, list[str]]:
-    lay, keys = parse_layout(text, job.cluster.gpus)
-    notes: list[str] = []
+    lay, keys = parse_layout(text, job.cluster.gpus, job.training.framework)
     if "mbs" not in keys and job.training.mbs:
         lay = lay.with_(mbs=job.training.mbs)
     if "recompute" not in keys and job.training.recompute not in ("auto",):
         lay = lay.with_(recompute=job.training.recompute)
-    if "grad_accum" not in keys:
-        gb, notes = global_batch(job)
-        if gb < lay.mbs * lay.dp:
-            raise InputError(f"global batch {gb} is smaller than mbs x dp = {lay.mbs * lay.dp}")
-        lay = lay.with_(grad_accum=grad_accum_for(gb, lay.mbs, lay.dp))
-    elif job.training.global_batch and lay.global_batch != job.training.global_batch:
-        raise InputError(f"layout ga={lay.grad_accum} gives a global batch of {lay.global_batch}, "
-                         f"not the --global-batch {job.training.global_batch}")
+    user_batch = bool(job.training.global_batch or job.training.global_batch_tokens)
+    if "grad_accum" in keys and not user_batch:        # the layout's ga sets the batch: no default used
+        notes = [n for n in assumptions(job) if n not in global_batch(job)[1]]
+    else:
+        notes = assumptions(job, lay)
+        gb, _ = global_batch(job, layout=lay)
+        if "grad_accum" not in keys:
+            if gb < lay.mbs * lay.dp:
+                raise InputError(f"global batch {gb} sequences is smaller than mbs x dp = {lay.mbs * lay.dp}; "
+                                 "give a larger --global-batch(-tokens) or a layout with a smaller mbs x dp")
+            lay = lay.with_(grad_accum=grad_accum_for(gb, lay.mbs, lay.dp))
+        elif lay.global_batch != gb:
+            raise InputError(f"layout ga={lay.grad_accum} gives a global batch of {lay.global_batch} sequences, "
+                             f"not the {gb} of --global-batch{'-tokens' if job.training.global_batch_tokens else ''}")
     check_layout(job, lay)
     return lay, notes

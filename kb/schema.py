@@ -187,7 +187,9 @@ class ClusterSpec(_Frozen):
 class TrainingSpec(_Frozen):
     seq_len: int = Field(4096, gt=0)
     mbs: Optional[int] = Field(None, gt=0, description="micro-batch; None lets the advisor choose")
-    global_batch: Optional[int] = Field(None, gt=0, description="sequences per optimizer step")
+    global_batch: Optional[int] = Field(None, gt=0, description="sequences per optimizer step, as the user gave them")
+    global_batch_tokens: Optional[float] = Field(None, gt=0, description="tokens per optimizer step, as the user "
+                                                 "gave them; kb/resolve.global_batch turns them into sequences")
     training: TrainingType = "pretrain"
     precision: Precision = "bf16"
     optimizer: Optimizer = "adamw"
@@ -197,3 +199,5 @@ class TrainingSpec(_Frozen):
     token_budget: Optional[float] = Field(None, gt=0)
     lora_rank: int = Field(16, gt=0)
     rlhf_models: int = Field(4, ge=2, le=4, description="PPO holds policy, value, reference and reward")
+    defaulted: tuple[str, ...] = Field((), description="settings the user left out and build_job filled in "
+                                       "(kb/defaults.py), so that the output can state them")

@@ -3,7 +3,8 @@ import pytest
 
 from shardwise.kb import catalog
 from shardwise.kb.errors import InputError
-from shardwise.kb.infer import infer_model, parse_count
+from shardwise.kb.counts import parse_count
+from shardwise.kb.infer import infer_model
 from shardwise.kb.params import total_params
 
 REQUIRED_GPUS = ["a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h100-nvl", "h200", "b200", "gb200", "l40s",

@@ -1,5 +1,5 @@
 # shardwise export: llama-2-7b on 64 x h100-sxm (8 nodes of 8), seq 131072, pretrain bf16
-# layout: tp=8 pp=1 dp=2 cp=4 zero=1 sp=on mbs=2 ga=16 recompute=none; global batch 64 sequences
+# layout: tp=8 pp=1 dp=2 cp=4 zero=1 sp=on mbs=2 ga=8 recompute=none; global batch 32 sequences
 # set TOKENIZER (a Hugging Face tokenizer name or path) and DATA_PREFIX (Megatron .bin/.idx prefix)
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 torchrun --nnodes 8 --nproc-per-node 8 pretrain_gpt.py \
@@ -23,7 +23,7 @@ torchrun --nnodes 8 --nproc-per-node 8 pretrain_gpt.py \
   --overlap-grad-reduce \
   --overlap-param-gather \
   --micro-batch-size 2 \
-  --global-batch-size 64 \
+  --global-batch-size 32 \
   --bf16 \
   --train-iters 100000 \
   --lr 1.5e-4 \

@@ -1,5 +1,5 @@
 # shardwise export: llama-2-7b on 64 x h100-sxm (8 nodes of 8), seq 131072, pretrain bf16
-# layout: tp=8 pp=1 dp=2 cp=4 zero=1 sp=on mbs=2 ga=16 recompute=none; global batch 64 sequences
+# layout: tp=8 pp=1 dp=2 cp=4 zero=1 sp=on mbs=2 ga=8 recompute=none; global batch 32 sequences
 # cannot express: llama-2-7b has no torchtitan registry entry: write a config_registry function with its shape and pass it as MODULE/CONFIG
 # cannot express: ZeRO-1: torchtitan has none; FSDP2 with reshard never (ZeRO-2: gradients sharded too)
 NGPU=8 MODULE=$MODULE CONFIG=$CONFIG ./run_train.sh \
@@ -12,7 +12,7 @@ NGPU=8 MODULE=$MODULE CONFIG=$CONFIG ./run_train.sh \
   --parallelism.context_parallel_degree 4 \
   --parallelism.expert_parallel_degree 1 \
   --training.local_batch_size 2 \
-  --training.global_batch_size 64 \
+  --training.global_batch_size 32 \
   --training.seq_len 131072 \
   --training.mixed_precision_param bfloat16 \
   activation-checkpoint:none

@@ -1,0 +1,125 @@
+"""The global batch in sequences: from the user's sequences, their tokens, or the default for
+the training type; every conversion and default said in one text (DESIGN.md, "Batch").
+
+A token batch becomes a whole number of sequences. The exact quotient rarely matters to
+within a few percent, but its factors decide which data-parallel degrees a layout may take
+(mbs x DP must divide the batch): 31 sequences, a prime, leaves DP = 1 on any cluster. So a
+token batch is taken as the sequence count **within 5% of the exact quotient that the most
+data-parallel degrees of the cluster divide** -- the divisors d of the GPU count with
+mbs x d dividing the count (mbs = 1 when the advisor chooses it) -- ties to the count
+nearest the quotient, then to the smaller. A count that is already best stays as it is;
+a token batch is never refused for rounding. Below 10 sequences no whole count may be
+within 5%: the two around the quotient compete (at least one sequence). For a layout the
+user fixed (``memory --layout``), only its own mbs x DP counts: the count within 5% it
+divides, else its nearest multiple (said with the change). The default batch is a token
+batch for pre-training and 128 sequences for fine-tuning, and moves the same way. Sequences
+given as sequences (--global-batch) are the user's exact choice and are never moved.
+"""
+from __future__ import annotations
+
+import math
+
+from .counts import binary_label
+
+# DESIGN.md "Batch": a token batch may move to a workable sequence count within 5%.
+TOLERANCE = 0.05
+
+# Pre-training: 4M tokens per step, the Llama 3 paper's batch (section 3.4.1: "an initial batch
+# size of 4M tokens and sequences of length 4,096" for 405B, doubled later in training).
+PRETRAIN_BATCH_TOKENS = 4 * 2 ** 20
+
+# Fine-tuning (full, LoRA, QLoRA, RLHF): 128 sequences per step, the global batch of Stanford
+# Alpaca's recipe (tatsu-lab/stanford_alpaca README, "Batch size 128", Hugging Face Trainer)
+# and of Vicuna's (lm-sys/FastChat README, "Global Batch Size 128"); Llama 2-Chat's SFT used 64
+# (Touvron et al. 2023, section 3.1). A count of sequences, whatever their length.
+FINETUNE_BATCH_SEQUENCES = 128
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def dp_degrees(sequences: int, gpus: int, mbs: int = 1) -> list[int]:
+    """The data-parallel degrees this batch allows on this cluster: divisors d of the GPU
+    count (every layout's DP divides it) with mbs x d dividing the batch."""
+    return [d for d in _divisors(gpus) if sequences % (mbs * d) == 0]
+
+
+def workable_count(exact: float, gpus: int, mbs: int = 1) -> int:
+    """The sequence count a token batch of ``exact`` sequences is taken as (module docstring):
+    among whole counts within 5% of ``exact`` (or, when none is, the two around it), the one
+    the most data-parallel degrees divide; ties to the nearest, then the smaller.
+
+    The degrees that divide n are the divisors of G = gcd(n / mbs, gpus) (a set closed under
+    lcm), so the best count is a multiple of mbs x G for some divisor G of the GPU count, and
+    the nearest such multiples are the only candidates to compare (no scan of the range)."""
+    lo, hi = max(1, math.ceil(exact * (1 - TOLERANCE))), math.floor(exact * (1 + TOLERANCE))
+    if lo > hi:
+        lo, hi = max(1, math.floor(exact)), max(1, math.ceil(exact))
+    cands = {min(max(round(exact), lo), hi), lo, hi}
+    for g in _divisors(gpus):
+        step = mbs * g
+        cands.update(k * step for k in (math.floor(exact / step), math.ceil(exact / step)))
+    cands = [n for n in cands if lo <= n <= hi]
+    return min(cands, key=lambda n: (-len(dp_degrees(n, gpus, mbs)), abs(n - exact), n))
+
+
+def _degrees_text(ds: list[int]) -> str:
+    if not ds:
+        return "none"
+    shown = ", ".join(f"{d:,}" for d in ds) if len(ds) <= 5 else \
+        f"{', '.join(f'{d:,}' for d in ds[:3])}, ..., {ds[-1]:,}"
+    return f"{len(ds)}: {shown}"
+
+
+def take(exact: float, gpus: int, mbs: int = 1, dp: int | None = None) -> tuple[int, str]:
+    """The whole count for ``exact`` sequences, and the text when it moved ('' when not).
+    With ``dp`` (a layout already fixed) the degrees that count are those of that DP alone,
+    so the best count is one that mbs x DP divides."""
+    n = workable_count(exact, dp or gpus, mbs)
+    whole_only = abs(n - exact) > TOLERANCE * exact      # no whole count within 5% (under 10 sequences)
+    unit = mbs * (dp or 1)
+    if n % unit and exact >= unit:  # a fixed layout that no count within 5% fits: its nearest multiple
+        n = round(exact / unit) * unit
+    if n == exact:
+        return n, ""
+    whole = exact == int(exact)
+    head = f"taken as {n:,} ({(n - exact) / exact:+.2%})"
+    if whole_only or (dp and n % unit):
+        return n, f"{head}: a step holds whole sequences, at least one"
+    if dp:
+        far = abs(n - exact) > TOLERANCE * exact
+        return n, f"{head}, the nearest count {'' if far else 'within 5% '}that mbs x DP = {mbs} x {dp} divides"
+    at = f" at mbs {mbs}" if mbs > 1 else ""
+    why = f"the count within 5% that the most data-parallel degrees of {gpus:,} GPUs divide{at} " \
+          f"({_degrees_text(dp_degrees(n, gpus, mbs))}"
+    if whole:
+        why += f"; {int(exact):,} allows {_degrees_text(dp_degrees(int(exact), gpus, mbs))}"
+    return n, f"{head}, {why})"
+
+
+def from_tokens(tokens: float, seq_len: int, gpus: int, mbs: int = 1, dp: int | None = None) -> tuple[int, str]:
+    """Sequences for a token batch, and the text that says how they were counted."""
+    exact = tokens / seq_len
+    n, moved = take(exact, gpus, mbs, dp)
+    label = binary_label(tokens)
+    said = f"{label} tokens = {tokens:,.0f} tokens" if label else f"{tokens:,.0f} tokens"
+    if not moved:
+        return n, f"{said} = {n:,} sequences of {seq_len:,} tokens"
+    places = 0 if exact == int(exact) else 1
+    return n, f"{said} = {exact:,.{places}f} sequences of {seq_len:,} tokens, {moved}"
+
+
+def default_batch(training: str, seq_len: int, gpus: int, mbs: int = 1, dp: int | None = None) -> tuple[int, str]:
+    """The batch a job of this training type gets when the user gives none, and its text. A
+    default is an assumption, so it moves within 5% like a token batch."""
+    hint = "--global-batch or --global-batch-tokens to set it"
+    if training == "pretrain":
+        n, how = from_tokens(PRETRAIN_BATCH_TOKENS, seq_len, gpus, mbs, dp)
+        return n, f"global batch not given: the pre-training default (Llama 3 paper, section 3.4.1), {how}; {hint}"
+    n, moved = take(FINETUNE_BATCH_SEQUENCES, gpus, mbs, dp)
+    moved = f", {moved}" if moved else ""
+    return n, (f"global batch not given: the fine-tuning default (Stanford Alpaca's and Vicuna's recipes), "
+               f"{FINETUNE_BATCH_SEQUENCES} sequences{moved}; {n:,} x {seq_len:,} = {n * seq_len:,} tokens per "
+               f"step; {hint}")

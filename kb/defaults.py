@@ -1,0 +1,40 @@
+"""What shardwise assumes for a setting the user left out, per training type, and the text
+that says so. Every default that can change the answer is stated in the output
+(kb/resolve.assumptions); none is applied silently.
+"""
+from __future__ import annotations
+
+# The framework profile a job runs under when --framework is not given.
+# pretrain: Megatron-Core, the stack of 297 of the 337 published training runs in
+#   benchmarks/calibration/published_runs.yaml (NeMo, Megatron-Bridge, Megatron-LM).
+# finetune, lora, qlora, rlhf: transformers model code ("hf"), as fine-tuning recipes run it:
+#   Stanford Alpaca and Vicuna fine-tune with the Hugging Face Trainer (tatsu-lab/stanford_alpaca,
+#   lm-sys/FastChat), LoRA/QLoRA through PEFT + bitsandbytes (Dettmers et al. 2023, QLoRA;
+#   LLaMA-Factory, Axolotl), RLHF through TRL.
+FRAMEWORK = {"pretrain": "megatron", "finetune": "hf", "lora": "hf", "qlora": "hf", "rlhf": "hf"}
+_FRAMEWORK_WHY = {
+    "megatron": "Megatron-Core, the stack of most published pre-training runs",
+    "hf": "transformers model code with the Hugging Face Trainer / PEFT / TRL, as fine-tuning recipes run it",
+}
+
+# Settings whose defaults do not depend on the training type, as the output names them.
+_PLAIN = (("gpu", "GPU {gpu}"), ("gpus", "{gpus} GPUs"), ("seq_len", "sequence length {seq_len:,} tokens"),
+          ("precision", "precision {precision}"), ("optimizer", "optimizer {optimizer}"),
+          ("attention", "attention {attention}"), ("lora_rank", "LoRA rank {lora_rank}"))
+ADAPTERS = ("lora", "qlora")
+
+
+def default_texts(job) -> list[str]:
+    """The texts for the settings build_job filled in (``TrainingSpec.defaulted``), batch aside."""
+    t, c = job.training, job.cluster
+    out = []
+    if "framework" in t.defaulted:
+        out.append(f"framework not given: {t.framework} for {t.training} ({_FRAMEWORK_WHY[t.framework]}); "
+                   "--framework to set it")
+    values = {"gpu": c.gpu.name, "gpus": c.gpus, "seq_len": t.seq_len, "precision": t.precision,
+              "optimizer": t.optimizer, "attention": t.attention, "lora_rank": t.lora_rank}
+    plain = [form.format(**values) for key, form in _PLAIN
+             if key in t.defaulted and (key != "lora_rank" or t.training in ADAPTERS)]
+    if plain:
+        out.append(f"defaults used for settings not given: {', '.join(plain)}")
+    return out

@@ -1,0 +1,222 @@
+"""Inputs and their defaults, as a user meets them on the command line: token batches and
+sequence lengths read binary, a token batch taken as a workable sequence count (never refused,
+never inflated), defaults per training type stated in the output, job-file keys with a "did you
+mean", and sequence parallelism only where the framework has it."""
+import json
+import math
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from shardwise.kb import catalog, frameworks
+from shardwise.kb.batch import TOLERANCE, dp_degrees, workable_count
+from shardwise.kb.build import build_job
+from shardwise.kb.resolve import assumptions, global_batch
+
+L405 = ["--model", "llama-3.1-405b", "--gpus", "16384", "--seq-len", "8192"]
+
+
+def memory(run_cli, *args):
+    code, out, err = run_cli("memory", *args, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def refused(run_cli, *args) -> str:
+    code, out, err = run_cli(*args)
+    assert code == 2 and out == "", (code, out, err)
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+# --- token batches --------------------------------------------------------------------------
+
+def test_the_published_405b_job_keeps_its_2048_sequences(run_cli):
+    """Llama 3.1 405B on 16,384 H100 at 8K with 16M tokens a step: 16 x 2^20 / 8,192 = 2,048
+    sequences, the published batch; decimal reading gave 1,953 and a refusal."""
+    d = memory(run_cli, *L405, "--global-batch-tokens", "16M", "--layout", "tp=8,pp=16")
+    assert d["layout"]["global_batch"] == 2048
+    assert any("16M tokens = 16,777,216 tokens = 2,048 sequences of 8,192 tokens" in a for a in d["assumptions"])
+    code, out, err = run_cli("recommend", *L405, "--global-batch-tokens", "16M", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["layout"]["global_batch"] == 2048
+
+
+def test_token_batch_suffixes_are_binary_and_plain_numbers_exact(run_cli):
+    base = ["--model", "llama-3-8b", "--gpus", "8", "--seq-len", "8192", "--layout", "tp=1"]
+    for text in ("4M", "4096K", "4194304", "4m"):
+        assert memory(run_cli, *base, "--global-batch-tokens", text)["layout"]["global_batch"] == 512, text
+    assert memory(run_cli, *base, "--global-batch-tokens", "0.5B")["layout"]["global_batch"] == 65536
+
+
+def test_a_prime_sequence_count_moves_within_five_percent_and_says_so(run_cli):
+    """Seed 004's batch read decimally was 31 sequences (a prime: DP = 1 only)."""
+    d = memory(run_cli, "--model", "llama-2-7b", "--gpus", "64", "--seq-len", "128k",
+               "--global-batch-tokens", "4M", "--layout", "tp=8,cp=8")
+    assert d["layout"]["global_batch"] == 32                   # 4 x 2^20 / 131,072 exactly
+    d = memory(run_cli, "--model", "llama-2-7b", "--gpus", "64", "--seq-len", "131072",
+               "--global-batch-tokens", "4000000", "--layout", "tp=8")       # DP 8 fixed by the layout
+    assert d["layout"]["global_batch"] == 32 and d["layout"]["grad_accum"] == 4
+    assert "30.5 sequences" in " ".join(d["assumptions"]) and "mbs x DP = 1 x 8" in " ".join(d["assumptions"])
+    job = build_job(model="llama-2-7b", gpus=64, seq_len=131072, global_batch_tokens="4000000")
+    n, (text,) = global_batch(job)                                            # no layout: DP still open
+    assert n == 32 and abs(n - 4e6 / 131072) <= TOLERANCE * 4e6 / 131072
+    assert "taken as 32 (+4.86%" in text and "6: 1, 2, 4, ..., 32" in text
+    # a fixed layout with DP = 1: every count works, so the nearest (31) is kept
+    d = memory(run_cli, "--model", "llama-2-7b", "--gpus", "64", "--seq-len", "131072",
+               "--global-batch-tokens", "4000000", "--layout", "tp=8,cp=8")
+    assert d["layout"]["global_batch"] == 31
+
+
+def test_a_token_batch_is_never_refused_for_rounding(run_cli):
+    d = memory(run_cli, "--model", "llama-3-8b", "--gpus", "8", "--seq-len", "8192",
+               "--global-batch-tokens", "1000", "--layout", "tp=8")
+    assert d["layout"]["global_batch"] == 1 and "at least one" in " ".join(d["assumptions"])
+    # a fixed layout: the count moves to one that its mbs x DP divides (512 -> 504 for DP 24)
+    d = memory(run_cli, "--model", "llama-3-8b", "--gpus", "24", "--seq-len", "8192",
+               "--global-batch-tokens", "4M", "--layout", "tp=1,mbs=1")
+    assert d["layout"]["global_batch"] == 504 and d["layout"]["grad_accum"] == 21
+    # no count within 5% that mbs x DP = 2 x 64 divides: the nearest one, said with its change
+    d = memory(run_cli, "--model", "llama-3-8b", "--gpus", "64", "--seq-len", "8k",
+               "--global-batch-tokens", "1.1M", "--layout", "tp=1,mbs=2")
+    assert d["layout"]["global_batch"] == 128 and "taken as 128 (-9.09%)" in " ".join(d["assumptions"])
+
+
+def test_budgets_stay_decimal():
+    job = build_job(model="llama-3-8b", gpus=8, token_budget="100B", global_batch_tokens="1B")
+    assert job.training.token_budget == 100e9
+    assert job.training.global_batch_tokens == 2 ** 30
+
+
+def _brute(exact, gpus, mbs):
+    """The criterion of kb/batch.py by enumeration: whole counts within 5% (else the two
+    around the quotient), most data-parallel degrees, then nearest, then smaller."""
+    lo, hi = max(1, math.ceil(exact * (1 - TOLERANCE))), math.floor(exact * (1 + TOLERANCE))
+    if lo > hi:
+        lo, hi = max(1, math.floor(exact)), max(1, math.ceil(exact))
+    return min(range(lo, hi + 1), key=lambda n: (-len(dp_degrees(n, gpus, mbs)), abs(n - exact), n))
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(exact=st.one_of(st.floats(0.01, 20), st.floats(20, 20000), st.integers(1, 20000).map(float)),
+       gpus=st.sampled_from([1, 2, 3, 8, 12, 24, 64, 96, 100, 1024, 6144, 16384]),
+       mbs=st.sampled_from([1, 2, 3, 4, 8]))
+def test_the_workable_count_is_the_documented_criterion(exact, gpus, mbs):
+    n = workable_count(exact, gpus, mbs)
+    assert n == _brute(exact, gpus, mbs)
+    if exact >= 20:
+        assert abs(n - exact) <= TOLERANCE * exact
+    if exact == int(exact) and int(exact) % (mbs * gpus) == 0:
+        assert n == exact                                    # every degree already divides it: kept
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(value=st.floats(0.001, 4096), suffix=st.sampled_from(["", "K", "M", "B"]),
+       seq_len=st.integers(7, 20).map(lambda e: 1 << e), gpus=st.sampled_from([1, 8, 24, 64, 96, 1024, 16384]),
+       mbs=st.sampled_from([None, 1, 2, 3]))
+def test_no_token_batch_is_refused_for_rounding(value, suffix, seq_len, gpus, mbs):
+    text = f"{value:.6g}{suffix}"
+    job = build_job(model="llama-3-8b", gpus=gpus, seq_len=seq_len, mbs=mbs, global_batch_tokens=text)
+    n, (said,) = global_batch(job)
+    exact = job.training.global_batch_tokens / seq_len
+    assert n >= 1 and f"{job.training.global_batch_tokens:,.0f} tokens" in said
+    if exact >= 20:
+        assert abs(n - exact) <= TOLERANCE * exact
+
+
+# --- defaults ---------------------------------------------------------------------------
+
+def test_the_default_batch_is_stated_and_not_inflated(run_cli):
+    d = memory(run_cli, *L405, "--layout", "tp=8,pp=16")
+    assert d["layout"]["global_batch"] == 512                # 4M tokens / 8,192, not a multiple of 16,384
+    assert any("global batch not given" in a and "512 sequences" in a for a in d["assumptions"])
+    job = build_job(model="llama-3.1-405b", gpus=16384, seq_len=8192)
+    assert global_batch(job, multiple=16384)[0] == 512
+
+
+@pytest.mark.parametrize("training", ["finetune", "lora", "qlora", "rlhf"])
+def test_fine_tuning_gets_a_fine_tuning_batch_and_profile(run_cli, training):
+    d = memory(run_cli, "--model", "llama-3-70b", "--gpus", "8", "--gpu", "a100-80gb",
+               "--training", training, "--layout", "tp=8")
+    assert d["job"]["framework"] == "hf" and d["layout"]["global_batch"] == 128
+    text = " ".join(d["assumptions"])
+    assert "framework not given: hf" in text and "fine-tuning default (Stanford Alpaca" in text and "128 sequences" in text
+
+
+def test_pretraining_defaults_are_stated_too(run_cli):
+    d = memory(run_cli, "--model", "llama-3-8b", "--layout", "tp=1")
+    text = " ".join(d["assumptions"])
+    assert d["job"]["framework"] == "megatron" and "framework not given: megatron" in text
+    assert "8 GPUs" in text and "sequence length 4,096 tokens" in text and "precision bf16" in text
+    assert d["layout"]["global_batch"] == 1024
+
+
+def test_a_given_framework_is_respected(run_cli):
+    d = memory(run_cli, "--model", "llama-3-70b", "--gpus", "8", "--training", "lora", "--framework", "fsdp",
+               "--layout", "tp=8")
+    assert d["job"]["framework"] == "fsdp"
+    assert not any("framework not given" in a for a in d["assumptions"])
+    err = refused(run_cli, "memory", "--model", "llama-3-70b", "--gpus", "8", "--training", "qlora",
+                  "--framework", "megatron", "--layout", "tp=8")
+    assert "QLoRA" in err and "hf" in err
+
+
+def test_assumptions_are_one_list_in_a_fixed_order():
+    job = build_job(model="llama-3-70b", training="lora", gpus=8)
+    texts = assumptions(job)
+    assert texts[0].startswith("framework not given") and texts[1].startswith("global batch not given")
+    assert texts == assumptions(job)
+    given = build_job(model="llama-3-70b", training="lora", gpus=8, gpu="h100-sxm", seq_len=4096,
+                      precision="bf16", optimizer="adamw", attention="flash", lora_rank=16,
+                      framework="hf", global_batch=64)
+    assert assumptions(given) == []
+
+
+# --- sequence lengths -------------------------------------------------------------------
+
+def test_seq_len_takes_binary_k(run_cli, tmp_path):
+    base = ["--model", "llama-3-8b", "--gpus", "8", "--layout", "tp=8", "--global-batch", "8"]
+    a = memory(run_cli, *base, "--seq-len", "32k")
+    assert a["job"]["seq_len"] == 32768 and a == memory(run_cli, *base, "--seq-len", "32768")
+    assert memory(run_cli, *base, "--seq-len", "128K")["job"]["seq_len"] == 131072
+    f = tmp_path / "job.yaml"
+    f.write_text("model: llama-3-8b\nseq_len: 32k\n")
+    assert memory(run_cli, "-f", str(f), "--layout", "tp=8", "--global-batch", "8")["job"]["seq_len"] == 32768
+
+
+@pytest.mark.parametrize("value", ["32q", "1.3k", "0", "-5", "k"])
+def test_bad_seq_len_is_one_line(run_cli, value):
+    assert "--seq-len" in refused(run_cli, "memory", "--model", "llama-3-8b", "--seq-len", value, "--layout", "tp=8")
+
+
+def test_a_mistyped_job_file_key_gets_a_did_you_mean(run_cli, tmp_path):
+    f = tmp_path / "job.yaml"
+    f.write_text("model: llama-3-8b\nseq_lenn: 8192\n")
+    assert "did you mean seq_len" in refused(run_cli, "memory", "-f", str(f), "--layout", "tp=8")
+    f.write_text("model: llama-3-8b\nfoo: 1\n")
+    assert "allowed:" in refused(run_cli, "memory", "-f", str(f), "--layout", "tp=8")
+
+
+# --- sequence parallelism follows the framework --------------------------------------------
+
+@pytest.mark.parametrize("framework", ["megatron", "deepspeed", "fsdp", "hf"])
+def test_sp_defaults_to_what_the_framework_has(run_cli, framework):
+    d = memory(run_cli, "--model", "llama-3-70b", "--gpus", "8", "--framework", framework,
+               "--layout", "tp=4,pp=2")
+    assert d["layout"]["sp"] is frameworks.has_sequence_parallel(framework)
+
+
+def test_sp_on_for_a_framework_without_it_is_refused(run_cli):
+    assert not frameworks.has_sequence_parallel("hf")
+    err = refused(run_cli, "memory", "--model", "llama-3-70b", "--gpus", "8", "--framework", "hf",
+                  "--layout", "tp=4,pp=2,sp=on")
+    assert "no sequence parallelism" in err and "megatron" in err
+    d = memory(run_cli, "--model", "llama-3-70b", "--gpus", "8", "--framework", "megatron",
+               "--layout", "tp=4,pp=2,sp=off")
+    assert d["layout"]["sp"] is False
+
+
+def test_every_framework_says_whether_it_has_sp():
+    profiles = catalog.raw("frameworks")["frameworks"]
+    assert all(isinstance(p["sequence_parallel"], bool) for p in profiles.values())
+    assert [f for f in sorted(profiles) if frameworks.has_sequence_parallel(f)] == ["fsdp", "megatron"]
