@@ -23,7 +23,7 @@ from shardwise.kb.job import Job
 from shardwise.kb.layout import Layout
 from shardwise.kb.memory import estimate_memory
 from shardwise.kb.perf import step_time
-from shardwise.kb.resolve import global_batch
+from shardwise.kb.resolve import assumptions, global_batch
 from shardwise.rules import expr, playbook
 from shardwise.rules.constraints import Constraint, Preference, from_firings
 from shardwise.rules.engine import Firing, run_stratum
@@ -130,7 +130,7 @@ def _stratum_facts(book: playbook.Rulebook, stratum: int, base: dict, lookup) ->
 def decide(job: Job, extra_rules: list[str] | None = None, playbook_dir: str | None = None,
            engine: str = "durable", progress=None) -> Decision:
     book = playbook.load(extra_rules, playbook_dir)
-    gb, assumptions = global_batch(job)
+    gb, _ = global_batch(job)
     jf = job_facts(job, gb)
     firings = run_stratum(book.strata[1], 1, jf, engine)
     constraints, rule_pins, _ = from_firings(firings)
@@ -155,7 +155,7 @@ def decide(job: Job, extra_rules: list[str] | None = None, playbook_dir: str | N
     _, _, prefs = from_firings(f2)
     broken = [p.broken(table.column, len(table)) for p in prefs]
     choice = choose(table, allowed, [(p.worth, b) for p, b in zip(prefs, broken)])
-    d = Decision(job, gb, assumptions, book, firings, constraints, pins, sources, prefs, table, allowed, masks,
+    d = Decision(job, gb, assumptions(job), book, firings, constraints, pins, sources, prefs, table, allowed, masks,
                  feas, broken, choice)
     d._answer = dict(jf)
     if choice is None:

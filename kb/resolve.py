@@ -13,12 +13,12 @@ from .errors import InputError
 from .job import Job, check_layout
 from .layout import Layout, parse_layout
 
-def global_batch(job: Job, multiple: int | None = None, layout: Layout | None = None) -> tuple[int, list[str]]:
+def global_batch(job: Job, layout: Layout | None = None) -> tuple[int, list[str]]:
     """Sequences per optimizer step, and the text saying how they were counted ([] when the
-    user gave sequences). Never inflated: ``multiple`` is accepted for the callers that still
-    pass it and ignored (a token or default batch moves only within 5%, to keep data-parallel
-    choices open: kb/batch.py). With ``layout`` (a layout the user fixed) it moves to a count
-    that the layout's mbs x DP divides, where one is within 5%."""
+    user gave sequences). Never inflated to a multiple of the GPU count: a token or default batch
+    moves only within 5%, to keep data-parallel choices open (kb/batch.py). With ``layout`` (a
+    layout the user fixed) it moves to a count that the layout's mbs x DP divides, where one is
+    within 5%."""
     t = job.training
     gpus, mbs, dp = job.cluster.gpus, (layout.mbs if layout else t.mbs or 1), (layout.dp if layout else None)
     if t.global_batch:

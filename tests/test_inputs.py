@@ -131,7 +131,7 @@ def test_the_default_batch_is_stated_and_not_inflated(run_cli):
     assert d["layout"]["global_batch"] == 512                # 4M tokens / 8,192, not a multiple of 16,384
     assert any("global batch not given" in a and "512 sequences" in a for a in d["assumptions"])
     job = build_job(model="llama-3.1-405b", gpus=16384, seq_len=8192)
-    assert global_batch(job, multiple=16384)[0] == 512
+    assert global_batch(job)[0] == 512
 
 
 @pytest.mark.parametrize("training", ["finetune", "lora", "qlora", "rlhf"])
