@@ -13,7 +13,6 @@ import importlib
 import sys
 
 import click
-from click.utils import make_default_short_help
 
 from shardwise.kb.errors import InputError
 
@@ -58,7 +57,8 @@ class LazyGroup(click.Group):
         names = self.list_commands(ctx)
         limit = formatter.width - 6 - max(len(n) for n in names)
         with formatter.section("Commands"):
-            formatter.write_dl([(n, make_default_short_help(COMMANDS[n][2], limit)) for n in names])
+            # a bare Command with the same help shortens it exactly as the real one would
+            formatter.write_dl([(n, click.Command(n, help=COMMANDS[n][2]).get_short_help_str(limit)) for n in names])
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
