@@ -23,7 +23,7 @@ def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
     for combo in itertools.product(*[vals for _, vals in vary]):
         variant = dict(zip(keys, combo))
         job = build_job(**{**settings, **variant})
-        rec = run_recommend(job, rules, alternatives=1)
+        rec = run_recommend(job, rules, alternatives=1, lazy_exports=True)    # exports unused
         s, mt, mem = rec["search"], rec["metrics"], rec["memory"]
         best = s["best"]
         rows.append({

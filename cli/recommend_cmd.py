@@ -94,5 +94,5 @@ def _default_reason(k: str, lay: dict) -> str:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 def recommend(job, rules, fmt):
     """Recommend the whole layout, with the rule that set each setting and why."""
-    result = run_recommend(job, list(rules))
+    result = run_recommend(job, list(rules), lazy_exports=True)     # only json and yaml print them
     emit(result, fmt, lambda markdown: render(result, markdown=markdown))

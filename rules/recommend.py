@@ -132,13 +132,16 @@ def run_rules(job: Job, extra: list[str], engine: str = "durable"):
     return run.result(), run.constraints, assumptions
 
 
-def recommend(job: Job, extra_rules: list[str] | None = None, engine: str = "durable", alternatives: int = 5) -> dict:
-    return recommend_with_run(job, extra_rules, engine, alternatives)[0]
+def recommend(job: Job, extra_rules: list[str] | None = None, engine: str = "durable", alternatives: int = 5,
+              lazy_exports: bool = False) -> dict:
+    return recommend_with_run(job, extra_rules, engine, alternatives, lazy_exports)[0]
 
 
 def recommend_with_run(job: Job, extra_rules: list[str] | None = None, engine: str = "durable",
-                       alternatives: int = 5):
-    """The recommendation, with the rules' run and the search behind it (for explain/report)."""
+                       alternatives: int = 5, lazy_exports: bool = False):
+    """The recommendation, with the rules' run and the search behind it (for explain/report).
+    With ``lazy_exports`` "exports" holds a function that builds them (cli/output.py calls it
+    only for the formats that print them)."""
     extra = list(extra_rules or [])
     res, constraints, assumptions = run_rules(job, extra, engine)
     final = res.final
@@ -170,7 +173,7 @@ def recommend_with_run(job: Job, extra_rules: list[str] | None = None, engine: s
         "constraints": res.constraints,
         "alternatives": checked["alternatives"],
         "search": checked["search"],
-        "exports": _exports(job, lay),
+        "exports": (lambda: _exports(job, lay)) if lazy_exports else _exports(job, lay),
         "assumptions": assumptions,
         "rule_files": file_hashes(extra),
         "states": len(res.states),
