@@ -10,14 +10,14 @@ import itertools
 
 import click
 
-from shardwise.kb.build import build_job
-from shardwise.rules.recommend import recommend as run_recommend
-
 from .options import job_options, parse_vary
 from .output import FORMATS, emit, table
 
 
 def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
+    from shardwise.kb.build import build_job
+    from shardwise.rules.recommend import recommend as run_recommend
+
     rows = []
     keys = [k for k, _ in vary]
     for combo in itertools.product(*[vals for _, vals in vary]):

@@ -5,10 +5,8 @@ from pathlib import Path
 
 import click
 
-from shardwise.export import FRAMEWORKS, Target, export as run_export
+from shardwise.export import FRAMEWORKS
 from shardwise.kb.errors import InputError
-from shardwise.kb.resolve import resolve_layout
-from shardwise.rules.recommend import run_rules
 
 from .options import job_options
 
@@ -21,6 +19,10 @@ from .options import job_options
 @click.option("--rules", "rules", multiple=True, help="house-policy rule file or folder (repeatable)")
 def export(job, to, out, layout, rules):
     """Write the layout as DeepSpeed / Megatron / Nanotron / torchtitan / FSDP2 / Accelerate config."""
+    from shardwise.export import Target, export as run_export
+    from shardwise.kb.resolve import resolve_layout
+    from shardwise.rules.recommend import run_rules
+
     if layout:
         lay, _ = resolve_layout(job, layout)
     else:

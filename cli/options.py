@@ -10,9 +10,7 @@ import functools
 
 import click
 
-from shardwise.kb.build import build_job
-from shardwise.kb.user_yaml import load_user_yaml
-from shardwise.kb.errors import InputError, read_input_file
+from shardwise.kb.errors import InputError
 
 JOB_KEYS = {
     "model": str, "hf_config": str, "params": str, "gpu": str, "gpu_memory": float, "gpus": int,
@@ -61,6 +59,7 @@ def job_options(f=None, *, raw: bool = False):
 
     @functools.wraps(f)
     def wrapper(*args, job_file=None, **kwargs):
+        from shardwise.kb.build import build_job     # pydantic and NumPy: not for --help
         settings = load_job_file(job_file) if job_file else {}
         for k in JOB_KEYS:
             v = kwargs.pop(k, None)
@@ -80,6 +79,8 @@ def job_options(f=None, *, raw: bool = False):
 
 
 def load_job_file(path: str) -> dict:
+    from shardwise.kb.errors import read_input_file
+    from shardwise.kb.user_yaml import load_user_yaml
     text = read_input_file(path, "-f")
     data = load_user_yaml(text, path)
     if data is None:

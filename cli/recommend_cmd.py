@@ -5,8 +5,6 @@ import textwrap
 
 import click
 
-from shardwise.rules.recommend import recommend as run_recommend
-
 from .options import job_options
 from .output import FORMATS, emit, table
 
@@ -94,5 +92,7 @@ def _default_reason(k: str, lay: dict) -> str:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 def recommend(job, rules, fmt):
     """Recommend the whole layout, with the rule that set each setting and why."""
+    from shardwise.rules.recommend import recommend as run_recommend
+
     result = run_recommend(job, list(rules), lazy_exports=True)     # only json and yaml print them
     emit(result, fmt, lambda markdown: render(result, markdown=markdown))

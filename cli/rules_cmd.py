@@ -5,16 +5,12 @@ from pathlib import Path
 
 import click
 
-from shardwise.kb.build import build_job
-from shardwise.kb.errors import InputError, read_input_file
-from shardwise.kb.user_yaml import load_user_yaml
-from shardwise.rules import lint as lint_mod
+from shardwise.kb.errors import InputError
 from shardwise.rules.facts import SCHEMA, SETTINGS
 from shardwise.rules.loader import load_rulebook
-from shardwise.rules.recommend import recommend, rule_files
+from shardwise.rules.recommend import rule_files
 
-from shardwise.explain import rule_graph
-from shardwise.explain.trace_graph import checked_graph_path, write_graph
+from shardwise.explain.trace_graph import checked_graph_path
 
 from .options import JOB_KEYS
 from .output import FORMATS, emit, table
@@ -46,6 +42,8 @@ def facts():
 def lint(paths):
     """Check rule files: schema errors and unknown facts (file:line), rules that can never fire,
     two rules setting the same setting at the same priority. Exit 1 when it finds problems."""
+    from shardwise.rules import lint as lint_mod
+
     base, shown = rule_files([])
     book = load_rulebook(base + [Path(p) for p in paths], shown + list(paths))   # raises on schema errors
     problems = lint_mod.lint(book, set(shown))
@@ -61,6 +59,11 @@ def lint(paths):
 def test_(path):
     """Run policy test cases: a YAML file with `rules:` (files, relative to it) and `cases:`,
     each a `job:` and the `expect:`ed settings. Exit 1 when a case fails."""
+    from shardwise.kb.build import build_job
+    from shardwise.kb.errors import read_input_file
+    from shardwise.kb.user_yaml import load_user_yaml
+    from shardwise.rules.recommend import recommend
+
     p = Path(path)
     spec = load_user_yaml(read_input_file(path, "rules test"), path)
     if not isinstance(spec, dict) or not isinstance(spec.get("cases"), list):
@@ -97,6 +100,9 @@ def test_(path):
 def graph(extra, setting, graph, fmt):
     """Which rules read facts other rules write: cycles that could loop, rules no run can
     reach, and (--setting) every rule that can influence a setting."""
+    from shardwise.explain import rule_graph     # networkx: only this command needs it
+    from shardwise.explain.trace_graph import write_graph
+
     paths, shown = rule_files(list(extra))
     book = load_rulebook(paths, shown)
     result = rule_graph.analyse(book, setting)

@@ -3,9 +3,6 @@ from __future__ import annotations
 
 import click
 
-from shardwise.kb.facts import job_summary, layout_dict
-from shardwise.rules.recommend import run_rules
-
 from .options import job_options
 from .output import FORMATS, emit, table
 
@@ -17,6 +14,8 @@ from .output import FORMATS, emit, table
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 def search(job, top, rules, fmt):
     """Rank every valid layout by predicted throughput; say why the rules did not pick each."""
+    from shardwise.kb.facts import job_summary, layout_dict
+    from shardwise.rules.recommend import run_rules
     from shardwise.search.rank import search as run_search
     from shardwise.search.reconcile import reconcile
 
