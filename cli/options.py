@@ -12,6 +12,8 @@ import click
 
 from shardwise.kb.errors import InputError
 
+from .progress import search_progress
+
 JOB_KEYS = {
     "model": str, "hf_config": str, "params": str, "gpu": str, "gpu_memory": float, "gpus": int,
     "gpus_per_node": int, "interconnect": str, "seq_len": int, "mbs": int, "global_batch": int,
@@ -60,18 +62,20 @@ def job_options(f=None, *, raw: bool = False):
     @functools.wraps(f)
     def wrapper(*args, job_file=None, **kwargs):
         from shardwise.kb.build import build_job     # pydantic and NumPy: not for --help
-        settings = load_job_file(job_file) if job_file else {}
-        for k in JOB_KEYS:
-            v = kwargs.pop(k, None)
-            if v is not None:
-                settings[k] = v.lower() if isinstance(v, str) and k in LOWERCASE else v
-        settings.setdefault("gpus", 8)
-        if raw:
-            build_job(**settings)            # refuse a bad base job before any variant
-            kwargs["settings"] = settings
-        else:
-            kwargs["job"] = build_job(**settings)
-        return f(*args, **kwargs)
+
+        with search_progress():                      # a bar on a terminal when the search is long
+            settings = load_job_file(job_file) if job_file else {}
+            for k in JOB_KEYS:
+                v = kwargs.pop(k, None)
+                if v is not None:
+                    settings[k] = v.lower() if isinstance(v, str) and k in LOWERCASE else v
+            settings.setdefault("gpus", 8)
+            if raw:
+                build_job(**settings)            # refuse a bad base job before any variant
+                kwargs["settings"] = settings
+            else:
+                kwargs["job"] = build_job(**settings)
+            return f(*args, **kwargs)
 
     for o in reversed(opts):
         wrapper = o(wrapper)
