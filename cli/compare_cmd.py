@@ -9,19 +9,20 @@ import itertools
 
 import click
 
-from shardwise.kb.build import build_job
-
 from .options import job_options, parse_vary
 from .output import FORMATS, emit, table
 
 
 def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
+    from shardwise.decision.run import decide
+    from shardwise.kb.build import build_job
+
+    from .progress import hook
     rows = []
     keys = [k for k, _ in vary]
     for combo in itertools.product(*[vals for _, vals in vary]):
         variant = dict(zip(keys, combo))
-        from shardwise.decision.run import decide
-        d = decide(build_job(**{**settings, **variant}), rules)
+        d = decide(build_job(**{**settings, **variant}), rules, progress=hook())
         if d.layout is None:
             rows.append({"variant": variant, "best": None, "fits": False, "tokens_per_s": None,
                          "time_to_train_h": None, "cost": None, "why": d.nothing_allowed})

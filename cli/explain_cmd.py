@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import click
 
-from shardwise.explain.render import checked_graph_path, write_graph
-from shardwise.explain.trace_graph import trace_graph
-from shardwise.decision.reasons import SETTINGS
+from shardwise.explain.render import checked_graph_path
+from shardwise.kb.fact_schema import SETTINGS
 
 from .options import job_options
 from .output import FORMATS, emit
@@ -23,9 +22,13 @@ def explain(job, setting, graph, rules, playbook, fmt):
     """Why the recommendation chose a setting, and what would change it."""
     from shardwise.decision.result import as_dict
     from shardwise.decision.run import decide
+
+    from .progress import hook
+    from shardwise.explain.render import write_graph
+    from shardwise.explain.trace_graph import trace_graph
     from shardwise.explain.why import explain as run_explain, what_ifs
 
-    d = decide(job, list(rules), playbook)
+    d = decide(job, list(rules), playbook, progress=hook())
     r = run_explain(d, setting, what_ifs(job, list(rules), playbook))
     emit(r, fmt, lambda markdown: render(r))
     if graph:

@@ -5,9 +5,8 @@ from pathlib import Path
 
 import click
 
-from shardwise.export import FRAMEWORKS, Target, export as run_export
+from shardwise.export import FRAMEWORKS
 from shardwise.kb.errors import InputError
-from shardwise.kb.resolve import resolve_layout
 
 from .options import job_options
 
@@ -21,11 +20,16 @@ from .options import job_options
 @click.option("--playbook", "playbook", help="run this edited copy of the playbook (shardwise rules init DIR)")
 def export(job, to, out, layout, rules, playbook):
     """Write the layout as DeepSpeed / Megatron / Nanotron / torchtitan / FSDP2 / Accelerate config."""
+    from shardwise.export import Target, export as run_export
+    from shardwise.kb.resolve import resolve_layout
+
     if layout:
         lay, _ = resolve_layout(job, layout)
     else:
         from shardwise.decision.run import decide
-        d = decide(job, list(rules), playbook)
+
+        from .progress import hook
+        d = decide(job, list(rules), playbook, progress=hook())
         if d.layout is None:
             raise InputError(f"nothing to export: {d.nothing_allowed}")
         lay = d.layout

@@ -3,9 +3,6 @@ from __future__ import annotations
 
 import click
 
-from shardwise.kb import catalog
-from shardwise.kb.params import active_params, total_params
-
 from .output import FORMATS, emit, table
 
 
@@ -25,6 +22,7 @@ fmt_opt = click.option("--format", "fmt", type=click.Choice(FORMATS), default="t
 @fmt_opt
 def gpus(fmt):
     """GPUs: memory, dense TFLOP/s, HBM bandwidth, link, GPUs per node."""
+    from shardwise.kb import catalog
     data = {n: catalog.gpu(n).model_dump() for n in catalog.gpu_names()}
     rows = [[n, f"{g['memory_gib']:.1f}", g["tflops_bf16"], g["tflops_fp8"] or "-", g["hbm_gbps"], g["intra_link"],
              g["gpus_per_node"]] for n, g in data.items()]
@@ -35,6 +33,8 @@ def gpus(fmt):
 @fmt_opt
 def models(fmt):
     """Models: shape and parameter counts (computed from the architecture)."""
+    from shardwise.kb import catalog
+    from shardwise.kb.params import active_params, total_params
     data = {}
     rows = []
     for n in catalog.model_names():
@@ -52,6 +52,7 @@ def models(fmt):
 @fmt_opt
 def links(fmt):
     """Interconnects: per-GPU one-direction bandwidth, latency, collective efficiency."""
+    from shardwise.kb import catalog
     data = {n: catalog.link(n).model_dump() for n in catalog.link_names()}
     rows = [[n, d["kind"], d["gbps"], d["latency_us"], d["efficiency"]] for n, d in data.items()]
     _emit(rows, ["link", "kind", "GB/s", "latency us", "efficiency"], fmt, data)

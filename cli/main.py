@@ -2,41 +2,70 @@
 
 Every error a user can cause ends here as one line on stderr and exit status 2; nothing
 prints a traceback (DEVELOPERS.md, Standards).
+
+The commands load lazily: `shardwise --help` and each command import only their own module
+(and what it needs), not NumPy, networkx, durable_rules or the exporters of every other
+command (issue 16: `--help` took as long as a whole recommendation).
 """
 from __future__ import annotations
 
+import gc
+import importlib
 import sys
 
 import click
 
 from shardwise.kb.errors import InputError
 
-from .compare_cmd import compare
-from .explain_cmd import explain
-from .export_cmd import export
-from .kb_cmd import kb
-from .memory_cmd import memory
-from .recommend_cmd import recommend
-from .report_cmd import report
-from .rules_cmd import rules
-from .search_cmd import search
+# name -> (module, attribute, short help). The short help is the command's own first docstring
+# paragraph, repeated here so that `--help` can list the commands without importing them;
+# tests/test_cli_speed_mechanics.py checks that each entry still matches its command.
+COMMANDS = {
+    "compare": ("shardwise.cli.compare_cmd", "compare",
+                "Compare the best layout, speed, time and cost across variants of a job."),
+    "explain": ("shardwise.cli.explain_cmd", "explain",
+                "Why the recommendation chose a setting, and what would change it."),
+    "export": ("shardwise.cli.export_cmd", "export",
+               "Write the layout as DeepSpeed / Megatron / Nanotron / torchtitan / FSDP2 / Accelerate config."),
+    "kb": ("shardwise.cli.kb_cmd", "kb", "List the built-in catalogs."),
+    "memory": ("shardwise.cli.memory_cmd", "memory",
+               "Memory per GPU (and its breakdown), step time, throughput and MFU for one layout."),
+    "recommend": ("shardwise.cli.recommend_cmd", "recommend",
+                  "Recommend the whole layout, with the rule that set each setting and why."),
+    "report": ("shardwise.cli.report_cmd", "report",
+               "The recommendation, why each setting, the decision trace, memory per stage, the ranked "
+               "alternatives, the exports and the rule files' hashes, in one HTML file (nothing fetched)."),
+    "rules": ("shardwise.cli.rules_cmd", "rules", "List, lint and test rule files."),
+    "search": ("shardwise.cli.search_cmd", "search",
+               "Rank every valid layout by predicted throughput; say why the rules did not pick each."),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A group whose commands are imported by name, only when one is invoked (or asked for
+    its own help); the group's help lists them from COMMANDS."""
+
+    def list_commands(self, ctx):
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name):
+        if name not in COMMANDS:
+            return None
+        module, attr, _ = COMMANDS[name]
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx, formatter):
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        with formatter.section("Commands"):
+            # a bare Command with the same help shortens it exactly as the real one would
+            formatter.write_dl([(n, click.Command(n, help=COMMANDS[n][2]).get_short_help_str(limit)) for n in names])
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="shardwise")
 def cli():
     """shardwise: how should this model be parallelised on this cluster?"""
-
-
-cli.add_command(recommend)
-cli.add_command(memory)
-cli.add_command(rules)
-cli.add_command(search)
-cli.add_command(compare)
-cli.add_command(export)
-cli.add_command(explain)
-cli.add_command(report)
-cli.add_command(kb)
 
 
 def _fail(msg: str, code: int = 2) -> None:
@@ -45,6 +74,18 @@ def _fail(msg: str, code: int = 2) -> None:
 
 
 def main(argv=None) -> None:
+    try:
+        _main(argv)
+    finally:
+        if argv is None:
+            # the process ends here (the console script): exempt what it built from the
+            # interpreter's final garbage collection, a third of a quick command's exit (~30 ms
+            # of `recommend`, benchmarks/speed.py). Not when called in-process (tests), where
+            # frozen objects would stay for good.
+            gc.freeze()
+
+
+def _main(argv) -> None:
     argv = list(sys.argv[1:] if argv is None else argv) or ["--help"]
     try:
         rv = cli.main(args=argv, prog_name="shardwise", standalone_mode=False)

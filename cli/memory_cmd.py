@@ -3,9 +3,6 @@ from __future__ import annotations
 
 import click
 
-from shardwise.kb.facts import evaluate
-from shardwise.kb.resolve import resolve_layout
-
 from .options import job_options
 from .output import FORMATS, emit, table
 
@@ -48,6 +45,9 @@ def render_memory(result: dict) -> str:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 def memory(job, layout_text, fmt):
     """Memory per GPU (and its breakdown), step time, throughput and MFU for one layout."""
+    from shardwise.kb.facts import evaluate
+    from shardwise.kb.resolve import resolve_layout
+
     lay, assumptions = resolve_layout(job, layout_text)
     result = evaluate(job, lay)
     result["assumptions"] = assumptions

@@ -13,9 +13,9 @@ import functools
 
 import click
 
-from shardwise.kb.build import build_job
-from shardwise.kb.user_yaml import load_user_yaml
-from shardwise.kb.errors import InputError, read_input_file
+from shardwise.kb.errors import InputError
+
+from .progress import search_progress
 
 JOB_KEYS = {
     "model": str, "hf_config": str, "params": str, "gpu": str, "gpu_memory": float, "gpus": int,
@@ -64,17 +64,20 @@ def job_options(f=None, *, raw: bool = False):
 
     @functools.wraps(f)
     def wrapper(*args, job_file=None, **kwargs):
-        settings = load_job_file(job_file) if job_file else {}
-        for k in JOB_KEYS:
-            v = kwargs.pop(k, None)
-            if v is not None:
-                settings[k] = v.lower() if isinstance(v, str) and k in LOWERCASE else v
-        if raw:
-            build_job(**settings)            # refuse a bad base job before any variant
-            kwargs["settings"] = settings
-        else:
-            kwargs["job"] = build_job(**settings)
-        return f(*args, **kwargs)
+        from shardwise.kb.build import build_job     # pydantic and NumPy: not for --help
+
+        with search_progress():                      # a bar on a terminal when the search is long
+            settings = load_job_file(job_file) if job_file else {}
+            for k in JOB_KEYS:
+                v = kwargs.pop(k, None)
+                if v is not None:
+                    settings[k] = v.lower() if isinstance(v, str) and k in LOWERCASE else v
+            if raw:
+                build_job(**settings)            # refuse a bad base job before any variant
+                kwargs["settings"] = settings
+            else:
+                kwargs["job"] = build_job(**settings)
+            return f(*args, **kwargs)
 
     for o in reversed(opts):
         wrapper = o(wrapper)
@@ -82,6 +85,8 @@ def job_options(f=None, *, raw: bool = False):
 
 
 def load_job_file(path: str) -> dict:
+    from shardwise.kb.errors import read_input_file
+    from shardwise.kb.user_yaml import load_user_yaml
     text = read_input_file(path, "-f")
     data = load_user_yaml(text, path)
     if data is None:

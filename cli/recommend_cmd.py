@@ -131,5 +131,7 @@ def recommend(job, rules, playbook, fmt):
     from shardwise.decision.result import as_dict
     from shardwise.decision.run import decide
 
-    result = as_dict(decide(job, list(rules), playbook), exports=fmt in ("json", "yaml"))
+    from .progress import hook
+
+    result = as_dict(decide(job, list(rules), playbook, progress=hook()), exports=fmt in ("json", "yaml"))
     emit(result, fmt, lambda markdown: render(result, markdown=markdown))

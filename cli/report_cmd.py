@@ -5,8 +5,6 @@ from pathlib import Path
 
 import click
 
-from shardwise.explain.report import build
-from shardwise.explain.report_html import render
 from shardwise.kb.errors import InputError
 
 from .options import job_options
@@ -22,6 +20,9 @@ def report(job, output, rules, playbook):
     alternatives, the exports and the rule files' hashes, in one HTML file (nothing fetched)."""
     if not output.lower().endswith((".html", ".htm")):
         raise InputError(f"-o {output}: the report is HTML; allowed endings .html, .htm")
+    from shardwise.explain.report import build
+    from shardwise.explain.report_html import render
+
     data = build(job, list(rules), playbook)
     try:
         Path(output).write_text(render(data), encoding="utf-8")

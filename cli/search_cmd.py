@@ -17,9 +17,11 @@ def search(job, top, rules, playbook, fmt):
     """Rank the layouts the rules allow by predicted throughput x (1 - broken worths)."""
     from shardwise.decision.result import entry, ranked, search_summary
     from shardwise.decision.run import decide
+
+    from .progress import hook
     from shardwise.kb.facts import job_summary
 
-    d = decide(job, list(rules), playbook)
+    d = decide(job, list(rules), playbook, progress=hook())
     top_rows = ([entry(d, d.index, 1)] + ranked(d, top - 1)) if d.layout else []
     result = {"job": job_summary(job), "search": search_summary(d), "top": top_rows}
     emit(result, fmt, lambda markdown: render(result, markdown=markdown))

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from shardwise.kb.fact_schema import SETTINGS
 from shardwise.kb.layout import RECOMPUTE
 from shardwise.rules import expr
 from shardwise.search.choice import order_by
 
 from .run import Decision, UserPin
 
-SETTINGS = ("tp", "pp", "vp", "dp", "cp", "ep", "zero", "sp", "mbs", "recompute")
 _FIELD = {"recompute": "rc"}
 _LAYOUT_PATH = {s: f"layout.{s}" for s in SETTINGS}
 

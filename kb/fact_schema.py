@@ -20,6 +20,9 @@ from __future__ import annotations
 
 N, S, B = "num", "str", "bool"
 
+# The settings a decision explains, in the order people read them (explain --why takes these)
+SETTINGS = ("tp", "pp", "vp", "dp", "cp", "ep", "zero", "sp", "mbs", "recompute")
+
 JOB = {
     "model.name": S, "model.params_b": N, "model.active_params_b": N, "model.layers": N, "model.hidden": N,
     "model.heads": N, "model.kv_heads": N, "model.vocab": N, "model.is_moe": B, "model.experts": N,

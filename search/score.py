@@ -17,8 +17,11 @@ from .space import Space
 SCORES = ("peak_gib", "step_time_s", "tokens_per_s", "mfu_pct", "bubble_pct", "comm_overhead_pct")
 
 
-def score(job: Job, space: Space) -> dict:
+def score(job: Job, space: Space, progress=None) -> dict:
+    """``progress(done, total)``, if given, is called after each group with the layouts scored
+    so far and the total (cli/progress.py draws it)."""
     out = {k: np.zeros(len(space)) for k in SCORES}
+    done = 0
     for idx, lay in space.groups():
         st = step_time(job, lay)
         out["peak_gib"][idx] = peak_gib(job, lay)
@@ -27,4 +30,7 @@ def score(job: Job, space: Space) -> dict:
         out["mfu_pct"][idx] = st.mfu_pct
         out["bubble_pct"][idx] = 100 * st.bubble_s / st.step_time_s
         out["comm_overhead_pct"][idx] = 100 * st.comm_exposed_s / st.step_time_s
+        if progress is not None:
+            done += len(idx)
+            progress(done, len(space))
     return out

@@ -89,7 +89,7 @@ class Table:
 
 def scored_table(job: Job, gb: int, pins: dict | None = None, fit_only: bool = False, progress=None) -> Table:
     space = build_space(job, gb, pins, fit_only)
-    return Table(job, gb, space, score(job, space, progress) if progress else score(job, space))
+    return Table(job, gb, space, score(job, space, progress))
 
 
 def apply_constraints(t: Table, constraints: list) -> tuple[np.ndarray, list]:
