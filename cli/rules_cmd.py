@@ -1,4 +1,4 @@
-"""`shardwise rules list|lint|test|facts|graph`: the rule files, checked and tested."""
+"""`shardwise rules list|facts|lint|test|init|graph`: the rule files, listed, checked and tested."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,11 +7,12 @@ import click
 
 from shardwise.kb.build import build_job
 from shardwise.kb.errors import InputError, read_input_file
+from shardwise.kb.fact_schema import DESCRIPTIONS, GROUP_OF, SCHEMA
+from shardwise.kb.facts import layout_dict
 from shardwise.kb.user_yaml import load_user_yaml
 from shardwise.rules import lint as lint_mod
-from shardwise.rules.facts import SCHEMA, SETTINGS
-from shardwise.rules.loader import load_rulebook
-from shardwise.rules.recommend import recommend, rule_files
+from shardwise.rules import playbook
+from shardwise.rules.loader import SETTINGS
 
 from shardwise.explain import rule_graph
 from shardwise.explain.render import checked_graph_path, write_graph
@@ -19,64 +20,113 @@ from shardwise.explain.render import checked_graph_path, write_graph
 from .options import JOB_KEYS
 from .output import FORMATS, emit, table
 
+_RULES = click.option("--rules", "extra", multiple=True, help="also these house-policy rule files or folders")
+_PLAYBOOK = click.option("--playbook", "playbook_dir", help="an edited copy of the playbook (shardwise rules init DIR)")
+
 
 @click.group()
 def rules():
-    """List, lint and test rule files."""
+    """List, lint, test and copy the rule files (the playbook as data)."""
 
 
 @rules.command("list")
-@click.option("--rules", "extra", multiple=True, help="also list these rule files or folders")
-def list_(extra):
-    """Every rule: id, file:line, priority, title."""
-    paths, shown = rule_files(list(extra))
-    book = load_rulebook(paths, shown)
-    click.echo(table([[r.id, r.where, r.priority, r.title] for r in book], ["rule", "where", "priority", "title"]))
+@_RULES
+@_PLAYBOOK
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+def list_(extra, playbook_dir, fmt):
+    """Every rule: id, stratum, kind (hard, soft, info), file:line, title."""
+    book = playbook.load(list(extra), playbook_dir)
+    rows = [{"id": r.id, "stratum": r.stratum, "kind": r.kind, "where": r.where, "priority": r.priority,
+             "title": r.title} for r in book.rules]
+    emit({"rules": rows}, fmt, lambda md: table([[d["id"], d["stratum"], d["kind"], d["where"], d["title"]]
+                                                 for d in rows], ["rule", "stratum", "kind", "where", "title"], md))
 
 
 @rules.command()
-def facts():
-    """The facts rule conditions can read, and the settings rules can set."""
-    click.echo(table([[p, t] for p, t in SCHEMA.items()], ["fact", "type"]))
-    click.echo("\nsettings: " + ", ".join(f"{k} ({v})" for k, v in SETTINGS.items()))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+def facts(fmt):
+    """Every fact rules can read: its type, its group (where a rule may read it), what it means;
+    and the settings a rule may pin."""
+    rows = [{"fact": p, "type": t, "group": GROUP_OF[p], "meaning": DESCRIPTIONS.get(p, "")} for p, t in SCHEMA.items()]
+    data = {"facts": rows, "pin_settings": dict(SETTINGS)}
+    emit(data, fmt, lambda md: table([[d["fact"], d["type"], d["group"], d["meaning"]] for d in rows],
+                                     ["fact", "type", "group", "meaning"], md)
+         + "\n\nsettings a rule may pin: " + ", ".join(f"{k} ({v})" for k, v in SETTINGS.items()))
 
 
 @rules.command()
 @click.argument("paths", nargs=-1, required=True)
-def lint(paths):
-    """Check rule files: schema errors and unknown facts (file:line), rules that can never fire,
-    two rules setting the same setting at the same priority. Exit 1 when it finds problems."""
-    base, shown = rule_files([])
-    book = load_rulebook(base + [Path(p) for p in paths], shown + list(paths))   # raises on schema errors
-    problems = lint_mod.lint(book, set(shown))
+@_PLAYBOOK
+def lint(paths, playbook_dir):
+    """Check exactly these rule files or folders: load errors (file:line), conditions that can
+    never hold, constraints and preferences that cannot change the answer, two pins of one setting
+    with different values, worths adding up past 100%. The playbook (or --playbook) is context
+    for disable/override and for the worth sum. Exit 1 when it finds problems."""
+    context = playbook.rule_files([], playbook_dir)
+    given, problems = lint_mod.lint_files(list(paths), context)
     for p in problems:
         click.echo(p)
-    click.echo(f"{len(book)} rules, {len(problems)} problem{'s' if len(problems) != 1 else ''}")
+    click.echo(f"{len(given)} rule{'s' if len(given) != 1 else ''}, "
+               f"{len(problems)} problem{'s' if len(problems) != 1 else ''}")
     if problems:
         raise SystemExit(1)
 
 
+# what a case may expect: the headline's settings (kb/facts.layout_dict), zero for zero_stage, and fits
+EXPECT_KEYS = {"tp", "pp", "vp", "dp", "cp", "ep", "etp", "zero", "zero_stage", "shard_group", "sp", "mbs",
+               "grad_accum", "global_batch", "recompute", "fits"}
+
+
+def _case_job(path: str, i: int, case) -> object:
+    if not isinstance(case, dict) or not isinstance(case.get("job"), dict) or not isinstance(case.get("expect"), dict):
+        raise InputError(f"{path}: case {i + 1} needs 'job:' and 'expect:' mappings")
+    unknown = set(case["job"]) - set(JOB_KEYS)
+    if unknown:
+        raise InputError(f"{path}: case {i + 1}: unknown job setting(s) {sorted(unknown)}; "
+                         f"allowed: {', '.join(sorted(JOB_KEYS))}")
+    bad = set(case["expect"]) - EXPECT_KEYS
+    if bad:
+        raise InputError(f"{path}: case {i + 1}: unknown expect key(s) {sorted(map(str, bad))}; "
+                         f"allowed: {', '.join(sorted(EXPECT_KEYS))}")
+    return build_job(**case["job"])
+
+
+def _got(d) -> dict:
+    """What a case can expect: the headline's settings (zero as well as zero_stage) and fits."""
+    if d.layout is None:
+        return {"fits": False}
+    return dict(layout_dict(d.layout), zero=d.layout.zero, fits=bool(d.memory.fits))
+
+
 @rules.command("test")
 @click.argument("path")
-def test_(path):
-    """Run policy test cases: a YAML file with `rules:` (files, relative to it) and `cases:`,
-    each a `job:` and the `expect:`ed settings. Exit 1 when a case fails."""
+@_RULES
+@_PLAYBOOK
+def test_(path, extra, playbook_dir):
+    """Run policy test cases: a YAML file with `cases:` (each a `job:` and the `expect:`ed
+    settings or `fits`), and optionally `rules:` (files, relative to it) and `playbook:` (a
+    folder, relative to it). Exit 1 when a case fails."""
+    from shardwise.decision.run import decide
     p = Path(path)
     spec = load_user_yaml(read_input_file(path, "rules test"), path)
     if not isinstance(spec, dict) or not isinstance(spec.get("cases"), list):
-        raise InputError(f"{path}: a policy test file has 'cases:' (a list) and optionally 'rules:'")
-    extra = [str((p.parent / r).resolve()) for r in spec.get("rules") or []]
+        raise InputError(f"{path}: a policy test file has 'cases:' (a list) and optionally 'rules:' and 'playbook:'")
+    unknown = set(spec) - {"cases", "rules", "playbook"}
+    if unknown:
+        raise InputError(f"{path}: unknown key(s) {sorted(map(str, unknown))}; allowed: cases, rules, playbook")
+    files = spec.get("rules") or []
+    if not isinstance(files, list) or not all(isinstance(r, str) for r in files):
+        raise InputError(f"{path}: 'rules:' must be a list of rule files (relative to the test file)")
+    book_dir = spec.get("playbook")
+    if book_dir is not None and not isinstance(book_dir, str):
+        raise InputError(f"{path}: 'playbook:' must be a folder (relative to the test file)")
+    extra_rules = [str(p.parent / r) for r in files] + list(extra)
+    book_dir = playbook_dir or (str(p.parent / book_dir) if book_dir else None)
+    jobs = [_case_job(path, i, case) for i, case in enumerate(spec["cases"])]   # every case checked before any runs
     failed = 0
-    for i, case in enumerate(spec["cases"]):
-        if not isinstance(case, dict) or not isinstance(case.get("job"), dict) or not isinstance(case.get("expect"), dict):
-            raise InputError(f"{path}: case {i + 1} needs 'job:' and 'expect:' mappings")
-        unknown = set(case["job"]) - set(JOB_KEYS)
-        if unknown:
-            raise InputError(f"{path}: case {i + 1}: unknown job setting(s) {sorted(unknown)}")
-        job = build_job(**{k: v for k, v in case["job"].items()})
-        result = recommend(job, extra)
-        got = dict(result["layout"], zero=result["layout"]["zero_stage"], fits=result["memory"]["fits"])
-        bad = {k: (v, got.get(k, "?")) for k, v in case["expect"].items() if got.get(k, "?") != v}
+    for i, (case, job) in enumerate(zip(spec["cases"], jobs)):
+        got = _got(decide(job, extra_rules, book_dir))
+        bad = {k: (v, got.get(k, "none")) for k, v in case["expect"].items() if got.get(k, "none") != v}
         name = case.get("name", f"case {i + 1}")
         if bad:
             failed += 1
@@ -89,41 +139,50 @@ def test_(path):
 
 
 @rules.command()
-@click.option("--rules", "extra", multiple=True, help="also these rule files or folders")
-@click.option("--setting", type=click.Choice(list(SETTINGS)), help="which rules can influence this setting")
-@click.option("--graph", "graph", help="draw it: out.dot, out.svg or out.png (with --setting: what reaches it)",
+@click.argument("directory")
+def init(directory):
+    """Copy the shipped playbook into DIRECTORY (new or empty) to edit and run with --playbook."""
+    for f in playbook.init(directory):
+        click.echo(f"wrote {f}")
+    click.echo(f"run it: shardwise recommend ... --playbook {directory}")
+
+
+@rules.command()
+@_RULES
+@_PLAYBOOK
+@click.option("--setting", type=click.Choice(list(rule_graph.SETTINGS)), help="the rules that bear on this setting")
+@click.option("--graph", "graph", help="draw it: out.dot, out.svg or out.png (with --setting: what bears on it)",
               callback=checked_graph_path)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-def graph(extra, setting, graph, fmt):
-    """Which rules read facts other rules write: cycles that could loop, rules no run can
-    reach, and (--setting) every rule that can influence a setting."""
-    paths, shown = rule_files(list(extra))
-    book = load_rulebook(paths, shown)
-    result = rule_graph.analyse(book, setting)
+def graph(extra, playbook_dir, setting, graph, fmt):
+    """Which facts each rule reads and which settings it bears on: rules that can never fire,
+    rules that bear on no setting, and (--setting) every rule that bears on one setting."""
+    book = playbook.load(list(extra), playbook_dir)
+    result = rule_graph.analyse(book.rules, setting)
+    # drawn first, so that a graph that cannot be written fails before anything is printed
+    written = write_graph(rule_graph.draw(rule_graph.build(book.rules), setting).source, graph) if graph else None
     emit(result, fmt, lambda markdown: _render_graph(result, markdown))
-    if graph:
-        written = write_graph(rule_graph.draw(rule_graph.build(book), setting).source, graph)
+    if written:
         click.echo(f"wrote {written}", err=fmt in ("json", "yaml"))
 
 
 def _render_graph(r: dict, markdown: bool) -> str:
-    lines = [f"{r['rules']} rules reading {r['facts_read']} facts, {r['edges']} edges", ""]
-    for c in r["cycles"]:
-        lines.append(f"rules that feed each other ({len(c['rules'])}): {', '.join(c['rules'])}")
-        for k in c["contested"]:
-            lines.append(f"  could loop: {k['setting']} is set by {', '.join(k['rules'])} "
-                         f"(e.g. {k['example']}); the engine's loop guard stops a revisited layout")
-        if not c["contested"]:
-            lines.append("  no setting is set by two of them: each only escalates its own")
-    if not r["cycles"]:
-        lines.append("no cycles")
-    lines.append("")
-    if r["unreachable"]:
-        lines += [f"unreachable: {rid}: {why}" for rid, why in r["unreachable"].items()]
+    s = r["strata"]
+    lines = [f"{r['rules']} rules (stratum 1: {s['1']}, stratum 2: {s['2']}, stratum 3: {s['3']}) reading "
+             f"{r['facts_read']} facts, {r['edges']} edges; no rule moves a setting, so no cycles", ""]
+    if r["never_fires"]:
+        lines += [f"can never fire: {rid}: {why}" for rid, why in r["never_fires"].items()]
     else:
-        lines.append("every rule is reachable")
-    for s, rows in r.get("influences", {}).items():
-        lines += ["", f"rules that can influence {s}:"]
-        lines.append(table([[d["rule"], d["where"], "sets it" if d["direct"] else "indirect", d["path"]] for d in rows],
-                           ["rule", "where", "how", "shortest path"], markdown))
+        lines.append("every rule can fire")
+    if r["no_setting"]:
+        lines += [f"bears on no setting: {rid} ({where})" for rid, where in r["no_setting"].items()]
+    else:
+        lines.append("every constraint and preference bears on a setting")
+    if r["info"]:
+        lines.append(f"warnings and notes only ({len(r['info'])}): {', '.join(r['info'])}")
+    for name, rows in r.get("influences", {}).items():
+        lines += ["", f"rules that bear on {name}:"]
+        lines.append(table([[d["rule"], d["where"], d["stratum"], d["kind"],
+                             "directly" if d["direct"] else "through the estimates", d["how"]] for d in rows],
+                           ["rule", "where", "stratum", "kind", "how", "what"], markdown))
     return "\n".join(lines)

@@ -7,7 +7,7 @@ of earlier rules this file turns off). A rule:
       title: Pipeline stages only when the model does not fit without them
       priority: 500                   # 0-1000, higher fires first; ties: file order
       when: "cluster.nodes > 1"       # an expression (rules/expr.py) over job/feasibility facts
-      then:                           # one or more actions
+      then:                           # one or more actions: hard ones or soft ones, not both
         - require: "layout.tp <= cluster.nvlink_domain"   # hard: layouts that break it are out
         - forbid: "layout.pp > 8"
         - pin: {mbs: 4}               # hard: the setting takes this value
@@ -202,6 +202,10 @@ def _stratum(when, actions, file: str, line: int, rid: str) -> int:
                           "feasibility comes from the search the constraints shape, and a layout's own facts belong "
                           "in the require/forbid expression. Use prefer/avoid with a worth for what depends on "
                           "feasibility")
+    if kinds & set(HARD) and kinds & set(SOFT):
+        # the constraints of a stratum-2 firing would never reach the search (decision/run.py)
+        _fail(file, line, f"rule {rid}: a rule adds hard constraints (require/forbid/pin, stratum 1) or "
+                          "preferences (prefer/avoid, stratum 2), not both; split it into two rules")
     if kinds & set(SOFT) and stratum > 2:
         p = sorted(p for p in expr.paths(when) if GROUP_OF[p] in ("layout", "estimate", "neighbour"))[0]
         _fail(file, line, f"rule {rid}: a preference's 'when' cannot read {p} (the answer it helps choose); "

@@ -1,14 +1,18 @@
-"""Rule files are data: malformed or hostile ones are refused with file:line before anything
-runs, loops are stopped naming the rules, and the process stays healthy."""
+"""Rule files are data: malformed ones are refused with file:line before anything runs (the new
+actions, worths and strata included), house policies change the decision as they say, and a
+playbook rule can be overridden or disabled by id, visibly in the trace."""
+import json
+
+import numpy as np
 import pytest
 
+from shardwise.decision.result import trace
+from shardwise.decision.run import decide
 from shardwise.kb.build import build_job
 from shardwise.kb.errors import InputError
+from shardwise.kb.fact_schema import SCHEMA
 from shardwise.rules import expr
-from shardwise.rules.engine import RuleLoopError
-from shardwise.rules.facts import SCHEMA
 from shardwise.rules.loader import read_rule_file
-from shardwise.rules.recommend import recommend
 
 GOOD = """rules:
   - id: house.small
@@ -18,12 +22,34 @@ GOOD = """rules:
       - warn: "tp is {layout.tp}"
     because: "a test"
 """
+HARD = """rules:
+  - id: house.hard
+    priority: 500
+    when: "cluster.gpus > 1"
+    then:
+      - require: "layout.tp <= 4"
+    because: "a test"
+"""
+SOFT = """rules:
+  - id: house.soft
+    priority: 500
+    when: "fit.without_pp"
+    then:
+      - avoid: "layout.pp > 1"
+        worth: 5
+    because: "a test"
+"""
+SMALL = dict(model="llama-3-8b", gpus=8)
 
 
 def write(tmp_path, text, name="house.yaml"):
     p = tmp_path / name
     p.write_text(text)
     return p
+
+
+def _warn(action):
+    return GOOD.replace('- warn: "tp is {layout.tp}"', action)
 
 
 BAD = [
@@ -35,22 +61,46 @@ BAD = [
     (GOOD.replace("layout.tp < 2", "layout.tp.__class__ == 1"), ":2", "unexpected character '.'"),
     (GOOD.replace("layout.tp < 2", "(lambda: 1)() == 1"), ":2", "unexpected character ':'"),
     (GOOD.replace("layout.tp < 2", "open('x') == 1"), ":2", "unknown function 'open'"),
-    (GOOD.replace("layout.tp < 2", "layout.tp[0] == 1"), ":2", "unexpected"),
     (GOOD.replace("layout.tp < 2", "2 ** 99999 > 1"), ":2", "unexpected"),
     (GOOD.replace("layout.tp < 2", "1e999 > 1"), ":2", "out of range"),
     (GOOD.replace('"a test"', '"{layout.tp.__class__}"'), ":2", "placeholder"),
     (GOOD.replace('"a test"', '"{layout.tpx}"'), ":2", "unknown fact 'layout.tpx'"),
-    (GOOD.replace('"a test"', '"{0.__class__}"'), ":2", "placeholder"),
     (GOOD.replace('"a test"', '"{layout.tp!r}"'), ":2", "placeholder"),
-    (GOOD.replace("- warn: \"tp is {layout.tp}\"", "- exec: \"rm -rf /\""), ":6", "unknown action 'exec'"),
-    (GOOD.replace("- warn: \"tp is {layout.tp}\"", "- set: {dp: 4}"), ":6", "cannot set 'dp'"),
-    (GOOD.replace("- warn: \"tp is {layout.tp}\"", "- set: {tp: \"layout.recompute\"}"), ":6", "must be a number"),
+    (_warn('- exec: "rm -rf /"'), ":6", "unknown action 'exec'"),
     (GOOD.replace("id: house.small", "id: House Small"), ":2", "lower-case"),
     (GOOD.replace("    because: \"a test\"\n", ""), ":2", "missing 'because'"),
     (GOOD + "    colour: red\n", ":2", "unknown key"),
     ("- just a string\n", ":1", "mapping"),
     ("rules:\n" + "  - id: deep\n    priority: 1\n    when: \"" + "(" * 60 + "true" + ")" * 60 + "\"\n"
      "    then: [{note: x}]\n    because: x\n", ":2", "nests"),
+    # `set` is gone: rules add constraints and preferences, they no longer walk a layout
+    (HARD.replace('- require: "layout.tp <= 4"', "- set: {tp: 8}"), ":6", "'set' is gone"),
+    # pins: only settings, only job facts, typed
+    (HARD.replace('- require: "layout.tp <= 4"', "- pin: {dp: 4}"), ":6", "cannot pin 'dp'"),
+    (HARD.replace('- require: "layout.tp <= 4"', "- pin: {tp: layout.pp}"), ":6", "pin tp reads layout.pp"),
+    (HARD.replace('- require: "layout.tp <= 4"', "- pin: {recompute: sometimes}"), ":6", "unknown fact"),
+    (HARD.replace('- require: "layout.tp <= 4"', "- pin: {tp: \"'eight'\"}"), ":6", "must be a number"),
+    # worths: a preference needs one, in (0, 100]; a hard action takes none
+    (SOFT.replace("        worth: 5\n", ""), ":6", "needs a worth"),
+    (SOFT.replace("worth: 5", "worth: 0"), ":6", "above 0 and at most 100"),
+    (SOFT.replace("worth: 5", "worth: 150"), ":6", "above 0 and at most 100"),
+    (SOFT.replace("worth: 5", "worth: true"), ":6", "above 0 and at most 100"),
+    (SOFT.replace("worth: 5", "worth: '5'"), ":6", "above 0 and at most 100"),
+    (HARD.replace('      - require: "layout.tp <= 4"', '      - require: "layout.tp <= 4"\n        worth: 3'), ":6",
+     "'worth' belongs to prefer/avoid"),
+    # strata: a hard rule may depend on job facts only
+    (HARD.replace("cluster.gpus > 1", "fit.without_pp"), ":2", "reads fit.without_pp"),
+    (HARD.replace("cluster.gpus > 1", "best.tokens_per_s > 1000"), ":2", "stratum 1"),
+    (HARD.replace("cluster.gpus > 1", "memory.used_pct > 50"), ":2", "may depend only on job facts"),
+    # a preference's condition cannot read the answer it helps choose
+    (SOFT.replace("fit.without_pp", "layout.tp > 1"), ":2", "cannot read layout.tp"),
+    (SOFT.replace("fit.without_pp", "same.pp1_fits"), ":2", "cannot read same.pp1_fits"),
+    # hard and soft in one rule: the constraint would come after the search it must shape
+    (HARD.replace('- require: "layout.tp <= 4"', '- require: "layout.tp <= 4"\n      - avoid: "layout.pp > 1"\n'
+                  '        worth: 2'), ":2", "not both"),
+    # a constraint is judged per layout against job and layout facts: no neighbour, no feasibility
+    (HARD.replace("layout.tp <= 4", "layout.zero <= same.min_zero"), ":6", "require reads same.min_zero"),
+    (HARD.replace("layout.tp <= 4", "fit.without_pp"), ":6", "require reads fit.without_pp"),
 ]
 
 
@@ -60,7 +110,14 @@ def test_bad_rule_files_are_refused_with_file_and_line(tmp_path, text, where, ne
     with pytest.raises(InputError) as e:
         read_rule_file(p)
     msg = str(e.value)
-    assert f"{p}{where}" in msg and needle.lower() in msg.lower() and "\n" not in msg
+    assert f"{p}{where}" in msg and needle.lower() in msg.lower() and "\n" not in msg, msg
+
+
+@pytest.mark.parametrize("text,stratum,kind", [(GOOD, 3, "info"), (HARD, 1, "hard"), (SOFT, 2, "soft"),
+                                               (SOFT.replace("fit.without_pp", "cluster.gpus > 1"), 2, "soft")])
+def test_strata_and_kinds_are_inferred_from_what_a_rule_reads_and_adds(tmp_path, text, stratum, kind):
+    (r,), _ = read_rule_file(write(tmp_path, text))
+    assert (r.stratum, r.kind) == (stratum, kind)
 
 
 def test_huge_rule_file_is_refused(tmp_path):
@@ -69,39 +126,122 @@ def test_huge_rule_file_is_refused(tmp_path):
         read_rule_file(p)
 
 
-def test_a_looping_rule_set_is_stopped_naming_the_rules(tmp_path):
-    p = write(tmp_path, """rules:
-  - id: loop.up
-    priority: 990
-    when: "layout.zero == 1"
-    then: [{set: {zero: 2}}]
-    because: up
-  - id: loop.down
-    priority: 990
-    when: "layout.zero == 2"
-    then: [{set: {zero: 1}}]
-    because: down
-""")
-    job = build_job(model="llama-3-8b", gpus=8)
-    with pytest.raises(RuleLoopError, match="loop.up -> loop.down"):
-        recommend(job, [str(p)])
-    ok = recommend(job)                          # the process stays healthy for the next job
-    assert ok["memory"]["fits"]
-
-
 def test_malformed_rules_on_the_command_line_exit_2(run_cli, tmp_path):
-    p = write(tmp_path, GOOD.replace("layout.tp < 2", "layout.tp <<< 2"))
+    p = write(tmp_path, HARD.replace("cluster.gpus > 1", "fit.without_pp"))
     code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--rules", str(p))
     assert code == 2 and out == "" and f"{p}:2" in err and len(err.strip().splitlines()) == 1
 
 
-def test_override_and_disable(tmp_path):
-    dup = write(tmp_path, GOOD.replace("house.small", "tp.fit-in-node"))
-    with pytest.raises(InputError, match="already used at rules/tp.yaml"):
-        recommend(build_job(model="llama-3-8b", gpus=8), [str(dup)])
-    off = write(tmp_path, "disable: [zero.stage1-is-free]\nrules: []\n", "off.yaml")
-    r = recommend(build_job(model="llama-3-8b", gpus=8), [str(off)])
-    assert "zero.stage1-is-free" not in [t["rule"] for t in r["trace"]]
+def _rule_ids(d):
+    return [t["rule"] for t in trace(d)]
+
+
+@pytest.mark.parametrize("job,policy,holds", [
+    (dict(model="llama-3-70b", gpus=32, gpu="h100-pcie"), "tp-never-crosses-pcie", "layout.tp == 1"),
+    (dict(model="llama-3-8b", gpus=64, seq_len=131072), "full-recompute-above-64k", "layout.recompute == 'full'"),
+    (dict(model="llama-3-8b", gpus=8, training="lora"), "at-least-zero1", "layout.zero >= 1 or layout.dp * layout.cp == 1"),
+    (dict(model="llama-3-70b", gpus=128), "pp-at-most-8", "layout.pp <= 8"),
+])
+def test_house_policies_bind_the_search_and_the_headline(job, policy, holds):
+    node = expr.parse(holds)
+
+    def ok(d):
+        return np.broadcast_to(np.asarray(expr.evaluate_columns(node, d.table.column), dtype=bool), (len(d.table),))
+    job = build_job(**job)
+    base = decide(job)
+    assert (base.allowed & ~ok(base)).any()       # the playbook alone allows layouts the policy rules out
+    d = decide(job, [f"rules/policies/{policy}.yaml"])
+    assert d.allowed.any() and not (d.allowed & ~ok(d)).any()
+    assert bool(ok(d)[d.index])
+    rid = next(r.id for r in d.book.rules if r.file.endswith(f"{policy}.yaml"))
+    assert rid in _rule_ids(d)
+
+
+def test_a_pin_is_attributed_to_its_rule():
+    d = decide(build_job(model="llama-3-8b", gpus=64, seq_len=131072), ["rules/policies/full-recompute-above-64k.yaml"])
+    assert d.pins["recompute"] == "full" and d.pin_sources["recompute"].id == "policy.full-recompute-long-context"
+    row = next(t for t in trace(d) if t["rule"] == "policy.full-recompute-long-context")
+    assert row["stratum"] == 1 and row["facts"] == {"train.seq_len": 131072}
+    assert row["added"] == [{"kind": "pin", "setting": "recompute", "value": "full", "text": "'full'"}]
+
+
+def test_a_policy_that_allows_nothing_names_the_rule_in_the_way(tmp_path):
+    p = write(tmp_path, HARD.replace("layout.tp <= 4", "layout.tp * layout.pp * layout.cp > cluster.gpus"))
+    d = decide(build_job(**SMALL), [str(p)])
+    assert d.layout is None and "house.hard" in d.nothing_allowed
+
+
+def test_override_of_a_playbook_rule_shows_in_the_trace_and_changes_the_answer(tmp_path):
+    job = build_job(**SMALL)
+    base = decide(job)
+    text = f"layout.tp != {base.layout.tp} and layout.tp <= cluster.nvlink_domain"
+    p = write(tmp_path, f"""rules:
+  - id: tp.inside-nvlink-domain
+    override: true
+    title: Not the TP the playbook would pick
+    priority: 990
+    then:
+      - require: "{text}"
+    because: a test of override
+""")
+    d = decide(job, [str(p)])
+    row = next(t for t in trace(d) if t["rule"] == "tp.inside-nvlink-domain")
+    assert row["file"] == str(p) and row["line"] == 2 and row["title"] == "Not the TP the playbook would pick"
+    assert row["added"] == [{"kind": "require", "text": text}]
+    assert [c.text for c in d.constraints if c.rule.id == "tp.inside-nvlink-domain"] == [text]
+    assert d.layout.tp != base.layout.tp
+    # without 'override: true' the same id is refused, naming both places
+    p.write_text(p.read_text().replace("    override: true\n", ""))
+    with pytest.raises(InputError, match=r"already used at shardwise:rules/tp.yaml:\d+; add 'override: true'"):
+        decide(job, [str(p)])
+
+
+DEPARTING_JOBS = [dict(model="llama-3-70b", gpus=32, seq_len=8192), dict(model="llama-3-70b", gpus=64),
+                  dict(model="llama-3-405b", gpus=256, seq_len=8192)]
+
+
+def test_disable_of_playbook_preferences_removes_them_from_the_trace_and_changes_the_answer(tmp_path):
+    # a job whose headline is not its fastest allowed layout: some playbook preferences decided it
+    base = next(d for d in map(decide, map(lambda j: build_job(**j), DEPARTING_JOBS))
+                if d.choice.index != d.choice.fastest)
+    fastest = base.table.layout(base.choice.fastest).describe()
+    broken = sorted({p.rule.id for p, m in zip(base.preferences, base.broken) if m[base.choice.fastest]})
+    assert broken and all(r in _rule_ids(base) for r in broken)
+    off = write(tmp_path, f"disable: [{', '.join(broken)}]\nrules: []\n", "off.yaml")
+    d = decide(base.job, [str(off)])
+    assert not set(broken) & set(_rule_ids(d))
+    assert d.layout.describe() == fastest != base.layout.describe()
+
+
+def test_disable_of_a_house_rule_by_a_later_file(tmp_path):
+    job = build_job(**SMALL)
+    base = decide(job)
+    lay = base.layout
+    no = write(tmp_path, "rules:\n  - id: house.not-this\n    priority: 500\n    then:\n      - forbid: \""
+                         f"layout.tp == {lay.tp} and layout.pp == {lay.pp} and layout.zero == {lay.zero} and "
+                         f"layout.mbs == {lay.mbs}\"\n    because: x\n", "a.yaml")
+    assert decide(job, [str(no)]).layout.describe() != lay.describe()
+    off = write(tmp_path, "disable: [house.not-this]\nrules: []\n", "b.yaml")
+    d = decide(job, [str(no), str(off)])
+    assert "house.not-this" not in _rule_ids(d) and d.layout.describe() == lay.describe()
+    bad = write(tmp_path, "disable: [no.such-rule]\nrules: []\n", "d.yaml")
+    with pytest.raises(InputError, match="no earlier rule has id 'no.such-rule'"):
+        decide(job, [str(bad)])
+
+
+def test_two_pins_of_one_setting_with_different_values_are_refused_naming_both(tmp_path):
+    p = write(tmp_path, """rules:
+  - id: house.mbs-one
+    priority: 600
+    then: [{pin: {mbs: 1}}]
+    because: x
+  - id: house.mbs-two
+    priority: 500
+    then: [{pin: {mbs: 2}}]
+    because: y
+""")
+    with pytest.raises(InputError, match="house.mbs-two.*pins mbs=2, but rule house.mbs-one.*pins mbs=1"):
+        decide(build_job(**SMALL), [str(p)])
 
 
 def test_expressions_evaluate_with_our_semantics():
@@ -122,41 +262,158 @@ def test_expressions_evaluate_with_our_semantics():
     assert expr.render("{layout.tp} and {layout.tp:.2f} {memory.fits}", facts) == "4 and 4.00 false"
 
 
-def test_lint_finds_rules_that_cannot_fire_and_conflicts(run_cli, tmp_path):
-    p = write(tmp_path, """rules:
+LINT_BAD = """rules:
   - id: never
     priority: 500
-    when: "layout.tp > 8 and layout.tp < 2"
-    then: [{set: {pp: 2}}]
+    when: "cluster.gpus > 8 and cluster.gpus < 2"
+    then: [{require: "layout.pp <= 2"}]
     because: x
-  - id: twin
+  - id: pin-a
     priority: 500
-    when: "true"
-    then: [{set: {pp: 4}}]
-    because: y
-""")
+    when: "cluster.gpus >= 8"
+    then: [{pin: {mbs: 1}}]
+    because: x
+  - id: pin-b
+    priority: 400
+    when: "train.seq_len > 4096"
+    then: [{pin: {mbs: 2}}]
+    because: x
+  - id: pin-apart
+    priority: 400
+    when: "cluster.gpus < 8 and train.seq_len <= 4096"
+    then: [{pin: {mbs: 4}}]
+    because: x
+  - id: flat
+    priority: 500
+    then: [{require: "cluster.gpus > 1"}]
+    because: x
+  - id: odd-mode
+    priority: 500
+    then: [{avoid: "layout.recompute == 'fulll'", worth: 2}]
+    because: x
+  - id: greedy
+    priority: 500
+    then: [{avoid: "layout.tp > 1", worth: 90}]
+    because: x
+"""
+
+
+def test_lint_finds_rules_that_cannot_fire_conflicting_pins_flat_constraints_and_greedy_worths(run_cli, tmp_path):
+    p = write(tmp_path, LINT_BAD)
     code, out, _ = run_cli("rules", "lint", str(p))
-    assert code == 1 and "never can never fire" in out and "sets pp at priority 500" in out
-    code, out, _ = run_cli("rules", "lint", "rules/policies")
-    assert code == 0 and "0 problems" in out
+    lines = out.splitlines()
+    assert code == 1 and lines[-1] == "7 rules, 5 problems", out
+    assert f"{p}:2: rule never can never fire: it needs cluster.gpus above 8 and below 2 at once" in out
+    assert f"{p}:7: rule pin-a pins mbs = 1, but pin-b ({p}:12) pins mbs = 2" in out
+    assert "pin-apart" not in out          # its condition excludes the others': never together
+    assert f"{p}:24: rule flat: require 'cluster.gpus > 1' reads no layout" in out
+    assert "odd-mode: avoid 'layout.recompute == 'fulll'' is never broken" in out
+    # 90 + the playbook's worths pass 100 in all
+    assert f"{p}:30: rule greedy: worth 90 brings the preferences' worths to" in out
+
+
+def test_lint_reports_load_errors_with_file_and_line_and_goes_on(run_cli, tmp_path):
+    a = write(tmp_path, HARD.replace("cluster.gpus > 1", "fit.without_pp"), "a.yaml")
+    b = write(tmp_path, LINT_BAD.split("  - id: pin-a")[0], "b.yaml")
+    code, out, _ = run_cli("rules", "lint", str(tmp_path))
+    assert code == 1 and f"{a}:2: rule house.hard: a hard constraint" in out and f"{b}:2: rule never" in out
+
+
+def test_lint_checks_exactly_the_files_given(run_cli, tmp_path):
+    for target in ("rules/", "rules/tp.yaml", "rules/policies"):
+        code, out, err = run_cli("rules", "lint", target)
+        assert code == 0 and out.endswith(" 0 problems\n"), (target, out, err)
+    # a policy reusing a playbook id without override is caught before any run
+    dup = write(tmp_path, HARD.replace("house.hard", "tp.pcie-cap"), "mine.yaml")
+    code, out, _ = run_cli("rules", "lint", str(dup))
+    assert code == 1 and "rule id 'tp.pcie-cap' already used at shardwise:rules/tp.yaml" in out
+    # disabling a playbook rule is fine; disabling an unknown one is not
+    off = write(tmp_path, "disable: [memory.headroom, no.such]\nrules: []\n", "off.yaml")
+    code, out, _ = run_cli("rules", "lint", str(off))
+    assert code == 1 and "no.such" in out and "memory.headroom" not in out
 
 
 def test_policy_test_cases(run_cli, tmp_path):
     spec = tmp_path / "cases.yaml"
-    spec.write_text(f"""rules: [{(tmp_path / 'p.yaml').name}]
+    spec.write_text("""rules: [p.yaml]
 cases:
   - name: pcie boxes get no TP
-    job: {{model: llama-3-8b, gpus: 8, gpu: h100-pcie}}
-    expect: {{tp: 1, fits: true}}
+    job: {model: llama-3-8b, gpus: 8, gpu: h100-pcie}
+    expect: {tp: 1, fits: true}
   - name: wrong on purpose
-    job: {{model: llama-3-8b, gpus: 8, gpu: h100-pcie}}
-    expect: {{tp: 2}}
+    job: {model: llama-3-8b, gpus: 8, gpu: h100-pcie}
+    expect: {tp: 2}
 """)
     (tmp_path / "p.yaml").write_text(open("rules/policies/tp-never-crosses-pcie.yaml").read())
     code, out, _ = run_cli("rules", "test", str(spec))
     assert code == 1 and "ok   pcie boxes get no TP" in out and "FAIL wrong on purpose: tp expected 2 got 1" in out
+    spec.write_text("cases: []\nplaybok: x\n")
+    code, out, err = run_cli("rules", "test", str(spec))
+    assert code == 2 and "unknown key(s) ['playbok']" in err
+    spec.write_text("cases:\n  - job: {model: llama-3-8b, gpus: 8}\n    expect: {tpp: 1}\n")
+    code, out, err = run_cli("rules", "test", str(spec))
+    assert code == 2 and "unknown expect key(s) ['tpp']; allowed: " in err and out == ""
+    # every key a case can expect is one the headline has
+    from shardwise.cli.rules_cmd import EXPECT_KEYS, _got
+    assert set(_got(decide(build_job(**SMALL)))) == EXPECT_KEYS
 
 
-def test_every_fact_in_the_schema_is_documented_by_the_facts_command(run_cli):
+def test_every_fact_in_the_schema_is_listed_with_type_group_and_meaning(run_cli):
     code, out, _ = run_cli("rules", "facts")
     assert code == 0 and all(p in out for p in SCHEMA)
+    row = next(line for line in out.splitlines() if line.startswith("fit.without_pp "))
+    assert row.split()[1:3] == ["bool", "feasibility"] and "PP = 1" in row
+
+
+def test_rules_list_shows_stratum_kind_and_place(run_cli, tmp_path):
+    p = write(tmp_path, SOFT)
+    code, out, _ = run_cli("rules", "list", "--rules", str(p))
+    assert code == 0
+    row = next(line for line in out.splitlines() if line.startswith("house.soft "))
+    assert row.split()[1:4] == ["2", "soft", f"{p}:2"]
+    row = next(line for line in out.splitlines() if line.startswith("memory.fit-margin "))
+    assert row.split()[1:4] == ["1", "hard", "shardwise:rules/memory.yaml:3"]
+
+
+EDIT_JOBS = [("llama-3-70b", 32, 8192), ("llama-3-8b", 64, 8192), ("llama-3-70b", 64, 16384), ("llama-3-8b", 16, 8192)]
+
+
+def test_rules_init_then_an_edited_playbook_changes_the_answer(run_cli, tmp_path):
+    book = tmp_path / "playbook"
+    code, out, _ = run_cli("rules", "init", str(book))
+    assert code == 0 and f"wrote {book}/cp.yaml" in out and (book / "README.md").exists()
+    code, _, err = run_cli("rules", "init", str(book))              # never over a non-empty folder
+    assert code == 2 and "not an empty folder" in err
+
+    def headline(model, gpus, seq, *more):
+        code, out, err = run_cli("recommend", "--model", model, "--gpus", str(gpus), "--seq-len", str(seq),
+                                 "--format", "json", *more)
+        assert code == 0, err
+        return json.loads(out)
+    shipped = {j: headline(*j)["layout"] for j in EDIT_JOBS}
+    assert all(headline(*j, "--playbook", str(book))["layout"] == shipped[j] for j in EDIT_JOBS[:2])  # a true copy
+    cp = book / "cp.yaml"
+    assert "train.seq_len / layout.cp < 4096" in cp.read_text()
+    cp.write_text(cp.read_text().replace("train.seq_len / layout.cp < 4096", "train.seq_len / layout.cp < 8192"))
+    code, out, err = run_cli("rules", "lint", str(book))
+    assert code == 0, out + err
+    changed = {}
+    for j in EDIT_JOBS:
+        edited = headline(*j, "--playbook", str(book))
+        assert any(r["file"] == str(cp) for r in edited["trace"])
+        if edited["layout"] != shipped[j]:
+            changed[j] = edited["layout"]
+    assert changed, shipped
+    for (model, gpus, seq), lay in changed.items():
+        # only the band the edit touched moved: 4K to 8K tokens per CP rank, now avoided
+        old = shipped[(model, gpus, seq)]
+        assert old["cp"] > 1 and 4096 <= seq / old["cp"] < 8192 and not (lay["cp"] > 1 and seq / lay["cp"] < 8192)
+    # a case file may name the playbook (relative to itself)
+    (model, gpus, seq), lay = next(iter(changed.items()))
+    case = f"cases:\n  - job: {{model: {model}, gpus: {gpus}, seq_len: {seq}}}\n    expect: {{cp: {lay['cp']}}}\n"
+    (tmp_path / "cases.yaml").write_text("playbook: playbook\n" + case)
+    code, out, _ = run_cli("rules", "test", str(tmp_path / "cases.yaml"))
+    assert code == 0 and "1 passed, 0 failed" in out
+    (tmp_path / "cases.yaml").write_text(case)
+    code, out, _ = run_cli("rules", "test", str(tmp_path / "cases.yaml"))
+    assert code == 1 and f"cp expected {lay['cp']} got {shipped[(model, gpus, seq)]['cp']}" in out
