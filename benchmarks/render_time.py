@@ -22,8 +22,8 @@ from pathlib import Path
 
 JOB = ["--model", "llama-3-70b", "--gpus", "32", "--why", "tp"]
 TRACE = ("from shardwise.explain.trace_graph import trace_graph; from shardwise.kb.build import build_job; "
-         "from shardwise.rules.recommend import run_rules; "
-         "src = trace_graph(run_rules(build_job(model='llama-3-70b', gpus=32), [])[0].trace).source; ")
+         "from shardwise.decision.run import decide; from shardwise.decision.result import as_dict; "
+         "src = trace_graph(as_dict(decide(build_job(model='llama-3-70b', gpus=32)))).source; ")
 WASM = TRACE + ("import time; from shardwise.explain import render; t0 = time.perf_counter(); render._with_wasm(src, 'x'); "
                 "t1 = time.perf_counter(); render._with_wasm(src, 'x'); t2 = time.perf_counter(); "
                 "print(t1 - t0, t2 - t1, len(src.splitlines()))")

@@ -31,13 +31,13 @@ COMMANDS = {
     "memory": ("shardwise.cli.memory_cmd", "memory",
                "Memory per GPU (and its breakdown), step time, throughput and MFU for one layout."),
     "recommend": ("shardwise.cli.recommend_cmd", "recommend",
-                  "Recommend the whole layout, with the rule that set each setting and why."),
+                  "Recommend the whole layout, with the rules behind each setting and the arithmetic of the choice."),
     "report": ("shardwise.cli.report_cmd", "report",
                "The recommendation, why each setting, the decision trace, memory per stage, the ranked "
                "alternatives, the exports and the rule files' hashes, in one HTML file (nothing fetched)."),
-    "rules": ("shardwise.cli.rules_cmd", "rules", "List, lint and test rule files."),
+    "rules": ("shardwise.cli.rules_cmd", "rules", "List, lint, test and copy the rule files (the playbook as data)."),
     "search": ("shardwise.cli.search_cmd", "search",
-               "Rank every valid layout by predicted throughput; say why the rules did not pick each."),
+               "Rank the layouts the rules allow by predicted throughput x (1 - broken worths)."),
 }
 
 

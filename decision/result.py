@@ -19,6 +19,10 @@ def trace(d: Decision) -> list[dict]:
             "facts": {}, "added": [{"kind": "pin", "setting": s, "value": src.value, "text": src.flag}],
             "because": f"the job fixed it ({src.flag})"}
            for s, src in d.pin_sources.items() if isinstance(src, R.UserPin)]
+    out += [{"seq": 0, "rule": c["rule"], "title": f"{c['change']} by {c['by']}", "file": c["by"].rsplit(":", 1)[0],
+             "line": None, "stratum": None, "facts": {}, "added": [{"kind": c["change"], "text": f"was {c['was']}"}],
+             "because": f"rule {c['rule']} ({c['was']}) was {c['change']} by {c['by']}"}
+            for c in d.book.changes]
     for f in d.firings:
         out.append({"seq": f.seq, "rule": f.rule.id, "title": f.rule.title, "file": f.rule.file, "line": f.rule.line,
                     "stratum": f.stratum, "facts": f.facts, "added": f.added,

@@ -30,10 +30,24 @@ def _table(rows: list[list], head: list[str], cls: str = "") -> str:
     return f'<table class="{cls}"><tr>{h}</tr>{body}</table>'
 
 
+LABELS = {"params_b": "parameters (billions)", "active_params_b": "active parameters (billions)",
+          "shape_inferred": "shape inferred", "gpus": "GPUs", "gpu": "GPU", "gpus_per_node": "GPUs per node",
+          "intra_link": "link in a node", "inter_link": "link between nodes", "seq_len": "sequence (tokens)",
+          "backward_working_set": "backward working set", "master_weights": "fp32 master weights",
+          "comm_buffers": "communication buffers", "cuda_context": "CUDA context", "price_per_gpu_hour": "price per GPU-hour"}
+
+
+def label(key: str) -> str:
+    """A key as a person reads it."""
+    return LABELS.get(key, key.replace("_", " "))
+
+
 def _kv(d: dict, pairs_per_row: int = 1) -> str:
     def shown(v):
-        return ("yes" if v else "no") if isinstance(v, bool) else v
-    cells = [f"<td>{_e(k)}</td><td>{_e(shown(v))}</td>" for k, v in d.items() if not isinstance(v, dict)]
+        if isinstance(v, bool):
+            return "yes" if v else "no"
+        return f"{v:,}" if isinstance(v, int) else v
+    cells = [f"<td>{_e(label(k))}</td><td>{_e(shown(v))}</td>" for k, v in d.items() if not isinstance(v, dict)]
     rows = "".join("<tr>" + "".join(cells[i:i + pairs_per_row]) + "</tr>" for i in range(0, len(cells), pairs_per_row))
     return f'<table class="kv">{rows}</table>'
 
@@ -77,6 +91,16 @@ def _decision(s: dict) -> str:
                                                  "best layout honouring it", "slower by"]) if rows else "")
 
 
+def _stages_note(stages: list, pp: int) -> str:
+    """Say which pipeline stages the chart shows when it does not show them all (kb/stages.all_stages)."""
+    shown = [s["stage"] for s in stages]
+    if len(shown) >= pp:
+        return ""
+    return (f'<p class="muted">Stages {", ".join(map(str, shown[:-1]))} and {shown[-1]} of 0-{pp - 1} are shown: '
+            f'stages 2 to {pp - 2} hold the same layers as stage 1 and keep fewer micro-batches in flight '
+            "(1F1B warms up with p - i forwards on stage i), so they peak lower than stage 1.</p>")
+
+
 def _export(name: str, ex: dict) -> str:
     if ex.get("refused"):
         return f'<p class="warn">{_e(name)}: refused: {_e(ex["refused"])}</p>'
@@ -110,9 +134,10 @@ def render(r: dict) -> str:
         "".join(f'<p class="muted">note: {_e(n)}</p>' for n in rec["notes"]),
         '<h2 id="job">Job</h2>', _kv(rec["job"], 3),
         "".join(f'<p class="muted">assumed: {_e(a)}</p>' for a in rec["assumptions"]),
-        '<h2 id="memory">Memory per GPU</h2><div class="row"><div class="figure">',
+        '<h2 id="memory">Memory per GPU</h2>', _stages_note(r["stages"], rec["layout"]["pp"]),
+        '<div class="row"><div class="figure">',
         chart(r["stages"], mem["capacity_gib"], mem["worst_stage"]), "</div>",
-        _table([[k, f"{v:.2f}"] for k, v in mem["breakdown_gib"].items() if v],
+        _table([[label(k), f"{v:.2f}"] for k, v in mem["breakdown_gib"].items() if v],
                [f'at the peak (stage {mem["worst_stage"]}, {mem["peak_phase"]})', "GiB"]), "</div>",
         '<h2 id="rationale">Why each setting</h2>',
         f'<p class="muted">What-ifs tried: {_e("; ".join(r["what_ifs_tried"]))}.</p>',

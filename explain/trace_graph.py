@@ -6,6 +6,8 @@ Built from the decision's data (decision/result.as_dict); explain/render.py draw
 """
 from __future__ import annotations
 
+import textwrap
+
 import graphviz
 
 from .why import shown_value, unit
@@ -19,10 +21,19 @@ def _short(text: str, n: int = 48) -> str:
     return text if len(text) <= n else text[:n - 1] + "…"
 
 
+def _wrap(text: str, width: int = 30, lines: int = 3) -> str:
+    """A label in short lines, so that the graph stays narrow enough to read at page width."""
+    out = textwrap.wrap(" ".join(str(text).split()), width) or [""]
+    if len(out) > lines:
+        out = out[:lines]
+        out[-1] = out[-1][:width - 1] + "…"
+    return "\n".join(out)
+
+
 def trace_graph(result: dict, only: str | None = None) -> graphviz.Digraph:
-    g = graphviz.Digraph("decision_trace", graph_attr={"rankdir": "LR", "fontname": "Helvetica", "nodesep": "0.25",
-                                                       "ranksep": "0.9", "newrank": "true"},
-                         node_attr={"fontname": "Helvetica", "fontsize": "11", "margin": "0.15,0.06"},
+    g = graphviz.Digraph("decision_trace", graph_attr={"rankdir": "LR", "fontname": "Helvetica", "nodesep": "0.18",
+                                                       "ranksep": "0.5", "newrank": "true"},
+                         node_attr={"fontname": "Helvetica", "fontsize": "12", "margin": "0.18,0.08"},
                          edge_attr={"color": "#888888", "arrowsize": "0.6"})
     settings = result["settings"]
     bears: dict = {}                          # rule id -> settings it bears on, with its status
@@ -31,39 +42,40 @@ def trace_graph(result: dict, only: str | None = None) -> graphviz.Digraph:
             bears.setdefault(r["rule"], []).append((s, r["status"]))
     shown = [t for t in result["trace"] if not only or any(s == only for s, _ in bears.get(t["rule"], []))]
     facts, rules, added = [], [], []
-    for t in shown:
-        rid = f"r{t['seq']}"
+    for n, t in enumerate(shown):
+        rid = f"r{n}"
         rules.append(rid)
-        g.node(rid, f"{t['rule']}\n{t['file']}:{t['line'] or ''}  (stratum {t['stratum']})", shape="box",
+        where = f"{t['file']}:{t['line']}" if t["line"] else t["file"]
+        stratum = f"  (stratum {t['stratum']})" if t["stratum"] else ""
+        g.node(rid, f"{t['rule']}\n{where.replace('shardwise:', '')}{stratum}", shape="box",
                style="rounded,filled", fillcolor="white", tooltip=_short(t["because"], 300))
         for path, v in t["facts"].items():
             fid = "f_" + path.replace(".", "_")
             if fid not in facts:
                 facts.append(fid)
-                g.node(fid, f"{path} = {shown_value(v)}{unit(path)}", shape="note", fontsize="10")
+                shown = ("true" if v else "false") if isinstance(v, bool) else shown_value(v)
+                g.node(fid, f"{path}\n= {shown}{unit(path)}", shape="note", fontsize="11")
             g.edge(fid, rid)
         statuses = dict(bears.get(t["rule"], []))
         for k, a in enumerate(t["added"]):
-            aid = f"a{t['seq']}_{k}"
+            aid = f"a{n}_{k}"
             added.append(aid)
             status = ("broken" if "broken" in statuses.values() else "honoured") if a["kind"] in ("prefer", "avoid") \
                 else "pin" if a["kind"] == "pin" else "hard" if a["kind"] in ("require", "forbid") else "info"
             label = (f"pin {a['setting']} = {a['value']}" if a["kind"] == "pin" else
-                     f"{a['kind']}: {_short(a['text'])}" + (f"\nworth {a['worth']:g}% — {status}" if "worth" in a else ""))
+                     _wrap(f"{a['kind']}: {a['text']}") + (f"\nworth {a['worth']:g}% — {status}" if "worth" in a else ""))
             g.node(aid, label, shape="box", style="filled", fillcolor=_COLOR[status], penwidth="2" if status == "broken" else "1")
             g.edge(rid, aid)
-            if a["kind"] not in ("warn", "note"):
+            if a["kind"] not in ("warn", "note", "disabled", "overridden"):
                 g.edge(aid, "search")
     s = result["search"]
-    head = " ".join(f"{k}={v}" for k, v in result["layout"].items() if k in ORDER or k == "zero_stage") \
-        if result["layout"] else "no layout"
-    g.node("search", f"search: {s['valid']:,} valid layouts, {s['allowed']:,} allowed\n"
-                     f"headline = argmax tokens/s × (1 − worths broken)\n{_short(head, 70)}",
+    g.node("search", f"search: {s['valid']:,} valid layouts\n{s['allowed']:,} meet every hard rule\n"
+                     f"headline = argmax of\ntokens/s × (1 − worths broken)",
            shape="box3d", style="filled", fillcolor="#eef5ff")
     if s.get("best") and s["departures"]:
-        g.node("runner_up", f"fastest, not taken: {_short(s['best']['layout'], 60)}\n"
-                            f"{s['departures'][0]['cost_pct']:.1f}% faster; breaks "
-                            + ", ".join(f"{d['rule']} ({d['worth_pct']:g}%)" for d in s["departures"]),
+        g.node("runner_up", "fastest, not taken:\n" + _wrap(s["best"]["layout"], 34) + "\n"
+                            f"{s['departures'][0]['cost_pct']:.1f}% faster; breaks\n"
+                            + "\n".join(f"{d['rule']} ({d['worth_pct']:g}%)" for d in s["departures"]),
                shape="box", style="dashed,filled", fillcolor="#fff7e6")
         g.edge("search", "runner_up", style="dashed", arrowhead="none")
     names = [x for x in ORDER if x in settings and (not only or x == only)]

@@ -10,7 +10,7 @@ Grammar (lowest precedence first):
     prod    := unary (('*' | '/' | '//' | '%') unary)*
     unary   := '-' unary | atom
     atom    := NUMBER | STRING | 'true' | 'false' | PATH | FUNC '(' expr (',' expr)* ')' | '(' expr ')'
-A PATH is a dotted fact name such as ``memory.peak_gib`` (see rules/facts.py); FUNC is one of
+A PATH is a dotted fact name such as ``memory.peak_gib`` (kb/fact_schema.py); FUNC is one of
 FUNCTIONS. Types are checked before anything runs: numbers with numbers, strings only with
 == / != / in, booleans only with and / or / not / == / !=. No attribute access, indexing,
 names outside the fact schema, or calls outside FUNCTIONS exist in the language, so a rule

@@ -308,9 +308,10 @@ def _template(text, file, line, rid):
         _fail(file, line, f"rule {rid}: {e}")
 
 
-def load_rulebook(paths: list[Path], displays: list[str] | None = None) -> list[Rule]:
+def load_rulebook(paths: list[Path], displays: list[str] | None = None, changes: list | None = None) -> list[Rule]:
     """Rules of several files (folders: their *.yaml, sorted), later files overriding earlier
-    ones only where they say so."""
+    ones only where they say so. ``changes``, if given, receives what each override or disable
+    did: {"rule", "change": "overridden" | "disabled", "by", "was"} (the trace shows them)."""
     rules: list[Rule] = []
     files: list[tuple[Path, str]] = []
     for i, p in enumerate(paths):
@@ -327,6 +328,8 @@ def load_rulebook(paths: list[Path], displays: list[str] | None = None) -> list[
         for d in disable:
             if d not in by_id:
                 raise InputError(f"{disp}: disable: no earlier rule has id {d!r}")
+            if changes is not None:
+                changes.append({"rule": d, "change": "disabled", "by": disp, "was": rules[by_id[d]].where})
             rules[by_id[d]] = None
             del by_id[d]
         for r in new:
@@ -335,6 +338,9 @@ def load_rulebook(paths: list[Path], displays: list[str] | None = None) -> list[
                     prev = rules[by_id[r.id]]
                     raise InputError(f"{r.where}: rule id {r.id!r} already used at {prev.where}; "
                                      "add 'override: true' to replace it")
+                if changes is not None:
+                    changes.append({"rule": r.id, "change": "overridden", "by": r.where,
+                                    "was": rules[by_id[r.id]].where})
                 rules[by_id[r.id]] = r
             else:
                 by_id[r.id] = len(rules)

@@ -31,6 +31,7 @@ class Rulebook:
     strata: dict                 # stratum -> CompiledRulebook of its rules
     files: list[tuple[Path, str]]   # (path, shown name) of every file read
     playbook: frozenset = frozenset()   # shown names of the playbook's own files (the rest: house policies)
+    changes: tuple = ()          # overrides and disables of earlier rules, for the trace
 
     def is_policy(self, rule: Rule) -> bool:
         return rule.file not in self.playbook
@@ -83,9 +84,11 @@ def load(extra: list[str] | None = None, playbook: str | None = None) -> Ruleboo
     files = rule_files(list(extra or []), playbook)
     key = tuple((str(p), s, _stamp(p)) for p, s in files)
     if key not in _BOOKS:
-        rules = load_rulebook([p for p, _ in files], [s for _, s in files])
+        changes: list = []
+        rules = load_rulebook([p for p, _ in files], [s for _, s in files], changes)
         strata = {n: compile_rules([r for r in rules if r.stratum == n]) for n in STRATA}
-        _BOOKS[key] = Rulebook(rules, strata, files, frozenset(s for _, s in _playbook_files(playbook)))
+        _BOOKS[key] = Rulebook(rules, strata, files, frozenset(s for _, s in _playbook_files(playbook)),
+                               tuple(changes))
     return _BOOKS[key]
 
 

@@ -12,7 +12,8 @@ from shardwise.explain import render
 from shardwise.explain.trace_graph import trace_graph
 from shardwise.kb.build import build_job
 from shardwise.kb.errors import InputError
-from shardwise.rules.recommend import run_rules
+from shardwise.decision.result import as_dict
+from shardwise.decision.run import decide
 
 SVG = "{http://www.w3.org/2000/svg}"
 SMALL = 'digraph small { "a b" -> "c→d" [label="tp = 2"]; "c→d" -> e; }'
@@ -30,8 +31,7 @@ def no_dot(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def trace_source():
-    res, _, _ = run_rules(build_job(model="llama-3-70b", gpus=32, seq_len=8192), [])
-    return trace_graph(res.trace).source
+    return trace_graph(as_dict(decide(build_job(model="llama-3-70b", gpus=32, seq_len=8192)))).source
 
 
 def titles(svg: str, kind: str) -> list[str]:
