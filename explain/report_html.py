@@ -37,7 +37,7 @@ LABELS = {"params_b": "parameters (billions)", "active_params_b": "active parame
           "comm_buffers": "communication buffers", "cuda_context": "CUDA context", "price_per_gpu_hour": "price per GPU-hour"}
 
 
-def label(key: str) -> str:
+def human(key: str) -> str:
     """A key as a person reads it."""
     return LABELS.get(key, key.replace("_", " "))
 
@@ -47,7 +47,7 @@ def _kv(d: dict, pairs_per_row: int = 1) -> str:
         if isinstance(v, bool):
             return "yes" if v else "no"
         return f"{v:,}" if isinstance(v, int) else v
-    cells = [f"<td>{_e(label(k))}</td><td>{_e(shown(v))}</td>" for k, v in d.items() if not isinstance(v, dict)]
+    cells = [f"<td>{_e(human(k))}</td><td>{_e(shown(v))}</td>" for k, v in d.items() if not isinstance(v, dict)]
     rows = "".join("<tr>" + "".join(cells[i:i + pairs_per_row]) + "</tr>" for i in range(0, len(cells), pairs_per_row))
     return f'<table class="kv">{rows}</table>'
 
@@ -137,7 +137,7 @@ def render(r: dict) -> str:
         '<h2 id="memory">Memory per GPU</h2>', _stages_note(r["stages"], rec["layout"]["pp"]),
         '<div class="row"><div class="figure">',
         chart(r["stages"], mem["capacity_gib"], mem["worst_stage"]), "</div>",
-        _table([[label(k), f"{v:.2f}"] for k, v in mem["breakdown_gib"].items() if v],
+        _table([[human(k), f"{v:.2f}"] for k, v in mem["breakdown_gib"].items() if v],
                [f'at the peak (stage {mem["worst_stage"]}, {mem["peak_phase"]})', "GiB"]), "</div>",
         '<h2 id="rationale">Why each setting</h2>',
         f'<p class="muted">What-ifs tried: {_e("; ".join(r["what_ifs_tried"]))}.</p>',
