@@ -42,7 +42,7 @@ def test_report_holds_every_part_a_meeting_needs(data, page):
     for s in ("tp", "pp", "vp", "dp", "cp", "ep", "zero", "sp", "mbs", "recompute"):
         assert f'id="why-{s}"' in page
     assert "tp.inside-nvlink-domain" in page and "shardwise:rules/tp.yaml:" in page and "What would change it" in page
-    assert "argmax tokens/s" in page                     # the search node of the trace: the choice rule
+    assert "headline = argmax of" in page                # the search node of the trace: the choice rule
     for f in playbook.file_hashes(playbook.load()):
         assert f["file"] in page and f["sha256"] in page
     assert "ds_config.json" in page and "train_micro_batch_size_per_gpu" in page
