@@ -130,4 +130,4 @@ def test_chromium_draws_the_trace_and_the_memory_chart(data, page, tmp_path):
     for group, _ in m["segments"]:
         assert COLOURS[group] in in_chart, f"the {group} segment is not painted"
     in_trace = colours(m["trace"])
-    assert "#98fb98" in in_trace and "#add8e6" in in_trace           # rule boxes (palegreen), settings (lightblue)
+    assert "#c9ecc9" in in_trace and "#dbe9ff" in in_trace           # honoured preferences (green), settings (blue)
