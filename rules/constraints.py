@@ -14,6 +14,11 @@ from . import expr
 from .loader import Rule
 
 
+def holds(node, columns, n: int) -> np.ndarray:
+    """An expression judged for each of the table's n layouts."""
+    return np.broadcast_to(np.asarray(expr.evaluate_columns(node, columns), dtype=bool), (n,))
+
+
 @dataclass(frozen=True)
 class Constraint:
     """A hard rule: ``require`` (a layout must make it true) or ``forbid`` (must not)."""
@@ -23,7 +28,7 @@ class Constraint:
     rule: Rule
 
     def allows(self, columns, n: int) -> np.ndarray:
-        v = np.broadcast_to(np.asarray(expr.evaluate_columns(self.node, columns), dtype=bool), (n,))
+        v = holds(self.node, columns, n)
         return v if self.kind == "require" else ~v
 
     def describe(self) -> str:
@@ -41,7 +46,7 @@ class Preference:
     rule: Rule
 
     def broken(self, columns, n: int) -> np.ndarray:
-        v = np.broadcast_to(np.asarray(expr.evaluate_columns(self.node, columns), dtype=bool), (n,))
+        v = holds(self.node, columns, n)
         return ~v if self.kind == "prefer" else v
 
     def describe(self) -> str:

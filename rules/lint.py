@@ -17,7 +17,7 @@ from shardwise.kb.fact_schema import GROUP_OF
 from shardwise.kb.layout import RECOMPUTE
 
 from . import expr
-from .loader import SOFT, Rule, read_rule_file
+from .loader import Rule, SOFT, expand, read_rule_file
 
 # The objective is tokens/s x (1 - worths broken), clipped at 0 (search/choice.py): past 100%
 # in all, a layout breaking them scores 0 whatever its speed.
@@ -172,16 +172,7 @@ def lint(rules: list[Rule], given: list[Rule] | None = None) -> list[str]:
 
 
 def _expand(paths: list[str]) -> list[tuple[Path, str]]:
-    files = []
-    for p in paths:
-        q = Path(p)
-        if q.is_dir():
-            files += [(f, f"{p.rstrip('/')}/{f.name}") for f in sorted(q.glob("*.yaml"))]
-        elif q.exists():
-            files.append((q, p))
-        else:
-            raise InputError(f"rules lint: no such file or folder '{p}'")
-    return files
+    return [f for p in paths for f in expand(p, flag="rules lint")]
 
 
 def lint_files(paths: list[str], context: list[tuple[Path, str]]) -> tuple[list[Rule], list[str]]:

@@ -308,6 +308,16 @@ def _template(text, file, line, rid):
         _fail(file, line, f"rule {rid}: {e}")
 
 
+def expand(path: str, shown: str | None = None, flag: str = "--rules") -> list[tuple[Path, str]]:
+    """(file, shown name) of a rule file, or of a folder's *.yaml files in name order."""
+    p, shown = Path(path), shown or path
+    if p.is_dir():
+        return [(f, f"{shown.rstrip('/')}/{f.name}") for f in sorted(p.glob("*.yaml"))]
+    if p.exists():
+        return [(p, shown)]
+    raise InputError(f"{flag}: no such file or folder '{shown}'")
+
+
 def load_rulebook(paths: list[Path], displays: list[str] | None = None, changes: list | None = None) -> list[Rule]:
     """Rules of several files (folders: their *.yaml, sorted), later files overriding earlier
     ones only where they say so. ``changes``, if given, receives what each override or disable
@@ -315,13 +325,7 @@ def load_rulebook(paths: list[Path], displays: list[str] | None = None, changes:
     rules: list[Rule] = []
     files: list[tuple[Path, str]] = []
     for i, p in enumerate(paths):
-        disp = displays[i] if displays else str(p)
-        if p.is_dir():
-            files += [(f, f"{disp.rstrip('/')}/{f.name}") for f in sorted(p.glob("*.yaml"))]
-        elif p.exists():
-            files.append((p, disp))
-        else:
-            raise InputError(f"--rules: no such file or folder '{disp}'")
+        files += expand(str(p), displays[i] if displays else str(p))
     by_id: dict[str, int] = {}
     for f, disp in files:
         new, disable = read_rule_file(f, disp)

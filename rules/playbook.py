@@ -16,7 +16,7 @@ from pathlib import Path
 from shardwise.kb.errors import InputError
 
 from .compiler import CompiledRulebook, compile_rules
-from .loader import Rule, load_rulebook
+from .loader import Rule, expand, load_rulebook
 
 PLAYBOOK = ["memory.yaml", "tp.yaml", "sp.yaml", "pp.yaml", "dp.yaml", "zero.yaml", "recompute.yaml",
             "cp.yaml", "ep.yaml", "warnings.yaml"]
@@ -60,16 +60,7 @@ def _playbook_files(playbook: str | None) -> list[tuple[Path, str]]:
 
 
 def _extra_files(extra: list[str]) -> list[tuple[Path, str]]:
-    files = []
-    for e in extra:
-        p = Path(e)
-        if p.is_dir():
-            files += [(f, str(f)) for f in sorted(p.glob("*.yaml"))]
-        elif p.exists():
-            files.append((p, e))
-        else:
-            raise InputError(f"--rules: no such file or folder '{e}'")
-    return files
+    return [f for e in extra for f in expand(e)]
 
 
 def _stamp(p: Path):

@@ -133,7 +133,12 @@ def test_malformed_rules_on_the_command_line_exit_2(run_cli, tmp_path):
 
 
 def _rule_ids(d):
-    return [t["rule"] for t in trace(d)]
+    """The rules that fired (the trace also lists overrides and disables, with no stratum)."""
+    return [t["rule"] for t in trace(d) if t["stratum"] is not None]
+
+
+def _disabled(d):
+    return [t["rule"] for t in trace(d) if t["stratum"] is None and t["added"][0]["kind"] == "disabled"]
 
 
 @pytest.mark.parametrize("job,policy,holds", [
@@ -185,7 +190,9 @@ def test_override_of_a_playbook_rule_shows_in_the_trace_and_changes_the_answer(t
     because: a test of override
 """)
     d = decide(job, [str(p)])
-    row = next(t for t in trace(d) if t["rule"] == "tp.inside-nvlink-domain")
+    change = next(t for t in trace(d) if t["rule"] == "tp.inside-nvlink-domain" and t["stratum"] is None)
+    assert change["added"][0]["kind"] == "overridden" and "shardwise:rules/tp.yaml" in change["because"]
+    row = next(t for t in trace(d) if t["rule"] == "tp.inside-nvlink-domain" and t["stratum"] == 1)
     assert row["file"] == str(p) and row["line"] == 2 and row["title"] == "Not the TP the playbook would pick"
     assert row["added"] == [{"kind": "require", "text": text}]
     assert [c.text for c in d.constraints if c.rule.id == "tp.inside-nvlink-domain"] == [text]
@@ -209,7 +216,7 @@ def test_disable_of_playbook_preferences_removes_them_from_the_trace_and_changes
     assert broken and all(r in _rule_ids(base) for r in broken)
     off = write(tmp_path, f"disable: [{', '.join(broken)}]\nrules: []\n", "off.yaml")
     d = decide(base.job, [str(off)])
-    assert not set(broken) & set(_rule_ids(d))
+    assert not set(broken) & set(_rule_ids(d)) and set(broken) <= set(_disabled(d))
     assert d.layout.describe() == fastest != base.layout.describe()
 
 
