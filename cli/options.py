@@ -7,12 +7,14 @@ override the file.
 from __future__ import annotations
 
 import functools
+from typing import get_args
 
 import click
 
 from shardwise.kb.build import build_job
 from shardwise.kb.user_yaml import load_user_yaml
 from shardwise.kb.errors import InputError, read_input_file
+from shardwise.kb.schema import Optimizer
 
 JOB_KEYS = {
     "model": str, "hf_config": str, "params": str, "gpu": str, "gpu_memory": float, "gpus": int,
@@ -50,7 +52,7 @@ def job_options(f=None, *, raw: bool = False):
         click.option("--global-batch-tokens", help="global batch, tokens (e.g. 4M)"),
         click.option("--training", type=_choice(["pretrain", "finetune", "lora", "qlora", "rlhf"])),
         click.option("--precision", type=_choice(["bf16", "pure-bf16", "fp8"])),
-        click.option("--optimizer", type=_choice(["adamw", "adamw-8bit", "sgd"])),
+        click.option("--optimizer", type=_choice(list(get_args(Optimizer)))),
         click.option("--recompute", type=_choice(["auto", "none", "selective", "full"])),
         click.option("--attention", type=_choice(["flash", "sdpa", "eager"])),
         click.option("--framework", type=_choice(["megatron", "deepspeed", "fsdp", "hf"])),

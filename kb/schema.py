@@ -14,7 +14,10 @@ Framework = Literal["megatron", "deepspeed", "fsdp", "hf"]
 TrainingType = Literal["pretrain", "finetune", "lora", "qlora", "rlhf"]
 Recompute = Literal["none", "selective", "full"]
 Attention = Literal["flash", "sdpa", "eager"]
-Optimizer = Literal["adamw", "adamw-8bit", "sgd"]
+# The optimizer and its implementation (kb/memory/optimizers.py models each one's states and
+# step temporaries). "adamw" is the framework profile's own AdamW (optimizers.FRAMEWORK_ADAMW:
+# fused in all four profiles); the others name one implementation whatever the framework.
+Optimizer = Literal["adamw", "adamw-fused", "adamw-foreach", "adamw-single", "adamw-8bit", "adafactor", "sgd"]
 
 
 class _Frozen(BaseModel):
