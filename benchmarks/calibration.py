@@ -43,7 +43,8 @@ def activation_rows() -> list[dict]:
         if "saved_per_layer_bytes" not in r:
             continue
         m = _row_model(r)
-        t = TrainingSpec(seq_len=r["seq"], framework="hf", attention=r["attn"])
+        # measure.py loads the model in bf16: the pure-bf16 recipe (no fp32 residual stream)
+        t = TrainingSpec(seq_len=r["seq"], framework="hf", attention=r["attn"], precision="pure-bf16")
         lay = Layout(mbs=r["mbs"], recompute="full" if r["ckpt"] else "none")
         pred = act.tokens_local(t, lay) * act.layer_bytes_per_token(m, t, lay, False, r["seq"])
         meas = r["saved_per_layer_bytes"]

@@ -59,6 +59,18 @@ def _norm_bytes(m: ModelSpec, prof: str) -> float:
     return 4.0
 
 
+def fp32_residual_extra(t: TrainingSpec, lay: Layout):
+    """Extra bytes per hidden unit per norm when the Trainer runs fp32 weights under bf16
+    autocast: the embedding output is fp32, so the residual stream stays fp32, and transformers'
+    LlamaRMSNorm (hidden.to(input_dtype) with input_dtype fp32, then weight * x) keeps a 4-byte
+    normalised value for the weight's gradient where a bf16 model keeps 2: 4 + 4 + 2 (the bf16
+    cast the next linear saves) = 10 instead of 8. Not under DeepSpeed (ZeRO >= 1 in the
+    Trainer: bf16 weights) or LoRA (a bf16 base model)."""
+    if t.framework != "hf" or t.precision != "bf16" or t.training in ("lora", "qlora"):
+        return 0.0
+    return where(lay.zero > 0, 0.0, 2.0)
+
+
 def _attention_bytes(m: ModelSpec, t: TrainingSpec, q: float, kv: float, heads: float, s_local: int) -> float:
     """Per token: what attention keeps (q, kv are per-rank widths; heads per rank)."""
     if m.is_mla:
@@ -92,7 +104,7 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
         return 2.0 * h / seq_shard
     q, kv, heads = m.q_width / tp, maximum(m.kv_width / tp, m.hd if not m.is_mla else 0), m.heads / tp
     n_norms = 4 if m.sandwich_norm else 2
-    norms = n_norms * _norm_bytes(m, prof) * h
+    norms = n_norms * (_norm_bytes(m, prof) + fp32_residual_extra(t, lay)) * h
     if prof == "megatron" and t.precision == "fp8":
         norms -= n_norms * 1.0 * h            # ln outputs kept in FP8 by TE
     norms /= seq_shard

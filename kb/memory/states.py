@@ -141,7 +141,10 @@ def full_training_states(params_rank: float, gemm_rank: float, expert_rank: floa
     moments = per(r.moments, 1)
     # fp32 weights double as master when the recipe keeps fp32 weights (fsdp/hf)
     compute_copy = where(zero < 3, (params_rank + expert_rank) * r.compute_copy, 0.0)
-    fp8 = gemm_rank * r.fp8_cache
+    # Transformer Engine caches the FP8 copy (and transpose) of weights the rank holds; under
+    # ZeRO-3 / Megatron-FSDP the rank holds only a shard and the gathered layer is transient
+    # (counted with the gathered-layer buffers, overheads.framework_buffers)
+    fp8 = where(zero >= 3, 0.0, gemm_rank * r.fp8_cache)
     opt_params = _shard(params_rank, zero >= 1, group) + _shard(expert_rank, zero >= 1, expert_group)
     temp = opt.step_temporaries(t, opt_params, largest, r.state_dtype) + r.main_grad_copy * opt_params
     accumulated = 0.0
