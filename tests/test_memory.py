@@ -25,9 +25,10 @@ def test_seed_000_mbs4_without_recompute_does_not_fit():
     assert not e.fits
     assert e.stage == 0
     assert 80 <= e.breakdown_gib["activations"] * 2**30 / 1e9 <= 100   # ~90 GB
-    # 70B x 18 B/param / 32 GPUs with the optimizer sharded over dp=1 -> ~38 GiB of states
+    # 70B x 16 B/param (bf16 weights and grad buffer as NVIDIA's recipes run Megatron, fp32 master
+    # and Adam) / 32 GPUs with the optimizer sharded over dp=1 -> ~34 GiB of states on stage 0
     states = sum(e.breakdown_gib[k] for k in ("weights", "gradients", "master_weights", "optimizer"))
-    assert 36 <= states <= 40
+    assert 32 <= states <= 36
 
 
 def test_seed_000_fits_with_full_recompute_or_mbs1():

@@ -84,14 +84,18 @@ def _recipe(t: TrainingSpec, fw: str) -> Recipe:
       set_to_none), AdamW 8, bf16 autocast copies of the weights 2 (saved for backward).
       With ZeRO stages 1-3 the Trainer hands the model to DeepSpeed: the deepspeed recipe.
     pure-bf16: weights 2, grads 2, bf16 states (torch.zeros_like(p)), no master (all frameworks).
-    fp8: the bf16 recipe plus Transformer Engine's FP8 weight caches on megatron/deepspeed
-      (torchao float8 in fsdp casts per GEMM and keeps no cache).
+    fp8: the bf16 recipe plus Transformer Engine's FP8 weight caches (weight + transpose, 1 + 1
+      byte per GEMM weight) on deepspeed. Megatron as NVIDIA's recipes run it keeps its primary
+      GEMM weights in FP8 instead (NeMo / Megatron-Bridge bf16_with_fp8_mixed:
+      fp8_param_gather=True, i.e. fp8_params): 1 byte of FP8 weight + 1 byte of the transpose TE
+      builds for the backward, the same 2 bytes as the bf16 weight they replace, and no cache on
+      top. torchao float8 in fsdp casts per GEMM and keeps no cache.
     """
     if t.precision == "pure-bf16":
         return Recipe(weights=2, grads=2, master=0, moments=opt.state_bytes(t, 2.0), state_dtype=2.0,
                       persistent_grads=fw in ("megatron", "deepspeed"))
     mom = opt.state_bytes(t, 4.0)
-    fp8 = 2.0 if t.precision == "fp8" and fw in ("megatron", "deepspeed") else 0.0
+    fp8 = 2.0 if t.precision == "fp8" and fw == "deepspeed" else 0.0
     if fw == "megatron":
         g = megatron_grad_bytes(t)
         return Recipe(weights=2, grads=g, master=4, moments=mom, fp8_cache=fp8, main_grad_copy=4.0 if g < 4 else 0.0)
