@@ -115,7 +115,17 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
     if moe:
         k = m.top_k
         exp_w = m.expert_ffn / lay.etp
-        mlp = 8.0 * m.experts + k * (2.0 * h + _mlp_bytes(m, prof, exp_w) + 2.0 * h)
+        # the routed part runs on the tokens this rank routes: with sequence parallelism the MoE
+        # layer takes the SP shard (tokens / tp) gathered over expert-TP only (x etp), as
+        # Megatron-Core's token dispatcher does (kb/perf/compute.moe_tokens, the same rule)
+        routed_share = where(lay.sp, lay.etp / tp, 1.0)
+        # per routed token: the permuted input fc1 keeps (2h), the expert MLP, and the expert
+        # output kept to multiply by the routing probability (2h) -- except in Megatron-Core,
+        # whose grouped experts apply the probabilities inside the activation
+        # (megatron/core/transformer/moe/experts.py: weighted_bias_swiglu_impl), so unpermute
+        # keeps nothing of the output
+        out_kept = 0.0 if prof == "megatron" else 2.0 * h
+        mlp = routed_share * (8.0 * m.experts + k * (2.0 * h + _mlp_bytes(m, prof, exp_w) + out_kept))
         if m.shared_width:
             mlp += _mlp_bytes(m, prof, m.shared_width / tp)
     else:
