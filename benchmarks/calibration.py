@@ -180,7 +180,8 @@ def throughput_cases() -> list[dict]:
         if zero == 3:
             import re
             size = re.search(r"(?:group size|shard_degree=|fsdp=|column = )\s*(\d+)", sharding)
-            if size and (dp * cp) % int(size.group(1)) == 0:
+            # "FSDP=1" in NVIDIA's tables is the on/off column, not a shard group of one
+            if size and int(size.group(1)) > 1 and (dp * cp) % int(size.group(1)) == 0:
                 shard = int(size.group(1))
             elif "fsdp+dp" in sharding:
                 # "FSDP+DP" with the shard size not stated: HSDP, sharded inside a node and
@@ -301,4 +302,37 @@ def trainer_rows() -> list[dict]:
             st = step_time(job, lay)
             row.update(step_measured=r["step_s"], step_predicted=st.step_time_s, step_error=st.step_time_s / r["step_s"] - 1)
         out.append(row)
+    return out
+
+
+# --- memory of the published Megatron layouts (they ran, so they fit) --------------------------
+
+def _unmodelled(r: dict, lay) -> str | None:
+    """Why a published layout cannot be rebuilt well enough to judge its memory, or None: what
+    NVIDIA's recipe for the run does that the row does not record."""
+    if "fsdp=?" in str(r.get("sharding") or "").lower():
+        return "FSDP shard group not published (the loader assumes one node)"
+    if lay.zero == 3 and r["gpu_type"] in ("GB200", "GB300") and r["model_key"] in ("llama3-70b", "llama3.1-405b"):
+        # Megatron-Bridge scripts/performance/configs/llama/llama3*_workload_base_configs.py:
+        # use_megatron_fsdp=True with cpu_offloading_num_layers=20-92
+        return "activations offloaded to CPU in NVIDIA's recipe (cpu_offloading_num_layers)"
+    if r["model_key"] == "deepseek-v3":
+        # Megatron-Bridge scripts/performance/configs/deepseek/deepseek_workload_base_configs.py
+        return "per-module recompute in NVIDIA's recipe (recompute_modules moe_act / mla_up_proj)"
+    return None
+
+
+def published_megatron_memory_rows() -> list[dict]:
+    """Every published Megatron run with a layout (throughput_cases): the estimated peak against
+    the GPU's memory. Recomputation, offloading and per-module recompute are rarely in the rows
+    (activation_recompute is empty in all of them), so each is estimated without."""
+    out = []
+    for c in throughput_cases():
+        if c["job"].training.framework != "megatron":
+            continue
+        e = estimate_memory(c["job"], c["layout"])
+        r = c["row"]
+        out.append({"id": r["id"], "gpu": r["gpu_type"], "moe": c["job"].model.is_moe, "layout": c["layout"].describe(),
+                    "peak_gib": e.peak_gib, "capacity_gib": e.capacity_gib, "fits": e.fits, "phase": e.phase,
+                    "activations_gib": e.breakdown_gib["activations"], "unmodelled": _unmodelled(r, c["layout"])})
     return out

@@ -15,7 +15,10 @@ from typing import Optional
 from .errors import InputError
 from .vec import minimum, where
 
-RECOMPUTE = ("none", "selective", "full")
+# "modules": Megatron-Core's per-module selective recompute, --recompute-granularity selective
+# --recompute-modules core_attn layernorm moe_act (Megatron-Bridge docs, MoE-specific
+# recomputation: recompute_modules=["moe_act", "layernorm"]; kb/memory/activations.py).
+RECOMPUTE = ("none", "selective", "full", "modules")
 
 
 def in_flight(p: int, v: int, m, stage: int):
@@ -83,7 +86,7 @@ class Layout(Derived):
     sp: bool = False            # Megatron sequence parallelism (needs tp > 1)
     mbs: int = 1                # micro-batch, sequences
     grad_accum: int = 1         # micro-batches per replica per optimizer step
-    recompute: str = "none"     # none | selective | full
+    recompute: str = "none"     # none | selective | full | modules
 
     def __post_init__(self):
         for f in ("tp", "pp", "vp", "dp", "cp", "ep", "etp", "mbs", "grad_accum"):

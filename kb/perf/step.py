@@ -94,6 +94,11 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
             extra = lt.total / 3.0
         elif lay.recompute == "selective":
             extra = lt.attention / 3.5
+        elif lay.recompute == "modules":
+            # core attention as selective, plus the norms' and the expert activation's forward:
+            # about a quarter of the layer's elementwise traffic (its forward half is norms,
+            # activation, RoPE and residual adds) -- estimated, not fitted
+            extra = lt.attention / 3.5 + lt.elementwise / 4.0
         compute += n * (lt.total + extra)
     # full recomputation runs each layer's forward -- its dispatch and sync included -- again
     compute += sp.moe_layers * moe_layer_overhead(t.framework) * (4.0 / 3.0 if lay.recompute == "full" else 1.0)
