@@ -48,7 +48,7 @@ def test_trainer_steps_memory_like_for_like():
 def test_trainer_steps_fits_or_oom():
     """Every run but t02 is judged right. t02 (1B, 32k tokens x 128k vocab = 4.2e9 logits, past
     2^31 elements) needed at least 69.3 GiB in use + 15.7 GiB asked = 85 GiB; the estimate, whose
-    logits term is measured at up to 2.1e9 logits, is 71.7 GiB (reported, not hidden)."""
+    logits term was measured up to 1.05e9 logits, is 71.7 GiB (reported, not hidden)."""
     wrong = [r["id"].split()[0] for r in calibration.trainer_rows() if r["fits_measured"] != r["fits_predicted"]]
     assert wrong == ["t02"]
 
