@@ -13,8 +13,8 @@ The pipeline runs m micro-batches: T_pipe = m t_max + (p - 1) t_avg / v (the bub
 the ideal time for 1F1B, (p-1)/(v m) interleaved). Once per step: data-parallel gradient
 reduction (all-reduce, or reduce-scatter + all-gather with ZeRO/distributed optimizer; ZeRO-3
 gathers the parameters for every micro-batch's forward and backward) exposed by (1 - overlap),
-and the optimizer step, memory-bound (about 30 bytes read/written per local parameter: grads,
-fp32 master, two moments, the bf16 copy).
+and the optimizer step, memory-bound, with autocast's weight casts per micro-batch where the
+weights are fp32 (kb/perf/param_traffic.py: bytes per parameter per optimizer and recipe).
 """
 from __future__ import annotations
 
@@ -24,11 +24,13 @@ from ..job import Job
 from ..layout import Layout
 from ..stages import all_stages
 from . import comm
+from . import param_traffic as pt
+from ..memory.states import lora_params
+from ..params import total_params
 from .compute import framework_profile, gemm_efficiency, layer_time, moe_tokens
 from .flops import hardware_flops_per_token, head_flops, model_flops_per_token
 from ..vec import maximum, minimum, where
 
-OPTIMIZER_BYTES_PER_PARAM = 30.0
 HBM_EFFICIENCY = 0.8      # streaming kernels reach ~90% of HBM peak (memory-models.md section 10: 3.0 of 3.35 TB/s); 0.8 with launch gaps
 
 
@@ -70,6 +72,14 @@ class StepTime:
                 out["cost"] = round(hours * c.gpus * c.price_per_gpu_hour, 2)
                 out["price_per_gpu_hour"] = c.price_per_gpu_hour
         return out
+
+
+def trained_fraction(m, t) -> float:
+    """Share of the parameters the optimizer updates: all of them, or LoRA's adapters
+    (kb/memory/states.lora_params) over the whole model."""
+    if t.training not in ("lora", "qlora"):
+        return 1.0
+    return lora_params(m, t.lora_rank) / total_params(m)
 
 
 def moe_layer_overhead(framework: str) -> float:
@@ -182,8 +192,11 @@ def step_time(job: Job, lay: Layout) -> StepTime:
     bubble = (lay.pp - 1) * t_avg / lay.vp
     dp = _dp_time(job, lay, params_rank, compute_mb)
     shard = where(lay.zero >= 1, lay.shard_group, 1)
-    opt = params_rank / shard * OPTIMIZER_BYTES_PER_PARAM / (c.gpu.hbm_gbps * 1e9 * HBM_EFFICIENCY)
-    total = pipe + dp + opt
+    bandwidth = c.gpu.hbm_gbps * 1e9 * HBM_EFFICIENCY
+    trained = params_rank * trained_fraction(m, t)
+    opt = trained / shard * pt.step_bytes_per_param(t) / bandwidth
+    casts = mcount * params_rank * pt.microbatch_bytes_per_param(t, lay) / bandwidth
+    total = pipe + dp + opt + casts
     comm_kinds = {k: v * mcount for k, v in kinds_max.items()}
     comm_kinds["dp"] = dp
     tokens = lay.global_batch * t.seq_len
