@@ -141,7 +141,7 @@ def test_accumulating_micro_batches_keep_the_grads_through_forward():
 def test_optimizer_implementations_set_the_step_peak():
     step = {o: mem(_trainer_job(optimizer=o), "mbs=1,recompute=full").phases()["optimizer-step"]
             for o in ("adamw", "adamw-fused", "adamw-foreach", "adamw-single", "adamw-8bit", "adafactor", "sgd")}
-    temp = {o: s["live_gib"].get("backward_working_set", 0.0) for o, s in step.items()}
+    temp = {o: s["live_gib"].get("optimizer_temporaries", 0.0) for o, s in step.items()}
     opt = {o: s["live_gib"].get("optimizer", 0.0) for o, s in step.items()}
     assert step["adamw"] == step["adamw-fused"]                    # the Trainer's default is fused
     assert temp["adamw-fused"] == 0 and temp["adamw-8bit"] == 0 and temp["sgd"] == 0

@@ -127,14 +127,15 @@ def phase_live(s: st.States, lay, acts, copies, logits_kept, logits_peak, transi
     spike = logits_peak >= first_bwd
     return {
         "forward": dict(activations=acts, compute_copies=copies, logits=logits_kept, late_grads=held,
-                        backward_working_set=0.0),
+                        backward_working_set=0.0, optimizer_temporaries=0.0),
         "backward-start": dict(activations=acts, compute_copies=copies, logits=where(spike, logits_peak, 0.0),
                                late_grads=held + where(spike, 0.0, new_head),
-                               backward_working_set=where(spike, 0.0, transient)),
-        "backward-end": dict(activations=0.0, compute_copies=where(s.accumulated_grads > 0, copies, 0.0), logits=0.0, late_grads=free + s.accumulated_grads,
-                             backward_working_set=transient),
+                               backward_working_set=where(spike, 0.0, transient), optimizer_temporaries=0.0),
+        "backward-end": dict(activations=0.0, compute_copies=where(s.accumulated_grads > 0, copies, 0.0), logits=0.0,
+                             late_grads=free + s.accumulated_grads, backward_working_set=transient,
+                             optimizer_temporaries=0.0),
         "optimizer-step": dict(activations=0.0, compute_copies=0.0, logits=0.0, late_grads=free,
-                               backward_working_set=s.optimizer_temp),
+                               backward_working_set=0.0, optimizer_temporaries=s.optimizer_temp),
     }
 
 
@@ -183,6 +184,7 @@ def _peak(job: Job, lay):
                 "activations": ph["activations"] / GIB,
                 "logits": ph["logits"] / GIB,
                 "backward_working_set": ph["backward_working_set"] / GIB,
+                "optimizer_temporaries": ph["optimizer_temporaries"] / GIB,
                 "comm_buffers": buffers / GIB + nccl,
                 "cuda_context": c.gpu.cuda_context_gib,
                 "workspaces": ovh.WORKSPACES_GIB,
