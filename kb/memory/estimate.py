@@ -103,16 +103,15 @@ def peak_gib(job: Job, lay) -> object:
     return _peak(job, lay)[0]
 
 
-def saved_weight_copies(s: st.States, lay, layer_rank: float, head_rank: float):
+def saved_weight_copies(s: st.States, lay, layer_rank: float, head_rank: float, rank_params):
     """bf16 weight copies held from forward to backward: autocast's casts, saved by each linear
     for its backward (torch autocast caches them only inside the region; the saved tensors keep
     them alive), or FSDP's unsharded bf16 parameters. Under full recomputation a checkpointed
     layer saves none (torch.utils.checkpoint keeps only its input and recasts in backward): the
-    LM head's copy and one recomputed layer's remain."""
-    per_param = s.compute_copy
-    full = (head_rank + layer_rank) * 2.0
+    share of the LM head and one recomputed layer remains (of the adapters' copies, for LoRA)."""
+    share = minimum(1.0, (head_rank + layer_rank) / maximum(1.0, rank_params))
     # FSDP under pipelining keeps the stage unsharded for the whole step (states.py): not autocast
-    return where(both(lay.recompute == "full", s.accumulated_grads <= 0), where(per_param > 0, full, 0.0), per_param)
+    return where(both(lay.recompute == "full", s.accumulated_grads <= 0), s.compute_copy * share, s.compute_copy)
 
 
 def phase_live(s: st.States, lay, acts, copies, logits_kept, logits_peak, transient, head_grads) -> dict:
@@ -161,7 +160,7 @@ def _peak(job: Job, lay):
             buffers += 2.0 * layer_rank          # one layer dequantised to bf16 for its GEMMs
         persistent = (s.weights + s.master + s.optimizer + s.fp8_cache + s.frozen
                       + where(s.persistent_grads, s.grads, 0.0))
-        copies = saved_weight_copies(s, lay, layer_rank, head_rank)
+        copies = saved_weight_copies(s, lay, layer_rank, head_rank, sp.total)
         # the LM head's gradient, in the recipe's gradient bytes per parameter
         head_grads = s.grads * head_rank / maximum(1.0, sp.total)
         phases = phase_live(s, lay, a, copies, kept, spike, transient, head_grads)
