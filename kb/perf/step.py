@@ -11,7 +11,8 @@ Per micro-batch, each pipeline stage spends (Narayanan et al. 2021, Korthikanti 
         each times (1 - overlap) of the framework profile (kb/data/frameworks.yaml).
 The pipeline runs m micro-batches: T_pipe = m t_max + (p - 1) t_avg / v (the bubble: (p-1)/m of
 the ideal time for 1F1B, (p-1)/(v m) interleaved). Once per step: data-parallel gradient
-reduction (all-reduce, or reduce-scatter + all-gather with ZeRO/distributed optimizer; ZeRO-3
+reduction (all-reduce, or reduce-scatter + all-gather with ZeRO/distributed optimizer -- ZeRO-2
+reduce-scattering every micro-batch, since it keeps only its shard of the gradients; ZeRO-3
 gathers the parameters for every micro-batch's forward and backward) exposed by (1 - overlap),
 and the optimizer step, memory-bound, with autocast's weight casts per micro-batch where the
 weights are fp32 (kb/perf/param_traffic.py: bytes per parameter per optimizer and recipe).
@@ -164,9 +165,16 @@ def _dp_time(job: Job, lay: Layout, params_rank: float, compute_mb: float) -> fl
               + comm.reduce_scatter(shard_link, ns, params_rank * grad_bytes))
     rounds = 1 if (t.framework == "fsdp" and lay.pp > 1) else lay.grad_accum
     stage3 = rounds * maximum(per_mb - ov * compute_mb, (1 - ov) * per_mb) + rep * (1 - ov)
-    sharded = comm.reduce_scatter(shard_link, ns, params_rank * grad_bytes) + comm.all_gather(shard_link, ns, params_rank * 2.0)
-    stage12 = (sharded + rep) * (1 - ov)
-    return where(n <= 1, 0.0, where(lay.zero == 0, plain, where(lay.zero == 3, stage3, stage12)))
+    scatter = comm.reduce_scatter(shard_link, ns, params_rank * grad_bytes)
+    gather = comm.all_gather(shard_link, ns, params_rank * 2.0)
+    stage1 = (scatter + gather + rep) * (1 - ov)
+    # ZeRO-2 keeps only its gradient shard, so every micro-batch's gradients are reduce-scattered
+    # as backward makes them (DeepSpeed stage_1_and_2.py reduces its buckets in every backward;
+    # Megatron-FSDP optim_grads likewise), hidden behind that micro-batch's compute at best
+    per_mb_rs = maximum(scatter - ov * compute_mb, (1 - ov) * scatter)
+    stage2 = lay.grad_accum * per_mb_rs + (gather + rep) * (1 - ov)
+    return where(n <= 1, 0.0, where(lay.zero == 0, plain, where(lay.zero == 3, stage3,
+                                                                 where(lay.zero == 2, stage2, stage1))))
 
 
 def step_time(job: Job, lay: Layout) -> StepTime:
