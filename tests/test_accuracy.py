@@ -63,10 +63,10 @@ def test_published_megatron_layouts_fit():
 
 
 def test_trainer_steps_time():
-    """step_s of the same rows (one GPU, no communication): median within 13% over all, 15% on the
-    held-out rows (21.5% and 35% before issue 17)."""
+    """step_s of the same rows (one GPU, no communication): median within 13% over all, 14% on the
+    held-out rows, none beyond 19% (21.5%, 35% and 84% before issue 17)."""
     rows = [r for r in calibration.trainer_rows() if "step_error" in r]
     assert len(rows) == 14
     assert statistics.median(abs(r["step_error"]) for r in rows) < 0.13
-    assert statistics.median(abs(r["step_error"]) for r in rows if r["held_out"]) < 0.15
-    assert max(abs(r["step_error"]) for r in rows) < 0.23
+    assert statistics.median(abs(r["step_error"]) for r in rows if r["held_out"]) < 0.14
+    assert max(abs(r["step_error"]) for r in rows) < 0.19

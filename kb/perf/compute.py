@@ -172,10 +172,29 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
         ew += moe_tokens(tokens, lay) * PERMUTE_PASSES * m.top_k * h * 2.0 / (gpu.hbm_gbps * 1e9)
     if t.precision == "fp8":
         ew *= FP8_ELEMENTWISE_FACTOR
+    ew += tokens * fp32_residual_bytes(t, lay) * h / (gpu.hbm_gbps * 1e9)
     if t.training in ("lora", "qlora"):
         gemm *= FROZEN_GEMM_SHARE
         ew += tokens * lora_bytes_per_token(m, moe) / tp / (gpu.hbm_gbps * 1e9)
     return LayerTime(gemm, attention, ew)
+
+
+def fp32_residual_bytes(t: TrainingSpec, lay: Layout):
+    """Extra elementwise bytes per token per hidden unit when the Trainer runs fp32 weights under
+    bf16 autocast (the residual stream stays fp32, kb/memory/activations.fp32_residual_extra):
+    autocast casts activations on every use, with no cache (it caches weights only), so the
+    norm output feeding q, k and v is cast three times and the one feeding gate and up twice
+    (5 x (4 + 2) = 30) and the two residual adds read and write fp32 (+8): 38 forward. Backward
+    casts the five bf16 input gradients back to fp32 (5 x (2 + 4) = 30), sums them into the two
+    norm outputs' gradients (3 fp32 adds x 12 = 36) and adds the residual gradients in fp32 (+8):
+    74. 112 bytes in all, on top of the 288 of the bf16 layer the profile was fitted on
+    (h100_hf_layer_compute.jsonl). Counted, not fitted."""
+    if t.framework != "hf" or t.precision != "bf16" or t.training in ("lora", "qlora"):
+        return 0.0
+    return where(lay.zero > 0, 0.0, FP32_RESIDUAL_BYTES)
+
+
+FP32_RESIDUAL_BYTES = 112.0
 
 
 # LoRA freezes the base weights: their backward computes the input gradient but no weight
