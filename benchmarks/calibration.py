@@ -229,7 +229,8 @@ def layer_compute_rows() -> list[dict]:
     for r in _jsonl("h100_hf_layer_compute.jsonl"):
         m = ModelSpec(name=r["model"], layers=1, hidden=r["h"], ffn=r["ffn_shard"], heads=r["heads_shard"],
                       kv_heads=r["kv_shard"], head_dim=128, vocab=256)
-        t = TrainingSpec(seq_len=r["seq"], framework="hf")
+        # one bf16 decoder layer (README.md here): the pure-bf16 recipe, no fp32 residual stream
+        t = TrainingSpec(seq_len=r["seq"], framework="hf", precision="pure-bf16")
         pred = layer_time(m, t, Layout(mbs=r["mbs"]), gpu, False).total
         meas = r["ms_per_layer_fwdbwd"] / 1e3
         out.append({"id": f"{r['model']} tp={r['tp']} s={r['seq']}", "measured": meas, "predicted": pred,
