@@ -43,7 +43,8 @@ def activation_rows() -> list[dict]:
         if "saved_per_layer_bytes" not in r:
             continue
         m = _row_model(r)
-        t = TrainingSpec(seq_len=r["seq"], framework="hf", attention=r["attn"])
+        # measure.py loads the model in bf16: the pure-bf16 recipe (no fp32 residual stream)
+        t = TrainingSpec(seq_len=r["seq"], framework="hf", attention=r["attn"], precision="pure-bf16")
         lay = Layout(mbs=r["mbs"], recompute="full" if r["ckpt"] else "none")
         pred = act.tokens_local(t, lay) * act.layer_bytes_per_token(m, t, lay, False, r["seq"])
         meas = r["saved_per_layer_bytes"]
@@ -179,7 +180,8 @@ def throughput_cases() -> list[dict]:
         if zero == 3:
             import re
             size = re.search(r"(?:group size|shard_degree=|fsdp=|column = )\s*(\d+)", sharding)
-            if size and (dp * cp) % int(size.group(1)) == 0:
+            # "FSDP=1" in NVIDIA's tables is the on/off column, not a shard group of one
+            if size and int(size.group(1)) > 1 and (dp * cp) % int(size.group(1)) == 0:
                 shard = int(size.group(1))
             elif "fsdp+dp" in sharding:
                 # "FSDP+DP" with the shard size not stated: HSDP, sharded inside a node and
@@ -227,9 +229,111 @@ def layer_compute_rows() -> list[dict]:
     for r in _jsonl("h100_hf_layer_compute.jsonl"):
         m = ModelSpec(name=r["model"], layers=1, hidden=r["h"], ffn=r["ffn_shard"], heads=r["heads_shard"],
                       kv_heads=r["kv_shard"], head_dim=128, vocab=256)
-        t = TrainingSpec(seq_len=r["seq"], framework="hf")
+        # one bf16 decoder layer (README.md here): the pure-bf16 recipe, no fp32 residual stream
+        t = TrainingSpec(seq_len=r["seq"], framework="hf", precision="pure-bf16")
         pred = layer_time(m, t, Layout(mbs=r["mbs"]), gpu, False).total
         meas = r["ms_per_layer_fwdbwd"] / 1e3
         out.append({"id": f"{r['model']} tp={r['tp']} s={r['seq']}", "measured": meas, "predicted": pred,
                     "error": pred / meas - 1, "artefact": None})
+    return out
+
+
+# --- whole Trainer steps on one H100: h100_hf_trainer_steps.jsonl ------------------------------
+
+# The architectures of measure_trainer.py (MODELS there), as ModelSpecs.
+_TRAINER_MODELS = {
+    "llama3.2-1b": dict(layers=16, hidden=2048, ffn=8192, heads=32, kv_heads=8, head_dim=64, vocab=128256),
+    "llama3.2-3b": dict(layers=28, hidden=3072, ffn=8192, heads=24, kv_heads=8, head_dim=128, vocab=128256),
+    "llama3-8b": dict(layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8, head_dim=128, vocab=128256),
+    "qwen2.5-1.5b": dict(layers=28, hidden=1536, ffn=8960, heads=12, kv_heads=2, vocab=151936, tied=True,
+                         qkv_bias=True),
+    "mistral-7b-8layers": dict(layers=8, hidden=4096, ffn=14336, heads=32, kv_heads=8, vocab=32000),
+    "mixtral-small-moe": dict(layers=8, hidden=2048, ffn=5632, heads=16, kv_heads=8, vocab=32000,
+                              experts=8, top_k=2, expert_ffn=5632),
+}
+# torch.cuda's "total capacity" on the card that measured them (README.md here)
+TRAINER_CAPACITY_GIB = 79.18
+# Rows a fit may use; the others are held out (every third row, t03, t06, ...: both
+# kinds of outcome and every model family but qwen fall in each part).
+def trainer_holdout(row_id: str) -> bool:
+    return int(row_id[1:]) % 3 == 0
+
+
+def trainer_case(r: dict):
+    """(job, layout) of one Trainer row: fp32 weights under bf16 autocast = the hf 'bf16' recipe;
+    a model loaded in bf16 = pure-bf16; LoRA via peft (all linear layers); the Trainer's
+    optimizer (fused AdamW by default on torch >= 2.8, foreach with optim=adamw_torch)."""
+    from shardwise.kb.job import Job
+    from shardwise.kb import catalog
+    from shardwise.kb.schema import ClusterSpec
+    m = ModelSpec(name=r["model"], **_TRAINER_MODELS[r["model"]])
+    g = catalog.gpu("h100-sxm").model_copy(update={"memory_gib": TRAINER_CAPACITY_GIB})
+    cluster = ClusterSpec(gpu=g, gpus=1, gpus_per_node=1, intra=catalog.link(g.intra_link),
+                          inter=catalog.link("infiniband-ndr"))
+    lora = r["mode"].startswith("lora")
+    precision = "bf16" if r["weights"] == "fp32" else "pure-bf16"
+    optimizer = "adamw-foreach" if r["optim"] == "adamw_torch" else "adamw-fused"
+    kw = dict(seq_len=r["seq"], framework="hf", precision=precision, attention="sdpa",
+              training="lora" if lora else "finetune", optimizer=optimizer)
+    if lora:
+        kw["lora_rank"] = int(r["mode"][4:])
+    t = TrainingSpec(**kw)
+    lay = Layout(mbs=r["mbs"], recompute="full" if r["ckpt"] else "none")
+    return Job(model=m, cluster=cluster, training=t), lay
+
+
+def trainer_rows() -> list[dict]:
+    """Like for like: the estimate less CUDA context and fragmentation (outside or above
+    torch.cuda.max_memory_allocated) against the measured peak; OOM rows are judged by fits."""
+    from shardwise.kb.perf import step_time
+    out = []
+    for r in _jsonl("h100_hf_trainer_steps.jsonl"):
+        job, lay = trainer_case(r)
+        est = estimate_memory(job, lay)
+        bd = est.breakdown_gib
+        alloc = est.peak_gib - bd["cuda_context"] - bd["fragmentation"]
+        meas = r.get("peak_allocated_bytes")
+        row = {"id": f"{r['id']} {r['model']} {r['mode']} {r['weights']} s={r['seq']} b={r['mbs']}"
+                     f"{' ckpt' if r['ckpt'] else ''}{' foreach' if r['optim'] == 'adamw_torch' else ''}",
+               "held_out": trainer_holdout(r["id"]), "fits_measured": "error" not in r, "fits_predicted": est.fits,
+               "predicted_gib": alloc, "peak_gib": est.peak_gib, "phase": est.phase,
+               "measured_gib": meas / 2**30 if meas else None,
+               "error": alloc / (meas / 2**30) - 1 if meas else None, "artefact": None}
+        if r.get("step_s"):
+            st = step_time(job, lay)
+            row.update(step_measured=r["step_s"], step_predicted=st.step_time_s, step_error=st.step_time_s / r["step_s"] - 1)
+        out.append(row)
+    return out
+
+
+# --- memory of the published Megatron layouts (they ran, so they fit) --------------------------
+
+def _unmodelled(r: dict, lay) -> str | None:
+    """Why a published layout cannot be rebuilt well enough to judge its memory, or None: what
+    NVIDIA's recipe for the run does that the row does not record."""
+    if "fsdp=?" in str(r.get("sharding") or "").lower():
+        return "FSDP shard group not published (the loader assumes one node)"
+    if lay.zero == 3 and r["gpu_type"] in ("GB200", "GB300") and r["model_key"] in ("llama3-70b", "llama3.1-405b"):
+        # Megatron-Bridge scripts/performance/configs/llama/llama3*_workload_base_configs.py:
+        # use_megatron_fsdp=True with cpu_offloading_num_layers=20-92
+        return "activations offloaded to CPU in NVIDIA's recipe (cpu_offloading_num_layers)"
+    if r["model_key"] == "deepseek-v3":
+        # Megatron-Bridge scripts/performance/configs/deepseek/deepseek_workload_base_configs.py
+        return "per-module recompute in NVIDIA's recipe (recompute_modules moe_act / mla_up_proj)"
+    return None
+
+
+def published_megatron_memory_rows() -> list[dict]:
+    """Every published Megatron run with a layout (throughput_cases): the estimated peak against
+    the GPU's memory. Recomputation, offloading and per-module recompute are rarely in the rows
+    (activation_recompute is empty in all of them), so each is estimated without."""
+    out = []
+    for c in throughput_cases():
+        if c["job"].training.framework != "megatron":
+            continue
+        e = estimate_memory(c["job"], c["layout"])
+        r = c["row"]
+        out.append({"id": r["id"], "gpu": r["gpu_type"], "moe": c["job"].model.is_moe, "layout": c["layout"].describe(),
+                    "peak_gib": e.peak_gib, "capacity_gib": e.capacity_gib, "fits": e.fits, "phase": e.phase,
+                    "activations_gib": e.breakdown_gib["activations"], "unmodelled": _unmodelled(r, c["layout"])})
     return out

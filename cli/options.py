@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import difflib
 import functools
+from typing import get_args
 
 import click
 
+from shardwise.kb.choices import RECOMPUTE_CHOICES, Attention, Framework, Optimizer, Precision, TrainingType
 from shardwise.kb.errors import InputError
 
 from .progress import search_progress
@@ -51,12 +53,13 @@ def job_options(f=None, *, raw: bool = False):
         click.option("--mbs", type=int, help="micro-batch size (default: the advisor chooses)"),
         click.option("--global-batch", type=int, help="global batch, sequences"),
         click.option("--global-batch-tokens", help="global batch, tokens; K/M/B binary: 4M = 4,194,304"),
-        click.option("--training", type=_choice(["pretrain", "finetune", "lora", "qlora", "rlhf"])),
-        click.option("--precision", type=_choice(["bf16", "pure-bf16", "fp8"])),
-        click.option("--optimizer", type=_choice(["adamw", "adamw-8bit", "sgd"])),
-        click.option("--recompute", type=_choice(["auto", "none", "selective", "full"])),
-        click.option("--attention", type=_choice(["flash", "sdpa", "eager"])),
-        click.option("--framework", type=_choice(["megatron", "deepspeed", "fsdp", "hf"])),
+        click.option("--training", type=_choice(list(get_args(TrainingType)))),
+        click.option("--precision", type=_choice(list(get_args(Precision)))),
+        click.option("--optimizer", type=_choice(list(get_args(Optimizer)))),
+        click.option("--recompute", type=_choice(list(RECOMPUTE_CHOICES)),
+                     help="auto lets the advisor choose; modules = Megatron's --recompute-modules"),
+        click.option("--attention", type=_choice(list(get_args(Attention)))),
+        click.option("--framework", type=_choice(list(get_args(Framework)))),
         click.option("--token-budget", help="tokens to train, decimal: 100B = 10^11"),
         click.option("--price-per-gpu-hour", type=float, help="price of one GPU-hour, for cost"),
         click.option("--lora-rank", type=int, help="LoRA rank (default 16)"),

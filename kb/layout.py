@@ -12,10 +12,10 @@ import re
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Optional, get_args
 
+from .choices import RECOMPUTE
 from .errors import InputError
 from .vec import minimum, where
 
-RECOMPUTE = ("none", "selective", "full")
 
 
 def in_flight(p: int, v: int, m, stage: int):
@@ -83,7 +83,7 @@ class Layout(Derived):
     sp: bool = False            # Megatron sequence parallelism (needs tp > 1)
     mbs: int = 1                # micro-batch, sequences
     grad_accum: int = 1         # micro-batches per replica per optimizer step
-    recompute: str = "none"     # none | selective | full
+    recompute: str = "none"     # none | selective | full | modules
 
     def __post_init__(self):
         for f in ("tp", "pp", "vp", "dp", "cp", "ep", "etp", "mbs", "grad_accum"):

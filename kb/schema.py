@@ -9,12 +9,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Precision = Literal["bf16", "pure-bf16", "fp8"]
-Framework = Literal["megatron", "deepspeed", "fsdp", "hf"]
-TrainingType = Literal["pretrain", "finetune", "lora", "qlora", "rlhf"]
-Recompute = Literal["none", "selective", "full"]
-Attention = Literal["flash", "sdpa", "eager"]
-Optimizer = Literal["adamw", "adamw-8bit", "sgd"]
+from .choices import RECOMPUTE_CHOICES, Attention, Framework, Optimizer, Precision, TrainingType
 
 
 class _Frozen(BaseModel):
@@ -193,7 +188,7 @@ class TrainingSpec(_Frozen):
     training: TrainingType = "pretrain"
     precision: Precision = "bf16"
     optimizer: Optimizer = "adamw"
-    recompute: Literal["auto", "none", "selective", "full"] = "auto"
+    recompute: Literal[RECOMPUTE_CHOICES] = "auto"
     attention: Attention = "flash"
     framework: Framework = "megatron"
     token_budget: Optional[float] = Field(None, gt=0)

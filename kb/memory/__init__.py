@@ -1,4 +1,5 @@
-"""Memory per GPU: model states (states.py), activations (activations.py), logits (logits.py),
+"""Memory per GPU: model states (states.py) with the optimizer's states and temporaries
+(optimizers.py), activations (activations.py), logits (logits.py),
 allowances outside PyTorch's allocator (overheads.py), composed into the step's peak
 (estimate.py).
 

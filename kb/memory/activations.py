@@ -29,7 +29,8 @@ enable_sequence_parallel) (Korthikanti Table 2: 10 + 24/t without SP,
 layer's input (2h; measured 2.0 h in every checkpointed row). Selective recomputation
 (Megatron core_attn) only drops the s^2 attention terms, which flash attention never keeps
 (Megatron-LM issue #464). torchtitan's per-op selective AC keeps the attention outputs and
-every other matmul output.
+every other matmul output. Per-module recomputation (``modules``: Megatron's --recompute-modules
+core_attn layernorm moe_act) also drops each norm's output and the experts' activation output.
 """
 from __future__ import annotations
 
@@ -57,6 +58,18 @@ def _norm_bytes(m: ModelSpec, prof: str) -> float:
     if prof == "hf":
         return 8.0 if m.norm == "rmsnorm" else 4.0   # fp32 upcast kept by transformers' RMSNorm
     return 4.0
+
+
+def fp32_residual_extra(t: TrainingSpec, lay: Layout):
+    """Extra bytes per hidden unit per norm when the Trainer runs fp32 weights under bf16
+    autocast: the embedding output is fp32, so the residual stream stays fp32, and transformers'
+    LlamaRMSNorm (hidden.to(input_dtype) with input_dtype fp32, then weight * x) keeps a 4-byte
+    normalised value for the weight's gradient where a bf16 model keeps 2: 4 + 4 + 2 (the bf16
+    cast the next linear saves) = 10 instead of 8. Not under DeepSpeed (ZeRO >= 1 in the
+    Trainer: bf16 weights) or LoRA (a bf16 base model)."""
+    if t.framework != "hf" or t.precision != "bf16" or t.training in ("lora", "qlora"):
+        return 0.0
+    return where(lay.zero > 0, 0.0, 2.0)
 
 
 def _attention_bytes(m: ModelSpec, t: TrainingSpec, q: float, kv: float, heads: float, s_local: int) -> float:
@@ -92,18 +105,38 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
         return 2.0 * h / seq_shard
     q, kv, heads = m.q_width / tp, maximum(m.kv_width / tp, m.hd if not m.is_mla else 0), m.heads / tp
     n_norms = 4 if m.sandwich_norm else 2
-    norms = n_norms * _norm_bytes(m, prof) * h
+    norms = n_norms * (_norm_bytes(m, prof) + fp32_residual_extra(t, lay)) * h
+    norm_out = 2.0
     if prof == "megatron" and t.precision == "fp8":
         norms -= n_norms * 1.0 * h            # ln outputs kept in FP8 by TE
+        norm_out = 1.0
+    if rc == "modules":
+        # --recompute-modules layernorm: CheckpointWithoutOutput frees each norm's output after
+        # its consumer saved it and recomputes it in backward (megatron/core/tensor_parallel/
+        # random.py CheckpointWithoutOutput, transformer_layer.py): only the input stays
+        norms -= n_norms * norm_out * h
     norms /= seq_shard
     if m.qk_norm:
         norms += (q + kv) * (_norm_bytes(m, prof) - 2.0)
-    attn_t = t if rc != "selective" else t.model_copy(update={"attention": "flash"})
+    attn_t = t if rc not in ("selective", "modules") else t.model_copy(update={"attention": "flash"})
     attn = _attention_bytes(m, attn_t, q, kv, heads, s_local)
     if moe:
         k = m.top_k
         exp_w = m.expert_ffn / lay.etp
-        mlp = 8.0 * m.experts + k * (2.0 * h + _mlp_bytes(m, prof, exp_w) + 2.0 * h)
+        # the routed part runs on the tokens this rank routes: with sequence parallelism the MoE
+        # layer takes the SP shard (tokens / tp) gathered over expert-TP only (x etp), as
+        # Megatron-Core's token dispatcher does (kb/perf/compute.moe_tokens, the same rule)
+        routed_share = where(lay.sp, lay.etp / tp, 1.0)
+        # per routed token: the permuted input fc1 keeps (2h), the expert MLP, and the expert
+        # output kept to multiply by the routing probability (2h) -- except in Megatron-Core,
+        # whose grouped experts apply the probabilities inside the activation
+        # (megatron/core/transformer/moe/experts.py: weighted_bias_swiglu_impl), so unpermute
+        # keeps nothing of the output
+        out_kept = 0.0 if prof == "megatron" else 2.0 * h
+        # --recompute-modules moe_act: the expert activation's output (fc2's input, 2 bytes per
+        # unit of the expert width) is freed and recomputed the same way (experts.py)
+        act_out = 2.0 * exp_w if rc == "modules" else 0.0
+        mlp = routed_share * (8.0 * m.experts + k * (2.0 * h + _mlp_bytes(m, prof, exp_w) - act_out + out_kept))
         if m.shared_width:
             mlp += _mlp_bytes(m, prof, m.shared_width / tp)
     else:

@@ -1,11 +1,18 @@
 """The peak memory of one GPU for a job and layout: components, phases, worst stage.
 
-The peak is taken over the phases of a step, not summed from averages:
-  forward/backward: persistent states + activations in flight + the larger of the logits
-      spike (last stage) and the backward working set (+ gradients when the framework frees
-      them between steps but a step accumulates several micro-batches);
-  end of backward (frameworks that free gradients): states + all gradients + working set;
-  optimizer step: states + gradients + the optimizer's temporaries.
+The peak is the maximum over the phases of a step, each with the tensors the framework holds
+then (``phase_live``), not a sum of averages:
+  forward: persistent states + the activations in flight + the bf16 weight copies autocast saved
+      + the logits and loss kept (last stage). Gradients exist only where the framework keeps
+      them: Megatron's and DeepSpeed's persistent buffers, or grads accumulated from earlier
+      micro-batches. With zero_grad(set_to_none=True) -- PyTorch's default since 2.0 and the
+      Trainer's, torch/optim/optimizer.py zero_grad -- the previous step's grads are gone.
+  backward-start: the same plus the larger of the loss's backward peak (the logits' gradient)
+      and the first layer's backward working set with the LM head's new gradient.
+  backward-end: gradients appear layer by layer as activations (and saved weight copies) are
+      freed: what is live is linear in the layers done, so its maximum is at one end; this is
+      the other end -- all gradients, no activations, the last layer's working set.
+  optimizer-step: states + gradients + the optimizer's temporaries (kb/memory/optimizers.py).
 Every pipeline stage is evaluated (first: most micro-batches in flight and the embedding;
 last: the LM head and logits) and the worst one is reported. Allocator fragmentation applies
 to what is allocated and freed every step; CUDA context, NCCL communicators and workspaces are
@@ -20,10 +27,11 @@ from ..layout import Layout
 from ..params import layer_params, total_params
 from ..stages import all_stages
 from . import activations as act
+from . import optimizers as opt
 from . import overheads as ovh
 from . import states as st
 from .logits import logits_bytes
-from ..vec import maximum, where
+from ..vec import both, maximum, minimum, where
 
 GIB = 2.0 ** 30
 
@@ -41,10 +49,16 @@ class MemoryEstimate:
     def as_dict(self) -> dict:
         return {"peak_gib": round(self.peak_gib, 2), "capacity_gib": round(self.capacity_gib, 2),
                 "fits": self.fits, "headroom_gib": round(self.capacity_gib - self.peak_gib, 2),
-                "worst_stage": self.stage, "peak_phase": self.phase,
+                "worst_stage": self.stage, "peak_phase": self.phase, "phase": self.phase,
                 "breakdown_gib": {k: round(v, 3) for k, v in self.breakdown_gib.items()},
-                "stages": [{k: r[k] for k in ("stage", "phase", "peak_gib")} for r in self.stages
-                           if r["phase"] == "forward-backward"]}
+                "phases": self.phases(),
+                "stages": [{k: r[k] for k in ("stage", "phase", "peak_gib")} for r in self.stage_peaks()]}
+
+    def phases(self) -> dict:
+        """The worst stage in every phase: its peak and what is live then (components > 0)."""
+        return {r["phase"]: {"peak_gib": r["peak_gib"],
+                             "live_gib": {k: round(v, 3) for k, v in r["breakdown_gib"].items() if v > 0}}
+                for r in self.stages if r["stage"] == self.stage}
 
     def stage_peaks(self) -> list[dict]:
         """Each pipeline stage at its own worst phase, with the breakdown there."""
@@ -55,6 +69,9 @@ class MemoryEstimate:
         return [worst[k] for k in sorted(worst)]
 
 
+PHASES = ("forward", "backward-start", "backward-end", "optimizer-step")
+
+
 def _states(job: Job, lay: Layout, sp) -> st.States:
     m, t = job.model, job.training
     group, egroup = lay.shard_group, lay.expert_dp
@@ -62,7 +79,8 @@ def _states(job: Job, lay: Layout, sp) -> st.States:
         frac = sp.total / max(1.0, total_params(m))
         block = st.model_fraction(m) * sp.total
         return st.adapter_states(m, t, sp.total, block, frac, lay.zero, group)
-    s = st.full_training_states(sp.dense, sp.gemm, sp.experts, t, lay.zero, group, egroup, lay.pp)
+    s = st.full_training_states(sp.dense, sp.gemm, sp.experts, t, lay.zero, group, egroup, lay.pp,
+                                largest=opt.largest_tensor(m, lay.tp))
     if t.training == "rlhf":
         # PPO: policy and value model trained (two sets of states), reference and reward frozen
         trained = t.rlhf_models // 2
@@ -85,6 +103,41 @@ def peak_gib(job: Job, lay) -> object:
     return _peak(job, lay)[0]
 
 
+def saved_weight_copies(s: st.States, lay, layer_rank: float, head_rank: float, rank_params):
+    """bf16 weight copies held from forward to backward: autocast's casts, saved by each linear
+    for its backward (torch autocast caches them only inside the region; the saved tensors keep
+    them alive), or FSDP's unsharded bf16 parameters. Under full recomputation a checkpointed
+    layer saves none (torch.utils.checkpoint keeps only its input and recasts in backward): the
+    share of the LM head and one recomputed layer remains (of the adapters' copies, for LoRA)."""
+    share = minimum(1.0, (head_rank + layer_rank) / maximum(1.0, rank_params))
+    # FSDP under pipelining keeps the stage unsharded for the whole step (states.py): not autocast
+    return where(both(lay.recompute == "full", s.accumulated_grads <= 0), s.compute_copy * share, s.compute_copy)
+
+
+def phase_live(s: st.States, lay, acts, copies, logits_kept, logits_peak, transient, head_grads) -> dict:
+    """Bytes of each dynamic component live in each phase (see the module docstring). Gradients
+    that the framework frees between steps (``s.persistent_grads`` False) are held from the first
+    micro-batch on when a step accumulates several; FSDP under pipelining accumulates unsharded
+    grads (``s.accumulated_grads``) from the first backward to the step."""
+    free = where(s.persistent_grads, 0.0, s.grads)
+    held = s.accumulated_grads + where(lay.grad_accum > 1, free, 0.0)
+    new_head = where(lay.grad_accum > 1, 0.0, minimum(head_grads, free))
+    first_bwd = new_head + transient
+    spike = logits_peak >= first_bwd
+    return {
+        "forward": dict(activations=acts, compute_copies=copies, logits=logits_kept, late_grads=held,
+                        backward_working_set=0.0, optimizer_temporaries=0.0),
+        "backward-start": dict(activations=acts, compute_copies=copies, logits=where(spike, logits_peak, 0.0),
+                               late_grads=held + where(spike, 0.0, new_head),
+                               backward_working_set=where(spike, 0.0, transient), optimizer_temporaries=0.0),
+        "backward-end": dict(activations=0.0, compute_copies=where(s.accumulated_grads > 0, copies, 0.0), logits=0.0,
+                             late_grads=free + s.accumulated_grads, backward_working_set=transient,
+                             optimizer_temporaries=0.0),
+        "optimizer-step": dict(activations=0.0, compute_copies=0.0, logits=0.0, late_grads=free,
+                               backward_working_set=0.0, optimizer_temporaries=s.optimizer_temp),
+    }
+
+
 def _peak(job: Job, lay):
     m, t, c = job.model, job.training, job.cluster
     scalar = isinstance(lay, Layout)
@@ -97,31 +150,22 @@ def _peak(job: Job, lay):
         a = act.stage_activations(m, t, lay, sp.dense_layers, sp.moe_layers, sp.stage)
         moe_heavy = sp.moe_layers > 0
         transient = act.backward_transient(m, t, lay, moe_heavy)
-        logits_peak = 0.0
-        if sp.stage == lay.pp - 1:
-            logits_peak = logits_bytes(m, t, lay)[1]
+        last = sp.stage == lay.pp - 1
+        kept, spike = logits_bytes(m, t, lay) if last else (0.0, 0.0)
         lp = layer_params(m, moe_heavy and m.is_moe)
         layer_rank = lp.tp_sharded / lay.tp + lp.replicated + lp.experts / (lay.ep * lay.etp)
+        head_rank = m.vocab * m.hidden / lay.tp if last else 0.0
         buffers = ovh.framework_buffers(t, lay, sp.total, layer_rank, unsharded=s.accumulated_grads > 0)
         if t.training == "qlora":
             buffers += 2.0 * layer_rank          # one layer dequantised to bf16 for its GEMMs
         persistent = (s.weights + s.master + s.optimizer + s.fp8_cache + s.frozen
                       + where(s.persistent_grads, s.grads, 0.0))
-        free_grads = where(s.persistent_grads, 0.0, s.grads)
-        held_grads = s.accumulated_grads + where(lay.grad_accum > 1, free_grads, 0.0)
-        spike = logits_peak >= transient
-        phases = {
-            "forward-backward": dict(activations=a, logits=where(spike, logits_peak, 0.0),
-                                     transient=where(spike, 0.0, transient),
-                                     compute_copy=s.compute_copy,
-                                     late_grads=held_grads),
-            "end-of-backward": dict(activations=0.0, logits=0.0, transient=transient, compute_copy=s.compute_copy,
-                                    late_grads=free_grads + s.accumulated_grads),
-            "optimizer-step": dict(activations=0.0, logits=0.0, transient=s.optimizer_temp, compute_copy=0.0,
-                                   late_grads=free_grads),
-        }
+        copies = saved_weight_copies(s, lay, layer_rank, head_rank, sp.total)
+        # the LM head's gradient, in the recipe's gradient bytes per parameter
+        head_grads = s.grads * head_rank / maximum(1.0, sp.total)
+        phases = phase_live(s, lay, a, copies, kept, spike, transient, head_grads)
         for name, ph in phases.items():
-            dynamic = ph["activations"] + ph["logits"] + ph["transient"] + ph["compute_copy"] + ph["late_grads"]
+            dynamic = sum(ph.values())
             allocated = persistent + buffers + dynamic
             frag = ovh.FRAGMENTATION * dynamic
             peak = (allocated + frag) / GIB + fixed
@@ -135,10 +179,11 @@ def _peak(job: Job, lay):
                 "optimizer": s.optimizer / GIB,
                 "frozen_weights": s.frozen / GIB,
                 "fp8_weight_cache": s.fp8_cache / GIB,
-                "compute_copies": ph["compute_copy"] / GIB,
+                "compute_copies": ph["compute_copies"] / GIB,
                 "activations": ph["activations"] / GIB,
                 "logits": ph["logits"] / GIB,
-                "backward_working_set": ph["transient"] / GIB,
+                "backward_working_set": ph["backward_working_set"] / GIB,
+                "optimizer_temporaries": ph["optimizer_temporaries"] / GIB,
                 "comm_buffers": buffers / GIB + nccl,
                 "cuda_context": c.gpu.cuda_context_gib,
                 "workspaces": ovh.WORKSPACES_GIB,

@@ -5,9 +5,14 @@ At long sequences and large vocabularies this dominates (Llama 3: 128,256 entrie
   cross-entropy: 5.95-5.99 bytes per token per vocab entry kept after the forward, 12.95-13.74
   at the backward peak (benchmarks/calibration/h100_hf_logits.jsonl, 4 rows; 13.35 is their
   mean, within 3.1% of each).
-* Megatron's vocab-parallel cross-entropy: bf16 logits (2) + the fp32 softmax it keeps for
-  backward (4) per vocab entry on this TP rank, and the fp32 gradient it writes at the peak
-  (+4): Megatron's theoretical_memory_usage.py counts the fp32 term as 4 s b V / t.
+* Megatron's vocab-parallel cross-entropy (megatron/core/tensor_parallel/cross_entropy.py):
+  VocabParallelCrossEntropy.calculate_logits_max casts the bf16 logits to fp32 (.float()), the
+  forward turns that copy into the softmax in place (torch.exp(..., out=exp_logits),
+  exp_logits.div_) and saves it for backward; nothing else keeps the bf16 logits. Kept: 4 bytes
+  per vocab entry on this TP rank. Backward starts from grad_input = softmax and edits it in
+  place (the fp32 gradient is written over the saved softmax), then autograd casts it back to
+  bf16 for the output layer's backward while the fp32 one is alive: 4 + 2 = 6 at the peak (the
+  forward has the same 2 + 4 while casting). Not the 10 that adds a separate fp32 gradient.
 """
 from __future__ import annotations
 
@@ -17,12 +22,13 @@ from .activations import profile, tokens_local
 
 HF_SAVED_PER_LOGIT = 6.0          # h100_hf_logits.jsonl saved_extra_over_sv: 5.952-5.988
 HF_PEAK_PER_LOGIT = 13.35         # h100_hf_logits.jsonl peak_extra_over_sv: 12.95-13.74, mean
-MEGATRON_SAVED_PER_LOGIT = 6.0    # bf16 logits + fp32 softmax (vocab-parallel CE)
-MEGATRON_PEAK_PER_LOGIT = 10.0    # + fp32 gradient of the logits
+MEGATRON_SAVED_PER_LOGIT = 4.0    # the fp32 softmax (cross_entropy.py, see above)
+MEGATRON_PEAK_PER_LOGIT = 6.0     # fp32 gradient in place of it + its bf16 cast
 
 
 def logits_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> tuple[float, float]:
-    """(kept after forward, extra at the backward peak) for one micro-batch on one rank."""
+    """(kept after forward, all of it at the loss's backward peak) for one micro-batch on one
+    rank; both include what is kept."""
     n = tokens_local(t, lay) * m.vocab
     if profile(t) == "megatron":
         return MEGATRON_SAVED_PER_LOGIT * n / lay.tp, MEGATRON_PEAK_PER_LOGIT * n / lay.tp

@@ -12,13 +12,7 @@ from dataclasses import dataclass, fields
 from ..params import layer_params, total_params
 from ..schema import ModelSpec, TrainingSpec
 from ..vec import where
-
-# Optimizer moments in bytes per parameter: AdamW keeps m and v (fp32: 4 + 4; the 8-bit
-# variant of bitsandbytes 1 + 1, Dettmers et al. 2022); SGD with momentum keeps one buffer.
-# With pure-bf16 training the moments are bf16 (torchtitan training.dtype=bfloat16).
-_MOMENTS_FP32 = {"adamw": 8.0, "adamw-8bit": 2.0, "sgd": 4.0}
-_MOMENTS_BF16 = {"adamw": 4.0, "adamw-8bit": 2.0, "sgd": 2.0}
-
+from . import optimizers as opt
 
 @dataclass(frozen=True)
 class Recipe:
@@ -35,8 +29,9 @@ class Recipe:
                transpose in FP8 on Hopper: 1 + 1 byte)
     persistent_grads: the gradient buffer lives for the whole run (Megatron, DeepSpeed);
                False = created in backward and freed after the step (PyTorch set_to_none)
-    fused_optimizer: the step runs fused kernels (no parameter-sized temporaries); False =
-               torch.optim.AdamW foreach, which allocates one fp32 temporary per parameter
+    state_dtype: bytes of one optimizer-state element (4 fp32; 2 under pure-bf16)
+    main_grad_copy: bytes per parameter (before sharding) of an fp32 copy of the gradient
+               made for the optimizer step only (Megatron's distributed optimizer with bf16 grads)
     """
 
     weights: float
@@ -47,7 +42,8 @@ class Recipe:
     compute_copy: float = 0.0
     fp8_cache: float = 0.0
     persistent_grads: bool = True
-    fused_optimizer: bool = True
+    state_dtype: float = 4.0
+    main_grad_copy: float = 0.0
 
 
 def recipe(t: TrainingSpec, zero) -> Recipe:
@@ -59,37 +55,53 @@ def recipe(t: TrainingSpec, zero) -> Recipe:
     return Recipe(**{f.name: where(zero > 0, getattr(ds, f.name), getattr(plain, f.name)) for f in fields(Recipe)})
 
 
-def _recipe(t: TrainingSpec, fw: str) -> Recipe:
-    """The precision recipe of a framework.
+def megatron_grad_bytes(t: TrainingSpec) -> float:
+    """Bytes per parameter of Megatron's gradient buffer (kb/data/frameworks.yaml,
+    megatron.grad_buffer_bytes, with its sources): fp32 when grads are reduced in fp32."""
+    from ..perf.compute import framework_profile
+    return float(framework_profile("megatron")["grad_buffer_bytes"][t.precision])
 
-    megatron (Megatron-LM docs/user-guide/features/dist_optimizer.md table): bf16 params 2,
-      fp32 main grads 4 (a persistent buffer, not sharded by the distributed optimizer),
-      fp32 master 4 + Adam 8 -> 18 B/param, 6 + 12/d with the distributed optimizer.
+
+def _recipe(t: TrainingSpec, fw: str) -> Recipe:
+    """The precision recipe of a framework (optimizer states: kb/memory/optimizers.py).
+
+    megatron: bf16 params 2 and a persistent gradient buffer of ``megatron_grad_bytes`` that the
+      distributed optimizer does NOT shard: megatron/core/distributed/param_and_grad_buffer.py
+      allocates grad_data = torch.zeros(self.numel, dtype=self.grad_dtype) for every parameter of
+      the bucket group, grad_dtype = torch.float if ddp_config.grad_reduce_in_fp32 else the
+      param dtype (distributed_data_parallel_config.py grad_reduce_in_fp32, default False;
+      Megatron-LM's arguments.py turns it on for --bf16 unless told otherwise), and the
+      reduce-scatter only writes this rank's range of it. fp32 master 4 + Adam 8, sharded
+      (Megatron-LM docs/user-guide/features/dist_optimizer.md: 6 + 12/d with fp32 grads, 4 + 16/d
+      with bf16 grads -- the extra 4/d is the fp32 main-grad shard that
+      distrib_optimizer.py _copy_model_grads_to_main_grads makes with .float() for the step and
+      zero_grad frees again).
     deepspeed (DeepSpeed stage_1_and_2.py / estimate_zero2_model_states_mem_needs, 2P + 18P/N):
       bf16 params 2, bf16 grads 2, fp32 gradient partition 4, fp32 master 4, Adam 8.
     fsdp (PyTorch FSDP2 / torchtitan with mixed_precision_param=bfloat16): sharded fp32 params
       4 double as master weights, fp32 reduced grads 4, Adam 8; bf16 unsharded copies for compute.
     hf (transformers Trainer, bf16=True): fp32 weights 4, fp32 grads 4 (freed by zero_grad's
-      set_to_none), AdamW 8 with torch foreach, bf16 autocast copies of the weights 2.
+      set_to_none), AdamW 8, bf16 autocast copies of the weights 2 (saved for backward).
       With ZeRO stages 1-3 the Trainer hands the model to DeepSpeed: the deepspeed recipe.
-    pure-bf16: weights 2, grads 2, bf16 moments, no master (all frameworks).
-    fp8: the bf16 recipe plus Transformer Engine's FP8 weight caches on megatron/deepspeed
-      (torchao float8 in fsdp casts per GEMM and keeps no cache).
+    pure-bf16: weights 2, grads 2, bf16 states (torch.zeros_like(p)), no master (all frameworks).
+    fp8: the bf16 recipe plus Transformer Engine's FP8 weight caches (weight + transpose, 1 + 1
+      byte per GEMM weight) on deepspeed. Megatron as NVIDIA's recipes run it keeps its primary
+      GEMM weights in FP8 instead (NeMo / Megatron-Bridge bf16_with_fp8_mixed:
+      fp8_param_gather=True, i.e. fp8_params): 1 byte of FP8 weight + 1 byte of the transpose TE
+      builds for the backward, the same 2 bytes as the bf16 weight they replace, and no cache on
+      top. torchao float8 in fsdp casts per GEMM and keeps no cache.
     """
     if t.precision == "pure-bf16":
-        return Recipe(weights=2, grads=2, master=0, moments=_MOMENTS_BF16[t.optimizer],
-                      persistent_grads=fw in ("megatron", "deepspeed"), fused_optimizer=fw in ("megatron", "deepspeed"))
-    mom = _MOMENTS_FP32[t.optimizer]
-    fp8 = 2.0 if t.precision == "fp8" and fw in ("megatron", "deepspeed") else 0.0
+        return Recipe(weights=2, grads=2, master=0, moments=opt.state_bytes(t, 2.0), state_dtype=2.0,
+                      persistent_grads=fw in ("megatron", "deepspeed"))
+    mom = opt.state_bytes(t, 4.0)
+    fp8 = 2.0 if t.precision == "fp8" and fw == "deepspeed" else 0.0
     if fw == "megatron":
-        return Recipe(weights=2, grads=4, master=4, moments=mom, fp8_cache=fp8)
+        g = megatron_grad_bytes(t)
+        return Recipe(weights=2, grads=g, master=4, moments=mom, fp8_cache=fp8, main_grad_copy=4.0 if g < 4 else 0.0)
     if fw == "deepspeed":
         return Recipe(weights=2, grads=2, grads_fp32=4, master=4, moments=mom, fp8_cache=fp8)
-    if fw == "fsdp":
-        return Recipe(weights=4, grads=4, master=0, moments=mom, compute_copy=2, persistent_grads=False,
-                      fused_optimizer=False)
-    return Recipe(weights=4, grads=4, master=0, moments=mom, compute_copy=2, persistent_grads=False,
-                  fused_optimizer=False)
+    return Recipe(weights=4, grads=4, master=0, moments=mom, compute_copy=2, persistent_grads=False)
 
 
 @dataclass(frozen=True)
@@ -113,7 +125,7 @@ def _shard(b: float, on, group):
 
 
 def full_training_states(params_rank: float, gemm_rank: float, expert_rank: float, t: TrainingSpec,
-                         zero: int, group: int, expert_group: int, pp: int = 1) -> States:
+                         zero: int, group: int, expert_group: int, pp: int = 1, largest: float = 0.0) -> States:
     """States of a fully trained model (pretrain / finetune): ZeRO-sharded per Rajbhandari et al.
 
     ``params_rank``: dense parameters on this rank after TP/PP; ``expert_rank``: routed expert
@@ -133,9 +145,12 @@ def full_training_states(params_rank: float, gemm_rank: float, expert_rank: floa
     moments = per(r.moments, 1)
     # fp32 weights double as master when the recipe keeps fp32 weights (fsdp/hf)
     compute_copy = where(zero < 3, (params_rank + expert_rank) * r.compute_copy, 0.0)
-    fp8 = gemm_rank * r.fp8_cache
+    # Transformer Engine caches the FP8 copy (and transpose) of weights the rank holds; under
+    # ZeRO-3 / Megatron-FSDP the rank holds only a shard and the gathered layer is transient
+    # (counted with the gathered-layer buffers, overheads.framework_buffers)
+    fp8 = where(zero >= 3, 0.0, gemm_rank * r.fp8_cache)
     opt_params = _shard(params_rank, zero >= 1, group) + _shard(expert_rank, zero >= 1, expert_group)
-    temp = where(r.fused_optimizer, 0.0, 4.0 * opt_params)
+    temp = opt.step_temporaries(t, opt_params, largest, r.state_dtype) + r.main_grad_copy * opt_params
     accumulated = 0.0
     if t.framework == "fsdp" and pp > 1:
         # torch.distributed.pipelining runs every micro-batch but the last without FSDP
@@ -177,10 +192,12 @@ def adapter_states(m: ModelSpec, t: TrainingSpec, params_rank: float, block_line
         base = (params_rank - block_linear_rank) * 2.0 + block_linear_rank * NF4_BYTES
     base = _shard(base, zero >= 3, group)
     ad = lora_params(m, t.lora_rank) * frac
-    mom = _MOMENTS_FP32[t.optimizer]
+    mom = opt.state_bytes(t, 4.0)
+    largest = t.lora_rank * (m.hidden + max(m.ffn, m.q_width))     # the largest A or B matrix
+    temp = opt.step_temporaries(t, _shard(ad, zero >= 1, group), largest, 4.0)
     return States(weights=_shard(ad * 4, zero >= 3, group), grads=_shard(ad * 4, zero >= 2, group), master=0.0,
                   optimizer=_shard(ad * mom, zero >= 1, group), compute_copy=ad * 2, fp8_cache=0.0, frozen=base,
-                  persistent_grads=False, optimizer_temp=ad * 4)
+                  persistent_grads=False, optimizer_temp=temp)
 
 
 def frozen_bf16(params_rank: float, zero: int, group: int) -> float:

@@ -56,6 +56,23 @@ PERMUTE_PASSES = 8          # FlashAttention-2 paper: backward does 2.5x the for
 FP8_EFFICIENCY = 0.82
 
 
+# FP32 (non-tensor-core) over dense BF16 throughput: 67 / 989 TFLOP/s on the H100 SXM (NVIDIA
+# H100 datasheet; the A100's 19.5 / 312 is close: 0.0625).
+FP32_OVER_BF16 = 67.0 / 989.0
+
+
+def expert_gemm_rate(t: TrainingSpec, lay: Layout):
+    """Share of the GEMM peak the routed experts' GEMMs run at: 1, except under transformers'
+    Trainer with fp32 weights (hf, the bf16 recipe, no ZeRO), where the experts' matmuls run in
+    fp32: transformers' Mixtral keeps its experts as fp32 parameters and the Trainer's bf16=True
+    only autocasts, and the measured Trainer MoE steps (h100_hf_trainer_steps.jsonl t09, t21) are
+    slower than the bf16 estimate by 142 and 141 ms per MoE layer -- their expert GEMM FLOPs at
+    48 TFLOP/s, the fp32 rate (67 TF x E_GEMM), not the bf16 one. Nothing here is fitted."""
+    if t.framework != "hf" or t.precision != "bf16" or t.training in ("lora", "qlora"):
+        return 1.0
+    return where(lay.zero > 0, 1.0, FP32_OVER_BF16)
+
+
 @lru_cache(maxsize=None)
 def framework_profile(framework: str) -> dict:
     data = yaml.safe_load(resources.files("shardwise.kb").joinpath("data", "frameworks.yaml").read_text())
@@ -137,7 +154,8 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     def gemm_seconds(M: float, N: float, K: float) -> float:
         return 6.0 * M * N * K / (gemm_peak * gemm_efficiency(minimum(M, N, K)) * fp8)
 
-    gemm = sum(gemm_seconds(*s) for s in shapes) + local_experts * sum(gemm_seconds(*s) for s in expert_shapes)
+    gemm = (sum(gemm_seconds(*s) for s in shapes)
+            + local_experts * sum(gemm_seconds(*s) for s in expert_shapes) / expert_gemm_rate(t, lay))
     heads = m.heads / tp
     blocks = lay.mbs * heads * (t.seq_len / lay.cp) / 128.0
     attn_fwd = tokens * attention_flops(m, t.seq_len) / tp
@@ -154,4 +172,48 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
         ew += moe_tokens(tokens, lay) * PERMUTE_PASSES * m.top_k * h * 2.0 / (gpu.hbm_gbps * 1e9)
     if t.precision == "fp8":
         ew *= FP8_ELEMENTWISE_FACTOR
+    ew += tokens * fp32_residual_bytes(t, lay) * h / (gpu.hbm_gbps * 1e9)
+    if t.training in ("lora", "qlora"):
+        gemm *= FROZEN_GEMM_SHARE
+        ew += tokens * lora_bytes_per_token(m, moe) / tp / (gpu.hbm_gbps * 1e9)
     return LayerTime(gemm, attention, ew)
+
+
+def fp32_residual_bytes(t: TrainingSpec, lay: Layout):
+    """Extra elementwise bytes per token per hidden unit when the Trainer runs fp32 weights under
+    bf16 autocast (the residual stream stays fp32, kb/memory/activations.fp32_residual_extra):
+    autocast casts activations on every use, with no cache (it caches weights only), so the
+    norm output feeding q, k and v is cast three times and the one feeding gate and up twice
+    (5 x (4 + 2) = 30) and the two residual adds read and write fp32 (+8): 38 forward. Backward
+    casts the five bf16 input gradients back to fp32 (5 x (2 + 4) = 30), sums them into the two
+    norm outputs' gradients (3 fp32 adds x 12 = 36) and adds the residual gradients in fp32 (+8):
+    74. 112 bytes in all, on top of the 288 of the bf16 layer the profile was fitted on
+    (h100_hf_layer_compute.jsonl). Counted, not fitted."""
+    if t.framework != "hf" or t.precision != "bf16" or t.training in ("lora", "qlora"):
+        return 0.0
+    return where(lay.zero > 0, 0.0, FP32_RESIDUAL_BYTES)
+
+
+FP32_RESIDUAL_BYTES = 112.0
+
+
+# LoRA freezes the base weights: their backward computes the input gradient but no weight
+# gradient, 2 of the 3 GEMMs (PEFT: requires_grad=False on the base layer).
+FROZEN_GEMM_SHARE = 2.0 / 3.0
+# PEFT LoRA on a linear layer, bytes per token per input feature and per output feature
+# (peft/tuners/lora/layer.py Linear.forward): the input is cast to the fp32 adapter dtype
+# (_cast_input_dtype: read 2 + write 4) and back to bf16 by autocast for lora_A (read 4 + write
+# 2), which reads it (2): 14 forward, about twice that backward -> 42 per input feature; lora_B
+# writes its output (2), the scaled result is added to the base output (read 2 + 2, write 2): 8
+# forward, about three times that backward -> 32 per output feature. The rank-r GEMMs are
+# memory-bound at r = 16-64. Counted, not fitted.
+LORA_IN_BYTES = 42.0
+LORA_OUT_BYTES = 32.0
+
+
+def lora_bytes_per_token(m: ModelSpec, moe: bool) -> float:
+    """Memory traffic PEFT's adapters add per token of one layer (all-linear targets)."""
+    f = m.ffn if not moe else m.expert_ffn * m.top_k
+    ins = 3 * m.hidden + m.attn_out_width + (2 * m.hidden + f if m.mlp in ("swiglu", "geglu") else m.hidden + f)
+    outs = m.q_width + 2 * m.kv_heads * m.hd + m.hidden + (2 * f + m.hidden if m.mlp in ("swiglu", "geglu") else f + m.hidden)
+    return LORA_IN_BYTES * ins + LORA_OUT_BYTES * outs

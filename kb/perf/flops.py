@@ -50,6 +50,6 @@ def hardware_flops_per_token(m: ModelSpec, seq: int, recompute: str) -> float:
     base = model_flops_per_token(m, seq)
     if recompute == "full":
         return base + (model_flops_per_token(m, seq) / 3.0 - head_flops(m))
-    if recompute == "selective":
+    if recompute in ("selective", "modules"):       # modules adds only elementwise work
         return base + m.layers * attention_flops(m, seq)
     return base

@@ -11,10 +11,11 @@ Per micro-batch, each pipeline stage spends (Narayanan et al. 2021, Korthikanti 
         each times (1 - overlap) of the framework profile (kb/data/frameworks.yaml).
 The pipeline runs m micro-batches: T_pipe = m t_max + (p - 1) t_avg / v (the bubble: (p-1)/m of
 the ideal time for 1F1B, (p-1)/(v m) interleaved). Once per step: data-parallel gradient
-reduction (all-reduce, or reduce-scatter + all-gather with ZeRO/distributed optimizer; ZeRO-3
+reduction (all-reduce, or reduce-scatter + all-gather with ZeRO/distributed optimizer -- ZeRO-2
+reduce-scattering every micro-batch, since it keeps only its shard of the gradients; ZeRO-3
 gathers the parameters for every micro-batch's forward and backward) exposed by (1 - overlap),
-and the optimizer step, memory-bound (about 30 bytes read/written per local parameter: grads,
-fp32 master, two moments, the bf16 copy).
+and the optimizer step, memory-bound, with autocast's weight casts per micro-batch where the
+weights are fp32 (kb/perf/param_traffic.py: bytes per parameter per optimizer and recipe).
 """
 from __future__ import annotations
 
@@ -24,11 +25,13 @@ from ..job import Job
 from ..layout import Layout
 from ..stages import all_stages
 from . import comm
+from . import param_traffic as pt
+from ..memory.states import lora_params
+from ..params import total_params
 from .compute import framework_profile, gemm_efficiency, layer_time, moe_tokens
 from .flops import hardware_flops_per_token, head_flops, model_flops_per_token
 from ..vec import maximum, minimum, where
 
-OPTIMIZER_BYTES_PER_PARAM = 30.0
 HBM_EFFICIENCY = 0.8      # streaming kernels reach ~90% of HBM peak (memory-models.md section 10: 3.0 of 3.35 TB/s); 0.8 with launch gaps
 
 
@@ -72,6 +75,14 @@ class StepTime:
         return out
 
 
+def trained_fraction(m, t) -> float:
+    """Share of the parameters the optimizer updates: all of them, or LoRA's adapters
+    (kb/memory/states.lora_params) over the whole model."""
+    if t.training not in ("lora", "qlora"):
+        return 1.0
+    return lora_params(m, t.lora_rank) / total_params(m)
+
+
 def moe_layer_overhead(framework: str) -> float:
     """Seconds per MoE layer per micro-batch (forward + backward) that scale with neither the
     tokens nor the GPU: the dispatcher's host sync and the many small routing, permutation and
@@ -94,6 +105,11 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
             extra = lt.total / 3.0
         elif lay.recompute == "selective":
             extra = lt.attention / 3.5
+        elif lay.recompute == "modules":
+            # core attention as selective, plus the norms' and the expert activation's forward:
+            # about a quarter of the layer's elementwise traffic (its forward half is norms,
+            # activation, RoPE and residual adds) -- estimated, not fitted
+            extra = lt.attention / 3.5 + lt.elementwise / 4.0
         compute += n * (lt.total + extra)
     # full recomputation runs each layer's forward -- its dispatch and sync included -- again
     compute += sp.moe_layers * moe_layer_overhead(t.framework) * (4.0 / 3.0 if lay.recompute == "full" else 1.0)
@@ -149,9 +165,16 @@ def _dp_time(job: Job, lay: Layout, params_rank: float, compute_mb: float) -> fl
               + comm.reduce_scatter(shard_link, ns, params_rank * grad_bytes))
     rounds = 1 if (t.framework == "fsdp" and lay.pp > 1) else lay.grad_accum
     stage3 = rounds * maximum(per_mb - ov * compute_mb, (1 - ov) * per_mb) + rep * (1 - ov)
-    sharded = comm.reduce_scatter(shard_link, ns, params_rank * grad_bytes) + comm.all_gather(shard_link, ns, params_rank * 2.0)
-    stage12 = (sharded + rep) * (1 - ov)
-    return where(n <= 1, 0.0, where(lay.zero == 0, plain, where(lay.zero == 3, stage3, stage12)))
+    scatter = comm.reduce_scatter(shard_link, ns, params_rank * grad_bytes)
+    gather = comm.all_gather(shard_link, ns, params_rank * 2.0)
+    stage1 = (scatter + gather + rep) * (1 - ov)
+    # ZeRO-2 keeps only its gradient shard, so every micro-batch's gradients are reduce-scattered
+    # as backward makes them (DeepSpeed stage_1_and_2.py reduces its buckets in every backward;
+    # Megatron-FSDP optim_grads likewise), hidden behind that micro-batch's compute at best
+    per_mb_rs = maximum(scatter - ov * compute_mb, (1 - ov) * scatter)
+    stage2 = lay.grad_accum * per_mb_rs + (gather + rep) * (1 - ov)
+    return where(n <= 1, 0.0, where(lay.zero == 0, plain, where(lay.zero == 3, stage3,
+                                                                 where(lay.zero == 2, stage2, stage1))))
 
 
 def step_time(job: Job, lay: Layout) -> StepTime:
@@ -177,8 +200,11 @@ def step_time(job: Job, lay: Layout) -> StepTime:
     bubble = (lay.pp - 1) * t_avg / lay.vp
     dp = _dp_time(job, lay, params_rank, compute_mb)
     shard = where(lay.zero >= 1, lay.shard_group, 1)
-    opt = params_rank / shard * OPTIMIZER_BYTES_PER_PARAM / (c.gpu.hbm_gbps * 1e9 * HBM_EFFICIENCY)
-    total = pipe + dp + opt
+    bandwidth = c.gpu.hbm_gbps * 1e9 * HBM_EFFICIENCY
+    trained = params_rank * trained_fraction(m, t)
+    opt = trained / shard * pt.step_bytes_per_param(t) / bandwidth
+    casts = mcount * params_rank * pt.microbatch_bytes_per_param(t, lay) / bandwidth
+    total = pipe + dp + opt + casts
     comm_kinds = {k: v * mcount for k, v in kinds_max.items()}
     comm_kinds["dp"] = dp
     tokens = lay.global_batch * t.seq_len

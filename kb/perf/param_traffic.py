@@ -1,0 +1,61 @@
+"""Memory-bound work proportional to the parameters: the optimizer step once per step, and the
+weight casts of autocast once per micro-batch. Both stream through HBM (kb/perf/step.py divides
+by the achieved bandwidth).
+
+Optimizer step, bytes per parameter the rank updates = element accesses x bytes per element:
+  fused AdamW (one kernel): reads p, g, m, v and writes p, m, v -- 7 accesses
+      (torch _fused_adamw_, Transformer Engine / Apex / DeepSpeed FusedAdam alike);
+  foreach / single-tensor AdamW: one pass per op of torch/optim/adam.py -- lerp_(m, g) 3,
+      mul_(v) 2, addcmul_(v, g, g) 4, sqrt(v) 2, div_ 2, add_(eps) 2, addcdiv_(p, m, denom) 4,
+      mul_(p, 1 - lr wd) 2 -- 21 accesses (the held-out Trainer row t03 measures 46 extra bytes
+      per parameter over fused t01, this counts 56);
+  adamw-8bit: p, g and the updated p in the parameter dtype, 1-byte m and v read and written
+      (bitsandbytes' blockwise kernel): 3 x dtype + 4;
+  adafactor: g squared, row and column means, the factored estimate, update, RMS, scale and the
+      parameter update, each a pass over the parameter: about 12 accesses (transformers Adafactor.step);
+  sgd with momentum: buf r/w, g, p r/w -- 5 accesses.
+  The recipes with fp32 master weights (megatron, deepspeed) keep 30 bytes for fused AdamW:
+  main param 8, fp32 main grad 4, moments 16, and the bf16 copy written back 2.
+  Gradient clipping (the Trainer's and torchtitan's default max_grad_norm 1.0:
+  clip_grad_norm_ reads every grad for the norm and scales them in place): 3 accesses, on the
+  recipes that keep grads in the parameter dtype (hf, fsdp).
+Per micro-batch, QLoRA dequantises its NF4 weights for each GEMM; the Trainer with fp32 weights under bf16 autocast (hf, bf16 recipe, no ZeRO):
+  each weight is cast to bf16 in forward (read 4 + write 2) -- again in a full recompute -- and
+  its bf16 weight gradient is cast back and accumulated into the fp32 .grad (read 2 + write 4,
+  + read 4 when a previous micro-batch's gradient is there).
+"""
+from __future__ import annotations
+
+from ..layout import Layout
+from ..memory import optimizers as opt
+from ..schema import TrainingSpec
+from ..vec import where
+
+ACCESSES = {"adamw-fused": 7, "adamw-foreach": 21, "adamw-single": 21, "adafactor": 12, "sgd": 5}
+CLIP_ACCESSES = 3
+MASTER_RECIPE_FUSED_BYTES = 30.0
+
+
+def step_bytes_per_param(t: TrainingSpec) -> float:
+    """Bytes moved per updated parameter by the optimizer step (see the module docstring)."""
+    name = opt.implementation(t)
+    dtype = 2.0 if t.precision == "pure-bf16" else 4.0
+    if t.framework in ("megatron", "deepspeed") and t.precision != "pure-bf16":
+        extra = (ACCESSES.get(name, 7) - 7) * 4.0 if name != "adamw-8bit" else -6.0
+        return MASTER_RECIPE_FUSED_BYTES + extra
+    body = 3.0 * dtype + 4.0 if name == "adamw-8bit" else ACCESSES[name] * dtype
+    return body + CLIP_ACCESSES * dtype
+
+
+def microbatch_bytes_per_param(t: TrainingSpec, lay: Layout):
+    """Bytes moved per parameter per micro-batch by autocast's weight casts (see the module
+    docstring); 0 where the weights already are bf16."""
+    if t.training == "qlora":
+        # bitsandbytes dequantises each NF4 weight to bf16 for every GEMM that uses it: forward,
+        # the input-gradient GEMM in backward, and the recomputed forward (read 0.5 + write 2)
+        return 2.5 * where(lay.recompute == "full", 3.0, 2.0)
+    if t.framework != "hf" or t.precision != "bf16" or t.training == "lora":
+        return 0.0
+    fwd = 6.0 * where(lay.recompute == "full", 2.0, 1.0)
+    bwd = 6.0 + 4.0 * (1.0 - 1.0 / lay.grad_accum)
+    return where(lay.zero > 0, 0.0, fwd + bwd)
