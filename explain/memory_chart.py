@@ -11,7 +11,7 @@ from html import escape
 GROUPS = {
     "weights": ("weights", "frozen_weights", "fp8_weight_cache", "compute_copies"),
     "gradients": ("gradients",),
-    "optimizer": ("master_weights", "optimizer"),
+    "optimizer": ("master_weights", "optimizer", "optimizer_temporaries"),
     "activations": ("activations", "backward_working_set"),
     "logits": ("logits",),
     "buffers": ("comm_buffers", "cuda_context", "workspaces", "fragmentation"),

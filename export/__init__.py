@@ -22,8 +22,20 @@ def module(framework: str):
     return import_module(f"{__name__}.{FRAMEWORKS[framework]}")
 
 
+# Megatron-Core's per-module recomputation (kb/choices.RECOMPUTE "modules"); only Megatron has it
+RECOMPUTE_MODULES = ("core_attn", "layernorm", "moe_act")
+
+
 def export(framework: str, target):
-    return module(framework).export(target)
+    """The framework's export; a layout with per-module recomputation goes to the others as
+    selective recomputation, their nearest, and says so."""
+    if target.layout.recompute != "modules" or framework == "megatron":
+        return module(framework).export(target)
+    nearest = type(target)(target.job, target.layout.with_(recompute="selective"))
+    ex = module(framework).export(nearest)
+    ex.caveats.insert(0, f"per-module recomputation ({' '.join(RECOMPUTE_MODULES)}) is Megatron-Core's "
+                         "--recompute-modules; exported as selective recomputation, the nearest")
+    return ex
 
 
 def export_all(target) -> dict:
@@ -32,7 +44,7 @@ def export_all(target) -> dict:
     out = {}
     for name in FRAMEWORKS:
         try:
-            out[name] = module(name).export(target).as_dict()
+            out[name] = export(name, target).as_dict()
         except InputError as e:
             out[name] = {"framework": name, "files": {}, "caveats": [], "refused": str(e)}
     return out

@@ -77,6 +77,9 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
         a += ["--recompute-granularity", "selective"]
     elif lay.recompute == "full":
         a += ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", 1]
+    elif lay.recompute == "modules":
+        from . import RECOMPUTE_MODULES
+        a += ["--recompute-granularity", "selective", "--recompute-modules", *RECOMPUTE_MODULES]
     return a, caveats
 
 

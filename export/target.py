@@ -54,17 +54,17 @@ def dp_dims(lay: Layout) -> tuple[int, int]:
 
 
 def shell_command(first: str, args: list[str], positional: tuple = ()) -> list[str]:
-    """``first`` then one continued line per flag and its value (a value is what follows a
-    --flag and is neither a flag nor a ``positional`` word); $VARIABLES stay expandable."""
+    """``first`` then one continued line per flag and its values (a value is what follows a
+    --flag and is neither a flag nor a ``positional`` word: --recompute-modules takes several);
+    $VARIABLES stay expandable."""
     items, i = [], 0
     while i < len(args):
-        nxt = args[i + 1] if i + 1 < len(args) else None
-        if args[i].startswith("--") and nxt is not None and not nxt.startswith(("--",) + positional):
-            items.append(f"{args[i]} {_quote(nxt)}")
-            i += 2
-        else:
-            items.append(args[i])
-            i += 1
+        j = i + 1
+        if args[i].startswith("--"):
+            while j < len(args) and not args[j].startswith(("--",) + positional):
+                j += 1
+        items.append(" ".join([args[i]] + [_quote(v) for v in args[i + 1:j]]))
+        i = j
     return [first + " \\"] + [f"  {x} \\" for x in items[:-1]] + [f"  {items[-1]}"]
 
 
