@@ -27,7 +27,7 @@ def test_seed_000_70b_on_32_h100_with_mbs_4_fits_near_the_best_with_its_memory()
     assert mem["fits"] and mem["peak_gib"] <= 0.95 * mem["capacity_gib"]
     assert gap(r) <= 5.0
     parts = mem["breakdown_gib"]
-    assert {"weights", "activations", "optimizer"} <= set(parts) and abs(sum(parts.values()) - mem["peak_gib"]) < 1e-6
+    assert {"weights", "activations", "optimizer"} <= set(parts) and abs(sum(parts.values()) - mem["peak_gib"]) < 0.01
     mbs = r["settings"]["mbs"]["reasons"]
     assert mbs[0]["rule"] == "job.mbs" and mbs[0]["status"] == "pinned"
 
