@@ -1,6 +1,7 @@
 """`shardwise recommend`: the headline layout, each setting's rules, and the arithmetic of the choice."""
 from __future__ import annotations
 
+import re
 import textwrap
 
 import click
@@ -41,7 +42,8 @@ def setting_line(name: str, s: dict) -> str:
                a["ruled_out_by"] and "(forbid" not in a["ruled_out_by"]]
     a = max(allowed or alts, key=lambda a: a["delta_pct"]) if alts else None
     if a:
-        parts.append(f"best with {name}={_value(a['value'])}: {a['delta_pct']:+.1f}%, {a['ruled_out_by']}")
+        why = re.sub(r"^\d+(\.\d+)?% slower(; )?", "", a["ruled_out_by"])     # the delta says it already
+        parts.append(f"best with {name}={_value(a['value'])}: {a['delta_pct']:+.1f}% tokens/s" + (f", {why}" if why else ""))
     elif not lead:
         parts.append("the only valid value")
     return "; ".join(parts)

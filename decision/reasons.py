@@ -73,9 +73,10 @@ def _ruled_out(d: Decision, i: int, head_tps: float) -> str:
                 out.append(f"{c.rule.id} ({c.kind} '{c.text}')")
         return "; ".join(out)
     delta = 100 * (float(t.tokens_per_s[i]) / head_tps - 1)
-    if delta <= 0:
-        return f"{-delta:.1f}% slower"
     broke = [p for p, m in zip(d.preferences, d.broken) if m[i] and not m[d.index]]
+    also = "; breaks " + ", ".join(f"{p.rule.id} (worth {p.worth:g}%)" for p in broke) if broke else ""
+    if delta <= 0:
+        return f"{-delta:.1f}% slower{also}"
     if not broke:               # faster, honours as much, yet not chosen: a tie broken by headroom or simplicity
         return "ties on the objective; the headline has more memory headroom or fewer moving parts"
     return "breaks " + ", ".join(f"{p.rule.id} (worth {p.worth:g}%)" for p in broke)
