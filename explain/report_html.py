@@ -113,14 +113,17 @@ def _export(name: str, ex: dict) -> str:
 def render(r: dict) -> str:
     rec = r["rec"]
     mem, met = rec["memory"], rec["metrics"]
-    headline = {"peak memory per GPU": f'{mem["peak_gib"]} GiB of {mem["capacity_gib"]} GiB '
+    headline = {"peak memory per GPU": f'{mem["peak_gib"]:.1f} GiB of {mem["capacity_gib"]:.1f} GiB '
                                        f'(stage {mem["worst_stage"]}, {mem["peak_phase"]})',
-                "fits": mem["fits"], "step time": f'{met["step_time_s"]} s',
+                "fits": mem["fits"], "step time": f'{met["step_time_s"]:,.2f} s',
                 "tokens/s": f'{met["tokens_per_s"]:,.0f} ({met["tokens_per_s_per_gpu"]:,.0f} per GPU)',
-                "MFU": f'{met["mfu_pct"]} %', "pipeline bubble": f'{met["bubble_pct"]} %'}
-    for k, label in (("time_to_train_h", "time to train (h)"), ("cost", "cost")):
-        if met.get(k) is not None:
-            headline[label] = met[k]
+                "MFU": f'{met["mfu_pct"]:.1f} %', "pipeline bubble": f'{met["bubble_pct"]:.1f} %'}
+    if met.get("time_to_train_h") is not None:
+        headline[f'time to train {met["token_budget"] / 1e9:,.4g}B tokens'] = \
+            f'{met["time_to_train_h"]:,.1f} h ({met["time_to_train_h"] / 24:,.1f} days)'
+    if met.get("cost") is not None:
+        headline["cost"] = f'${met["cost"]:,.0f} at ${met["price_per_gpu_hour"]:,.2f} per GPU-hour'
+
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>shardwise report: {_e(r['title'])}</title><style>{CSS}</style></head><body>",
