@@ -14,12 +14,21 @@ from shardwise.explain.memory_chart import COLOURS, grouped
 from shardwise.kb.build import build_job
 from shardwise.rules import playbook
 
-JOB = dict(model="llama-3-70b", gpus=64, seq_len=8192, global_batch=128)   # PP 2: two stages in the chart
+JOB = dict(model="llama-3-70b", gpus=64, seq_len=8192, global_batch=128)
+# a house policy pins two pipeline stages, so the chart has two bars whatever the headline would be
+TWO_STAGES = "rules:\n  - id: house.two-stages\n    priority: 900\n    then:\n      - pin: {pp: 2}\n    because: a test\n"
 
 
 @pytest.fixture(scope="module")
-def data():
-    return report.build(build_job(**JOB), [])
+def policy(tmp_path_factory):
+    p = tmp_path_factory.mktemp("policy") / "two-stages.yaml"
+    p.write_text(TWO_STAGES)
+    return [str(p)]
+
+
+@pytest.fixture(scope="module")
+def data(policy):
+    return report.build(build_job(**JOB), policy)
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +63,8 @@ def test_report_holds_every_part_a_meeting_needs(data, page):
     assert page.count('class="seg seg-') == segments
 
 
-def test_same_job_same_bytes(page):
-    assert report_html.render(report.build(build_job(**JOB), [])) == page
+def test_same_job_same_bytes(page, policy):
+    assert report_html.render(report.build(build_job(**JOB), policy)) == page
 
 
 def test_without_dot_the_report_still_draws_the_trace(run_cli, tmp_path, monkeypatch):
