@@ -2,19 +2,16 @@
 from __future__ import annotations
 
 import difflib
-from functools import lru_cache
 from importlib import resources
 
 import yaml
 
 from .errors import InputError
+from .package_data import package_yaml
 from .schema import GPUSpec, LinkSpec, ModelSpec
 
 
-@lru_cache(maxsize=None)
-def _load(name: str) -> dict:
-    text = resources.files("shardwise.kb").joinpath("data", f"{name}.yaml").read_text()
-    return yaml.safe_load(text)
+_load = package_yaml
 
 
 def _lookup(table: dict, key: str, what: str, flag: str):

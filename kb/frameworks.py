@@ -2,16 +2,11 @@
 how much communication it hides. One place answers "does this framework have X"."""
 from __future__ import annotations
 
-from functools import lru_cache
-from importlib import resources
-
-import yaml
+from .package_data import package_yaml
 
 
-@lru_cache(maxsize=None)
 def _profiles() -> dict:
-    text = resources.files("shardwise.kb").joinpath("data", "frameworks.yaml").read_text()
-    return yaml.safe_load(text)["frameworks"]
+    return package_yaml("frameworks")["frameworks"]
 
 
 def profile(framework: str) -> dict:

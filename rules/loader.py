@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+import yaml
+
 from shardwise.kb.errors import InputError
 from shardwise.kb.user_yaml import UserYamlLoader, load_user_yaml
 
@@ -101,13 +103,28 @@ def _fail(file: str, line: int, msg: str):
     raise InputError(f"{file}:{line}: {msg}")
 
 
-class _LineLoader(UserYamlLoader):
+class _Lines:
     """Keeps the line of every mapping (1-based) under the key '__line__'."""
 
     def construct_mapping(self, node, deep=False):
         mapping = super().construct_mapping(node, deep=deep)
         mapping["__line__"] = node.start_mark.line + 1
         return mapping
+
+
+class _LineLoader(_Lines, UserYamlLoader):
+    """A user's rule file: the loader that refuses aliases (kb/user_yaml.py)."""
+
+
+class _ShippedLineLoader(_Lines, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """The playbook shipped with shardwise: trusted data, read by libyaml's C parser (start-up
+    pays for the rule files on every decision: benchmarks/speed.py)."""
+
+
+
+def _shipped(path: Path) -> bool:
+    """A file of the playbook shipped in this package (not a user's copy of it)."""
+    return path.resolve().parent == Path(__file__).resolve().parent
 
 
 def read_rule_file(path: Path, display: str | None = None) -> tuple[list[Rule], list[str]]:
@@ -123,7 +140,7 @@ def read_rule_file(path: Path, display: str | None = None) -> tuple[list[Rule], 
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(f"{name}: rule file is not UTF-8 text")
-    data = load_user_yaml(text, name, _LineLoader)
+    data = load_user_yaml(text, name, _ShippedLineLoader if _shipped(path) else _LineLoader)
     disable: list[str] = []
     if data is None:
         return [], []

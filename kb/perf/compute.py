@@ -24,11 +24,8 @@ the TP 1 rows to identify it. FP8 GEMMs run at the FP8 peak with efficiency x FP
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 
-import yaml
-
+from ..frameworks import profile as framework_profile  # noqa: F401  (callers read it from here too)
 from ..layout import Layout
 from ..schema import GPUSpec, ModelSpec, TrainingSpec
 from ..vec import maximum, minimum, where
@@ -73,10 +70,7 @@ def expert_gemm_rate(t: TrainingSpec, lay: Layout):
     return where(lay.zero > 0, 1.0, FP32_OVER_BF16)
 
 
-@lru_cache(maxsize=None)
-def framework_profile(framework: str) -> dict:
-    data = yaml.safe_load(resources.files("shardwise.kb").joinpath("data", "frameworks.yaml").read_text())
-    return data["frameworks"][framework]
+
 
 
 def gemm_efficiency(d: float) -> float:
