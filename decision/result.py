@@ -50,7 +50,7 @@ def entry(d: Decision, i: int, rank: int) -> dict:
 def ranked(d: Decision, n: int) -> list[dict]:
     """The n best allowed layouts after the headline, by the same objective."""
     from shardwise.search.choice import order_by
-    order = order_by(d.table, d.choice.objective, d.allowed)[:n + 1]
+    order = order_by(d.table, d.choice.objective, d.allowed, first=n + 1)[:n + 1]
     return [entry(d, int(i), k) for k, i in enumerate(order, 1) if int(i) != d.index][:n]
 
 

@@ -22,24 +22,28 @@ class Choice:
     penalty: np.ndarray         # the summed worths each layout breaks, 0-1
 
 
-def moving_parts(t: Table) -> np.ndarray:
-    """How many parallelisms and memory savers a layout switches on."""
+def moving_parts(t: Table, idx: np.ndarray) -> np.ndarray:
+    """How many parallelisms and memory savers each of the layouts ``idx`` switches on."""
     a = t.space.arrays
-    return ((a["tp"] > 1).astype(int) + (a["pp"] > 1) + (a["vp"] > 1) + (a["cp"] > 1) + (a["ep"] > 1)
-            + a["zero"] + (a["shard"] > 0) + a["sp"] + a["rc"])
+    return ((a["tp"][idx] > 1).astype(int) + (a["pp"][idx] > 1) + (a["vp"][idx] > 1) + (a["cp"][idx] > 1)
+            + (a["ep"][idx] > 1) + a["zero"][idx] + (a["shard"][idx] > 0) + a["sp"][idx] + a["rc"][idx])
 
 
-def order_by(t: Table, value: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Indices of ``mask``'s layouts, best first: higher value, then lower peak, then fewer
-    moving parts, then smaller settings."""
+def order_by(t: Table, value: np.ndarray, mask: np.ndarray, first: int = 1) -> np.ndarray:
+    """The ``first`` best of ``mask``'s layouts (more when they tie), best first: higher value,
+    then lower peak, then fewer moving parts, then smaller settings. Only the layouts that can be
+    among the first are sorted: a decision over millions of layouts asks for one or a few."""
     idx = np.flatnonzero(mask)
     if not len(idx):
         return idx
-    a = t.space.arrays
     top = float(np.max(value[idx])) or 1.0
     v = np.round(value[idx] / top, TIE_DIGITS)
+    if len(idx) > first:
+        keep = v >= np.partition(v, len(v) - first)[len(v) - first]     # the first-th best value, ties kept
+        idx, v = idx[keep], v[keep]
+    a = t.space.arrays
     keys = [a[k][idx] for k in reversed(("tp", "pp", "vp", "cp", "ep", "zero", "shard", "sp", "mbs", "rc"))]
-    keys += [moving_parts(t)[idx], t.peak_gib[idx], -v]
+    keys += [moving_parts(t, idx), t.peak_gib[idx], -v]
     return idx[np.lexsort(keys)]
 
 

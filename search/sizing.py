@@ -94,6 +94,6 @@ def sizing(job: Job, constraints=(), pins=None, policies: bool = False) -> dict:
         parts.append(f"no count of {job.cluster.gpu.name} up to {MAX_GPUS} fits it"
                      + (" within the house policies" if policies else ""))
     if others:
-        n = job.cluster.gpus
-        parts.append(f"on {n} GPU{'s' if n > 1 else ''} of type {', '.join(others)}")
+        g = job.cluster.gpus
+        parts.append(f"on {g} GPU{'s' if g > 1 else ''} of type {', '.join(others)}")
     return {"smallest_gpus": n, "gpus_that_fit": others, "summary": "; or ".join(parts)}
