@@ -20,11 +20,6 @@ _FIELD = {"recompute": "rc"}
 _LAYOUT_PATH = {s: f"layout.{s}" for s in SETTINGS}
 
 
-def value_of(d: Decision, setting: str):
-    v = getattr(d.layout, setting)
-    return v
-
-
 def _reads(node, setting: str) -> bool:
     """A rule bears on a setting when its expression reads it, or reads an estimate (memory and
     speed depend on every setting)."""

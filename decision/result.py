@@ -88,7 +88,7 @@ def as_dict(d: Decision, exports: bool = False, alternatives: int = ALTERNATIVES
     out["layout"] = layout_dict(d.layout)
     out["memory"] = d.memory.as_dict()
     out["metrics"] = d.step.metrics(d.job)
-    out["settings"] = {s: {"value": R.value_of(d, s), "reasons": R.reasons(d, s), "alternatives": R.alternatives(d, s)}
+    out["settings"] = {s: {"value": getattr(d.layout, s), "reasons": R.reasons(d, s), "alternatives": R.alternatives(d, s)}
                        for s in R.SETTINGS}
     out["alternatives"] = ranked(d, alternatives)
     if exports:
