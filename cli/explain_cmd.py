@@ -37,9 +37,8 @@ def explain(job, setting, graph, rules, playbook, fmt):
 
 
 def render(r: dict) -> str:
-    v = r["value"]
-    shown = ("on" if v else "off") if isinstance(v, bool) else v
-    lines = [f"{r['setting']} = {shown}   (layout: {r['layout']})", "", "rules that bear on it:"]
+    from shardwise.kb.fact_schema import shown_setting
+    lines = [f"{r['setting']} = {shown_setting(r['value'])}   (layout: {r['layout']})", "", "rules that bear on it:"]
     for x in r["reasons"]:
         where = f"{x['file']}:{x['line']}" if x["line"] else x["file"]
         lines.append(f"  {x['rule']} ({where}; {x['kind']}, {x['status']}){': ' + x['what'] if x.get('what') else ''}")
@@ -50,9 +49,9 @@ def render(r: dict) -> str:
         lines += ["", "other values (the layout the choice would take with each):"]
         for a in r["alternatives"]:
             if a["layout"] is None:
-                lines.append(f"  {r['setting']}={a['value']}: no valid layout ({a['ruled_out_by']})")
+                lines.append(f"  {r['setting']}={shown_setting(a['value'])}: no valid layout ({a['ruled_out_by']})")
             else:
-                lines.append(f"  {r['setting']}={a['value']}: {a['layout']}, {a['tokens_per_s']:,.0f} tokens/s "
+                lines.append(f"  {r['setting']}={shown_setting(a['value'])}: {a['layout']}, {a['tokens_per_s']:,.0f} tokens/s "
                              f"({a['delta_pct']:+.1f}%) -- {a['ruled_out_by']}")
     lines += ["", "what would change it:"] + [f"  {w}" for w in r["would_change"] or [
         "none of the what-ifs tried (memory x1.5 and x0.6, sequence x2 and /2, GPUs x2) changes it"]]

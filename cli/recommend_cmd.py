@@ -6,6 +6,8 @@ import textwrap
 
 import click
 
+from shardwise.decision.text import faster, pct
+
 from .options import job_options
 from .output import FORMATS, emit
 
@@ -42,8 +44,9 @@ def setting_line(name: str, s: dict) -> str:
                a["ruled_out_by"] and "(forbid" not in a["ruled_out_by"]]
     a = max(allowed or alts, key=lambda a: a["delta_pct"]) if alts else None
     if a:
-        why = re.sub(r"^\d+(\.\d+)?% slower(; )?", "", a["ruled_out_by"])     # the delta says it already
-        parts.append(f"best with {name}={_value(a['value'])}: {a['delta_pct']:+.1f}% tokens/s" + (f", {why}" if why else ""))
+        why = re.sub(r"^(\d+(\.\d+)?% slower|as fast, to 0\.01%)(; )?", "", a["ruled_out_by"])     # the delta says it already
+        parts.append(f"with {name}={_value(a['value'])}: {'+' if a['delta_pct'] > 0 else '-'}{pct(a['delta_pct'])} "
+                     "tokens/s" + (f", {why}" if why else ""))
     elif not lead:
         parts.append("the only valid value")
     return "; ".join(parts)
@@ -91,7 +94,7 @@ def render(result: dict, markdown: bool = False) -> str:
     for k in s["kept_despite"]:
         if k["honoured_by"]:
             lines.append(f"  breaks {k['rule']} (worth {k['worth_pct']:g}%): the best layout honouring it "
-                         f"is {k['slower_pct']:.1f}% slower ({k['honoured_by']})")
+                         f"is {pct(k['slower_pct'])} slower ({k['honoured_by']})")
     for a in result["alternatives"][:3]:
         lines.append(f"  #{a['rank']} {a['describe']}: {a['metrics']['tokens_per_s']:,.0f} tokens/s, "
                      f"{a['memory']['peak_gib']:.1f} GiB -- {a['why_not']}")
@@ -103,6 +106,8 @@ def render(result: dict, markdown: bool = False) -> str:
         lines.append(f"assumption: {a}")
     lines.append(f"({len(result['trace'])} rule firings; `--format json` has the trace, "
                  "`shardwise explain --why SETTING` the reasons)")
+    if markdown:                      # after the table: one Markdown line break per line, not one paragraph
+        return "\n".join(lines[:3]) + "\n\n" + "  \n".join(lines[4:])
     return "\n".join(lines)
 
 
@@ -112,8 +117,8 @@ def decision_line(s: dict) -> str:
     worth = sum(d["worth_pct"] for d in s["departures"])
     names = ", ".join(f"{d['rule']} (worth {d['worth_pct']:g}%)" for d in s["departures"])
     return (f"the fastest ({s['best']['layout']}, {s['best']['tokens_per_s']:,.0f} tokens/s) is "
-            f"{s['departures'][0]['cost_pct']:.1f}% faster but breaks {names}: {worth:g}% of worth "
-            f"against {s['departures'][0]['cost_pct']:.1f}% of speed")
+            f"{faster(s['departures'][0]['cost_pct'])} but breaks {names}: {worth:g}% of worth "
+            f"against {pct(s['departures'][0]['cost_pct'])} of speed")
 
 
 def _tokens(n: float) -> str:

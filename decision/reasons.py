@@ -15,6 +15,7 @@ from shardwise.rules import expr
 from shardwise.search.choice import order_by
 
 from .run import Decision, UserPin
+from .text import pct
 
 _FIELD = {"recompute": "rc"}
 _LAYOUT_PATH = {s: f"layout.{s}" for s in SETTINGS}
@@ -71,7 +72,7 @@ def _ruled_out(d: Decision, i: int, head_tps: float) -> str:
     broke = [p for p, m in zip(d.preferences, d.broken) if m[i] and not m[d.index]]
     also = "; breaks " + ", ".join(f"{p.rule.id} (worth {p.worth:g}%)" for p in broke) if broke else ""
     if delta <= 0:
-        return f"{-delta:.1f}% slower{also}"
+        return (f"{pct(delta)} slower" if pct(delta) != "0%" else "as fast, to 0.01%") + also
     if not broke:               # faster, honours as much, yet not chosen: a tie broken by headroom or simplicity
         return "ties on the objective; the headline has more memory headroom or fewer moving parts"
     return "breaks " + ", ".join(f"{p.rule.id} (worth {p.worth:g}%)" for p in broke)
@@ -79,7 +80,8 @@ def _ruled_out(d: Decision, i: int, head_tps: float) -> str:
 
 def alternatives(d: Decision, setting: str) -> list[dict]:
     """For every other value of ``setting``: the layout the choice would take with that value
-    (the best by the objective among allowed ones, else the fastest valid one), and what rules it out."""
+    (the best by the objective among allowed ones), or, when no layout with it is allowed, the one
+    nearest to allowed -- fewest hard constraints broken, then the lowest peak -- and what rules it out."""
     t = d.table
     col = t.array(_FIELD.get(setting, setting))
     mine = RECOMPUTE.index(d.layout.recompute) if setting == "recompute" else int(getattr(d.layout, setting))
@@ -92,7 +94,7 @@ def alternatives(d: Decision, setting: str) -> list[dict]:
         if allowed.any():
             i = int(order_by(t, d.choice.objective, allowed)[0])
         else:
-            i = int(order_by(t, t.tokens_per_s, has)[0])
+            i = _nearest_allowed(d, has)
         out.append({"value": _shown(setting, v), "layout": t.layout(i).describe(),
                     "tokens_per_s": round(float(t.tokens_per_s[i]), 1),
                     "delta_pct": round(100 * (float(t.tokens_per_s[i]) / head_tps - 1), 2),
@@ -101,6 +103,22 @@ def alternatives(d: Decision, setting: str) -> list[dict]:
         out.append({"value": _shown(setting, v), "layout": None, "tokens_per_s": None, "delta_pct": None,
                     "ruled_out_by": f"validity: {rule}"})
     return out
+
+
+def _nearest_allowed(d: Decision, mask: np.ndarray) -> int:
+    """Of ``mask``'s layouts (none allowed), the one that breaks the fewest hard constraints; then,
+    among those over a memory constraint, the smallest peak; then the fastest: what a person would
+    try next with that value."""
+    t = d.table
+    idx = np.flatnonzero(mask)
+    broken = np.zeros(len(idx), dtype=int)
+    over = np.zeros(len(idx), dtype=bool)
+    for c, m in zip(d.constraints, d.masks):
+        bad = ~m[idx]
+        broken += bad
+        if any(p.startswith("memory.") for p in expr.paths(c.node)):
+            over |= bad
+    return int(idx[np.lexsort((-t.tokens_per_s[idx], np.where(over, t.peak_gib[idx], 0.0), broken))[0]])
 
 
 def _shown(setting: str, v):

@@ -200,9 +200,10 @@ def _nothing_allowed(d: Decision, engine: str) -> Decision:
             d.nothing_allowed = (f"{int(fits_memory.sum()):,} layouts fit in memory, but the rules allow none: the "
                                  f"fastest of them breaks {block.describe()}")
         else:
+            margin = ", ".join(f"{c.rule.id}: {c.kind} '{c.text}'" for c in d.constraints if c.rule.id in memory_rules)
             d.nothing_allowed = (f"no layout fits in memory on {d.job.cluster.gpus} x {d.job.cluster.gpu.name} "
-                                 f"(the smallest peak is {float(t.peak_gib.min()):.1f} GiB of "
-                                 f"{t.capacity:.1f})")
+                                 f"(the smallest peak is {float(t.peak_gib.min()):.1f} GiB of {t.capacity:.1f}, "
+                                 f"against {margin})")
             house = any(d.book.is_policy(c.rule) for c in d.constraints)
             d.sizing = sizing(d.job, d.constraints, d.pins, policies=house)
             d.nothing_allowed += f"; {d.sizing['summary']}"

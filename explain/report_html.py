@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from html import escape
 
+from shardwise.decision.text import faster, pct
+from shardwise.kb.fact_schema import SETTING_NAMES, shown_setting
+
 from .memory_chart import chart
+from .why import shown_value
 
 CSS = """
 body{font:14px/1.45 -apple-system,'Segoe UI',Helvetica,Arial,sans-serif;color:#1d1d1f;margin:24px auto;max-width:1180px;padding:0 16px}
@@ -55,7 +59,7 @@ def _kv(d: dict, pairs_per_row: int = 1) -> str:
 def _setting(s: dict) -> str:
     v = s["value"]
     shown = ("on" if v else "off") if isinstance(v, bool) else v
-    out = [f'<div class="setting" id="why-{s["setting"]}"><h3>{_e(s["setting"].upper())} = {_e(shown)}</h3>']
+    out = [f'<div class="setting" id="why-{s["setting"]}"><h3>{_e(SETTING_NAMES[s["setting"]])} = {_e(shown)}</h3>']
     if s["reasons"]:
         out.append(_table([[r["rule"], f'{r["file"]}:{r["line"] or ""}', r["kind"], r["status"],
                             r.get("what", ""), r["text"]] for r in s["reasons"]],
@@ -63,7 +67,7 @@ def _setting(s: dict) -> str:
     else:
         out.append('<p class="muted">No rule reads it: the search chose it by predicted speed.</p>')
     if s["alternatives"]:
-        out.append(_table([[a["value"], a["layout"] or "-",
+        out.append(_table([[shown_setting(a["value"]), a["layout"] or "-",
                             f'{a["tokens_per_s"]:,.0f}' if a["tokens_per_s"] is not None else "-",
                             f'{a["delta_pct"]:+.1f}%' if a["delta_pct"] is not None else "-", a["ruled_out_by"]]
                            for a in s["alternatives"]],
@@ -82,11 +86,11 @@ def _decision(s: dict) -> str:
     else:
         worth = sum(d["worth_pct"] for d in s["departures"])
         text = (f'The fastest allowed layout ({s["best"]["layout"]}, {s["best"]["tokens_per_s"]:,.0f} tokens/s) is '
-                f'{s["departures"][0]["cost_pct"]:.1f}% faster but breaks '
+                f'{faster(s["departures"][0]["cost_pct"])} but breaks '
                 + ", ".join(f'{d["rule"]} (worth {d["worth_pct"]:g}%)' for d in s["departures"])
-                + f": {worth:g}% of worth against {s['departures'][0]['cost_pct']:.1f}% of speed.")
+                + f": {worth:g}% of worth against {pct(s['departures'][0]['cost_pct'])} of speed.")
     rows = [[k["rule"], f'{k["worth_pct"]:g}%', k["honoured_by"] or "no allowed layout honours it",
-             f'{k["slower_pct"]:.1f}%' if k["slower_pct"] is not None else "-"] for k in s["kept_despite"]]
+             pct(k["slower_pct"]) if k["slower_pct"] is not None else "-"] for k in s["kept_despite"]]
     return f"<p>{_e(text)}</p>" + (_table(rows, ["preference the headline breaks", "worth",
                                                  "best layout honouring it", "slower by"]) if rows else "")
 
@@ -96,9 +100,11 @@ def _stages_note(stages: list, pp: int) -> str:
     shown = [s["stage"] for s in stages]
     if len(shown) >= pp:
         return ""
+    hidden = f"stage {pp - 2}" if pp - 2 == 2 else f"stages 2 to {pp - 2}"
     return (f'<p class="muted">Stages {", ".join(map(str, shown[:-1]))} and {shown[-1]} of 0-{pp - 1} are shown: '
-            f'stages 2 to {pp - 2} hold the same layers as stage 1 and keep fewer micro-batches in flight '
-            "(1F1B warms up with p - i forwards on stage i), so they peak lower than stage 1.</p>")
+            f'{hidden} hold{"s" if pp - 2 == 2 else ""} the same layers as stage 1 and keep{"s" if pp - 2 == 2 else ""} '
+            "fewer micro-batches in flight (1F1B warms up with p - i forwards on stage i), so they peak lower "
+            "than stage 1.</p>")
 
 
 def _export(name: str, ex: dict) -> str:
@@ -143,7 +149,7 @@ def render(r: dict) -> str:
         _table([[human(k), f"{v:.2f}"] for k, v in mem["breakdown_gib"].items() if v],
                [f'at the peak (stage {mem["worst_stage"]}, {mem["peak_phase"]})', "GiB"]), "</div>",
         '<h2 id="rationale">Why each setting</h2>',
-        f'<p class="muted">What-ifs tried: {_e("; ".join(r["what_ifs_tried"]))}.</p>',
+        f'<p class="muted">What-ifs tried: {_e("; ".join("if " + w for w in r["what_ifs_tried"]))}.</p>',
         "".join(_setting(s) for s in r["settings"]),
         '<h2 id="decision-trace">Decision trace</h2>',
         '<p class="muted">Left to right: the facts each rule read &rarr; the rules that fired (stratum 1: job '
@@ -152,7 +158,7 @@ def render(r: dict) -> str:
         'fastest layout, when the headline is not it.</p>',
         f'<div class="figure" id="trace">{r["trace_svg"]}</div>',
         _table([[t["seq"], t["rule"], f'{t["file"]}:{t["line"] or ""}', t["stratum"],
-                 "; ".join(f"{k} = {v}" for k, v in t["facts"].items()),
+                 "; ".join(f"{k} = {shown_value(v)}" for k, v in t["facts"].items()),
                  "; ".join((f'{a["kind"]} {a.get("setting", "")}={a["value"]}' if a["kind"] == "pin" else
                             f'{a["kind"]} {a["text"]}' + (f' (worth {a["worth"]:g}%)' if "worth" in a else ""))
                            for a in t["added"])] for t in rec["trace"]],

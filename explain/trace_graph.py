@@ -10,6 +10,8 @@ import textwrap
 
 import graphviz
 
+from shardwise.decision.text import faster, pct
+
 from .why import shown_value, unit
 
 ORDER = ("tp", "sp", "pp", "vp", "cp", "ep", "dp", "zero", "mbs", "recompute")
@@ -74,7 +76,7 @@ def trace_graph(result: dict, only: str | None = None) -> graphviz.Digraph:
            shape="box3d", style="filled", fillcolor="#eef5ff")
     if s.get("best") and s["departures"]:
         g.node("runner_up", "fastest, not taken:\n" + _wrap(s["best"]["layout"], 34) + "\n"
-                            f"{s['departures'][0]['cost_pct']:.1f}% faster; breaks\n"
+                            f"{faster(s['departures'][0]['cost_pct'])}; breaks\n"
                             + "\n".join(f"{d['rule']} ({d['worth_pct']:g}%)" for d in s["departures"]),
                shape="box", style="dashed,filled", fillcolor="#fff7e6")
         g.edge("search", "runner_up", style="dashed", arrowhead="none")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from shardwise.decision.reasons import SETTINGS, alternatives, reasons
 from shardwise.decision.run import Decision, decide
 from shardwise.kb.errors import InputError
+from shardwise.kb.fact_schema import SETTING_NAMES, shown_setting
 from shardwise.kb.job import Job
 
 
@@ -25,7 +26,10 @@ def unit(path: str) -> str:
 
 
 def shown_value(v):
-    """A fact's value as a person reads it: floats to two decimals (the trace keeps them whole)."""
+    """A fact's value as a person reads it: floats to two decimals (the trace keeps them whole),
+    true/false in the rule language's words."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
     return f"{v:.2f}" if isinstance(v, float) else v
 
 
@@ -66,7 +70,8 @@ def would_change(setting: str, current, tried: list) -> list[str]:
         elif isinstance(lay, str):
             out.append(f"if {text}: no layout would be allowed ({lay})")
         elif getattr(lay, setting) != current:
-            out.append(f"{setting.upper()} would be {getattr(lay, setting)} instead of {current} if {text}")
+            out.append(f"{SETTING_NAMES[setting]} would be {shown_setting(getattr(lay, setting))} instead of "
+                       f"{shown_setting(current)} if {text}")
     return out
 
 

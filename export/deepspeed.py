@@ -58,7 +58,9 @@ def export(tg: Target) -> Export:
     if lay.ep > 1:
         caveats.append(f"ep={lay.ep}: expert parallelism is set in the model (deepspeed.moe.layer.MoE(ep_size={lay.ep}))")
     launch = with_caveats(tg.header(), caveats) + [
-        f"# TP {lay.tp} x PP {lay.pp} x DP {lay.dp} = {lay.tp * lay.pp * lay.dp * lay.cp} GPUs: DeepSpeed counts "
+        f"# TP {lay.tp} x PP {lay.pp}" + (f" x CP {lay.cp} (Ulysses sequence parallelism, the nearest)" if lay.cp > 1
+                                          else "")
+        + f" x DP {lay.dp} = {lay.tp * lay.pp * lay.dp * lay.cp} GPUs: DeepSpeed counts "
         f"train_batch_size over the {lay.dp} DP ranks",
         f"deepspeed --num_nodes {tg.job.cluster.nodes} --num_gpus {tg.job.cluster.gpus_per_node} train.py "
         f"--deepspeed_config ds_config.json --tensor-model-parallel-size {lay.tp} "

@@ -22,6 +22,13 @@ N, S, B = "num", "str", "bool"
 
 # The settings a decision explains, in the order people read them (explain --why takes these)
 SETTINGS = ("tp", "pp", "vp", "dp", "cp", "ep", "zero", "sp", "mbs", "recompute")
+SETTING_NAMES = {"tp": "TP", "pp": "PP", "vp": "VP", "dp": "DP", "cp": "CP", "ep": "EP", "zero": "ZeRO stage",
+                 "sp": "SP", "mbs": "micro-batch", "recompute": "recomputation"}
+
+
+def shown_setting(value) -> str:
+    """A setting's value as people read it: on/off for true/false."""
+    return ("on" if value else "off") if isinstance(value, bool) else str(value)
 
 JOB = {
     "model.name": S, "model.params_b": N, "model.active_params_b": N, "model.layers": N, "model.hidden": N,
@@ -61,6 +68,38 @@ FLOAT_PATHS = ({p for p in SCHEMA if p.startswith(("memory.", "metrics.", "best.
                | {"model.params_b", "model.active_params_b", "cluster.gpu_memory_gib"})
 
 DESCRIPTIONS = {
+    "model.name": "the model's name (catalog, config.json or inferred-<size>)",
+    "model.params_b": "parameters, billions (all experts counted)",
+    "model.active_params_b": "parameters a token passes through, billions (top-k experts for MoE)",
+    "model.layers": "decoder layers", "model.hidden": "hidden size", "model.heads": "attention (query) heads",
+    "model.kv_heads": "key/value heads (grouped-query attention)", "model.vocab": "vocabulary size",
+    "model.is_moe": "the model has mixture-of-experts layers", "model.experts": "routed experts per MoE layer (0 if dense)",
+    "model.inferred": "the shape was inferred from a parameter count",
+    "cluster.gpu": "the GPU's catalog name", "cluster.gpus": "GPUs in the job",
+    "cluster.gpus_per_node": "GPUs per node", "cluster.nodes": "nodes in the job",
+    "cluster.nvlink_domain": "GPUs that share the fast intra-node link (a whole NVL72 rack on GB200)",
+    "cluster.gpu_memory_gib": "memory of one GPU, GiB", "cluster.intra": "the link inside a node (catalog name)",
+    "cluster.intra_kind": "its kind: nvlink or pcie", "cluster.inter": "the link between nodes (catalog name)",
+    "cluster.inter_kind": "its kind: infiniband, roce or ethernet",
+    "train.seq_len": "tokens per sequence", "train.global_batch": "sequences per optimizer step",
+    "train.training": "pretrain, finetune, lora, qlora or rlhf", "train.precision": "bf16, pure-bf16 or fp8",
+    "train.framework": "megatron, deepspeed, fsdp or hf", "train.attention": "flash, sdpa or eager",
+    "train.optimizer": "the optimizer and its implementation (adamw = the framework's default)",
+    "layout.tp": "tensor-parallel degree", "layout.pp": "pipeline stages",
+    "layout.vp": "virtual stages (model chunks) per pipeline rank", "layout.dp": "data-parallel replicas",
+    "layout.cp": "context-parallel degree (each sequence split over this many GPUs)",
+    "layout.ep": "expert-parallel degree", "layout.zero": "ZeRO stage 0-3 (3 = FSDP full shard)",
+    "layout.sp": "sequence parallelism on", "layout.mbs": "micro-batch, sequences",
+    "layout.ga": "micro-batches per replica per step (gradient accumulation)",
+    "layout.recompute": "recomputation: none, selective, full or modules",
+    "layout.global_batch": "sequences per step (mbs x ga x dp)",
+    "memory.peak_gib": "the estimated peak per GPU, GiB (worst stage and phase)",
+    "memory.capacity_gib": "the GPU's memory, GiB", "memory.headroom_gib": "capacity less the peak, GiB",
+    "metrics.step_time_s": "seconds per optimizer step", "metrics.tokens_per_s": "tokens per second, whole job",
+    "metrics.tokens_per_s_per_gpu": "tokens per second per GPU",
+    "metrics.mfu_pct": "model FLOPs utilisation, % of the GPUs' dense peak",
+    "metrics.bubble_pct": "pipeline bubble, % of the step",
+    "metrics.comm_overhead_pct": "communication not hidden behind compute, % of the step",
     "fit.any": "some layout meets every hard constraint (the memory margin included)",
     "fit.count": "how many layouts meet every hard constraint",
     "fit.without_pp": "some layout with PP = 1 meets every hard constraint",

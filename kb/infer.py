@@ -44,7 +44,9 @@ def infer_model(params: float) -> ModelSpec:
     best = None
     for layers in range(max(2, layers_guess - 40), layers_guess + 400):
         ffn = int(round(3.5 * hidden / 256)) * 256
-        spec = ModelSpec(name=f"inferred-{params / 1e9:.3g}b", layers=layers, hidden=hidden, ffn=ffn,
+        b = params / 1e9
+        size = f"{b / 1000:.3g}t" if b >= 1000 else f"{b:.3g}b"       # 1T reads "inferred-1t", not 1e+03b
+        spec = ModelSpec(name=f"inferred-{size}", layers=layers, hidden=hidden, ffn=ffn,
                          heads=heads, kv_heads=kv, vocab=vocab, inferred=True,
                          source=f"shape inferred from --params {params / 1e9:.4g}B (Llama 3 aspect ratios)")
         err = abs(total_params(spec) - params)

@@ -424,3 +424,11 @@ def test_rules_init_then_an_edited_playbook_changes_the_answer(run_cli, tmp_path
     (tmp_path / "cases.yaml").write_text(case)
     code, out, _ = run_cli("rules", "test", str(tmp_path / "cases.yaml"))
     assert code == 1 and f"cp expected {lay['cp']} got {shipped[(model, gpus, seq)]['cp']}" in out
+
+
+def test_rules_facts_gives_every_fact_its_meaning(run_cli):
+    from shardwise.kb.fact_schema import DESCRIPTIONS, SCHEMA
+    assert set(SCHEMA) <= set(DESCRIPTIONS)
+    code, out, err = run_cli("rules", "facts")
+    assert code == 0, err
+    assert all(p in out for p in SCHEMA) and DESCRIPTIONS["same.min_zero"][:40] in out

@@ -2,5 +2,5 @@
 # layout: tp=8 pp=1 dp=2 cp=4 zero=1 sp=on mbs=2 ga=8 recompute=none; global batch 32 sequences
 # cannot express: cp=4: ring-attention context parallelism is not a DeepSpeed feature; the nearest is Ulysses (sequence_parallel_size), which splits heads, not the ring
 # cannot express: Megatron sequence parallelism is not in DeepSpeed's JSON (Megatron-DeepSpeed: --sequence-parallel)
-# TP 8 x PP 1 x DP 2 = 64 GPUs: DeepSpeed counts train_batch_size over the 2 DP ranks
+# TP 8 x PP 1 x CP 4 (Ulysses sequence parallelism, the nearest) x DP 2 = 64 GPUs: DeepSpeed counts train_batch_size over the 2 DP ranks
 deepspeed --num_nodes 8 --num_gpus 8 train.py --deepspeed_config ds_config.json --tensor-model-parallel-size 8 --pipeline-model-parallel-size 1

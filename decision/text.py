@@ -1,0 +1,15 @@
+"""How the decision's numbers read in text (no imports: the CLI's renderers use it cheaply)."""
+from __future__ import annotations
+
+
+def pct(x: float) -> str:
+    """A percent difference as people read it: 0.1 or more to one decimal, below that to two, and
+    under 0.005 as 0 (the estimator cannot tell such layouts apart)."""
+    x = abs(x)
+    return f"{x:.1f}%" if x >= 0.1 else f"{x:.2f}%" if x >= 0.005 else "0%"
+
+
+def faster(x: float) -> str:
+    """'3.2% faster', or 'as fast (to 0.01%)' when the estimator cannot tell the two apart."""
+    p = pct(x)
+    return f"{p} faster" if p != "0%" else "as fast (to 0.01%)"
