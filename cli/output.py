@@ -21,10 +21,7 @@ def to_yaml(data: dict) -> str:
 
 def emit(data: dict, fmt: str, render: Callable[[bool], str]) -> None:
     """Print a command's result: json and yaml print the data, table and markdown print what
-    ``render(markdown)`` draws from it. A top-level value that is a function is a part only
-    json and yaml print (recommend's exports): it is built here, only for them."""
-    if fmt in ("json", "yaml"):
-        data = {k: v() if callable(v) else v for k, v in data.items()}
+    ``render(markdown)`` draws from it."""
     if fmt == "json":
         click.echo(to_json(data))
     elif fmt == "yaml":

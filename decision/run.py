@@ -159,7 +159,7 @@ def decide(job: Job, extra_rules: list[str] | None = None, playbook_dir: str | N
                  feas, broken, choice)
     d._answer = dict(jf)
     if choice is None:
-        return _nothing_allowed(d, engine)
+        return _nothing_allowed(d)
     lay = table.layout(choice.index)
     d.layout, d.memory, d.step = lay, estimate_memory(job, lay), step_time(job, lay)
     d._answer.update(layout_facts(lay))
@@ -181,7 +181,7 @@ def _texts(d: Decision) -> None:
                     lst.append(text)
 
 
-def _nothing_allowed(d: Decision, engine: str) -> Decision:
+def _nothing_allowed(d: Decision) -> Decision:
     """No layout meets the hard constraints: name what is in the way (memory, or a house policy),
     and size a cluster where memory is the limit."""
     from shardwise.search.sizing import sizing

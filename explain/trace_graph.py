@@ -10,7 +10,7 @@ import textwrap
 
 import graphviz
 
-from shardwise.decision.text import faster, pct
+from shardwise.decision.text import faster
 
 from .why import shown_value, unit
 

@@ -2,9 +2,6 @@
 from __future__ import annotations
 
 import difflib
-from importlib import resources
-
-import yaml
 
 from .errors import InputError
 from .package_data import package_yaml

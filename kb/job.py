@@ -4,7 +4,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .schema import ClusterSpec, ModelSpec, TrainingSpec
-from .validity import check_layout  # noqa: F401  (the one per-layout check, kb/validity.py)
 
 
 @dataclass(frozen=True)

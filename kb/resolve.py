@@ -10,8 +10,9 @@ from __future__ import annotations
 from .batch import default_batch, from_tokens
 from .defaults import default_texts
 from .errors import InputError
-from .job import Job, check_layout
+from .job import Job
 from .layout import Layout, parse_layout
+from .validity import check_layout
 
 def global_batch(job: Job, layout: Layout | None = None) -> tuple[int, list[str]]:
     """Sequences per optimizer step, and the text saying how they were counted ([] when the

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from shardwise.kb.errors import InputError
 
-from .compiler import CompiledRulebook, compile_rules
+from .compiler import compile_rules
 from .loader import Rule, expand, load_rulebook
 
 PLAYBOOK = ["memory.yaml", "tp.yaml", "sp.yaml", "pp.yaml", "dp.yaml", "zero.yaml", "recompute.yaml",

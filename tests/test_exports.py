@@ -16,7 +16,7 @@ from shardwise.export import FRAMEWORKS, Target, export, export_all
 from shardwise.export.deepspeed import check as ds_check
 from shardwise.export.megatron import script_args
 from shardwise.kb.build import build_job
-from shardwise.kb.job import check_layout
+from shardwise.kb.validity import check_layout
 from shardwise.kb.layout import Layout
 
 GOLDEN = Path(__file__).parent / "golden" / "exports"

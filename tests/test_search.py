@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from shardwise.kb.build import build_job
-from shardwise.kb.job import check_layout
+from shardwise.kb.validity import check_layout
 from shardwise.kb.memory.estimate import estimate_memory
 from shardwise.kb.perf.step import step_time
 from shardwise.kb.resolve import global_batch

@@ -58,8 +58,8 @@ def recipe(t: TrainingSpec, zero) -> Recipe:
 def megatron_grad_bytes(t: TrainingSpec) -> float:
     """Bytes per parameter of Megatron's gradient buffer (kb/data/frameworks.yaml,
     megatron.grad_buffer_bytes, with its sources): fp32 when grads are reduced in fp32."""
-    from ..perf.compute import framework_profile
-    return float(framework_profile("megatron")["grad_buffer_bytes"][t.precision])
+    from ..frameworks import profile
+    return float(profile("megatron")["grad_buffer_bytes"][t.precision])
 
 
 def _recipe(t: TrainingSpec, fw: str) -> Recipe:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..frameworks import profile as framework_profile  # noqa: F401  (callers read it from here too)
+from ..frameworks import profile as framework_profile
 from ..layout import Layout
 from ..schema import GPUSpec, ModelSpec, TrainingSpec
 from ..vec import maximum, minimum, where

@@ -28,7 +28,8 @@ from . import comm
 from . import param_traffic as pt
 from ..memory.states import lora_params
 from ..params import total_params
-from .compute import framework_profile, gemm_efficiency, layer_time, moe_tokens
+from ..frameworks import profile as framework_profile
+from .compute import gemm_efficiency, layer_time, moe_tokens
 from .flops import hardware_flops_per_token, head_flops, model_flops_per_token
 from ..vec import maximum, minimum, where
 
