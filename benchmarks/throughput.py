@@ -1,14 +1,21 @@
 """Step-time model against the published runs of benchmarks/calibration/published_runs.yaml.
 
-Run: python benchmarks/throughput.py [-v]. Compares tokens/s per GPU (model TFLOP/s per GPU
-where a row gives only that), prints per-row error with -v, and median / 90th percentile of
-|error| by GPU type and precision, and for H100 BF16, H100 FP8 and all rows.
+Run: python benchmarks/throughput.py [-v] [--ablation]. Compares tokens/s per GPU (model
+TFLOP/s per GPU where a row gives only that), prints per-row error with -v, and median / 90th
+percentile of |error| by GPU type and precision, and for H100 BF16, H100 FP8 and all rows.
+Rows whose own text says they ran under conditions the model does not know (power-capped GPUs,
+a performance regression the source names, an FSDP shard group it does not publish) are
+counted in every figure and also reported apart.
+
+--ablation: the same figures with each step-time term taken out in turn (its former or
+neutral form, named in TERMS), so a change's effect is read off one table.
 """
 from __future__ import annotations
 
 import statistics
 import sys
 from collections import defaultdict
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -30,6 +37,77 @@ def summary(rows: list[dict]) -> dict:
     return {k: (len(v), statistics.median(v), pct(v, 0.9)) for k, v in groups.items()}
 
 
+def unmodelled(row: dict) -> str | None:
+    """What the row's own text says it ran under that the model does not know, or None."""
+    notes, sharding = (row.get("notes") or "").lower(), str(row.get("sharding") or "").lower()
+    if " at 500w" in notes:
+        return "power-capped GPUs (500 W)"
+    if "performance regression" in notes:
+        return "a performance regression the source names"
+    if "fsdp=?" in sharding:
+        return "FSDP shard group not published"
+    return None
+
+
+@contextmanager
+def _patched(obj, **values):
+    """Set attributes (or dict keys) for the duration of a with block."""
+    get = (lambda k: obj[k]) if isinstance(obj, dict) else (lambda k: getattr(obj, k))
+    put = obj.__setitem__ if isinstance(obj, dict) else (lambda k, v: setattr(obj, k, v))
+    old = {k: get(k) for k in values}
+    for k, v in values.items():
+        put(k, v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            put(k, v)
+
+
+def _megatron():
+    from shardwise.kb.frameworks import profile
+    return profile("megatron")
+
+
+def _terms():
+    """(name, context manager factory) of each term the ablation takes out."""
+    from shardwise.kb.perf import compute
+    mega = _megatron
+    return [
+        ("MoE time per local expert (0.15 ms; the former single 3.5 ms per layer)",
+         lambda: _patched(mega(), moe_layer_overhead_ms=3.5, moe_expert_overhead_ms=0.0)),
+        ("MoE fixed time (layer and per-expert parts, none)",
+         lambda: _patched(mega(), moe_layer_overhead_ms=0.0, moe_expert_overhead_ms=0.0)),
+        ("EP all-to-all overlap (0.7 -> 0)",
+         lambda: _patched(mega()["overlap"], ep=0.0)),
+        ("TP overlap (0.5 -> 0)",
+         lambda: _patched(mega()["overlap"], tp=0.0)),
+        ("FP8 GEMMs at 0.82 of the FP8 peak (-> 1.0)",
+         lambda: _patched(compute, FP8_EFFICIENCY=1.0)),
+        ("FP8 elementwise traffic x1.5 (-> x1)",
+         lambda: _patched(compute, FP8_ELEMENTWISE_FACTOR=1.0)),
+        ("attention efficiency by flash blocks (-> 0.55 flat)",
+         lambda: _patched(compute, attention_efficiency=lambda blocks: compute.E_ATTN)),
+    ]
+
+
+def _line(name: str, rows: list[dict]) -> str:
+    def stats(sub):
+        e = [abs(r["error"]) for r in sub]
+        return f"{100 * statistics.median(e):5.1f}% {100 * pct(e, 0.9):6.1f}%"
+    dense = [r for r in rows if not r["moe"]]
+    moe = [r for r in rows if r["moe"]]
+    return f"{name:<74} {stats(rows)}  {stats(dense)}  {stats(moe)}"
+
+
+def ablation() -> None:
+    print(f"\n{'without':<74} {'all: med    p90':>15}  {'dense: med  p90':>15}  {'MoE: med    p90':>15}")
+    print(_line("(nothing: the model as shipped)", calibration.throughput_rows()))
+    for name, patch in _terms():
+        with patch():
+            print(_line(name, calibration.throughput_rows()))
+
+
 def main() -> None:
     layer = calibration.layer_compute_rows()
     errs = sorted(abs(r["error"]) for r in layer)
@@ -43,6 +121,16 @@ def main() -> None:
     print(f"\n{'group':<20} {'rows':>5} {'median |err|':>13} {'p90 |err|':>10}")
     for (g, p), (n, med, p90) in sorted(summary(rows).items()):
         print(f"{g + ' ' + p:<20} {n:>5} {100 * med:12.1f}% {100 * p90:9.1f}%")
+    rows_by_id = {r["id"]: r for r in calibration.published_runs()}
+    kept = [r for r in rows if not unmodelled(rows_by_id[r["id"]])]
+    apart = sorted({unmodelled(rows_by_id[r["id"]]) for r in rows} - {None})
+    print(f"\nwithout the {len(rows) - len(kept)} rows that ran under conditions the model does not know "
+          f"({'; '.join(apart)}):")
+    for (g, p), (n, med, p90) in sorted(summary(kept).items()):
+        if g in ("all", "moe"):
+            print(f"{g + ' ' + p:<20} {n:>5} {100 * med:12.1f}% {100 * p90:9.1f}%")
+    if "--ablation" in sys.argv:
+        ablation()
 
 
 if __name__ == "__main__":

@@ -37,10 +37,11 @@ def test_torchtitan_whole_step_peaks():
 
 def test_trainer_steps_memory_like_for_like():
     """h100_hf_trainer_steps.jsonl: the estimate less CUDA context and fragmentation against
-    torch.cuda.max_memory_allocated, on the rows a fit may use and on the held-out rows."""
+    torch.cuda.max_memory_allocated, on the rows a fit may use and on the held-out rows: the
+    issue's targets, median within 5% and none beyond 10%, on both."""
     rows = calibration.trainer_rows()
     assert len(rows) == 24
-    for held_out, med, top in ((False, 0.025, 0.06), (True, 0.035, 0.14)):
+    for held_out, med, top in ((False, 0.025, 0.06), (True, 0.02, 0.10)):
         errs = [abs(r["error"]) for r in rows if r["error"] is not None and r["held_out"] == held_out]
         assert statistics.median(errs) < med and max(errs) < top, (held_out, errs)
 

@@ -72,6 +72,20 @@ def fp32_residual_extra(t: TrainingSpec, lay: Layout):
     return where(lay.zero > 0, 0.0, 2.0)
 
 
+def experts_in_fp32(t: TrainingSpec, lay: Layout):
+    """Whether the routed experts run in fp32: under transformers' Trainer with fp32 weights
+    (hf, the bf16 recipe, no ZeRO, not LoRA) Mixtral-style experts are fp32 parameters that
+    bf16 autocast does not cast for the expert matmuls, so their inputs, intermediates and
+    outputs are fp32 -- twice the bytes of a bf16 model's -- and the GEMMs run at the fp32 rate
+    (kb/perf/compute.expert_gemm_rate: the measured Trainer MoE steps of
+    h100_hf_trainer_steps.jsonl, t09 and t21, are 142 ms per MoE layer slower than a bf16
+    estimate, their expert FLOPs at the fp32 rate). One condition for both, so memory and time
+    agree on what runs."""
+    if t.framework != "hf" or t.precision != "bf16" or t.training in ("lora", "qlora"):
+        return False
+    return lay.zero == 0
+
+
 def _attention_bytes(m: ModelSpec, t: TrainingSpec, q: float, kv: float, heads: float, s_local: int) -> float:
     """Per token: what attention keeps (q, kv are per-rank widths; heads per rank)."""
     if m.is_mla:
@@ -136,7 +150,8 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
         # --recompute-modules moe_act: the expert activation's output (fc2's input, 2 bytes per
         # unit of the expert width) is freed and recomputed the same way (experts.py)
         act_out = 2.0 * exp_w if rc == "modules" else 0.0
-        mlp = routed_share * (8.0 * m.experts + k * (2.0 * h + _mlp_bytes(m, prof, exp_w) - act_out + out_kept))
+        routed = k * (2.0 * h + _mlp_bytes(m, prof, exp_w) - act_out + out_kept)
+        mlp = routed_share * (8.0 * m.experts + where(experts_in_fp32(t, lay), 2.0, 1.0) * routed)
         if m.shared_width:
             mlp += _mlp_bytes(m, prof, m.shared_width / tp)
     else:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..frameworks import profile as framework_profile
+from ..memory.activations import experts_in_fp32
 from ..layout import Layout
 from ..schema import GPUSpec, ModelSpec, TrainingSpec
 from ..vec import maximum, minimum, where
@@ -59,18 +60,12 @@ FP32_OVER_BF16 = 67.0 / 989.0
 
 
 def expert_gemm_rate(t: TrainingSpec, lay: Layout):
-    """Share of the GEMM peak the routed experts' GEMMs run at: 1, except under transformers'
-    Trainer with fp32 weights (hf, the bf16 recipe, no ZeRO), where the experts' matmuls run in
-    fp32: transformers' Mixtral keeps its experts as fp32 parameters and the Trainer's bf16=True
-    only autocasts, and the measured Trainer MoE steps (h100_hf_trainer_steps.jsonl t09, t21) are
-    slower than the bf16 estimate by 142 and 141 ms per MoE layer -- their expert GEMM FLOPs at
-    48 TFLOP/s, the fp32 rate (67 TF x E_GEMM), not the bf16 one. Nothing here is fitted."""
-    if t.framework != "hf" or t.precision != "bf16" or t.training in ("lora", "qlora"):
-        return 1.0
-    return where(lay.zero > 0, 1.0, FP32_OVER_BF16)
-
-
-
+    """Share of the GEMM peak the routed experts' GEMMs run at: 1, or the fp32 rate where the
+    experts run in fp32 (kb/memory/activations.experts_in_fp32: transformers' Trainer with fp32
+    weights; the measured Trainer MoE steps t09 and t21 are slower than the bf16 estimate by
+    142 and 141 ms per MoE layer -- their expert GEMM FLOPs at 48 TFLOP/s, the fp32 rate
+    (67 TF x E_GEMM), not the bf16 one). Nothing here is fitted."""
+    return where(experts_in_fp32(t, lay), FP32_OVER_BF16, 1.0)
 
 
 def gemm_efficiency(d: float) -> float:

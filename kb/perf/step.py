@@ -84,11 +84,14 @@ def trained_fraction(m, t) -> float:
     return lora_params(m, t.lora_rank) / total_params(m)
 
 
-def moe_layer_overhead(framework: str) -> float:
+def moe_layer_overhead(framework: str, local_experts) -> float:
     """Seconds per MoE layer per micro-batch (forward + backward) that scale with neither the
-    tokens nor the GPU: the dispatcher's host sync and the many small routing, permutation and
-    grouped-GEMM kernels (kb/data/frameworks.yaml, moe_layer_overhead_ms, with its fit)."""
-    return framework_profile(framework)["moe_layer_overhead_ms"] / 1e3
+    tokens nor the GPU: a part per layer (the dispatcher's host sync, the routing and
+    permutation kernels) and a part per expert the rank holds (one GEMM per local expert in
+    Transformer Engine's grouped linear, each with its launches and casts) --
+    kb/data/frameworks.yaml, moe_layer_overhead_ms and moe_expert_overhead_ms, with their fit."""
+    prof = framework_profile(framework)
+    return (prof["moe_layer_overhead_ms"] + prof["moe_expert_overhead_ms"] * local_experts) / 1e3
 
 
 def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
@@ -113,7 +116,7 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
             extra = lt.attention / 3.5 + lt.elementwise / 4.0
         compute += n * (lt.total + extra)
     # full recomputation runs each layer's forward -- its dispatch and sync included -- again
-    compute += sp.moe_layers * moe_layer_overhead(t.framework) * (4.0 / 3.0 if lay.recompute == "full" else 1.0)
+    compute += sp.moe_layers * moe_layer_overhead(t.framework, m.experts / lay.ep) * (4.0 / 3.0 if lay.recompute == "full" else 1.0)
     tokens = lay.mbs * t.seq_len / lay.cp
     if last:
         # the LM head is one GEMM (tokens x V/tp x h) in bf16, at the shape-dependent efficiency
