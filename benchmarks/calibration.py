@@ -204,6 +204,23 @@ def throughput_cases() -> list[dict]:
     return cases
 
 
+def _shard_group_unpublished(r: dict) -> bool:
+    """The row says FSDP but not over how many ranks it shards ("FSDP=?"): the loader guesses."""
+    return "fsdp=?" in str(r.get("sharding") or "").lower()
+
+
+def _unmodelled_speed(r: dict) -> str | None:
+    """What the row's own text says it ran under that the step-time model does not know, or None."""
+    notes = (r.get("notes") or "").lower()
+    if " at 500w" in notes:
+        return "power-capped GPUs (500 W)"
+    if "performance regression" in notes:
+        return "a performance regression the source names"
+    if _shard_group_unpublished(r):
+        return "FSDP shard group not published"
+    return None
+
+
 def throughput_rows() -> list[dict]:
     from shardwise.kb.perf import step_time
     out = []
@@ -216,7 +233,8 @@ def throughput_rows() -> list[dict]:
             meas, pred, what = c["measured_tflops"], st.model_tflops_per_gpu, "TFLOP/s/GPU"
         out.append({"id": r["id"], "gpu": r["gpu_type"], "precision": c["job"].training.precision,
                     "moe": c["job"].model.is_moe, "measured": meas, "predicted": pred, "what": what,
-                    "error": pred / meas - 1, "artefact": None, "layout": c["layout"].describe()})
+                    "error": pred / meas - 1, "artefact": None, "layout": c["layout"].describe(),
+                    "unmodelled": _unmodelled_speed(r)})
     return out
 
 
@@ -311,7 +329,7 @@ def trainer_rows() -> list[dict]:
 def _unmodelled(r: dict, lay) -> str | None:
     """Why a published layout cannot be rebuilt well enough to judge its memory, or None: what
     NVIDIA's recipe for the run does that the row does not record."""
-    if "fsdp=?" in str(r.get("sharding") or "").lower():
+    if _shard_group_unpublished(r):
         return "FSDP shard group not published (the loader assumes one node)"
     if lay.zero == 3 and r["gpu_type"] in ("GB200", "GB300") and r["model_key"] in ("llama3-70b", "llama3.1-405b"):
         # Megatron-Bridge scripts/performance/configs/llama/llama3*_workload_base_configs.py:

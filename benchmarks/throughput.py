@@ -8,7 +8,7 @@ a performance regression the source names, an FSDP shard group it does not publi
 counted in every figure and also reported apart.
 
 --ablation: the same figures with each step-time term taken out in turn (its former or
-neutral form, named in TERMS), so a change's effect is read off one table.
+neutral form, named in _terms), so a change's effect is read off one table.
 """
 from __future__ import annotations
 
@@ -37,18 +37,6 @@ def summary(rows: list[dict]) -> dict:
     return {k: (len(v), statistics.median(v), pct(v, 0.9)) for k, v in groups.items()}
 
 
-def unmodelled(row: dict) -> str | None:
-    """What the row's own text says it ran under that the model does not know, or None."""
-    notes, sharding = (row.get("notes") or "").lower(), str(row.get("sharding") or "").lower()
-    if " at 500w" in notes:
-        return "power-capped GPUs (500 W)"
-    if "performance regression" in notes:
-        return "a performance regression the source names"
-    if "fsdp=?" in sharding:
-        return "FSDP shard group not published"
-    return None
-
-
 @contextmanager
 def _patched(obj, **values):
     """Set attributes (or dict keys) for the duration of a with block."""
@@ -64,24 +52,20 @@ def _patched(obj, **values):
             put(k, v)
 
 
-def _megatron():
-    from shardwise.kb.frameworks import profile
-    return profile("megatron")
-
-
 def _terms():
     """(name, context manager factory) of each term the ablation takes out."""
+    from shardwise.kb.frameworks import profile
     from shardwise.kb.perf import compute
-    mega = _megatron
+    mega = profile("megatron")
     return [
         ("MoE time per local expert (0.15 ms; the former single 3.5 ms per layer)",
-         lambda: _patched(mega(), moe_layer_overhead_ms=3.5, moe_expert_overhead_ms=0.0)),
+         lambda: _patched(mega, moe_layer_overhead_ms=3.5, moe_expert_overhead_ms=0.0)),
         ("MoE fixed time (layer and per-expert parts, none)",
-         lambda: _patched(mega(), moe_layer_overhead_ms=0.0, moe_expert_overhead_ms=0.0)),
+         lambda: _patched(mega, moe_layer_overhead_ms=0.0, moe_expert_overhead_ms=0.0)),
         ("EP all-to-all overlap (0.7 -> 0)",
-         lambda: _patched(mega()["overlap"], ep=0.0)),
+         lambda: _patched(mega["overlap"], ep=0.0)),
         ("TP overlap (0.5 -> 0)",
-         lambda: _patched(mega()["overlap"], tp=0.0)),
+         lambda: _patched(mega["overlap"], tp=0.0)),
         ("FP8 GEMMs at 0.82 of the FP8 peak (-> 1.0)",
          lambda: _patched(compute, FP8_EFFICIENCY=1.0)),
         ("FP8 elementwise traffic x1.5 (-> x1)",
@@ -121,9 +105,8 @@ def main() -> None:
     print(f"\n{'group':<20} {'rows':>5} {'median |err|':>13} {'p90 |err|':>10}")
     for (g, p), (n, med, p90) in sorted(summary(rows).items()):
         print(f"{g + ' ' + p:<20} {n:>5} {100 * med:12.1f}% {100 * p90:9.1f}%")
-    rows_by_id = {r["id"]: r for r in calibration.published_runs()}
-    kept = [r for r in rows if not unmodelled(rows_by_id[r["id"]])]
-    apart = sorted({unmodelled(rows_by_id[r["id"]]) for r in rows} - {None})
+    kept = [r for r in rows if not r["unmodelled"]]
+    apart = sorted({r["unmodelled"] for r in rows} - {None})
     print(f"\nwithout the {len(rows) - len(kept)} rows that ran under conditions the model does not know "
           f"({'; '.join(apart)}):")
     for (g, p), (n, med, p90) in sorted(summary(kept).items()):

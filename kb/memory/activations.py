@@ -60,30 +60,24 @@ def _norm_bytes(m: ModelSpec, prof: str) -> float:
     return 4.0
 
 
-def fp32_residual_extra(t: TrainingSpec, lay: Layout):
-    """Extra bytes per hidden unit per norm when the Trainer runs fp32 weights under bf16
-    autocast: the embedding output is fp32, so the residual stream stays fp32, and transformers'
-    LlamaRMSNorm (hidden.to(input_dtype) with input_dtype fp32, then weight * x) keeps a 4-byte
-    normalised value for the weight's gradient where a bf16 model keeps 2: 4 + 4 + 2 (the bf16
-    cast the next linear saves) = 10 instead of 8. Not under DeepSpeed (ZeRO >= 1 in the
-    Trainer: bf16 weights) or LoRA (a bf16 base model)."""
-    if t.framework != "hf" or t.precision != "bf16" or t.training in ("lora", "qlora"):
-        return 0.0
-    return where(lay.zero > 0, 0.0, 2.0)
-
-
-def experts_in_fp32(t: TrainingSpec, lay: Layout):
-    """Whether the routed experts run in fp32: under transformers' Trainer with fp32 weights
-    (hf, the bf16 recipe, no ZeRO, not LoRA) Mixtral-style experts are fp32 parameters that
-    bf16 autocast does not cast for the expert matmuls, so their inputs, intermediates and
-    outputs are fp32 -- twice the bytes of a bf16 model's -- and the GEMMs run at the fp32 rate
-    (kb/perf/compute.expert_gemm_rate: the measured Trainer MoE steps of
-    h100_hf_trainer_steps.jsonl, t09 and t21, are 142 ms per MoE layer slower than a bf16
-    estimate, their expert FLOPs at the fp32 rate). One condition for both, so memory and time
-    agree on what runs."""
+def fp32_weights_under_autocast(t: TrainingSpec, lay: Layout):
+    """Whether the weights are fp32 under bf16 autocast: transformers' Trainer with bf16=True on
+    a model loaded in fp32 (hf, the bf16 recipe), but not under DeepSpeed (ZeRO >= 1 in the
+    Trainer: bf16 weights) or LoRA/QLoRA (a bf16 or quantised base model). One condition for
+    every term it sets, in memory and in time, so they agree on what runs (a boolean, or one per
+    layout of the search's table)."""
     if t.framework != "hf" or t.precision != "bf16" or t.training in ("lora", "qlora"):
         return False
     return lay.zero == 0
+
+
+def fp32_residual_extra(t: TrainingSpec, lay: Layout):
+    """Extra bytes per hidden unit per norm with fp32 weights under autocast: the embedding
+    output is fp32, so the residual stream stays fp32, and transformers' LlamaRMSNorm
+    (hidden.to(input_dtype) with input_dtype fp32, then weight * x) keeps a 4-byte normalised
+    value for the weight's gradient where a bf16 model keeps 2: 4 + 4 + 2 (the bf16 cast the
+    next linear saves) = 10 instead of 8."""
+    return where(fp32_weights_under_autocast(t, lay), 2.0, 0.0)
 
 
 def _attention_bytes(m: ModelSpec, t: TrainingSpec, q: float, kv: float, heads: float, s_local: int) -> float:
@@ -151,7 +145,10 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
         # unit of the expert width) is freed and recomputed the same way (experts.py)
         act_out = 2.0 * exp_w if rc == "modules" else 0.0
         routed = k * (2.0 * h + _mlp_bytes(m, prof, exp_w) - act_out + out_kept)
-        mlp = routed_share * (8.0 * m.experts + where(experts_in_fp32(t, lay), 2.0, 1.0) * routed)
+        # with fp32 weights under autocast, Mixtral-style experts are fp32 parameters autocast
+        # does not cast for the expert matmuls: their inputs, intermediates and outputs are fp32,
+        # twice the bytes (their GEMMs run at the fp32 rate too, kb/perf/compute.expert_gemm_rate)
+        mlp = routed_share * (8.0 * m.experts + where(fp32_weights_under_autocast(t, lay), 2.0, 1.0) * routed)
         if m.shared_width:
             mlp += _mlp_bytes(m, prof, m.shared_width / tp)
     else:

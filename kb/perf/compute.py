@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..frameworks import profile as framework_profile
-from ..memory.activations import experts_in_fp32
+from ..memory.activations import fp32_weights_under_autocast
 from ..layout import Layout
 from ..schema import GPUSpec, ModelSpec, TrainingSpec
 from ..vec import maximum, minimum, where
@@ -60,12 +60,13 @@ FP32_OVER_BF16 = 67.0 / 989.0
 
 
 def expert_gemm_rate(t: TrainingSpec, lay: Layout):
-    """Share of the GEMM peak the routed experts' GEMMs run at: 1, or the fp32 rate where the
-    experts run in fp32 (kb/memory/activations.experts_in_fp32: transformers' Trainer with fp32
-    weights; the measured Trainer MoE steps t09 and t21 are slower than the bf16 estimate by
-    142 and 141 ms per MoE layer -- their expert GEMM FLOPs at 48 TFLOP/s, the fp32 rate
-    (67 TF x E_GEMM), not the bf16 one). Nothing here is fitted."""
-    return where(experts_in_fp32(t, lay), FP32_OVER_BF16, 1.0)
+    """Share of the GEMM peak the routed experts' GEMMs run at: 1, or the fp32 rate with fp32
+    weights under autocast (kb/memory/activations.fp32_weights_under_autocast), where
+    Mixtral-style experts are fp32 parameters autocast does not cast for their matmuls (the
+    measured Trainer MoE steps t09 and t21 are slower than the bf16 estimate by 142 and 141 ms
+    per MoE layer -- their expert GEMM FLOPs at 48 TFLOP/s, the fp32 rate (67 TF x E_GEMM), not
+    the bf16 one). Nothing here is fitted."""
+    return where(fp32_weights_under_autocast(t, lay), FP32_OVER_BF16, 1.0)
 
 
 def gemm_efficiency(d: float) -> float:
@@ -178,9 +179,7 @@ def fp32_residual_bytes(t: TrainingSpec, lay: Layout):
     norm outputs' gradients (3 fp32 adds x 12 = 36) and adds the residual gradients in fp32 (+8):
     74. 112 bytes in all, on top of the 288 of the bf16 layer the profile was fitted on
     (h100_hf_layer_compute.jsonl). Counted, not fitted."""
-    if t.framework != "hf" or t.precision != "bf16" or t.training in ("lora", "qlora"):
-        return 0.0
-    return where(lay.zero > 0, 0.0, FP32_RESIDUAL_BYTES)
+    return where(fp32_weights_under_autocast(t, lay), FP32_RESIDUAL_BYTES, 0.0)
 
 
 FP32_RESIDUAL_BYTES = 112.0

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from ..layout import Layout
 from ..memory import optimizers as opt
+from ..memory.activations import fp32_weights_under_autocast
 from ..schema import TrainingSpec
 from ..vec import where
 
@@ -54,8 +55,9 @@ def microbatch_bytes_per_param(t: TrainingSpec, lay: Layout):
         # bitsandbytes dequantises each NF4 weight to bf16 for every GEMM that uses it: forward,
         # the input-gradient GEMM in backward, and the recomputed forward (read 0.5 + write 2)
         return 2.5 * where(lay.recompute == "full", 3.0, 2.0)
-    if t.framework != "hf" or t.precision != "bf16" or t.training == "lora":
+    fp32 = fp32_weights_under_autocast(t, lay)
+    if fp32 is False:
         return 0.0
     fwd = 6.0 * where(lay.recompute == "full", 2.0, 1.0)
     bwd = 6.0 + 4.0 * (1.0 - 1.0 / lay.grad_accum)
-    return where(lay.zero > 0, 0.0, fwd + bwd)
+    return where(fp32, fwd + bwd, 0.0)
