@@ -74,6 +74,23 @@ def published_runs() -> list[dict]:
 _CATALOG_NAME = {"llama3-8b": "llama-3-8b", "llama3.1-405b": "llama-3.1-405b", "llama3-70b": "llama-3-70b"}
 
 
+def torchtitan_batching(r: dict) -> tuple[int, int, int]:
+    """(micro-batch, micro-batches per step, stages per rank) of a torchtitan benchmark row, from
+    its local batch and schedule.
+
+    torchtitan at 9dec370 (the benchmarks' commit) has no gradient accumulation: train.py runs
+    one forward and backward of the whole local batch per step. With pipelining, the schedule
+    splits the local batch into pipeline_parallel_microbatches, whose default is the pipeline
+    degree (torchtitan/parallelisms/pipeline_llama.py: `job_config.experimental.
+    pipeline_parallel_microbatches or parallel_dims.pp`); the benchmark does not set it. An
+    interleaved schedule (PipelineScheduleMulti) places two stages on each rank by default
+    (pipelining_utils.py generate_split_points: num_stages_per_rank = 2)."""
+    local = int(r["notes"].split("local batch size")[1].split(";")[0])
+    pp = r["pp"] or 1
+    vp = 2 if "interleaved" in r["notes"].lower() else 1
+    return (local // pp, pp, vp) if pp > 1 else (local, 1, 1)
+
+
 def torchtitan_peak_rows() -> list[dict]:
     """Whole-step peak (reserved) of the torchtitan rows: FSDP2 (+TP/PP/CP), H100 96 GB."""
     out = []
@@ -81,14 +98,11 @@ def torchtitan_peak_rows() -> list[dict]:
         if r["peak_memory_gib"] is None or r["source_family"] != "torchtitan_benchmarks":
             continue
         notes = r["notes"]
-        local = int(notes.split("local batch size")[1].split(";")[0])
         pp = r["pp"] or 1
-        mbs = 1 if pp > 1 else local          # torchtitan: PP micro-batch 1 (default), else local batch
-        ga = local // mbs if pp > 1 else 1
+        mbs, ga, vp = torchtitan_batching(r)
         precision = "fp8" if "float8" in r["precision"].lower() else "bf16"
-        job = build_job(model=_CATALOG_NAME[r["model_key"]], gpu="h100-sxm", gpu_memory=r["gpu_memory_gb"],
+        job = build_job(model=_CATALOG_NAME[r["model_key"]], gpu=_row_gpu(r), gpu_memory=r["gpu_memory_gb"],
                         gpus=r["num_gpus"], seq_len=r["seq_len"], framework="fsdp", precision=precision)
-        vp = 2 if "Interleaved" in notes else 1
         recompute = "selective" if "selective" in r["activation_recompute"] else r["activation_recompute"]
         lay = Layout(tp=r["tp"], pp=pp, vp=vp, dp=r["dp"], cp=r["cp"] or 1, zero=3, sp=r["tp"] > 1, mbs=mbs,
                      grad_accum=ga, recompute=recompute)
@@ -144,6 +158,26 @@ def _framework(r) -> str:
     return "fsdp" if ("torchtitan" in f or "olmo" in f or "automodel" in f) else "megatron"
 
 
+def _row_gpu(r: dict) -> str:
+    """Catalog name of the GPU a row ran on: torchtitan's Grand Teton H100s (96 GB HBM2e at
+    500 W, as the benchmark's Hardware section states) have their own entry."""
+    if "hbm2e at 500w" in (r.get("notes") or "").lower():
+        return "h100-sxm-96gb-500w"
+    return _GPU[r["gpu_type"]]
+
+
+def _attention_kernel(r: dict) -> str:
+    """The attention kernel a row ran. torchtitan's December 2024 benchmarks call
+    F.scaled_dot_product_attention (torchtitan 9dec370 models/llama/model.py) on a torch nightly
+    of 2024-12-23, whose SDPA tries the flash backend -- FlashAttention-2 -- first on Hopper
+    (cuDNN attention was made opt-in by pytorch/pytorch#138522 after the 2.5 bugs, and became
+    the default again only with the cuDNN bundled in torch 2.11: sdp_utils.cpp
+    check_prefer_cudnn_attention); with CP, torchtitan's train context pins SDPA to the flash
+    and efficient backends (torchtitan 9dec370 utils.py get_train_context). Every other row is
+    Megatron-Core with Transformer Engine's cuDNN fused attention ("flash")."""
+    return "flash2" if r.get("source_family") == "torchtitan_benchmarks" else "flash"
+
+
 def throughput_cases() -> list[dict]:
     """Every full-model published row with a layout we can rebuild, as (job, layout, measured)."""
     from shardwise.kb.job import Job
@@ -162,10 +196,12 @@ def throughput_cases() -> list[dict]:
         dp = r["dp"] or r["num_gpus"] // (tp * pp * cp)
         if tp * pp * cp * dp != r["num_gpus"] or not r["global_batch_size"]:
             continue
-        mbs = r["micro_batch_size"] or 1
+        mbs, vp = r["micro_batch_size"] or 1, r["vp"] or 1
+        if r["source_family"] == "torchtitan_benchmarks" and "local batch size" in (r["notes"] or ""):
+            mbs, _, vp = torchtitan_batching(r)
         if r["global_batch_size"] % (mbs * dp):
             continue
-        g = catalog.gpu(_GPU[r["gpu_type"]])
+        g = catalog.gpu(_row_gpu(r))
         if r.get("gpu_memory_gb"):
             g = g.model_copy(update={"memory_gib": float(r["gpu_memory_gb"])})
         gpn = r["gpus_per_node"] or g.gpus_per_node
@@ -193,9 +229,10 @@ def throughput_cases() -> list[dict]:
             continue
         rc = str(r["activation_recompute"] or "none").lower()
         rc = "full" if rc.startswith("full") else ("selective" if "selective" in rc else "none")
-        t = TrainingSpec(seq_len=r["seq_len"], precision=_precision(r["precision"]), framework=fw)
+        t = TrainingSpec(seq_len=r["seq_len"], precision=_precision(r["precision"]), framework=fw,
+                         attention=_attention_kernel(r))
         try:
-            lay = Layout(tp=tp, pp=pp, vp=r["vp"] or 1, dp=dp, cp=cp, ep=ep if m.is_moe else 1, zero=zero, shard=shard,
+            lay = Layout(tp=tp, pp=pp, vp=vp, dp=dp, cp=cp, ep=ep if m.is_moe else 1, zero=zero, shard=shard,
                          sp=tp > 1, mbs=mbs, grad_accum=r["global_batch_size"] // (mbs * dp), recompute=rc)
         except Exception:
             continue
@@ -213,7 +250,7 @@ def _unmodelled_speed(r: dict) -> str | None:
     """What the row's own text says it ran under that the step-time model does not know, or None."""
     notes = (r.get("notes") or "").lower()
     if " at 500w" in notes:
-        return "power-capped GPUs (500 W)"
+        return "power-capped GPUs (500 W; the catalog assumes a peak midway between H100 NVL and SXM)"
     if "performance regression" in notes:
         return "a performance regression the source names"
     if _shard_group_unpublished(r):

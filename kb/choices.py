@@ -13,7 +13,12 @@ RECOMPUTE = ("none", "selective", "full", "modules")
 Precision = Literal["bf16", "pure-bf16", "fp8"]
 Framework = Literal["megatron", "deepspeed", "fsdp", "hf"]
 TrainingType = Literal["pretrain", "finetune", "lora", "qlora", "rlhf"]
-Attention = Literal["flash", "sdpa", "eager"]
+# Attention kernels: "flash" a fused kernel of the FlashAttention-3 / cuDNN class (Transformer
+# Engine's fused attention, flash-attn 3, PyTorch SDPA where it picks cuDNN: torch >= 2.11 on
+# Hopper and Blackwell); "sdpa" PyTorch's SDPA, timed as flash; "flash2" FlashAttention-2 (the
+# flash-attn 2 package, transformers' attn_implementation="flash_attention_2", PyTorch SDPA's
+# flash backend, its default before cuDNN); "eager" the unfused matmul-softmax-matmul.
+Attention = Literal["flash", "sdpa", "flash2", "eager"]
 # The optimizer and its implementation (kb/memory/optimizers.py models each one's states and
 # step temporaries). "adamw" is the framework profile's own AdamW (optimizers.FRAMEWORK_ADAMW:
 # fused in all four profiles); the others name one implementation whatever the framework.

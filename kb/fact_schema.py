@@ -83,7 +83,7 @@ DESCRIPTIONS = {
     "cluster.inter_kind": "its kind: infiniband, roce or ethernet",
     "train.seq_len": "tokens per sequence", "train.global_batch": "sequences per optimizer step",
     "train.training": "pretrain, finetune, lora, qlora or rlhf", "train.precision": "bf16, pure-bf16 or fp8",
-    "train.framework": "megatron, deepspeed, fsdp or hf", "train.attention": "flash, sdpa or eager",
+    "train.framework": "megatron, deepspeed, fsdp or hf", "train.attention": "flash, sdpa, flash2 or eager",
     "train.optimizer": "the optimizer and its implementation (adamw = the framework's default)",
     "layout.tp": "tensor-parallel degree", "layout.pp": "pipeline stages",
     "layout.vp": "virtual stages (model chunks) per pipeline rank", "layout.dp": "data-parallel replicas",

@@ -29,8 +29,9 @@ def test_torchtitan_whole_step_peaks():
     rows = calibration.torchtitan_peak_rows()
     assert len(rows) == 16
     assert statistics.median(abs(r["error"]) for r in rows) < 0.06
-    eight_b = [r for r in rows if "llama3-8b" in r["id"]]
-    assert max(abs(r["error"]) for r in eight_b) < 0.15
+    # every row, the 405B ones read with torchtitan's pipeline micro-batches (calibration.
+    # torchtitan_batching: 4 sequences each, not 1; the worst was 24% before)
+    assert max(abs(r["error"]) for r in rows) < 0.15
 
 
 # --- whole steps and published layouts (issue 17) ----------------------------------------------

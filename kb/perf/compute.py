@@ -9,7 +9,8 @@
 * eta_a(B) = E_ATTN x B / (B + B0) with B = micro-batch x heads per rank x seq / 128, the
   flash-attention thread blocks available to fill the GPU: few heads per GPU (high TP) or short
   local sequences (CP) leave SMs idle (memory-models.md section 10: 333/101 TF forward/backward
-  with 8 query heads against 608/488 with 32).
+  with 8 query heads against 608/488 with 32). FlashAttention-2 (--attention flash2) runs at
+  most FLASH2_TFLOPS x the same occupancy factor (see flash_kernel_rate).
 * elementwise bytes per token = the framework profile's figure x hidden (kb/data/frameworks.yaml),
   divided by TP only with sequence parallelism.
 
@@ -77,6 +78,24 @@ def attention_efficiency(blocks: float) -> float:
     return E_ATTN * blocks / (blocks + B0)
 
 
+# FlashAttention-2 issues Ampere's mma.sync instructions, not Hopper's asynchronous wgmma/TMA,
+# so on newer GPUs it stays near what it reaches on an H100: 35% of its 989 TFLOP/s (FA3 paper,
+# Shah et al. 2024, arXiv 2407.08608, abstract: "FlashAttention-2 achieving only 35% utilization
+# on the H100 GPU"), about 350 TFLOP/s at full occupancy. On the A100 it is the native kernel
+# and E_ATTN x 312 is below that cap, so "flash2" and "flash" time alike there.
+FLASH2_TFLOPS = 350.0
+
+
+def flash_kernel_rate(t: TrainingSpec, gpu: GPUSpec, blocks: float) -> float:
+    """FLOP/s of the fused attention kernel the job runs: the FA3/cuDNN class at E_ATTN of the
+    BF16 peak, or FlashAttention-2 capped at FLASH2_TFLOPS; both scaled by how well the
+    flash thread blocks fill the GPU (attention_efficiency)."""
+    full = gpu.tflops_bf16 * 1e12 * E_ATTN
+    if t.attention == "flash2":
+        full = minimum(full, FLASH2_TFLOPS * 1e12)
+    return full * attention_efficiency(blocks) / E_ATTN
+
+
 # Eager attention materialises the causal score matrix: per score, forward writes bf16 QK^T (2),
 # the softmax reads it and writes fp32 (2 + 4), the cast to bf16 reads and writes (4 + 2), AV
 # reads it (2); backward reads the probabilities and writes and reads their gradient twice as
@@ -113,7 +132,6 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     tp = lay.tp
     tokens = lay.mbs * t.seq_len / lay.cp
     h = m.hidden
-    peak = gpu.tflops_bf16 * 1e12
     gemm_peak = gpu.peak_tflops(t.precision) * 1e12
     fp8 = FP8_EFFICIENCY if t.precision == "fp8" else 1.0
     q, kv, o = m.q_width / tp, maximum(m.kv_width / tp, m.hd), m.attn_out_width / tp
@@ -152,7 +170,7 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     if t.attention == "eager":
         attention = eager_attention_time(attn_fwd, tokens * heads * t.seq_len / 2, gpu)
     else:
-        attention = (1.0 + FLASH_BWD_OVER_FWD) * attn_fwd / (peak * attention_efficiency(blocks))
+        attention = (1.0 + FLASH_BWD_OVER_FWD) * attn_fwd / flash_kernel_rate(t, gpu, blocks)
     prof = framework_profile(t.framework)
     seq_shard = where(lay.sp, tp, 1)
     ew = tokens * prof["elementwise_bytes"] * h / seq_shard / (gpu.hbm_gbps * 1e9)
