@@ -72,6 +72,12 @@ def _terms():
          lambda: _patched(compute, FP8_ELEMENTWISE_FACTOR=1.0)),
         ("attention efficiency by flash blocks (-> 0.55 flat)",
          lambda: _patched(compute, attention_efficiency=lambda blocks: compute.E_ATTN)),
+        ("torchtitan rows on FlashAttention-2 (-> the cuDNN-class kernel)",
+         lambda: _patched(calibration, _attention_kernel=lambda r: "flash")),
+        ("torchtitan's Grand Teton H100 entry (-> h100-sxm, 3.35 TB/s, 989 TF)",
+         lambda: _patched(calibration, _row_gpu=lambda r: calibration._GPU[r["gpu_type"]])),
+        ("torchtitan's micro-batches (-> 1 sequence each, accumulated)",
+         lambda: _patched(calibration, torchtitan_batching=lambda r: (1, 1, r["vp"] or 1))),
     ]
 
 
