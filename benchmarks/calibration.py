@@ -233,7 +233,8 @@ def throughput_cases() -> list[dict]:
                          attention=_attention_kernel(r))
         try:
             lay = Layout(tp=tp, pp=pp, vp=vp, dp=dp, cp=cp, ep=ep if m.is_moe else 1, zero=zero, shard=shard,
-                         sp=tp > 1 and r.get("sequence_parallel", True), mbs=mbs, grad_accum=r["global_batch_size"] // (mbs * dp), recompute=rc)
+                         sp=tp > 1 and r.get("sequence_parallel", True), mbs=mbs,
+                         grad_accum=r["global_batch_size"] // (mbs * dp), recompute=rc)
         except Exception:
             continue
         cases.append({"row": r, "job": Job(model=m, cluster=cluster, training=t), "layout": lay,
