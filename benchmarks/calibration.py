@@ -158,10 +158,15 @@ def _framework(r) -> str:
     return "fsdp" if ("torchtitan" in f or "olmo" in f or "automodel" in f) else "megatron"
 
 
+def _power_capped(r: dict) -> bool:
+    """The row ran on torchtitan's Grand Teton H100s: 96 GB HBM2e at 500 W, as the benchmark's
+    Hardware section states."""
+    return "hbm2e at 500w" in (r.get("notes") or "").lower()
+
+
 def _row_gpu(r: dict) -> str:
-    """Catalog name of the GPU a row ran on: torchtitan's Grand Teton H100s (96 GB HBM2e at
-    500 W, as the benchmark's Hardware section states) have their own entry."""
-    if "hbm2e at 500w" in (r.get("notes") or "").lower():
+    """Catalog name of the GPU a row ran on; the power-capped Grand Teton H100s have their own."""
+    if _power_capped(r):
         return "h100-sxm-96gb-500w"
     return _GPU[r["gpu_type"]]
 
@@ -250,7 +255,7 @@ def _shard_group_unpublished(r: dict) -> bool:
 def _unmodelled_speed(r: dict) -> str | None:
     """What the row's own text says it ran under that the step-time model does not know, or None."""
     notes = (r.get("notes") or "").lower()
-    if " at 500w" in notes:
+    if _power_capped(r):
         return "power-capped GPUs (500 W; the catalog assumes a peak midway between H100 NVL and SXM)"
     if "performance regression" in notes:
         return "a performance regression the source names"
