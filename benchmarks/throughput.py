@@ -55,7 +55,7 @@ def _patched(obj, **values):
 def _terms():
     """(name, context manager factory) of each term the ablation takes out."""
     from shardwise.kb.frameworks import profile
-    from shardwise.kb.perf import compute
+    from shardwise.kb.perf import comm, compute
     mega = profile("megatron")
     return [
         ("MoE time per local expert (0.15 ms; the former single 3.5 ms per layer)",
@@ -64,6 +64,8 @@ def _terms():
          lambda: _patched(mega, moe_layer_overhead_ms=0.0, moe_expert_overhead_ms=0.0)),
         ("EP all-to-all overlap (0.7 -> 0)",
          lambda: _patched(mega["overlap"], ep=0.0)),
+        ("ring collectives across nodes on k NICs (-> one NIC per GPU)",
+         lambda: _patched(comm, collective_link=comm.group_link)),
         ("TP overlap (0.5 -> 0)",
          lambda: _patched(mega["overlap"], tp=0.0)),
         ("FP8 GEMMs at 0.82 of the FP8 peak (-> 1.0)",

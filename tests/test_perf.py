@@ -107,7 +107,9 @@ def test_tensor_parallel_across_nodes_is_expensive():
     job = build_job(model="llama-3-70b", gpus=32, seq_len=4096, global_batch=64)
     in_node = run(job, "tp=8,pp=4,mbs=1,recompute=selective").metrics(job)
     across = run(job, "tp=16,pp=2,mbs=1,recompute=selective").metrics(job)
-    assert across["comm_exposed_s"]["tp"] > 5 * in_node["comm_exposed_s"]["tp"]
+    # twice the layers a stage, and the userbuffer overlap lost outside the NVLink domain: the
+    # ring's bandwidth across the two nodes' eight NICs is no better than NVLink's
+    assert across["comm_exposed_s"]["tp"] > 4 * in_node["comm_exposed_s"]["tp"]
     assert across["tokens_per_s"] < in_node["tokens_per_s"]
 
 

@@ -13,8 +13,15 @@ small groups, NCCL's trees beyond.
 
 Which link: Megatron-Core orders ranks tp-cp-ep-dp-pp (parallel_state.py), so a group of size
 n whose members are ``stride`` ranks apart spans n x stride consecutive ranks; if that exceeds
-the NVLink domain (a node, or an NVL72 rack) the group crosses nodes and every transfer runs
-at the inter-node link's per-GPU bandwidth (one NIC per GPU).
+the NVLink domain (a node, or an NVL72 rack) the group crosses nodes. Point-to-point sends and
+all-to-all then run at one NIC's bandwidth (group_link): every member pushes its own bytes out
+through its own NIC. A ring collective is different (collective_link): NCCL runs one ring
+channel per NIC, each ring leaving the domain through a different member, so the inter-node
+hops of k members in a domain share k NICs and the bus bandwidth is k x one NIC's, up to the
+NVLink's (nccl-tests PERFORMANCE.md: busbw is what each hop of the ring carries; NVIDIA/
+nccl-tests#283: ~350 GB/s all_reduce busbw over 248 nodes of 8 H200 with 8 x 400 Gb/s NICs,
+seven times one NIC's ~48 GB/s of NVIDIA/nccl-tests#290). A data-parallel group under TP 8 has
+one member per node and gets one NIC; under TP 1 it has eight and gets the node's eight.
 """
 from __future__ import annotations
 
@@ -22,7 +29,7 @@ from typing import NamedTuple
 
 from ..layout import Layout
 from ..schema import ClusterSpec
-from ..vec import ceil_log2, minimum, where
+from ..vec import ceil_log2, maximum, minimum, where
 
 
 class Link(NamedTuple):
@@ -33,9 +40,21 @@ class Link(NamedTuple):
 
 
 def group_link(c: ClusterSpec, size, stride) -> Link:
+    """The link a group's point-to-point and all-to-all transfers run at: NVLink inside the
+    domain, one NIC per GPU once the group crosses it."""
     intra = (size <= 1) | (size * stride <= c.nvlink_domain)
     return Link(where(intra, c.intra.bus_gbps * 1e9, c.inter.bus_gbps * 1e9),
                 where(intra, c.intra.latency_us * 1e-6, c.inter.latency_us * 1e-6))
+
+
+def collective_link(c: ClusterSpec, size, stride) -> Link:
+    """The link a group's ring collectives (all-reduce, all-gather, reduce-scatter) run at: as
+    group_link, but across domains the bus bandwidth of the k members inside one domain, k NICs
+    (one ring channel each), at most the NVLink's."""
+    link = group_link(c, size, stride)
+    per_domain = maximum(1, minimum(size, c.nvlink_domain // stride))
+    crossing = (size > 1) & (size * stride > c.nvlink_domain)
+    return Link(where(crossing, minimum(c.intra.bus_gbps * 1e9, per_domain * link.bw), link.bw), link.latency_s)
 
 
 def _alpha(link: Link, n):

@@ -126,9 +126,13 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
     act_bytes = tokens * m.hidden * 2.0
     layers = sp.layers
     kinds = {}
-    tp_link = comm.group_link(c, lay.tp, st["tp"])
+    tp_link = comm.collective_link(c, lay.tp, st["tp"])
     n_ar = 4 + (2 if lay.recompute == "full" else 0)
-    kinds["tp"] = layers * n_ar * comm.all_reduce(tp_link, lay.tp, act_bytes) * (1 - ov["tp"])
+    # Transformer Engine's userbuffer overlap maps the TP group's buffers with CUDA IPC /
+    # multicast handles, which exist only inside one NVLink domain (TransformerEngine#1071;
+    # multi-node NVLink since TransformerEngine#1470): a TP group that crosses it is not overlapped
+    tp_overlap = where(lay.tp > c.nvlink_domain, 0.0, ov["tp"])
+    kinds["tp"] = layers * n_ar * comm.all_reduce(tp_link, lay.tp, act_bytes) * (1 - tp_overlap)
     cp_link = comm.group_link(c, lay.cp, st["cp"])
     kv_bytes = tokens * 2 * maximum(m.kv_width / lay.tp, m.hd) * 2.0
     kinds["cp"] = where(lay.cp > 1, layers * 3 * (lay.cp - 1) * comm.p2p(cp_link, kv_bytes) * (1 - ov["cp"]), 0.0)
@@ -157,11 +161,11 @@ def _dp_time(job: Job, lay: Layout, params_rank: float, compute_mb: float) -> fl
     n = lay.dp * lay.cp
     ov = framework_profile(t.framework)["overlap"]["dp"]
     grad_bytes = 4.0 if t.framework in ("megatron", "fsdp", "hf") and t.precision != "pure-bf16" else 2.0
-    plain = comm.all_reduce(comm.group_link(c, n, lay.tp), n, params_rank * grad_bytes) * (1 - ov)
+    plain = comm.all_reduce(comm.collective_link(c, n, lay.tp), n, params_rank * grad_bytes) * (1 - ov)
     ns = lay.shard_group
     replicas = n // ns
-    shard_link = comm.group_link(c, ns, lay.tp)
-    rep = comm.all_reduce(comm.group_link(c, replicas, lay.tp * ns), replicas, params_rank / ns * grad_bytes)
+    shard_link = comm.collective_link(c, ns, lay.tp)
+    rep = comm.all_reduce(comm.collective_link(c, replicas, lay.tp * ns), replicas, params_rank / ns * grad_bytes)
     # ZeRO-3: parameters gathered (bf16) for forward and backward and gradients reduce-scattered,
     # every micro-batch -- except under torch pipelining, which keeps the stage's parameters
     # unsharded across micro-batches (and kb/memory/states.py charges the memory for that)
