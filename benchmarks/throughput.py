@@ -4,7 +4,7 @@ Run: python benchmarks/throughput.py [-v] [--ablation]. Compares tokens/s per GP
 TFLOP/s per GPU where a row gives only that), prints per-row error with -v, and median / 90th
 percentile of |error| by GPU type and precision, and for H100 BF16, H100 FP8 and all rows.
 Rows whose own text says they ran under conditions the model does not know (power-capped GPUs,
-a performance regression the source names, an FSDP shard group it does not publish) are
+a performance regression the source names, a framework without a profile: Paxml on JAX) are
 counted in every figure and also reported apart.
 
 --ablation: the same figures with each step-time term taken out in turn (its former or
