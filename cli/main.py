@@ -16,6 +16,7 @@ import sys
 import click
 
 from shardwise.kb.errors import InputError
+from shardwise.rules.expr import ExprError
 
 # name -> (module, attribute, short help). The short help is the command's own first docstring
 # paragraph, repeated here so that `--help` can list the commands without importing them;
@@ -101,6 +102,8 @@ def _main(argv) -> None:
         sys.exit(0)
     except RecursionError:
         _fail("input nests too deeply")
+    except ExprError as e:  # a rule's condition that parses but cannot be evaluated for this job
+        _fail(f"a rule's expression cannot be evaluated: {e}")
     except Exception as e:  # a bug: still one line, and a distinct status
         _fail(f"internal error ({e.__class__.__name__}: {e}); please report it with the command line", 1)
     sys.exit(rv if isinstance(rv, int) else 0)

@@ -50,7 +50,10 @@ def read_hf_config(path: str) -> ModelSpec:
         raise InputError(f"--hf-config: '{path}' is not valid JSON (line {e.lineno}: {e.msg})")
     if not isinstance(cfg, dict):
         raise InputError(f"--hf-config: '{path}' must hold a JSON object")
-    cfg = cfg.get("text_config", cfg) if cfg.get("model_type") in ("gemma3",) else cfg
+    if cfg.get("model_type") in ("gemma3",):
+        cfg = cfg.get("text_config", cfg)
+        if not isinstance(cfg, dict):
+            raise InputError(f"--hf-config: '{path}': text_config must be a JSON object")
     mt = cfg.get("model_type")
     if not isinstance(mt, str) or mt not in SUPPORTED:
         raise InputError(f"{path}: model_type {mt!r} is not supported; supported: {', '.join(sorted(SUPPORTED))}")

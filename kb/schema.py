@@ -157,7 +157,7 @@ class ClusterSpec(_Frozen):
     gpus_per_node: int = Field(gt=0)
     intra: LinkSpec
     inter: LinkSpec
-    price_per_gpu_hour: Optional[float] = Field(None, ge=0)
+    price_per_gpu_hour: Optional[float] = Field(None, ge=0, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _check(self) -> "ClusterSpec":
@@ -180,7 +180,7 @@ class ClusterSpec(_Frozen):
 
 
 class TrainingSpec(_Frozen):
-    seq_len: int = Field(4096, gt=0)
+    seq_len: int = Field(4096, gt=0, le=2 ** 24)
     mbs: Optional[int] = Field(None, gt=0, description="micro-batch; None lets the advisor choose")
     global_batch: Optional[int] = Field(None, gt=0, description="sequences per optimizer step, as the user gave them")
     global_batch_tokens: Optional[float] = Field(None, gt=0, description="tokens per optimizer step, as the user "
@@ -191,7 +191,7 @@ class TrainingSpec(_Frozen):
     recompute: Literal[RECOMPUTE_CHOICES] = "auto"
     attention: Attention = "flash"
     framework: Framework = "megatron"
-    token_budget: Optional[float] = Field(None, gt=0)
+    token_budget: Optional[float] = Field(None, gt=0, allow_inf_nan=False)
     lora_rank: int = Field(16, gt=0)
     rlhf_models: int = Field(4, ge=2, le=4, description="PPO holds policy, value, reference and reward")
     defaulted: tuple[str, ...] = Field((), description="settings the user left out and build_job filled in "

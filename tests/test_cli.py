@@ -53,6 +53,8 @@ BAD = [
     (["memory", "--model", "llama-3-70b", "--gpus", "8", "--layout", "tp=8", "--global-batch", "3", "--mbs", "2"], "divisible"),
     (["memory", "--model", "llama-3-70b", "--gpus", "8"], "--layout"),
     (["frobnicate"], "No such command"),
+    (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--price-per-gpu-hour", "inf", "--token-budget", "1B"], "finite"),
+    (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--seq-len", "99999999999999999999"], "--seq-len"),
 ]
 
 
@@ -77,3 +79,20 @@ def test_job_file(run_cli, tmp_path):
     p.write_text("model: [unclosed\n")
     code, _, err = run_cli("memory", "-f", str(p), "--layout", "tp=8")
     assert code == 2 and "not valid YAML" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_rule_that_cannot_be_evaluated_is_refused_in_one_line(run_cli, tmp_path):
+    rules = tmp_path / "house.yaml"
+    rules.write_text('rules:\n  - id: house.x\n    title: t\n    priority: 500\n'
+                     '    when: "cluster.gpus / 0 > 1"\n    then:\n      - require: "layout.tp <= 4"\n'
+                     '    because: because\n')
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "16", "--rules", str(rules))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "division by zero" in err
+
+
+def test_a_gemma3_config_whose_text_config_is_not_an_object_is_refused(run_cli, tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"model_type": "gemma3", "text_config": ["not", "an", "object"]}))
+    code, out, err = run_cli("recommend", "--hf-config", str(cfg), "--gpus", "8")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "text_config" in err
