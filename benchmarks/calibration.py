@@ -103,9 +103,8 @@ def torchtitan_peak_rows() -> list[dict]:
         precision = "fp8" if "float8" in r["precision"].lower() else "bf16"
         job = build_job(model=_CATALOG_NAME[r["model_key"]], gpu=_row_gpu(r), gpu_memory=r["gpu_memory_gb"],
                         gpus=r["num_gpus"], seq_len=r["seq_len"], framework="fsdp", precision=precision)
-        recompute = "selective" if "selective" in r["activation_recompute"] else r["activation_recompute"]
         lay = Layout(tp=r["tp"], pp=pp, vp=vp, dp=r["dp"], cp=r["cp"] or 1, zero=3, sp=r["tp"] > 1, mbs=mbs,
-                     grad_accum=ga, recompute=recompute)
+                     grad_accum=ga, recompute=_recompute(r))
         est = estimate_memory(job, lay)
         out.append({"id": r["id"], "measured": r["peak_memory_gib"], "predicted": est.peak_gib,
                     "error": est.peak_gib / r["peak_memory_gib"] - 1,

@@ -15,7 +15,7 @@ from shardwise.rules import expr
 from shardwise.search.choice import order_by
 
 from .run import Decision, UserPin
-from .text import pct
+from .text import slower
 
 _FIELD = {"recompute": "rc"}
 _LAYOUT_PATH = {s: f"layout.{s}" for s in SETTINGS}
@@ -72,7 +72,7 @@ def _ruled_out(d: Decision, i: int, head_tps: float) -> str:
     broke = [p for p, m in zip(d.preferences, d.broken) if m[i] and not m[d.index]]
     also = "; breaks " + ", ".join(f"{p.rule.id} (worth {p.worth:g}%)" for p in broke) if broke else ""
     if delta <= 0:
-        return (f"{pct(delta)} slower" if pct(delta) != "0%" else "as fast, to 0.01%") + also
+        return slower(delta) + also
     if not broke:               # faster, honours as much, yet not chosen: a tie broken by headroom or simplicity
         return "ties on the objective; the headline has more memory headroom or fewer moving parts"
     return "breaks " + ", ".join(f"{p.rule.id} (worth {p.worth:g}%)" for p in broke)
@@ -153,9 +153,9 @@ def kept_despite(d: Decision) -> list[dict]:
         ok = d.allowed & ~m
         if ok.any():
             i = int(order_by(t, d.choice.objective, ok)[0])
-            slower = 100 * (1 - float(t.tokens_per_s[i]) / head)
+            loss = 100 * (1 - float(t.tokens_per_s[i]) / head)
             out.append({"rule": p.rule.id, "worth_pct": p.worth, "honoured_by": t.layout(i).describe(),
-                        "slower_pct": round(slower, 2)})
+                        "slower_pct": round(loss, 2)})
         else:
             out.append({"rule": p.rule.id, "worth_pct": p.worth, "honoured_by": None, "slower_pct": None})
     return out

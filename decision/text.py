@@ -9,6 +9,12 @@ def pct(x: float) -> str:
     return f"{x:.1f}%" if x >= 0.1 else f"{x:.2f}%" if x >= 0.005 else "0%"
 
 
+def slower(x: float) -> str:
+    """'3.2% slower', or 'as fast, to 0.01%' when the estimator cannot tell the two apart."""
+    p = pct(x)
+    return f"{p} slower" if p != "0%" else "as fast, to 0.01%"
+
+
 def faster(x: float) -> str:
     """'3.2% faster', or 'as fast (to 0.01%)' when the estimator cannot tell the two apart."""
     p = pct(x)

@@ -57,9 +57,8 @@ def _kv(d: dict, pairs_per_row: int = 1) -> str:
 
 
 def _setting(s: dict) -> str:
-    v = s["value"]
-    shown = ("on" if v else "off") if isinstance(v, bool) else v
-    out = [f'<div class="setting" id="why-{s["setting"]}"><h3>{_e(SETTING_NAMES[s["setting"]])} = {_e(shown)}</h3>']
+    out = [f'<div class="setting" id="why-{s["setting"]}"><h3>{_e(SETTING_NAMES[s["setting"]])} = '
+           f'{_e(shown_setting(s["value"]))}</h3>']
     if s["reasons"]:
         out.append(_table([[r["rule"], f'{r["file"]}:{r["line"] or ""}', r["kind"], r["status"],
                             r.get("what", ""), r["text"]] for r in s["reasons"]],

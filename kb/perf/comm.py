@@ -53,8 +53,8 @@ def collective_link(c: ClusterSpec, size, stride) -> Link:
     (one ring channel each), at most the NVLink's."""
     link = group_link(c, size, stride)
     per_domain = maximum(1, minimum(size, c.nvlink_domain // stride))
-    crossing = (size > 1) & (size * stride > c.nvlink_domain)
-    return Link(where(crossing, minimum(c.intra.bus_gbps * 1e9, per_domain * link.bw), link.bw), link.latency_s)
+    # inside the domain link.bw is the NVLink's already, and the minimum leaves it there
+    return Link(minimum(c.intra.bus_gbps * 1e9, per_domain * link.bw), link.latency_s)
 
 
 def _alpha(link: Link, n):
