@@ -23,7 +23,7 @@ def export(job, to, out, layout, rules, playbook):
     from shardwise.export import Target, export as run_export
     from shardwise.kb.resolve import resolve_layout
 
-    if layout:
+    if layout is not None:
         lay, _ = resolve_layout(job, layout)
     else:
         from shardwise.decision.run import decide

@@ -27,6 +27,7 @@ from shardwise.kb.resolve import assumptions, global_batch
 from shardwise.rules import expr, playbook
 from shardwise.rules.constraints import Constraint, Preference, from_firings
 from shardwise.rules.engine import Firing, run_stratum
+from shardwise.rules.loader import pin_problem
 from shardwise.search.choice import Choice, choose
 from shardwise.search.feasibility import Feasibility
 from shardwise.search.table import Table, apply_constraints, scored_table
@@ -107,6 +108,9 @@ def _merge_pins(user: list[UserPin], from_rules: dict) -> tuple[dict, dict]:
         pins[u.setting], sources[u.setting] = u.value, u
     for setting, entries in from_rules.items():
         for value, rule in entries:
+            problem = pin_problem(setting, value)
+            if problem:
+                raise InputError(f"rule {rule.id} ({rule.where}): {problem}, for this job")
             if setting in pins and pins[setting] != value:
                 prev = sources[setting]
                 by = prev.flag if isinstance(prev, UserPin) else f"rule {prev.id} ({prev.where})"

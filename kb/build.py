@@ -26,13 +26,17 @@ def _first_error(e: ValidationError, prefix: str) -> InputError:
 
 
 def resolve_model(model: Optional[str], hf_config: Optional[str], params: Optional[str]) -> ModelSpec:
-    given = [x for x in (model, hf_config, params) if x]
+    for flag, v in (("--model", model), ("--hf-config", hf_config), ("--params", params)):
+        if isinstance(v, str) and not v.strip():
+            raise InputError(f"{flag}: empty; give a catalog model (`shardwise kb models`), a config.json path "
+                             "or a parameter count such as 70B")
+    given = [x for x in (model, hf_config, params) if x is not None]
     if len(given) != 1:
         raise InputError("give exactly one of --model NAME, --hf-config PATH or --params COUNT "
                          f"(got {len(given)}); e.g. --model llama-3-70b")
-    if model:
+    if model is not None:
         return catalog.model(model)
-    if hf_config:
+    if hf_config is not None:
         return read_hf_config(hf_config)
     return infer_model(parse_count(params, "--params"))
 
@@ -79,7 +83,7 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
     the sequence length, decimal for the budget (kb/counts.py)."""
     given = {k for k, v in dict(training, gpu=gpu, gpus=gpus).items() if v is not None}
     m = resolve_model(model, hf_config, params)
-    g = catalog.gpu(gpu or "h100-sxm")
+    g = catalog.gpu("h100-sxm" if gpu is None else gpu)
     if gpu_memory is not None:
         if not (isinstance(gpu_memory, (int, float)) and 8 <= gpu_memory <= 320):
             raise InputError(f"--gpu-memory: {gpu_memory} GB is outside 8-320")
@@ -87,7 +91,7 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
     gpus = 8 if gpus is None else gpus
     if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= 16384:
         raise InputError(f"--gpus: {gpus!r} must be an integer from 1 to 16384")
-    gpn = gpus_per_node or g.gpus_per_node
+    gpn = g.gpus_per_node if gpus_per_node is None else gpus_per_node
     if isinstance(gpn, bool) or not isinstance(gpn, int) or not 1 <= gpn <= 72:
         raise InputError(f"--gpus-per-node: {gpn!r} must be an integer from 1 to 72")
     gpn = min(gpn, gpus)

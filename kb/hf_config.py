@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from .errors import InputError, read_input_file
+from .params import total_params
 from .schema import ModelSpec
 
 # model_type -> (family, extra fields set on the spec)
@@ -27,12 +28,19 @@ SUPPORTED = {
 }
 
 
-def _field(cfg: dict, path: str, *names: str, required: bool = True, default=None, kind=int):
+# No shape field of a real model comes near 2^31 (vocabularies ~2^18, hidden sizes ~2^14); a
+# larger one overflows the estimators' 64-bit products instead of being refused.
+FIELD_MAX = 2 ** 31 - 1
+# The sizes this tool answers for, as for --params (kb/infer.py)
+PARAMS_MAX = 10 ** 13
+
+
+def _field(cfg: dict, path: str, *names: str, required: bool = True, default=None, kind=int, least: int = 0):
     for n in names:
         if n in cfg and cfg[n] is not None:
             v = cfg[n]
-            if kind is int and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-                raise InputError(f"{path}: field '{n}' must be a non-negative integer, got {v!r}")
+            if kind is int and (isinstance(v, bool) or not isinstance(v, int) or not least <= v <= FIELD_MAX):
+                raise InputError(f"{path}: field '{n}' must be an integer from {least} to {FIELD_MAX}, got {v!r}")
             if kind is bool and not isinstance(v, bool):
                 raise InputError(f"{path}: field '{n}' must be true or false, got {v!r}")
             return v
@@ -58,18 +66,18 @@ def read_hf_config(path: str) -> ModelSpec:
     if not isinstance(mt, str) or mt not in SUPPORTED:
         raise InputError(f"{path}: model_type {mt!r} is not supported; supported: {', '.join(sorted(SUPPORTED))}")
     family, extra = SUPPORTED[mt]
-    h = _field(cfg, path, "hidden_size")
-    heads = _field(cfg, path, "num_attention_heads")
+    h = _field(cfg, path, "hidden_size", least=1)
+    heads = _field(cfg, path, "num_attention_heads", least=1)
     spec = dict(
         name=str(cfg.get("_name_or_path") or p.parent.name or p.stem),
         family=family,
-        layers=_field(cfg, path, "num_hidden_layers"),
+        layers=_field(cfg, path, "num_hidden_layers", least=1),
         hidden=h,
-        ffn=_field(cfg, path, "intermediate_size"),
+        ffn=_field(cfg, path, "intermediate_size", least=1),
         heads=heads,
-        kv_heads=_field(cfg, path, "num_key_value_heads", required=False, default=heads),
+        kv_heads=_field(cfg, path, "num_key_value_heads", required=False, default=heads, least=1),
         head_dim=_field(cfg, path, "head_dim", required=False, default=0),
-        vocab=_field(cfg, path, "vocab_size"),
+        vocab=_field(cfg, path, "vocab_size", least=1),
         tied=_field(cfg, path, "tie_word_embeddings", required=False, default=extra.get("tied", False), kind=bool),
         source=f"Hugging Face config.json at {path}",
     )
@@ -77,34 +85,38 @@ def read_hf_config(path: str) -> ModelSpec:
     if mt == "qwen2" or mt == "qwen2_moe":
         spec["qkv_bias"] = True
     if mt in ("mixtral",):
-        spec.update(experts=_field(cfg, path, "num_local_experts"), top_k=_field(cfg, path, "num_experts_per_tok"),
-                    expert_ffn=spec["ffn"])
+        spec.update(experts=_field(cfg, path, "num_local_experts", least=1),
+                    top_k=_field(cfg, path, "num_experts_per_tok", least=1), expert_ffn=spec["ffn"])
     if mt in ("qwen3_moe", "qwen2_moe"):
-        spec.update(experts=_field(cfg, path, "num_experts"), top_k=_field(cfg, path, "num_experts_per_tok"),
-                    expert_ffn=_field(cfg, path, "moe_intermediate_size"))
+        spec.update(experts=_field(cfg, path, "num_experts", least=1),
+                    top_k=_field(cfg, path, "num_experts_per_tok", least=1),
+                    expert_ffn=_field(cfg, path, "moe_intermediate_size", least=1))
         if _field(cfg, path, "decoder_sparse_step", required=False, default=1) != 1 or cfg.get("mlp_only_layers"):
             raise InputError(f"{path}: decoder_sparse_step != 1 / mlp_only_layers are not supported; "
                              "only models whose every layer is MoE")
         if mt == "qwen2_moe":
-            spec["shared_ffn"] = _field(cfg, path, "shared_expert_intermediate_size")
+            spec["shared_ffn"] = _field(cfg, path, "shared_expert_intermediate_size", least=1)
             spec["shared_experts"] = 1
     if mt == "deepseek_v3":
-        spec.update(experts=_field(cfg, path, "n_routed_experts"), top_k=_field(cfg, path, "num_experts_per_tok"),
-                    expert_ffn=_field(cfg, path, "moe_intermediate_size"),
+        spec.update(experts=_field(cfg, path, "n_routed_experts", least=1),
+                    top_k=_field(cfg, path, "num_experts_per_tok", least=1),
+                    expert_ffn=_field(cfg, path, "moe_intermediate_size", least=1),
                     shared_experts=_field(cfg, path, "n_shared_experts", required=False, default=0),
                     first_dense=_field(cfg, path, "first_k_dense_replace", required=False, default=0),
                     q_lora_rank=_field(cfg, path, "q_lora_rank", required=False, default=0),
-                    kv_lora_rank=_field(cfg, path, "kv_lora_rank"),
-                    qk_nope_dim=_field(cfg, path, "qk_nope_head_dim"),
-                    qk_rope_dim=_field(cfg, path, "qk_rope_head_dim"),
-                    v_head_dim=_field(cfg, path, "v_head_dim"))
-    if h <= 0 or heads <= 0:
-        raise InputError(f"{path}: hidden_size and num_attention_heads must be positive")
+                    kv_lora_rank=_field(cfg, path, "kv_lora_rank", least=1),
+                    qk_nope_dim=_field(cfg, path, "qk_nope_head_dim", least=1),
+                    qk_rope_dim=_field(cfg, path, "qk_rope_head_dim", least=1),
+                    v_head_dim=_field(cfg, path, "v_head_dim", least=1))
     if not spec["head_dim"] and h % heads:
         raise InputError(f"{path}: num_attention_heads {heads} does not divide hidden_size {h}, and no head_dim "
                          "is given; give head_dim or heads that divide the hidden size")
     try:
-        return ModelSpec(**spec)
+        model = ModelSpec(**spec)
     except ValueError as e:
         first = e.errors()[0] if hasattr(e, "errors") else {"msg": str(e)}
         raise InputError(f"{path}: inconsistent config: {first.get('msg', e)}")
+    if total_params(model) > PARAMS_MAX:
+        raise InputError(f"{path}: the config describes {total_params(model):.3g} parameters; supported: up to "
+                         "10T (as for --params)")
+    return model

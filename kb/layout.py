@@ -145,7 +145,10 @@ def parse_layout(text: str, gpus: Optional[int] = None, framework: Optional[str]
     """
     names = {f.name for f in fields(Layout)}
     given: dict = {}
-    for item in filter(None, (x.strip() for x in re.split(r"[,\s]+", text or ""))):
+    items = [x for x in re.split(r"[,\s]+", text or "") if x]
+    if not items:       # every setting would take its default: not a layout anyone asked for
+        raise InputError("--layout: no settings given; e.g. \"tp=8,pp=4,dp=1,zero=1,mbs=4\"")
+    for item in items:
         if "=" not in item:
             raise InputError(f"--layout: '{item}' is not key=value; e.g. \"tp=8,pp=4,dp=1,zero=1,mbs=4\"")
         k, v = (s.strip().lower() for s in item.split("=", 1))

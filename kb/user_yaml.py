@@ -2,7 +2,8 @@
 
 Safe loading already refuses Python objects; this also refuses aliases (``*name``): nothing a
 user writes needs them, and nine nested aliases of nine references expand to hundreds of
-millions of values the moment anything walks or prints the result (a "billion laughs").
+millions of values the moment anything walks or prints the result (a "billion laughs"); and
+a key given twice in one mapping, which PyYAML would settle silently by keeping the last.
 """
 from __future__ import annotations
 
@@ -18,6 +19,18 @@ class UserYamlLoader(yaml.SafeLoader):
         if self.check_event(AliasEvent):
             raise ComposerError(None, None, "aliases (*name) are not allowed", self.peek_event().start_mark)
         return super().compose_node(parent, index)
+
+    def construct_mapping(self, node, deep=False):
+        # PyYAML keeps the last of two equal keys; a job file with `gpus: 8` and later `gpus: 64`
+        # would silently run the second -- refuse it, naming the line of the repeat
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"key {key!r} given twice",
+                                                        key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def yaml_error(name: str, e: yaml.YAMLError) -> InputError:

@@ -24,6 +24,14 @@ from .loader import Rule, SOFT, expand, read_rule_file
 MAX_WORTH_SUM = 100.0
 # Facts with a known finite set of values: a test for any other value can never hold.
 DOMAINS = {"layout.recompute": set(RECOMPUTE), "same.min_recompute": set(RECOMPUTE)}
+# Numeric facts with a known range (kb/schema.py, kb/layout.py bounds): a comparison outside
+# it can never hold. Counts and degrees are at least 1; ZeRO is a stage 0-3.
+_COUNT = (1, math.inf)
+RANGES = {"cluster.gpus": (1, 16384), "cluster.gpus_per_node": (1, 72), "cluster.nodes": _COUNT,
+          "cluster.nvlink_domain": _COUNT, "cluster.gpu_memory_gib": (8, 320), "model.layers": _COUNT,
+          "model.hidden": _COUNT, "model.heads": _COUNT, "model.kv_heads": _COUNT, "model.vocab": _COUNT,
+          "model.experts": (0, math.inf), "train.seq_len": (1, 2 ** 24), "train.global_batch": _COUNT,
+          **{f"layout.{k}": _COUNT for k in ("tp", "pp", "vp", "dp", "cp", "ep", "mbs")}, "layout.zero": (0, 3)}
 # Groups whose facts differ from layout to layout (a constraint or preference that reads none
 # of them treats every layout alike).
 PER_LAYOUT = {"layout", "estimate", "neighbour"}
@@ -57,6 +65,11 @@ def _needs(node, acc: dict) -> str | None:
                 path, v = a.value, b.value
         if path is None:
             continue
+        if path in RANGES and isinstance(v, (int, float)) and not isinstance(v, bool) and \
+                not _can_hold(op, v, *RANGES[path]):
+            lo, hi = RANGES[path]
+            return f"{path} {op} {v:g} never holds: {path} is " + (f"from {lo:g} to {hi:g}" if hi < math.inf
+                                                                       else f"at least {lo:g}")
         n = acc.setdefault(path, {"lo": -math.inf, "hi": math.inf, "eq": None, "ne": set()})
         if op == "==":
             if n["eq"] is not None and n["eq"] != v:
@@ -81,6 +94,11 @@ def _needs(node, acc: dict) -> str | None:
         if path in DOMAINS and DOMAINS[path] <= n["ne"]:
             return f"it excludes every value of {path}"
     return None
+
+
+def _can_hold(op: str, v: float, lo: float, hi: float) -> bool:
+    """Whether ``x op v`` holds for some x in [lo, hi]."""
+    return {"<": lo < v, "<=": lo <= v, ">": hi > v, ">=": hi >= v, "==": lo <= v <= hi}.get(op, True)
 
 
 def impossible(node) -> str | None:
@@ -207,6 +225,10 @@ def lint_files(paths: list[str], context: list[tuple[Path, str]]) -> tuple[list[
             if prev is not None and not r.override:
                 problems.append(f"{r.where}: rule id {r.id!r} already used at {prev.where}; add 'override: true' "
                                 "to replace it")
+                continue
+            if prev is None and r.override:
+                problems.append(f"{r.where}: rule {r.id!r} says 'override: true', but no earlier rule (in these "
+                                "files or the playbook) has that id; drop 'override' to add a new rule")
                 continue
             if r.id in mine:
                 given[given.index(mine[r.id])] = r

@@ -56,6 +56,7 @@ _PREDICATE = {"require": {"job", "layout", "estimate"}, "forbid": {"job", "layou
               "avoid": {"job", "layout", "estimate", "feasibility", "neighbour"}}
 _ID = re.compile(r"[a-z0-9][a-z0-9_.-]{0,79}")
 MAX_FILE_BYTES = 1_000_000
+MAX_PIN = 16384          # no degree or micro-batch past the largest cluster (kb/schema.py: gpus <= 16384)
 MAX_RULES = 400          # durable-rules: more distinct literals at one alpha node hang (reference P18)
 
 
@@ -142,8 +143,8 @@ def read_rule_file(path: Path, display: str | None = None) -> tuple[list[Rule], 
         raise InputError(f"{name}: rule file is not UTF-8 text")
     data = load_user_yaml(text, name, _ShippedLineLoader if _shipped(path) else _LineLoader)
     disable: list[str] = []
-    if data is None:
-        return [], []
+    if data is None:        # a house policy that says nothing is a file that lost its rules
+        raise InputError(f"{name}: the rule file is empty; it holds a list of rules (or 'rules:' and 'disable:')")
     if isinstance(data, dict):
         line = data.pop("__line__", 1)
         extra = set(data) - {"rules", "disable"}
@@ -257,11 +258,17 @@ def _action(a, file: str, aline: int, rid: str) -> list[Action]:
             if setting not in SETTINGS:
                 _fail(file, aline, f"rule {rid}: cannot pin {setting!r}; settings: {', '.join(SETTINGS)} "
                                    "(dp is what remains, ga follows from the global batch)")
+            if setting == "recompute" and isinstance(value, str) and re.fullmatch(r"[A-Za-z_]\w*", value) \
+                    and value not in RECOMPUTE:
+                _fail(file, aline, f"rule {rid}: pin recompute: {value!r} is not a mode; "
+                                   f"modes: {', '.join(RECOMPUTE)}")
             text = _literal_text(value)
             node = _expr(text, SETTINGS[setting], file, aline, rid, f"pin {setting}")
             _only(node, {"job"}, file, aline, rid, f"pin {setting}")
-            if setting == "recompute" and node.op == "str" and node.value not in RECOMPUTE:
-                _fail(file, aline, f"rule {rid}: recompute must be one of {', '.join(RECOMPUTE)}")
+            if not expr.paths(node):        # a constant: its value is known now, so is whether it can be pinned
+                problem = pin_problem(setting, expr.evaluate(node, lambda p: None))
+                if problem:
+                    _fail(file, aline, f"rule {rid}: {problem}")
             out.append(Action("pin", setting, text, node, line=aline))
         return out
     if kind in ("require", "forbid", "prefer", "avoid"):
@@ -286,6 +293,22 @@ def _only(node, groups: set, file: str, line: int, rid: str, where: str) -> None
         if GROUP_OF[p] not in groups:
             _fail(file, line, f"rule {rid}: {where} reads {p} ({GROUP_OF[p]} fact); it may read "
                               f"{', '.join(sorted(groups))} facts (`shardwise rules facts` lists them)")
+
+
+def pin_problem(setting: str, value) -> str | None:
+    """Why ``value`` cannot be pinned for ``setting`` (None if it can). Degrees and the
+    micro-batch are whole numbers of at least 1 (a degree of 0 divides by zero, a fraction would
+    be truncated into another layout); ZeRO is a stage 0-3; sp true/false; recompute a mode."""
+    if setting == "recompute":
+        return None if value in RECOMPUTE else f"pin recompute = {value!r}: modes are {', '.join(RECOMPUTE)}"
+    if setting == "sp":
+        return None if isinstance(value, bool) else f"pin sp = {value!r}: sp takes true or false"
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer()
+    if setting == "zero":
+        return None if ok and 0 <= value <= 3 else f"pin zero = {value!r}: ZeRO stages are 0, 1, 2, 3"
+    if ok and 1 <= value <= MAX_PIN:
+        return None
+    return f"pin {setting} = {value!r}: {setting} takes a whole number from 1 to {MAX_PIN}"
 
 
 def _literal_text(value) -> str:
@@ -363,6 +386,9 @@ def load_rulebook(paths: list[Path], displays: list[str] | None = None, changes:
                     changes.append({"rule": r.id, "change": "overridden", "by": r.where,
                                     "was": rules[by_id[r.id]].where})
                 rules[by_id[r.id]] = r
+            elif r.override:        # a mistyped id would add a second rule and leave the one meant in force
+                raise InputError(f"{r.where}: rule {r.id!r} says 'override: true', but no earlier rule has that id "
+                                 "(`shardwise rules list` shows the ids); drop 'override' to add a new rule")
             else:
                 by_id[r.id] = len(rules)
                 rules.append(r)

@@ -55,6 +55,13 @@ BAD = [
     (["frobnicate"], "No such command"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--price-per-gpu-hour", "inf", "--token-budget", "1B"], "finite"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--seq-len", "99999999999999999999"], "--seq-len"),
+    # an empty or zero value is refused, not read as "not given" and replaced by a default
+    (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--gpu", ""], "unknown gpu ''"),
+    (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--gpus-per-node", "0"], "from 1 to 72"),
+    (["recommend", "--model", "", "--gpus", "8"], "--model: empty"),
+    (["memory", "--model", "llama-3-8b", "--gpus", "8", "--layout", ""], "no settings given"),
+    (["memory", "--model", "llama-3-8b", "--gpus", "8", "--layout", ",,"], "no settings given"),
+    (["export", "--model", "llama-3-8b", "--gpus", "8", "--to", "deepspeed", "--layout", ""], "no settings given"),
 ]
 
 
@@ -76,6 +83,9 @@ def test_job_file(run_cli, tmp_path):
     p.write_text("model: llama-3-70b\ngpus: 32\nsequence: 8192\n")
     code, _, err = run_cli("memory", "-f", str(p), "--layout", "tp=8,pp=4")
     assert code == 2 and "unknown setting 'sequence'" in err
+    p.write_text("model: llama-3-70b\ngpus: 32\nseq_len: 8192\ngpus: 64\n")     # PyYAML would keep the last
+    code, _, err = run_cli("memory", "-f", str(p), "--layout", "tp=8,pp=4")
+    assert code == 2 and f"{p}:4" in err and "'gpus' given twice" in err
     p.write_text("model: [unclosed\n")
     code, _, err = run_cli("memory", "-f", str(p), "--layout", "tp=8")
     assert code == 2 and "not valid YAML" in err and len(err.strip().splitlines()) == 1

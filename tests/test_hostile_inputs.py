@@ -247,10 +247,44 @@ def test_broken_hf_configs_are_refused_naming_the_field(tmp_path_factory, case):
         elif how == "model_type":
             assert "model_type" in msg
         return
-    # accepted: only where the change left a config that still makes sense
+    # accepted: only where the change left a config that still makes sense (a dropped optional
+    # field, or one set to null, takes its documented default)
     assert how in ("drop", "retype", "inconsistent"), (how, key, cfg)
     if how == "inconsistent":
         pytest.fail(f"an inconsistent config was accepted: {cfg}")
+    if how == "retype" and cfg[key] is not None:
+        pytest.fail(f"{key} = {cfg[key]!r} was accepted: {cfg}")
+
+
+DEEPSEEK = {"model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_size": 18432, "num_hidden_layers": 61,
+            "num_attention_heads": 128, "num_key_value_heads": 128, "vocab_size": 129280, "n_routed_experts": 256,
+            "num_experts_per_tok": 8, "moe_intermediate_size": 2048, "n_shared_experts": 1,
+            "first_k_dense_replace": 3, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+            "qk_rope_head_dim": 64, "v_head_dim": 128}
+MIXTRAL = {"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000, "num_local_experts": 8,
+           "num_experts_per_tok": 2}
+
+
+@pytest.mark.parametrize("base, key, value, says", [
+    # a zero where the architecture needs a size: it read as dense, as plain attention, or gave NaN
+    (MIXTRAL, "num_local_experts", 0, "from 1"),
+    (DEEPSEEK, "n_routed_experts", 0, "from 1"),
+    (DEEPSEEK, "kv_lora_rank", 0, "from 1"),
+    (DEEPSEEK, "qk_rope_head_dim", 0, "from 1"),
+    (DEEPSEEK, "v_head_dim", 0, "from 1"),
+    (MIXTRAL, "num_key_value_heads", 0, "from 1"),
+    # past what a 64-bit product holds, or past the sizes --params allows
+    (MIXTRAL, "num_hidden_layers", 10 ** 30, "2147483647"),
+    (MIXTRAL, "hidden_size", 10 ** 30, "2147483647"),
+    (MIXTRAL, "num_hidden_layers", 2 ** 20, "up to 10T"),
+])
+def test_configs_with_impossible_sizes_are_refused_naming_the_field(tmp_path, base, key, value, says):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({**base, key: value}))
+    with pytest.raises(InputError) as e:
+        build_job(hf_config=str(p), gpus=8)
+    assert says in one_line(e.value) and (key in one_line(e.value) or "parameters" in one_line(e.value))
 
 
 def test_the_generated_rule_files_exercised_every_outcome():

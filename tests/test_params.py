@@ -95,5 +95,5 @@ def test_truncated_and_inconsistent_configs_are_refused_naming_the_field(tmp_pat
         read_hf_config(str(p))
     cfg = dict(HF_CONFIGS["llama3_8b"][0], hidden_size="4096")
     p.write_text(json.dumps(cfg))
-    with pytest.raises(InputError, match="'hidden_size' must be a non-negative integer"):
+    with pytest.raises(InputError, match="'hidden_size' must be an integer from 1 to "):
         read_hf_config(str(p))

@@ -78,7 +78,14 @@ BAD = [
     # pins: only settings, only job facts, typed
     (HARD.replace('- require: "layout.tp <= 4"', "- pin: {dp: 4}"), ":6", "cannot pin 'dp'"),
     (HARD.replace('- require: "layout.tp <= 4"', "- pin: {tp: layout.pp}"), ":6", "pin tp reads layout.pp"),
-    (HARD.replace('- require: "layout.tp <= 4"', "- pin: {recompute: sometimes}"), ":6", "unknown fact"),
+    (HARD.replace('- require: "layout.tp <= 4"', "- pin: {recompute: sometimes}"), ":6",
+     "'sometimes' is not a mode; modes: none, selective, full, modules"),
+    # a constant pin's value is checked on loading: a degree of 0 divided by zero, a fraction was
+    # truncated into another layout, a ZeRO stage past 3 or a negative degree allowed nothing
+    (HARD.replace('- require: "layout.tp <= 4"', "- pin: {tp: 0}"), ":6", "whole number from 1"),
+    (HARD.replace('- require: "layout.tp <= 4"', "- pin: {pp: -2}"), ":6", "whole number from 1"),
+    (HARD.replace('- require: "layout.tp <= 4"', "- pin: {mbs: 2.5}"), ":6", "whole number from 1"),
+    (HARD.replace('- require: "layout.tp <= 4"', "- pin: {zero: 4}"), ":6", "stages are 0, 1, 2, 3"),
     (HARD.replace('- require: "layout.tp <= 4"', "- pin: {tp: \"'eight'\"}"), ":6", "must be a number"),
     # worths: a preference needs one, in (0, 100]; a hard action takes none
     (SOFT.replace("        worth: 5\n", ""), ":6", "needs a worth"),
@@ -251,6 +258,20 @@ def test_two_pins_of_one_setting_with_different_values_are_refused_naming_both(t
         decide(build_job(**SMALL), [str(p)])
 
 
+@pytest.mark.parametrize("value", ["train.seq_len // 10000", "train.seq_len / 3000"])
+def test_a_pin_whose_expression_gives_no_valid_setting_is_refused_naming_the_rule(tmp_path, value):
+    """An expression's value is known only for a job: 0 or 1.37 micro-batches there is the rule's
+    error, named with its value, not an internal error or a truncated pin."""
+    p = write(tmp_path, f"""rules:
+  - id: house.mbs-from-seq
+    priority: 600
+    then: [{{pin: {{mbs: "{value}"}}}}]
+    because: x
+""")
+    with pytest.raises(InputError, match=r"rule house.mbs-from-seq .*pin mbs = [0-9.]+: mbs takes a whole number"):
+        decide(build_job(**SMALL), [str(p)])
+
+
 def test_expressions_evaluate_with_our_semantics():
     facts = {"layout.tp": 4, "layout.pp": 2, "memory.fits": False, "layout.recompute": "none"}.__getitem__
     schema = {"layout.tp": "num", "layout.pp": "num", "memory.fits": "bool", "layout.recompute": "str"}
@@ -317,6 +338,32 @@ def test_lint_finds_rules_that_cannot_fire_conflicting_pins_flat_constraints_and
     assert "odd-mode: avoid 'layout.recompute == 'fulll'' is never broken" in out
     # 90 + the playbook's worths pass 100 in all
     assert f"{p}:30: rule greedy: worth 90 brings the preferences' worths to" in out
+
+
+def test_lint_finds_comparisons_outside_a_facts_range(run_cli, tmp_path):
+    p = write(tmp_path, GOOD.replace("layout.tp < 2", "cluster.gpus < 0"))
+    code, out, _ = run_cli("rules", "lint", str(p))
+    assert code == 1 and "cluster.gpus < 0 never holds: cluster.gpus is from 1 to 16384" in out
+    p = write(tmp_path, HARD.replace("layout.tp <= 4", "layout.zero >= 4"))
+    code, out, _ = run_cli("rules", "lint", str(p))
+    assert code == 1 and "removes every layout" in out and "layout.zero is from 0 to 3" in out
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("# house policies go here\n", "the rule file is empty"),
+    ("rules:\n  - id: x\n    priority: 5\n    priority: 6\n    then: [{note: x}]\n    because: x\n",
+     "'priority' given twice"),
+    (HARD.replace("id: house.hard", "id: tp.inside-nvlink-domian\n    override: true"),
+     "says 'override: true', but no earlier rule"),
+])
+def test_a_rule_file_that_would_silently_do_nothing_or_something_else_is_refused(run_cli, tmp_path, text, needle):
+    """An empty file, a repeated key (PyYAML keeps the last), an override of a mistyped id (it
+    would add a rule and leave the one meant in force): refused by a run and by lint."""
+    p = write(tmp_path, text)
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--rules", str(p))
+    assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1, err
+    code, out, _ = run_cli("rules", "lint", str(p))
+    assert code == 1 and needle in out
 
 
 def test_lint_reports_load_errors_with_file_and_line_and_goes_on(run_cli, tmp_path):
