@@ -349,6 +349,16 @@ def test_lint_finds_comparisons_outside_a_facts_range(run_cli, tmp_path):
     assert code == 1 and "removes every layout" in out and "layout.zero is from 0 to 3" in out
 
 
+@pytest.mark.parametrize("cond,needle", [("cluster.gpus / (4 - 4) > 1", "divides by zero ('/ 0')"),
+                                         ("cluster.gpus % 0 == 1", "divides by zero ('% 0')"),
+                                         ("log2(0) < cluster.gpus", "takes log2 of 0")])
+def test_lint_finds_what_no_job_can_evaluate(run_cli, tmp_path, cond, needle):
+    """A run refuses such a rule only when a job reaches it (test_cli); lint says it up front."""
+    p = write(tmp_path, GOOD.replace("layout.tp < 2", cond))
+    code, out, _ = run_cli("rules", "lint", str(p))
+    assert code == 1 and f"{p}:2: rule house.small: when cannot be evaluated for any job: it {needle}" in out
+
+
 @pytest.mark.parametrize("text,needle", [
     ("# house policies go here\n", "the rule file is empty"),
     ("rules:\n  - id: x\n    priority: 5\n    priority: 6\n    then: [{note: x}]\n    because: x\n",
