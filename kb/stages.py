@@ -1,7 +1,9 @@
 """Which layers and parameters sit on which pipeline stage.
 
-Contiguous split of the decoder layers over pp ranks (Megatron's default): with L % pp != 0
-the first ``L % pp`` stages take one layer more. The embedding sits on the first stage and the
+Contiguous split of the decoder layers over pp ranks (Megatron's default). Where pp does not
+divide the L layers but divides L + 2 (or L + 1), the embedding and the loss count as a layer
+each, as Megatron-Core's account_for_embedding/loss_in_pipeline_split do (pipeline_slots);
+otherwise the first ``L % pp`` stages take one layer more. The embedding sits on the first stage and the
 final norm + LM head on the last; with tied embeddings and pp > 1 the last stage holds its own
 copy of the embedding matrix for the head (Megatron's embedding group), so both stages count it.
 MoE models keep their leading dense layers (DeepSeek's first_k_dense) on the first stages.
@@ -11,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .layout import Layout
+from .vec import maximum, minimum, where
 from .params import embedding_params, head_params, layer_params, norm_params
 from .schema import ModelSpec
 
@@ -32,11 +35,38 @@ class StageParams:
         return self.dense + self.experts
 
 
+def pipeline_slots(m: ModelSpec, pp: int) -> tuple[int, int]:
+    """(e, l): whether the embedding and the loss each take a layer's place in the split.
+
+    Megatron-Core splits L + e + l "layers" evenly over the stages and builds one transformer
+    layer fewer in the first chunk of the first stage (e) and the last chunk of the last stage
+    (l): megatron/core/transformer/transformer_block.py get_num_layers_to_build,
+    account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split. It asserts
+    an even split, so a layer count pp does not divide runs this way: Megatron-Bridge's Llama 3.1
+    405B recipes (126 layers; recipes/llama/h100/llama3.py sets both flags, and its perf recipes
+    run pp 16 with vp 4 and 8 on GB200) split 128, its Qwen3-235B ones (94 layers,
+    recipes/qwen/h100/qwen3_moe.py, run at pp 8 vp 4) split 96. torchtitan places stages the
+    same way (generate_llm_fqn_per_model_part(num_stages, num_layers, input_weight=1,
+    output_weight=1) spreads L + 2 over its stages). Otherwise (0, 0) and the first
+    L % pp stages take one layer more: recipes that split L + 1 or other counts name their own
+    layout (Bridge's DeepSeek-V3 layouts give the last stage, with MTP and the loss, fewer
+    decoder layers: recipes/deepseek/deepseek_v3.py _get_deepseek_v3_pipeline_layout)."""
+    if pp > 1 and m.layers % pp and (m.layers + 2) % pp == 0:
+        return 1, 1
+    return 0, 0
+
+
 def layers_on_stage(m: ModelSpec, pp: int, stage: int) -> tuple[int, int]:
     """(dense layers, MoE layers) on ``stage`` of ``pp``."""
-    base, extra = divmod(m.layers, pp)
-    start = stage * base + min(stage, extra)
-    count = base + (1 if stage < extra else 0)
+    e, l = pipeline_slots(m, pp)
+    if e or l:
+        per = (m.layers + e + l) // pp
+        start = stage * per - (e if stage > 0 else 0)
+        count = per - (e if stage == 0 else 0) - (l if stage == pp - 1 else 0)
+    else:
+        base, extra = divmod(m.layers, pp)
+        start = stage * base + min(stage, extra)
+        count = base + (1 if stage < extra else 0)
     dense = max(0, min(start + count, m.dense_layers) - start)
     return dense, count - dense
 
@@ -65,6 +95,35 @@ def stage_params(m: ModelSpec, lay: Layout, stage: int) -> StageParams:
             dense += vh / tp + (head - vh)
             gemm += vh / tp
     return StageParams(stage, dense_n + moe_n, dense_n, moe_n, dense, experts, gemm + experts)
+
+
+def _forwards_on_chunk(w, p: int, v, chunk):
+    """Of the first ``w`` chunk forwards of a rank, those on model chunk ``chunk``: Megatron-Core's
+    interleaved schedule runs micro-batches in groups of p per chunk, chunk after chunk
+    (schedules.py get_model_chunk_id, microbatch_group_size_per_vp_stage = pp by default)."""
+    rounds, rest = w // (p * v), w % (p * v)
+    return rounds * p + minimum(maximum(rest - chunk * p, 0), p)
+
+
+def layers_in_flight(m: ModelSpec, lay: Layout, stage: int):
+    """Layer activations (layers x micro-batches) a rank of ``stage`` holds at its peak:
+    Layout.in_flight x its layers, except where the embedding or the loss takes a layer's place
+    (pipeline_slots) under interleaving. There the chunk it shortens holds one layer fewer, and
+    it is the chunk the warm-up runs most often on the first stage (chunk 0: 31 of rank 0's 79
+    warm-up forwards at pp 16, vp 4), so the rank holds W x slots - (forwards on that chunk) layer
+    activations, not in_flight x layers."""
+    dense, moe = layers_on_stage(m, lay.pp, stage)
+    uniform = lay.in_flight(stage) * (dense + moe)
+    e, l = pipeline_slots(m, lay.pp)
+    short_first, short_last = (stage == 0) * e, (stage == lay.pp - 1) * l
+    if not (short_first or short_last):
+        return uniform
+    p, v = lay.pp, lay.vp
+    w = minimum(2 * (p - stage - 1) + (v - 1) * p + 1, lay.grad_accum * v)      # chunk forwards in flight
+    slots = (m.layers + e + l) / (p * v)
+    exact = (w * slots - short_first * _forwards_on_chunk(w, p, v, 0)
+             - short_last * _forwards_on_chunk(w, p, v, v - 1))
+    return where(v > 1, exact, uniform)
 
 
 def all_stages(m: ModelSpec, lay: Layout) -> list[StageParams]:

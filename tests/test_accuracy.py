@@ -56,12 +56,13 @@ def test_trainer_steps_fits_or_oom():
 
 
 def test_published_megatron_layouts_fit():
-    """NVIDIA's layouts ran: every H100 one whose recipe the row records fits, and at most 12 of
-    the others read above capacity (they were 129 of 233 before issue 17)."""
+    """NVIDIA's layouts ran: every one whose recipe the row records fits (129 of 233 read above
+    capacity before issue 17; the last 12 were Llama 3.1 405B and Qwen3-235B, whose 126 and 94
+    layers Megatron splits with the embedding and the loss as a layer each, on GB200 also read
+    against a capacity 12 GiB short of what nvidia-smi reports)."""
     rows = [r for r in calibration.published_megatron_memory_rows() if not r["unmodelled"]]
-    assert len(rows) >= 180
-    assert all(r["fits"] for r in rows if r["gpu"] == "H100")
-    assert sum(not r["fits"] for r in rows) <= 12
+    assert len(rows) >= 190
+    assert [r["id"] for r in rows if not r["fits"]] == []
 
 
 def test_trainer_steps_time():

@@ -44,6 +44,26 @@ def test_in_flight_micro_batches_follow_the_schedule():
     assert inter.in_flight(0) == pytest.approx(4 * (1 + 3 / 8))          # Korthikanti 1 + (p-1)/(p v)
 
 
+def test_a_layer_count_pp_does_not_divide_splits_with_the_embedding_and_loss_as_layers():
+    """Llama 3.1 405B's 126 layers on 16 stages: Megatron-Core splits 126 + 2 (the embedding and
+    the loss count as a layer each), so the first and last stages build 7 layers and the others 8.
+    Interleaved (vp 4: 2 slots a chunk), rank 0's first chunk holds one layer, and Megatron's
+    warm-up runs 31 of rank 0's 79 chunk forwards on it (groups of 16 per chunk: 16 + 15 of
+    79 = 2 x 15 + 3 x 16 + 1), so it holds 79 x 2 - 31 = 127 layer activations, not 79/4 x 8."""
+    from shardwise.kb.catalog import model
+    from shardwise.kb.stages import layers_in_flight, layers_on_stage
+    m = model("llama-3.1-405b")
+    assert [sum(layers_on_stage(m, 16, s)) for s in (0, 1, 14, 15)] == [7, 8, 8, 7]
+    assert sum(sum(layers_on_stage(m, 16, s)) for s in range(16)) == 126
+    assert [sum(layers_on_stage(m, 8, s)) for s in (0, 1, 7)] == [15, 16, 15]     # 128 / 8
+    lay = Layout(tp=4, pp=16, vp=4, dp=4, grad_accum=192)
+    assert layers_in_flight(m, lay, 0) == 127
+    assert layers_in_flight(m, lay, 1) == pytest.approx(lay.in_flight(1) * 8)     # no shortened chunk there
+    assert layers_in_flight(m, Layout(tp=4, pp=16, vp=8, dp=4, grad_accum=192), 0) == 143 - 31
+    # a count pp divides keeps the plain split
+    assert [sum(layers_on_stage(model("llama-3-70b"), 8, s)) for s in (0, 7)] == [10, 10]
+
+
 def test_zero_stages_shard_more_and_more():
     job = build_job(model="llama-3-8b", gpus=8, seq_len=4096, framework="deepspeed")
     peaks = [mem(job, f"dp=8,zero={z},mbs=1,recompute=full").breakdown_gib for z in (0, 1, 2, 3)]

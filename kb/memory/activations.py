@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from ..layout import Layout
 from ..schema import ModelSpec, TrainingSpec
+from ..stages import layers_in_flight
 from ..vec import floor, maximum, where
 
 # Bytes per token per hidden unit that the backward pass needs above the saved activations
@@ -171,14 +172,16 @@ def tokens_local(t: TrainingSpec, lay: Layout) -> float:
 
 def stage_activations(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: int, moe_layers: int,
                       stage: int) -> float:
-    """Bytes of activations a rank of ``stage`` holds at its peak: the per-layer figure x its
-    layers x the micro-batches in flight (Layout.in_flight), plus int64 token ids on stage 0."""
+    """Bytes of activations a rank of ``stage`` holds at its peak: the per-layer figure x the
+    layer activations in flight (kb/stages.layers_in_flight: its layers x the micro-batches in
+    flight, Layout.in_flight, less a shortened chunk's), plus int64 token ids on stage 0."""
     s_local = floor(t.seq_len / lay.cp)
     tok = tokens_local(t, lay)
-    per_mb = tok * (dense_layers * layer_bytes_per_token(m, t, lay, False, s_local)
-                    + moe_layers * (layer_bytes_per_token(m, t, lay, True, s_local) if m.is_moe else 0.0))
+    layers = max(1, dense_layers + moe_layers)
+    per_layer = tok * (dense_layers * layer_bytes_per_token(m, t, lay, False, s_local)
+                       + moe_layers * (layer_bytes_per_token(m, t, lay, True, s_local) if m.is_moe else 0.0)) / layers
     ids = 8.0 * tok if stage == 0 else 0.0
-    return lay.in_flight(stage) * (per_mb + ids)
+    return layers_in_flight(m, lay, stage) * per_layer + lay.in_flight(stage) * ids
 
 
 def backward_transient(m: ModelSpec, t: TrainingSpec, lay: Layout, moe_heavy: bool) -> float:
