@@ -103,6 +103,8 @@ def load_job_file(path: str) -> dict:
             near = difflib.get_close_matches(key, list(JOB_KEYS), n=3, cutoff=0.6)
             hint = f"did you mean {', '.join(near)}?" if near else f"allowed: {', '.join(sorted(JOB_KEYS))}"
             raise InputError(f"{path}: unknown setting '{k}'; {hint}")
+        if key in out:          # seq_len and seq-len name one setting: the second would win silently
+            raise InputError(f"{path}: '{k}' given twice (as {key} and {key.replace('_', '-')} are one setting)")
         want = JOB_KEYS[key]
         if want is float and isinstance(v, int) and not isinstance(v, bool):
             v = float(v)

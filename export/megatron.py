@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import shlex
 
+from shardwise.kb.stages import pipeline_slots
+
 from .target import Export, Target, shell_command, with_caveats
 
 
@@ -47,7 +49,13 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
     if lay.sp:
         a += ["--sequence-parallel"]
     a += ["--pipeline-model-parallel-size", lay.pp]
-    if lay.pp > 1 and m.layers % lay.pp:
+    if pipeline_slots(m, lay.pp) == (1, 1):
+        # the split the estimate assumes (kb/stages.pipeline_slots): L + 2 over the stages
+        a += ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
+        if lay.vp > 1 and (m.layers + 2) // lay.pp % lay.vp:
+            caveats.append(f"{m.layers} layers + embedding + loss = {(m.layers + 2) // lay.pp} a stage, which "
+                           f"vp={lay.vp} does not divide: Megatron-Core refuses it (choose a vp that divides it)")
+    elif lay.pp > 1 and m.layers % lay.pp:
         first = m.layers - (m.layers // lay.pp) * (lay.pp - 1)
         a += ["--decoder-first-pipeline-num-layers", first]
         if m.layers % lay.pp > 1:

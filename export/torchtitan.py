@@ -40,11 +40,14 @@ def flags(tg: Target) -> tuple[list[str], list[str], tuple]:
         f += ["--parallelism.pipeline_parallel_schedule", "Interleaved1F1B" if lay.vp > 1 else "1F1B",
               "--parallelism.pipeline_parallel_microbatch_size", lay.mbs]
         if lay.vp > 1:
-            per = m.layers // (lay.pp * lay.vp)
-            f += ["--parallelism.pipeline_parallel_layers_per_stage", max(1, per)]
-            if m.layers % (lay.pp * lay.vp):
-                caveats.append(f"{m.layers} layers do not split evenly into {lay.pp * lay.vp} virtual stages; "
-                               f"{per} per stage, the rest on the first/last (pipeline_parallel_*_less_layers)")
+            # torchtitan counts the embedding and the output as a layer each and builds
+            # ceil((L + 2) / layers_per_stage) virtual stages (generate_llm_fqn_per_model_part)
+            stages = lay.pp * lay.vp
+            per = max(1, -(-(m.layers + 2) // stages))
+            f += ["--parallelism.pipeline_parallel_layers_per_stage", per]
+            if -(-(m.layers + 2) // per) != stages:
+                caveats.append(f"{m.layers} layers + embedding + output do not split into {stages} virtual stages of "
+                               f"{per}: torchtitan would build {-(-(m.layers + 2) // per)}")
         local = lay.mbs * lay.grad_accum
     else:
         local = lay.mbs
@@ -60,6 +63,9 @@ def flags(tg: Target) -> tuple[list[str], list[str], tuple]:
     if t.precision == "fp8":
         caveats.append("fp8: torchtitan sets Float8 as a model converter in a registry function "
                        "(e.g. llama3_8b_mxfp8); this command trains in bf16")
+    elif conf == "llama3_405b":
+        caveats.append("torchtitan's llama3_405b registry entry turns on Float8 linears (converters); for the "
+                       f"{t.precision} run planned here, drop them from a copy of that entry")
     ac = {"none": "activation-checkpoint:none", "selective": "activation-checkpoint:selective",
           "full": "activation-checkpoint:full"}[lay.recompute]
     return [str(x) for x in f] + [ac], caveats, (module, conf)

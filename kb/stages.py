@@ -1,8 +1,7 @@
 """Which layers and parameters sit on which pipeline stage.
 
 Contiguous split of the decoder layers over pp ranks (Megatron's default). Where pp does not
-divide the L layers but divides L + 2 (or L + 1), the embedding and the loss count as a layer
-each, as Megatron-Core's account_for_embedding/loss_in_pipeline_split do (pipeline_slots);
+divide the L layers but divides L + 2, the embedding and the loss count as a layer each, as Megatron-Core's account_for_embedding/loss_in_pipeline_split do (pipeline_slots);
 otherwise the first ``L % pp`` stages take one layer more. The embedding sits on the first stage and the
 final norm + LM head on the last; with tied embeddings and pp > 1 the last stage holds its own
 copy of the embedding matrix for the head (Megatron's embedding group), so both stages count it.
@@ -45,9 +44,10 @@ def pipeline_slots(m: ModelSpec, pp: int) -> tuple[int, int]:
     an even split, so a layer count pp does not divide runs this way: Megatron-Bridge's Llama 3.1
     405B recipes (126 layers; recipes/llama/h100/llama3.py sets both flags, and its perf recipes
     run pp 16 with vp 4 and 8 on GB200) split 128, its Qwen3-235B ones (94 layers,
-    recipes/qwen/h100/qwen3_moe.py, run at pp 8 vp 4) split 96. torchtitan places stages the
-    same way (generate_llm_fqn_per_model_part(num_stages, num_layers, input_weight=1,
-    output_weight=1) spreads L + 2 over its stages). Otherwise (0, 0) and the first
+    recipes/qwen/h100/qwen3_moe.py, run at pp 8 vp 4) split 96. torchtitan counts the two as a
+    layer each always (generate_llm_fqn_per_model_part(num_stages, num_layers, input_weight=1,
+    output_weight=1)); where pp divides L the estimate keeps the even split, one layer off
+    torchtitan's on the first and last stages. Otherwise (0, 0) and the first
     L % pp stages take one layer more: recipes that split L + 1 or other counts name their own
     layout (Bridge's DeepSeek-V3 layouts give the last stage, with MTP and the loss, fewer
     decoder layers: recipes/deepseek/deepseek_v3.py _get_deepseek_v3_pipeline_layout)."""
@@ -108,21 +108,26 @@ def _forwards_on_chunk(w, p: int, v, chunk):
 def layers_in_flight(m: ModelSpec, lay: Layout, stage: int):
     """Layer activations (layers x micro-batches) a rank of ``stage`` holds at its peak:
     Layout.in_flight x its layers, except where the embedding or the loss takes a layer's place
-    (pipeline_slots) under interleaving. There the chunk it shortens holds one layer fewer, and
-    it is the chunk the warm-up runs most often on the first stage (chunk 0: 31 of rank 0's 79
-    warm-up forwards at pp 16, vp 4), so the rank holds W x slots - (forwards on that chunk) layer
-    activations, not in_flight x layers."""
+    (pipeline_slots) under interleaving, where a rank holds W chunk forwards of ``slots``
+    layers each, W the warm-up forwards plus the one in flight:
+
+    * first stage: its chunk 0 is one layer short, and the warm-up runs it most often (31 of rank
+      0's 79 forwards at pp 16, vp 4), so it holds W x slots - (forwards on chunk 0);
+    * last stage: its last chunk is short, but it runs only once in the warm-up and its backward
+      comes first; the steady state then holds full chunk-0 forwards, so the peak is W x slots.
+
+    The middle stages hold in_flight x layers as before (checked against a simulation of
+    Megatron-Core's interleaved schedule, the maximum over the whole step)."""
     dense, moe = layers_on_stage(m, lay.pp, stage)
     uniform = lay.in_flight(stage) * (dense + moe)
     e, l = pipeline_slots(m, lay.pp)
-    short_first, short_last = (stage == 0) * e, (stage == lay.pp - 1) * l
-    if not (short_first or short_last):
+    first, last = stage == 0 and e, stage == lay.pp - 1 and l
+    if not (first or last):
         return uniform
     p, v = lay.pp, lay.vp
     w = minimum(2 * (p - stage - 1) + (v - 1) * p + 1, lay.grad_accum * v)      # chunk forwards in flight
     slots = (m.layers + e + l) / (p * v)
-    exact = (w * slots - short_first * _forwards_on_chunk(w, p, v, 0)
-             - short_last * _forwards_on_chunk(w, p, v, v - 1))
+    exact = w * slots - (_forwards_on_chunk(w, p, v, 0) if first else 0)
     return where(v > 1, exact, uniform)
 
 

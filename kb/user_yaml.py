@@ -25,11 +25,13 @@ class UserYamlLoader(yaml.SafeLoader):
         # would silently run the second -- refuse it, naming the line of the repeat
         seen = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":       # '<<:' merges a mapping: not a key
+                continue
             key = self.construct_object(key_node, deep=True)
-            if isinstance(key, (str, int, float, bool)) and key in seen:
+            if isinstance(key, (str, int, float, bool)) and (type(key), key) in seen:   # 1 and true differ
                 raise yaml.constructor.ConstructorError(None, None, f"key {key!r} given twice",
                                                         key_node.start_mark)
-            seen.add(key)
+            seen.add((type(key), key))
         return super().construct_mapping(node, deep=deep)
 
 

@@ -434,3 +434,26 @@ def render(text: str, facts: Callable[[str], Any]) -> str:
         except (ValueError, TypeError):
             return str(v)
     return _PLACEHOLDER.sub(sub, text)
+
+
+def undefined(node: Node) -> str | None:
+    """Why no job can evaluate ``node`` (a division or remainder by a constant 0, log2 of a
+    constant at or below 0, a constant part that is itself out of range), or None. Constraints
+    and preferences are evaluated on whole columns, where such a part would silently give NaN
+    (nothing allowed, or a preference never broken), so the loader refuses them up front."""
+    for a in node.args:         # the innermost first: a constant is evaluated once its parts can be
+        if isinstance(a, Node) and (why := undefined(a)):
+            return why
+
+    def const(n):
+        return None if paths(n) else evaluate(n, lambda p: None)
+    try:
+        if node.op == "arith" and node.value in ("/", "//", "%") and const(node.args[1]) == 0:
+            return f"it divides by zero ('{node.value} 0')"
+        if node.op == "call" and node.value == "log2" and (c := const(node.args[0])) is not None and c <= 0:
+            return f"it takes log2 of {c:g}"
+        if not paths(node):
+            const(node)
+    except ExprError as e:
+        return str(e)
+    return None

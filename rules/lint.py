@@ -122,31 +122,9 @@ _NEVER_TRUE = {"require": "removes every layout (its expression can never hold: 
                          "hold: {why})"}
 
 
-def _undefined(node) -> str | None:
-    """A part of ``node`` no job can evaluate: a division or remainder by a constant 0, log2 of a
-    constant at or below 0 (a run refuses the rule when it gets there)."""
-    for a in node.args:         # the innermost first: a constant is evaluated only once its parts can be
-        if isinstance(a, expr.Node) and (why := _undefined(a)):
-            return why
-
-    def const(n):
-        return None if expr.paths(n) else expr.evaluate(n, lambda p: None)
-    if node.op == "arith" and node.value in ("/", "//", "%") and const(node.args[1]) == 0:
-        return f"it divides by zero ('{node.value} 0')"
-    if node.op == "call" and node.value == "log2" and (c := const(node.args[0])) is not None and c <= 0:
-        return f"it takes log2 of {c:g}"
-    return None
-
-
 def check_rule(r: Rule) -> list[str]:
     """Problems of one rule on its own."""
     out = []
-    for where, node in [("when", r.when)] + [(a.kind, a.node) for a in r.actions if a.node is not None]:
-        why = _undefined(node)
-        if why:
-            out.append(f"{r.where}: rule {r.id}: {where} cannot be evaluated for any job: {why}")
-    if out:
-        return out
     why = never_fires(r)
     if why:
         out.append(f"{r.where}: rule {r.id} can never fire: {why}")

@@ -158,6 +158,9 @@ def read_rule_file(path: Path, display: str | None = None) -> tuple[list[Rule], 
         _fail(name, 1, "a rule file holds a list of rules (or 'rules:' and 'disable:')")
     if len(data) > MAX_RULES:
         _fail(name, 1, f"more than {MAX_RULES} rules in one file")
+    if not data and not disable:    # 'rules:' with every rule commented out: the policy would silently vanish
+        _fail(name, 1, "the rule file holds no rules (and disables none); it holds a list of rules (or 'rules:' "
+                       "and 'disable:')")
     return [_rule(item, name) for item in data], disable
 
 
@@ -338,6 +341,9 @@ def _expr(text, want: str, file: str, line: int, rid: str, where: str):
         _fail(file, line, f"rule {rid}: {where}: expression nests too deeply")
     if got != want:
         _fail(file, line, f"rule {rid}: {where} must be a {expr._name(want)}, but {text!r} is a {expr._name(got)}")
+    why = expr.undefined(node)
+    if why:
+        _fail(file, line, f"rule {rid}: {where} cannot be evaluated for any job: {why}")
     return node
 
 
@@ -352,7 +358,10 @@ def expand(path: str, shown: str | None = None, flag: str = "--rules") -> list[t
     """(file, shown name) of a rule file, or of a folder's *.yaml files in name order."""
     p, shown = Path(path), shown or path
     if p.is_dir():
-        return [(f, f"{shown.rstrip('/')}/{f.name}") for f in sorted(p.glob("*.yaml"))]
+        files = [(f, f"{shown.rstrip('/')}/{f.name}") for f in sorted(p.glob("*.yaml"))]
+        if not files:
+            raise InputError(f"{flag}: folder '{shown}' holds no .yaml rule files")
+        return files
     if p.exists():
         return [(p, shown)]
     raise InputError(f"{flag}: no such file or folder '{shown}'")

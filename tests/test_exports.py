@@ -49,7 +49,11 @@ def layouts():
     dense = build_job(model="llama-3-70b", gpus=64, seq_len=8192)
     moe = build_job(model="mixtral-8x7b", gpus=64, seq_len=4096)
     fp8 = build_job(model="llama-3-8b", gpus=16, precision="fp8", framework="fsdp")
+    # NVIDIA's Llama 3.1 405B GB200 layout: 126 layers over 16 stages of 4 chunks, split as
+    # Megatron splits it (embedding and loss as a layer each, kb/stages.pipeline_slots)
+    big = build_job(model="llama-3.1-405b", gpu="gb200", gpus=256, seq_len=8192, global_batch=768)
     return [
+        Target(big, Layout(tp=4, pp=16, vp=4, dp=4, zero=1, sp=True, mbs=1, grad_accum=192, recompute="none")),
         Target(dense, Layout(tp=4, pp=8, vp=5, dp=2, zero=1, sp=True, mbs=1, grad_accum=64, recompute="none")),
         Target(dense, Layout(tp=8, pp=1, dp=4, cp=2, zero=3, sp=True, mbs=1, grad_accum=32, recompute="full")),
         Target(dense, Layout(tp=2, pp=2, dp=16, zero=2, sp=False, mbs=2, grad_accum=4, recompute="selective")),

@@ -50,8 +50,10 @@ def validate(framework, tg, tmp_path):
 @pytest.mark.parametrize("index", range(len(SEEDS) + len(layouts())))
 def test_framework_parser_accepts_the_export(framework, index, tmp_path):
     tg = targets()[index]
-    if framework == "torchtitan" and tg.job.model.name not in ("llama-3-8b", "llama-3-70b", "llama-3.1-405b"):
-        pytest.skip(f"{tg.job.model.name}: no torchtitan registry entry to parse against")
+    if framework == "torchtitan" and tg.job.model.name not in ("llama-3-8b", "llama-3-70b"):
+        # torchtitan's llama3_405b registry entry turns on Float8 linears, which its CPU build
+        # cannot construct (the export says so in a caveat)
+        pytest.skip(f"{tg.job.model.name}: no torchtitan registry entry the CPU parser can build")
     r = validate(framework, tg, tmp_path)
     assert r.returncode == 0 and "OK " in r.stdout, (r.stdout[-2000:], r.stderr[-3000:])
 

@@ -59,6 +59,9 @@ def test_a_layer_count_pp_does_not_divide_splits_with_the_embedding_and_loss_as_
     lay = Layout(tp=4, pp=16, vp=4, dp=4, grad_accum=192)
     assert layers_in_flight(m, lay, 0) == 127
     assert layers_in_flight(m, lay, 1) == pytest.approx(lay.in_flight(1) * 8)     # no shortened chunk there
+    # the last stage: 49 chunk forwards of 2 layers at its peak, once the short chunk's backward
+    # has run and full chunk-0 forwards are held (Megatron's schedule, max over the step: 98)
+    assert layers_in_flight(m, lay, 15) == 98
     assert layers_in_flight(m, Layout(tp=4, pp=16, vp=8, dp=4, grad_accum=192), 0) == 143 - 31
     # a count pp divides keeps the plain split
     assert [sum(layers_on_stage(model("llama-3-70b"), 8, s)) for s in (0, 7)] == [10, 10]

@@ -352,15 +352,21 @@ def test_lint_finds_comparisons_outside_a_facts_range(run_cli, tmp_path):
 @pytest.mark.parametrize("cond,needle", [("cluster.gpus / (4 - 4) > 1", "divides by zero ('/ 0')"),
                                          ("cluster.gpus % 0 == 1", "divides by zero ('% 0')"),
                                          ("log2(0) < cluster.gpus", "takes log2 of 0")])
-def test_lint_finds_what_no_job_can_evaluate(run_cli, tmp_path, cond, needle):
-    """A run refuses such a rule only when a job reaches it (test_cli); lint says it up front."""
+def test_what_no_job_can_evaluate_is_refused_on_loading(run_cli, tmp_path, cond, needle):
+    """Refused on loading, by a run and by lint: in a constraint or preference (evaluated per
+    column, where it would give NaN silently) as in a condition."""
     p = write(tmp_path, GOOD.replace("layout.tp < 2", cond))
     code, out, _ = run_cli("rules", "lint", str(p))
     assert code == 1 and f"{p}:2: rule house.small: when cannot be evaluated for any job: it {needle}" in out
+    p = write(tmp_path, HARD.replace("layout.tp <= 4", cond.replace("cluster.gpus", "layout.tp")))
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--rules", str(p))
+    assert code == 2 and f"rule house.hard: require cannot be evaluated for any job: it {needle}" in err
 
 
 @pytest.mark.parametrize("text,needle", [
     ("# house policies go here\n", "the rule file is empty"),
+    ("rules:\n#  - id: house.x   (every rule commented out)\n", "holds no rules"),
+    ("rules: []\ndisable: []\n", "holds no rules"),
     ("rules:\n  - id: x\n    priority: 5\n    priority: 6\n    then: [{note: x}]\n    because: x\n",
      "'priority' given twice"),
     (HARD.replace("id: house.hard", "id: tp.inside-nvlink-domian\n    override: true"),
