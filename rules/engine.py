@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from shardwise.kb.errors import InputError
+
 from . import expr
 from .compiler import CompiledRulebook, derived_fields
 from .loader import Rule
@@ -95,6 +97,26 @@ AGENDAS = {"durable": durable_agenda, "reference": reference_agenda}
 def run_stratum(book: CompiledRulebook, stratum: int, facts: dict, engine: str = "durable",
                 first_seq: int = 1) -> list[Firing]:
     """Fire the stratum's rules over ``facts`` (path -> value; every path a condition reads)."""
-    order = AGENDAS[engine](book, facts)
     look = facts.__getitem__
-    return [fire(book.rules[i], stratum, first_seq + k, look) for k, i in enumerate(order)]
+    try:
+        order = AGENDAS[engine](book, facts)
+    except expr.ExprError as e:
+        raise _named(book.rules, lambda r: expr.evaluate(r.when, look), "condition", e)
+    out = []
+    for k, i in enumerate(order):
+        try:
+            out.append(fire(book.rules[i], stratum, first_seq + k, look))
+        except expr.ExprError as e:
+            raise _named([book.rules[i]], lambda r: fire(r, stratum, 0, look), "pin", e)
+    return out
+
+
+def _named(rules, evaluate, what: str, error: Exception) -> InputError:
+    """The first of ``rules`` whose ``evaluate`` fails, named with its file:line (the agenda
+    evaluates every condition at once, so the error alone does not say whose it was)."""
+    for r in rules:
+        try:
+            evaluate(r)
+        except expr.ExprError as e:
+            return InputError(f"rule {r.id} ({r.where}): its {what} cannot be evaluated for this job: {e}")
+    return InputError(f"a rule's {what} cannot be evaluated for this job: {error}")
