@@ -44,10 +44,11 @@ def flags(tg: Target) -> tuple[list[str], list[str], tuple]:
             # ceil((L + 2) / layers_per_stage) virtual stages (generate_llm_fqn_per_model_part)
             stages = lay.pp * lay.vp
             per = max(1, -(-(m.layers + 2) // stages))
+            built = -(-(m.layers + 2) // per)
             f += ["--parallelism.pipeline_parallel_layers_per_stage", per]
-            if -(-(m.layers + 2) // per) != stages:
+            if built != stages:
                 caveats.append(f"{m.layers} layers + embedding + output do not split into {stages} virtual stages of "
-                               f"{per}: torchtitan would build {-(-(m.layers + 2) // per)}")
+                               f"{per}: torchtitan would build {built}")
         local = lay.mbs * lay.grad_accum
     else:
         local = lay.mbs

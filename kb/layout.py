@@ -18,20 +18,25 @@ from .vec import minimum, where
 
 
 
+def chunk_forwards_in_flight(p: int, v, m, stage: int):
+    """Model-chunk forwards an interleaved pipeline rank holds at the end of its warm-up
+    (Megatron-Core schedules.py get_pp_rank_microbatches): 2(p - i - 1) + (v - 1) p warm-up
+    forwards plus the one in flight, capped at the m v chunk forwards of the step."""
+    return minimum(2 * (p - stage - 1) + (v - 1) * p + 1, m * v)
+
+
 def in_flight(p: int, v: int, m, stage: int):
     """Micro-batches whose activations a pipeline rank holds at its peak, in units of that
     rank's full set of layers (``m`` micro-batches per step; a number or an array).
 
     1F1B (Narayanan et al. 2021): rank i warms up with p - i forwards -> min(m, p - i).
-    Interleaved (Megatron-Core schedules.py get_pp_rank_microbatches): warm-up of
-    2(p - i - 1) + (v - 1) p chunk forwards plus the one in flight, capped at m v chunks,
-    each 1/v of the rank's layers. For rank 0 this is the 1 + (p-1)/(p v) factor of
+    Interleaved: chunk_forwards_in_flight chunk forwards, each 1/v of the rank's layers. For rank 0 this is the 1 + (p-1)/(p v) factor of
     Korthikanti et al. 2022 times p micro-batches.
     """
     if p == 1:
         return 1.0
     one_f_one_b = 1.0 * minimum(m, p - stage)
-    interleaved = minimum(2 * (p - stage - 1) + (v - 1) * p + 1, m * v) / v
+    interleaved = chunk_forwards_in_flight(p, v, m, stage) / v
     return where(v == 1, one_f_one_b, interleaved)
 
 

@@ -1,8 +1,9 @@
 """Which layers and parameters sit on which pipeline stage.
 
 Contiguous split of the decoder layers over pp ranks (Megatron's default). Where pp does not
-divide the L layers but divides L + 2, the embedding and the loss count as a layer each, as Megatron-Core's account_for_embedding/loss_in_pipeline_split do (pipeline_slots);
-otherwise the first ``L % pp`` stages take one layer more. The embedding sits on the first stage and the
+divide the L layers but divides L + 2, the embedding and the loss count as a layer each, as
+Megatron-Core's account_for_embedding/loss_in_pipeline_split do (pipeline_slots); otherwise
+the first ``L % pp`` stages take one layer more. The embedding sits on the first stage and the
 final norm + LM head on the last; with tied embeddings and pp > 1 the last stage holds its own
 copy of the embedding matrix for the head (Megatron's embedding group), so both stages count it.
 MoE models keep their leading dense layers (DeepSeek's first_k_dense) on the first stages.
@@ -11,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .layout import Layout
-from .vec import maximum, minimum, where
+from .layout import Layout, chunk_forwards_in_flight
 from .params import embedding_params, head_params, layer_params, norm_params
 from .schema import ModelSpec
+from .vec import maximum, minimum, where
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ def layers_in_flight(m: ModelSpec, lay: Layout, stage: int):
     if not (first or last):
         return uniform
     p, v = lay.pp, lay.vp
-    w = minimum(2 * (p - stage - 1) + (v - 1) * p + 1, lay.grad_accum * v)      # chunk forwards in flight
+    w = chunk_forwards_in_flight(p, v, lay.grad_accum, stage)
     slots = (m.layers + e + l) / (p * v)
     exact = w * slots - (_forwards_on_chunk(w, p, v, 0) if first else 0)
     return where(v > 1, exact, uniform)
