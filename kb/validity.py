@@ -55,8 +55,42 @@ def _cp_sequence(job, a):
     return (a["cp"] == 1) | (s % (2 * a["cp"]) == 0)
 
 
+def _pipeline_slots(job, a):
+    """Layers' places in the pipeline split: L, or L + 2 where the embedding and the loss take a
+    place each (kb/stages.pipeline_slots, written over arrays of pp)."""
+    L, p = job.model.layers, np.maximum(a["pp"], 1)
+    return L + 2 * ((p > 1) & (L % p != 0) & ((L + 2) % p == 0))
+
+
 def _vp_chunks(job, a):
-    return (a["vp"] == 1) | ((a["pp"] > 1) & (a["pp"] * a["vp"] <= job.model.layers))
+    return (a["vp"] == 1) | ((a["pp"] > 1) & (a["pp"] * a["vp"] <= _pipeline_slots(job, a)))
+
+
+def _vp_microbatches(job, a):
+    """Megatron-Core's interleaved schedule runs micro-batches in groups of pp per model chunk and
+    refuses a count that leaves a last group smaller than pp (schedules.py
+    forward_backward_pipelining_with_interleaving: microbatch_group_size_per_vp_stage, pp by
+    default, and "The remainder of M ... should be 0, or larger than or equal to the
+    pipeline-parallel size"): the micro-batches per step must be a multiple of pp. torch's
+    ScheduleInterleaved1F1B (torchtitan) runs max(1, m // pp) rounds and refuses an m they do not
+    divide (torch/distributed/pipelining/schedules.py)."""
+    m, p = a["grad_accum"], a["pp"]
+    if job.training.framework == "megatron":
+        fits = m % p == 0
+    else:
+        fits = m % np.maximum(1, m // p) == 0
+    return (a["vp"] == 1) | fits
+
+
+def _vp_microbatches_refusal(job, lay):
+    if job.training.framework == "megatron":
+        return (f"vp={lay.vp} with pp={lay.pp} needs the micro-batches per step (grad_accum={lay.grad_accum}) "
+                f"to be a multiple of pp: Megatron-Core's interleaved schedule runs them in groups of pp; "
+                f"change the global batch or micro-batch, or use vp=1")
+    rounds = max(1, lay.grad_accum // lay.pp)
+    return (f"vp={lay.vp} with pp={lay.pp}: torch's interleaved 1F1B runs grad_accum={lay.grad_accum} "
+            f"micro-batches in {rounds} rounds, which must divide them; change the global batch or "
+            f"micro-batch, or use vp=1")
 
 
 def _vp_framework(job, a):
@@ -114,9 +148,16 @@ VALIDITY = [
     Validity("cp-splits-sequence", "CP needs the sequence divisible by 2 x CP (load-balanced ring attention)",
              _cp_sequence, lambda job, lay: f"cp={lay.cp} needs --seq-len {job.training.seq_len} divisible by 2 x cp "
                                             "(load-balanced ring attention splits each sequence into 2 x cp chunks)"),
-    Validity("vp-chunks", "interleaving needs PP > 1 and at least one layer per chunk (PP x VP <= layers; "
-             "uneven chunks as Megatron-Core's --decoder-first/last-pipeline-num-layers allow)", _vp_chunks,
-             lambda job, lay: f"pp x vp = {lay.chunks} model chunks exceed the {job.model.layers} layers"),
+    Validity("vp-chunks", "interleaving needs PP > 1 and at least one layer per chunk (PP x VP <= layers, the embedding and "
+             "loss counting as one each where they take a place in the split, kb/stages.pipeline_slots; "
+             "uneven chunks as Megatron-Core's --pipeline-model-parallel-layout builds them, export/megatron.py)",
+             _vp_chunks,
+             lambda job, lay: f"pp x vp = {lay.chunks} model chunks exceed the {job.model.layers} layers"
+                              f"{' + embedding + loss' if _pipeline_slots(job, {'pp': lay.pp}) > job.model.layers else ''} "
+                              f"of {job.model.name}; each chunk needs at least one"),
+    Validity("vp-microbatches", "an interleaved pipeline runs its micro-batches in groups of PP: Megatron-Core "
+             "needs their count a multiple of PP, torch's Interleaved1F1B a multiple of its rounds "
+             "(max(1, m // PP))", _vp_microbatches, _vp_microbatches_refusal),
     Validity("vp-framework", "only Megatron and torch pipelining (fsdp) have an interleaved schedule; "
              "DeepSpeed's pipeline engine has none", _vp_framework,
              lambda job, lay: f"vp={lay.vp} but --framework {job.training.framework} has no interleaved pipeline "

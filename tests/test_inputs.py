@@ -220,3 +220,30 @@ def test_every_framework_says_whether_it_has_sp():
     profiles = catalog.raw("frameworks")["frameworks"]
     assert all(isinstance(p["sequence_parallel"], bool) for p in profiles.values())
     assert [f for f in sorted(profiles) if frameworks.has_sequence_parallel(f)] == ["fsdp", "megatron"]
+
+
+def test_an_interleaved_pipeline_megatron_cannot_schedule_is_refused(run_cli):
+    """Megatron-Core runs interleaved micro-batches in groups of pp and refuses a remainder:
+    10 micro-batches over pp 4 is refused in one line; 12 runs. torch's Interleaved1F1B only
+    needs its rounds (max(1, m // pp)) to divide m, so fsdp takes 10 over pp 4 (2 rounds of 5)."""
+    job = ("--model", "llama-3-70b", "--gpus", "64", "--gpu", "h100-sxm")
+    err = refused(run_cli, "memory", *job, "--framework", "megatron", "--global-batch", "20",
+                  "--layout", "tp=8,pp=4,vp=5,dp=2,mbs=1")
+    assert "grad_accum=10" in err and "multiple of pp" in err and "vp=1" in err
+    d = memory(run_cli, *job, "--framework", "megatron", "--global-batch", "24", "--layout", "tp=8,pp=4,vp=5,dp=2,mbs=1")
+    assert d["layout"]["vp"] == 5
+    d = memory(run_cli, *job, "--framework", "fsdp", "--global-batch", "20", "--layout", "tp=8,pp=4,vp=5,dp=2,mbs=1")
+    assert d["layout"]["vp"] == 5
+    err = refused(run_cli, "memory", *job, "--framework", "fsdp", "--global-batch", "22",
+                  "--layout", "tp=8,pp=4,vp=5,dp=2,mbs=1")
+    assert "2 rounds" in err
+
+
+def test_the_searched_interleaved_layouts_are_ones_megatron_schedules():
+    import numpy as np
+    from shardwise.search.space import build_space
+    space = build_space(build_job(model="llama-3-70b", gpus=64), 96)
+    a = space.arrays
+    inter = a["vp"] > 1
+    assert inter.any() and np.all(a["grad_accum"][inter] % a["pp"][inter] == 0)
+    assert {e["rule"]: e["excluded"] for e in space.excluded}["vp-microbatches"] > 0
