@@ -8,9 +8,10 @@ by micro-batch x DP, accumulation is implicit.
 """
 from __future__ import annotations
 
+import re
 import shlex
 
-from shardwise.kb.stages import pipeline_slots
+from shardwise.kb.stages import layers_on_stage, pipeline_slots
 
 from .target import Export, Target, shell_command, with_caveats
 
@@ -42,6 +43,48 @@ def model_args(tg: Target) -> list[str]:
     return a
 
 
+def _even(n: int, parts: int) -> list[int]:
+    """n split into ``parts`` sizes that differ by at most one, the larger first."""
+    base, extra = divmod(n, parts)
+    return [base + (1 if j < extra else 0) for j in range(parts)]
+
+
+def pipeline_layout(m, pp: int, vp: int) -> str | None:
+    """The --pipeline-model-parallel-layout string for the split the estimate assumes
+    (kb/stages.layers_on_stage per rank, spread as evenly as it goes over the rank's vp chunks),
+    or None where Megatron's own flags build that split: an even split of L, or of L + 2 with
+    the account-for flags, that vp divides.
+
+    Megatron-Core refuses every other split with those flags (transformer_config.py: the layers
+    per rank, first and last stage included, must divide by the virtual stages; arguments.py:
+    --decoder-first-pipeline-num-layers puts all the extra layers on one stage). The layout
+    string names each virtual stage's layers -- "E" embedding, "t" decoder layer, "L" loss,
+    stages split by "|", virtual stage i = chunk x pp + rank
+    (megatron/core/transformer/pipeline_parallel_layer_layout.py parse_str_to_list) -- so any
+    split is built as estimated. It replaces --num-virtual-stages-per-pipeline-rank, which
+    arguments.py refuses beside it (the vp is the stage count / pp)."""
+    if pp == 1:
+        return None
+    e, l = pipeline_slots(m, pp)
+    per_rank = (m.layers + e + l) // pp if (e or l) else m.layers // pp
+    if (e or l or m.layers % pp == 0) and per_rank % vp == 0:
+        return None
+    chunks = {}
+    for r in range(pp):
+        n = sum(layers_on_stage(m, pp, r))
+        head, tail = (e if r == 0 else 0), (l if r == pp - 1 else 0)
+        sizes = _even(n + head + tail, vp)
+        for j, size in enumerate(sizes):
+            text = "t" * (size - (head if j == 0 else 0) - (tail if j == vp - 1 else 0))
+            if r == 0 and j == 0:
+                text = "E" + text
+            if r == pp - 1 and j == vp - 1:
+                text += "L"
+            chunks[j * pp + r] = text
+    stages = [chunks[i] for i in range(pp * vp)]
+    return "|".join(re.sub(r"t{2,}", lambda g: f"t*{len(g.group())}", s) for s in stages)
+
+
 def parallel_args(tg: Target) -> tuple[list, list[str]]:
     lay, m, t = tg.layout, tg.job.model, tg.job.training
     caveats = []
@@ -49,19 +92,13 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
     if lay.sp:
         a += ["--sequence-parallel"]
     a += ["--pipeline-model-parallel-size", lay.pp]
-    if pipeline_slots(m, lay.pp) == (1, 1):
+    custom = pipeline_layout(m, lay.pp, lay.vp)
+    if custom:
+        a += ["--pipeline-model-parallel-layout", custom]
+    elif pipeline_slots(m, lay.pp) == (1, 1):
         # the split the estimate assumes (kb/stages.pipeline_slots): L + 2 over the stages
         a += ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
-        if lay.vp > 1 and (m.layers + 2) // lay.pp % lay.vp:
-            caveats.append(f"{m.layers} layers + embedding + loss = {(m.layers + 2) // lay.pp} a stage, which "
-                           f"vp={lay.vp} does not divide: Megatron-Core refuses it (choose a vp that divides it)")
-    elif lay.pp > 1 and m.layers % lay.pp:
-        first = m.layers - (m.layers // lay.pp) * (lay.pp - 1)
-        a += ["--decoder-first-pipeline-num-layers", first]
-        if m.layers % lay.pp > 1:
-            caveats.append(f"{m.layers} layers over {lay.pp} stages: Megatron puts the {first - m.layers // lay.pp} "
-                           "extra layers on the first stage (shardwise spread them one per stage)")
-    if lay.vp > 1:
+    if lay.vp > 1 and not custom:
         a += ["--num-virtual-stages-per-pipeline-rank", lay.vp]
     a += ["--context-parallel-size", lay.cp, "--expert-model-parallel-size", lay.ep]
     if lay.etp != 1 or (m.is_moe and lay.tp > 1):

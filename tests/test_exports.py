@@ -52,6 +52,7 @@ def layouts():
     # NVIDIA's Llama 3.1 405B GB200 layout: 126 layers over 16 stages of 4 chunks, split as
     # Megatron splits it (embedding and loss as a layer each, kb/stages.pipeline_slots)
     big = build_job(model="llama-3.1-405b", gpu="gb200", gpus=256, seq_len=8192, global_batch=768)
+    odd = build_job(model="llama-3-70b", gpus=48, seq_len=4096)
     return [
         Target(big, Layout(tp=4, pp=16, vp=4, dp=4, zero=1, sp=True, mbs=1, grad_accum=192, recompute="none")),
         Target(dense, Layout(tp=4, pp=8, vp=5, dp=2, zero=1, sp=True, mbs=1, grad_accum=64, recompute="none")),
@@ -60,6 +61,10 @@ def layouts():
         Target(dense, Layout(tp=1, pp=1, dp=64, zero=3, shard=8, mbs=1, grad_accum=2, recompute="full")),
         Target(moe, Layout(tp=2, pp=2, dp=16, ep=8, zero=1, sp=True, mbs=1, grad_accum=4)),
         Target(fp8, Layout(tp=2, pp=1, dp=8, zero=0, sp=True, mbs=2, grad_accum=8)),
+        # splits Megatron's flags cannot build, written as --pipeline-model-parallel-layout:
+        # 10 layers a rank over 3 chunks, and 80 layers over 6 stages of 2 chunks
+        Target(dense, Layout(tp=8, pp=8, vp=3, dp=1, zero=1, sp=True, mbs=1, grad_accum=16, recompute="none")),
+        Target(odd, Layout(tp=8, pp=6, vp=2, dp=1, zero=1, sp=True, mbs=1, grad_accum=18, recompute="none")),
     ]
 
 
@@ -77,7 +82,9 @@ def test_every_export_carries_the_layout(tg):
     assert int(flag("--tensor-model-parallel-size")) == lay.tp and int(flag("--pipeline-model-parallel-size")) == lay.pp
     assert int(flag("--context-parallel-size")) == lay.cp and int(flag("--expert-model-parallel-size")) == lay.ep
     assert int(flag("--global-batch-size")) % (int(flag("--micro-batch-size")) * lay.dp) == 0
-    assert (flag("--num-virtual-stages-per-pipeline-rank") or "1") == str(lay.vp)
+    custom = flag("--pipeline-model-parallel-layout")
+    vp = len(custom.split("|")) // lay.pp if custom else int(flag("--num-virtual-stages-per-pipeline-rank") or 1)
+    assert vp == lay.vp
     assert ("--sequence-parallel" in args) == lay.sp
     assert ("--use-distributed-optimizer" in args) == (lay.zero == 1)
     assert (flag("--recompute-granularity") or "none") == lay.recompute
@@ -110,6 +117,44 @@ def test_every_export_carries_the_layout(tg):
         assert nt["optimizer"]["zero_stage"] == min(lay.zero, 1) and p["recompute_layer"] == (lay.recompute == "full")
     else:
         assert tg.job.model.is_moe and "experts" in out["nanotron"]["refused"]
+
+
+def _layout_counts(text: str, pp: int) -> list[list[str]]:
+    """Megatron's layout string, unrolled: per rank, its chunks' layer strings."""
+    stages = [re.sub(r"t\*(\d+)", lambda g: "t" * int(g.group(1)), s) for s in text.split("|")]
+    return [stages[r::pp] for r in range(pp)]
+
+
+@pytest.mark.parametrize("model,gpus,pp,vp", [("llama-3-70b", 64, 8, 3), ("llama-3-70b", 48, 6, 2),
+                                              ("llama-3-70b", 48, 6, 1), ("llama-3.1-405b", 72, 9, 4),
+                                              ("llama-3.1-405b", 128, 16, 3)])
+def test_megatron_builds_the_split_the_estimate_assumes(model, gpus, pp, vp):
+    """Where Megatron's flags cannot build the split (vp not dividing a rank's layers, or pp not
+    dividing them at all), the export names every virtual stage, with each rank's layer count
+    the estimate's (kb/stages.layers_on_stage) and its chunks within one layer of each other."""
+    from shardwise.kb.stages import layers_on_stage, pipeline_slots
+    job = build_job(model=model, gpus=gpus, seq_len=4096)
+    tp = gpus // pp
+    lay = Layout(tp=tp, pp=pp, vp=vp, dp=1, zero=1, sp=True, mbs=1, grad_accum=2 * pp, recompute="none")
+    check_layout(job, lay)
+    args = script_args(export("megatron", Target(job, lay)).files["megatron_pretrain.sh"])
+    assert "--num-virtual-stages-per-pipeline-rank" not in args and "--decoder-first-pipeline-num-layers" not in args
+    ranks = _layout_counts(args[args.index("--pipeline-model-parallel-layout") + 1], pp)
+    flat = "".join("".join(ranks[r][j] for r in range(pp)) for j in range(vp))
+    assert flat[0] == "E" and flat[-1] == "L" and flat.count("t") == job.model.layers
+    for r, chunks in enumerate(ranks):
+        assert len(chunks) == vp and sum(c.count("t") for c in chunks) == sum(layers_on_stage(job.model, pp, r))
+        # the embedding and the loss take a layer's place only where the estimate's split counts them
+        counted = "tEL" if pipeline_slots(job.model, pp) == (1, 1) else "t"
+        sizes = [sum(c.count(x) for x in counted) for c in chunks]
+        assert max(sizes) - min(sizes) <= 1
+
+
+def test_megatron_keeps_its_flags_where_they_build_the_split():
+    tg = layouts()[0]          # 405B: 126 + embedding + loss = 8 a rank over pp 16, vp 4 divides it
+    args = script_args(export("megatron", tg).files["megatron_pretrain.sh"])
+    assert "--pipeline-model-parallel-layout" not in args and "--account-for-loss-in-pipeline-split" in args
+    assert args[args.index("--num-virtual-stages-per-pipeline-rank") + 1] == "4"
 
 
 def test_what_a_framework_cannot_express_is_said_in_the_file():
