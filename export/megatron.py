@@ -44,9 +44,11 @@ def model_args(tg: Target) -> list[str]:
 
 
 def _even(n: int, parts: int) -> list[int]:
-    """n split into ``parts`` sizes that differ by at most one, the larger first."""
+    """n split into ``parts`` sizes that differ by at most one, the larger last: the interleaved
+    warm-up runs a rank's early chunks most often (kb/layout.chunk_forwards_in_flight), so
+    the extra layers there would hold more activations than the estimate's even spread."""
     base, extra = divmod(n, parts)
-    return [base + (1 if j < extra else 0) for j in range(parts)]
+    return [base + (1 if j >= parts - extra else 0) for j in range(parts)]
 
 
 def pipeline_layout(m, pp: int, vp: int) -> str | None:

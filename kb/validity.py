@@ -74,11 +74,13 @@ def _vp_microbatches(job, a):
     pipeline-parallel size"): the micro-batches per step must be a multiple of pp. torch's
     ScheduleInterleaved1F1B (torchtitan) runs max(1, m // pp) rounds and refuses an m they do not
     divide (torch/distributed/pipelining/schedules.py)."""
-    m, p = a["grad_accum"], a["pp"]
-    if job.training.framework == "megatron":
+    m, p, fw = a["grad_accum"], a["pp"], job.training.framework
+    if fw == "megatron":
         fits = m % p == 0
-    else:
+    elif fw == "fsdp":
         fits = m % np.maximum(1, m // p) == 0
+    else:
+        return _all(a)          # no interleaved schedule at all: vp-framework says so
     return (a["vp"] == 1) | fits
 
 
@@ -155,9 +157,6 @@ VALIDITY = [
              lambda job, lay: f"pp x vp = {lay.chunks} model chunks exceed the {job.model.layers} layers"
                               f"{' + embedding + loss' if _pipeline_slots(job, {'pp': lay.pp}) > job.model.layers else ''} "
                               f"of {job.model.name}; each chunk needs at least one"),
-    Validity("vp-microbatches", "an interleaved pipeline runs its micro-batches in groups of PP: Megatron-Core "
-             "needs their count a multiple of PP, torch's Interleaved1F1B a multiple of its rounds "
-             "(max(1, m // PP))", _vp_microbatches, _vp_microbatches_refusal),
     Validity("vp-framework", "only Megatron and torch pipelining (fsdp) have an interleaved schedule; "
              "DeepSpeed's pipeline engine has none", _vp_framework,
              lambda job, lay: f"vp={lay.vp} but --framework {job.training.framework} has no interleaved pipeline "
@@ -177,6 +176,9 @@ VALIDITY = [
                               "use sp=off, or megatron/fsdp"),
     Validity("batch-divides", "the global batch must be a multiple of micro-batch x DP", _batch,
              lambda job, lay: f"the global batch is not a multiple of mbs x dp = {lay.mbs * lay.dp}"),
+    Validity("vp-microbatches", "an interleaved pipeline runs its micro-batches in groups of PP: Megatron-Core "
+             "needs their count a multiple of PP, torch's Interleaved1F1B a multiple of its rounds "
+             "(max(1, m // PP))", _vp_microbatches, _vp_microbatches_refusal),
     Validity("deepspeed-pipeline-zero", "DeepSpeed's pipeline engine runs ZeRO-0/1 only "
              "(ZeRO-2/3 are incompatible with pipeline parallelism)", _deepspeed_pipeline,
              lambda job, lay: f"DeepSpeed's pipeline engine runs ZeRO-0/1 only; zero={lay.zero} with pp={lay.pp} is "
