@@ -68,8 +68,8 @@ def pipeline_layout(m, pp: int, vp: int) -> str | None:
     if pp == 1:
         return None
     e, l = pipeline_slots(m, pp)
-    per_rank = (m.layers + e + l) // pp if (e or l) else m.layers // pp
-    if (e or l or m.layers % pp == 0) and per_rank % vp == 0:
+    slots = m.layers + e + l
+    if slots % pp == 0 and slots // pp % vp == 0:
         return None
     chunks = {}
     for r in range(pp):

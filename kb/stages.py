@@ -52,9 +52,14 @@ def pipeline_slots(m: ModelSpec, pp: int) -> tuple[int, int]:
     L % pp stages take one layer more: recipes that split L + 1 or other counts name their own
     layout (Bridge's DeepSeek-V3 layouts give the last stage, with MTP and the loss, fewer
     decoder layers: recipes/deepseek/deepseek_v3.py _get_deepseek_v3_pipeline_layout)."""
-    if pp > 1 and m.layers % pp and (m.layers + 2) % pp == 0:
-        return 1, 1
-    return 0, 0
+    s = int(takes_slots(m.layers, pp))
+    return s, s
+
+
+def takes_slots(layers, pp):
+    """Whether the embedding and the loss take a layer's place each in the split of ``layers``
+    over ``pp`` stages (pipeline_slots); ``pp`` a number or an array (the search's)."""
+    return (pp > 1) & (layers % pp != 0) & ((layers + 2) % pp == 0)
 
 
 def layers_on_stage(m: ModelSpec, pp: int, stage: int) -> tuple[int, int]:

@@ -17,6 +17,7 @@ import numpy as np
 from .errors import InputError
 from .frameworks import has_sequence_parallel
 from .layout import RECOMPUTE, Layout
+from .stages import takes_slots
 
 ALWAYS = "always"
 
@@ -57,9 +58,8 @@ def _cp_sequence(job, a):
 
 def _pipeline_slots(job, a):
     """Layers' places in the pipeline split: L, or L + 2 where the embedding and the loss take a
-    place each (kb/stages.pipeline_slots, written over arrays of pp)."""
-    L, p = job.model.layers, np.maximum(a["pp"], 1)
-    return L + 2 * ((p > 1) & (L % p != 0) & ((L + 2) % p == 0))
+    place each (kb/stages.takes_slots)."""
+    return job.model.layers + 2 * takes_slots(job.model.layers, a["pp"])
 
 
 def _vp_chunks(job, a):
