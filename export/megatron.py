@@ -16,20 +16,28 @@ from shardwise.kb.stages import layers_on_stage, pipeline_slots
 from .target import Export, Target, shell_command, with_caveats
 
 
-def model_args(tg: Target) -> list[str]:
+def model_args(tg: Target) -> tuple[list[str], list[str]]:
+    """The model Megatron builds: the shape the estimate sized, and caveats for what its command
+    line cannot build (megatron/training/arguments.py; TransformerConfig fields become flags
+    through argument_utils.ArgumentGroupFactory)."""
     m, s = tg.job.model, tg.job.training.seq_len
     a = ["--num-layers", m.layers, "--hidden-size", m.hidden, "--ffn-hidden-size", m.ffn,
          "--num-attention-heads", m.heads]
-    if m.kv_heads < m.heads:
-        a += ["--group-query-attention", "--num-query-groups", m.kv_heads]
-    if m.head_dim and m.head_dim * m.heads != m.hidden:
-        a += ["--kv-channels", m.head_dim]
+    if m.is_mla:
+        a += mla_args(m)
+    else:
+        if m.kv_heads < m.heads:
+            a += ["--group-query-attention", "--num-query-groups", m.kv_heads]
+        if m.head_dim and m.head_dim * m.heads != m.hidden:
+            a += ["--kv-channels", m.head_dim]
+    if m.qk_norm:
+        a += ["--qk-layernorm"]
     a += ["--seq-length", s, "--max-position-embeddings", s]
     a += ["--position-embedding-type", "learned_absolute" if m.learned_pos else "rope"]
     if m.norm == "rmsnorm":
         a += ["--normalization", "RMSNorm"]
-    if m.mlp == "swiglu":
-        a += ["--swiglu"]
+    act, caveats = activation_args(m)
+    a += act
     if not m.linear_bias:
         a += ["--disable-bias-linear"]
     if m.qkv_bias:
@@ -37,9 +45,58 @@ def model_args(tg: Target) -> list[str]:
     if not m.tied:
         a += ["--untie-embeddings-and-output-weights"]
     if m.is_moe:
-        a += ["--num-experts", m.experts, "--moe-router-topk", m.top_k, "--moe-ffn-hidden-size", m.expert_ffn]
-        if m.shared_ffn:
-            a += ["--moe-shared-expert-intermediate-size", m.shared_ffn]
+        a += moe_args(m)
+    if m.parallel_attn:
+        caveats.append("parallel attention and MLP (one shared input norm): Megatron-Core's GPT layer runs them in "
+                       "sequence; the same weights bar one norm a layer, a different model")
+    if m.sandwich_norm:
+        caveats.append("post-attention and post-MLP norms (Gemma 2): Megatron's command line has no flag for them "
+                       "(Megatron-Bridge's Gemma 2 uses its own layer spec)")
+    if m.embed_norm:
+        caveats.append("embedding LayerNorm (BLOOM): Megatron's command line has no flag for it")
+    return a, caveats
+
+
+def activation_args(m) -> tuple[list[str], list[str]]:
+    """The MLP's activation. SwiGLU is --swiglu (SiLU, gated). A gated GELU (Gemma's GeGLU) has
+    one command-line form, --quick-geglu (argument_utils.py: gated_linear_unit with
+    quick_gelu, x * sigmoid(1.702 x)): the same three projections and memory, with the sigmoid
+    approximation of GELU rather than Gemma's tanh one. Plain GELU is Megatron's default."""
+    if m.mlp == "swiglu":
+        return ["--swiglu"], []
+    if m.mlp == "geglu":
+        return ["--quick-geglu"], ["GeGLU with tanh GELU (Gemma): Megatron's command line gates GELU only as "
+                                   "--quick-geglu, x*sigmoid(1.702x); same shapes and memory, other numerics"]
+    return [], []
+
+
+def mla_args(m) -> list[str]:
+    """Multi-head latent attention (DeepSeek-V2/V3): q/kv low-rank projections and the split of
+    a head into a no-position part and a RoPE part (arguments.py _add_mla_args;
+    --multi-latent-attention excludes --group-query-attention in validate_args)."""
+    a = ["--multi-latent-attention", "--kv-lora-rank", m.kv_lora_rank, "--qk-head-dim", m.qk_nope_dim,
+         "--qk-pos-emb-head-dim", m.qk_rope_dim, "--v-head-dim", m.v_head_dim]
+    return a + (["--q-lora-rank", m.q_lora_rank] if m.q_lora_rank else [])
+
+
+def moe_args(m) -> list[str]:
+    """Experts, router and shared experts of the MoE layers.
+
+    Leading dense layers (DeepSeek's first_k_dense_replace) are --moe-layer-freq's list form,
+    0 dense and 1 MoE per layer (arguments.py moe_freq_type); without it every layer is MoE.
+    The shared experts are one MLP of their summed width (--moe-shared-expert-intermediate-size,
+    kb/schema.shared_width), gated where the model gates them (Qwen2-MoE). DeepSeek-V3's
+    aux-loss-free correction bias is --moe-router-enable-expert-bias, which TransformerConfig
+    accepts only with sigmoid (or sqrtsoftplus) scores: DeepSeek-V3's scoring_func is sigmoid."""
+    a = ["--num-experts", m.experts, "--moe-router-topk", m.top_k, "--moe-ffn-hidden-size", m.expert_ffn]
+    if m.first_dense:
+        a += ["--moe-layer-freq", f"([0]*{m.first_dense}+[1]*{m.moe_layers})"]
+    if m.shared_width:
+        a += ["--moe-shared-expert-intermediate-size", m.shared_width]
+        if m.shared_gate:
+            a += ["--moe-shared-expert-gate"]
+    if m.router_bias:
+        a += ["--moe-router-enable-expert-bias", "--moe-router-score-function", "sigmoid"]
     return a
 
 
@@ -131,11 +188,13 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
 
 
 def launch_args(tg: Target) -> tuple[list[str], list[str]]:
-    par, caveats = parallel_args(tg)
+    model, caveats = model_args(tg)
+    par, more = parallel_args(tg)
+    caveats += more
     # schedule placeholders from framework-configs.md's verified example: the user sets their own
     rest = ["--train-iters", 100000, "--lr", "1.5e-4", "--min-lr", "1.5e-5", "--lr-decay-style", "cosine",
             "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "$TOKENIZER", "--data-path", "$DATA_PREFIX"]
-    return [str(x) for x in model_args(tg) + par + rest], caveats
+    return [str(x) for x in model + par + rest], caveats
 
 
 def export(tg: Target) -> Export:

@@ -5,13 +5,14 @@ does, the README says how): SHARDWISE_FRAMEWORK_VENV names it. Each check is its
 subprocess, so one framework's imports cannot disturb another's. Nanotron's loader is only in
 its GitHub main (PyPI's 0.4 does not import): its check skips with that reason.
 """
+import json
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from shardwise.export import export
+from shardwise.export import Target, export
 
 from test_exports import SEEDS, layouts, seed_target
 
@@ -72,3 +73,36 @@ def test_framework_parser_refuses_a_broken_export(tmp_path):
 def test_nanotron_loader():
     pytest.skip("Nanotron's config loader is only in its GitHub main; PyPI's 0.4 fails to import "
                 "(framework-configs.md section 3): nanotron exports are checked by tests/test_exports.py only")
+
+
+def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
+    """Every catalog model exported to Megatron: Megatron's own parameter count of what the
+    script builds is the estimate's (within 0.5%: Megatron pads the vocabulary and leaves
+    biases, QK norms and position tables out of its count), and the built config has the
+    model's gating, QK norm, attention kind, MoE layers and shared experts."""
+    from shardwise.kb import catalog
+    from shardwise.kb.build import build_job
+    from shardwise.kb.layout import Layout
+    from shardwise.kb.params import total_params
+
+    items, models = [], {}
+    for name in catalog.model_names():
+        m = catalog.model(name)
+        job = build_job(model=name, gpus=64, seq_len=4096)
+        lay = Layout(tp=2, pp=2, dp=16, ep=8 if m.is_moe else 1, zero=1, sp=True, mbs=1, grad_accum=4)
+        path = tmp_path / f"{name}.sh"
+        path.write_text(export("megatron", Target(job, lay)).files["megatron_pretrain.sh"])
+        items.append(f"{path},{lay.world},{m.vocab}")
+        models[str(path)] = m
+    env = dict(os.environ, PYTHONPATH=f"{HERE}:{Path(VENV) / 'megatron-core'}", TOKENIZERS_PARALLELISM="false")
+    r = subprocess.run([str(PY), str(HERE / "megatron_model.py"), *items], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    built = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    assert len(built) == len(items)
+    for b in built:
+        m = models[b["script"]]
+        assert abs(b["params"] / total_params(m) - 1) < 0.005, (m.name, b["params"], total_params(m))
+        assert (b["gated"], b["qk_layernorm"], b["mla"], b["moe_layers"], b["shared_ffn"], b["qkv_bias"]) == \
+            (m.mlp != "gelu", m.qk_norm, m.is_mla, m.moe_layers, m.shared_width,
+             m.qkv_bias or m.linear_bias), m.name

@@ -1,0 +1,71 @@
+"""The model Megatron-LM builds from our pretrain_gpt.py scripts, as Megatron itself counts it.
+
+For each SCRIPT,WORLD,VOCAB argument: parse_args + validate_args + TransformerConfig as in
+validate_megatron.py, then Megatron's own parameter count
+(megatron/training/theoretical_memory_usage.compute_weight_and_optimizer_memory, vocabulary
+padded by vocab_utils.calculate_padded_vocab_size as the tokenizer setup pads it). Prints one
+JSON line per script: the count and the architecture fields of the built TransformerConfig.
+
+Two readings of Megatron's function, both because it prints its count rounded to 10M:
+- the exact total is read from the function's frame on return (sys.setprofile);
+- the function decides gating by args.swiglu alone, while --quick-geglu gates too
+  (argument_utils.core_transformer_config_from_args): where the config gates, it is counted
+  with swiglu set, which changes only its gated-MLP multiplier.
+"""
+import contextlib
+import io
+import json
+import os
+import shlex
+import sys
+
+import shims
+
+shims.install(("megatron.",))
+
+import megatron.training.arguments as A  # noqa: E402
+from megatron.training import theoretical_memory_usage as T  # noqa: E402
+from megatron.training.vocab_utils import calculate_padded_vocab_size  # noqa: E402
+
+A.get_device_arch_version = lambda: 9
+
+
+def megatron_count(args) -> int:
+    seen = {}
+
+    def on_return(frame, event, arg):
+        if event == "return" and frame.f_code is T.compute_weight_and_optimizer_memory.__code__:
+            seen["total"] = frame.f_locals["num_total_parameters"]
+
+    sys.setprofile(on_return)
+    try:
+        T.compute_weight_and_optimizer_memory(args)
+    finally:
+        sys.setprofile(None)
+    return int(seen["total"])
+
+
+for item in sys.argv[1:]:
+    script, world, vocab = item.rsplit(",", 2)
+    os.environ.update(WORLD_SIZE=world, RANK="0", LOCAL_RANK="0", TOKENIZER="x", DATA_PREFIX="/tmp/data")
+    text = open(script).read()
+    os.environ.pop("CUDA_DEVICE_MAX_CONNECTIONS", None)
+    if "export CUDA_DEVICE_MAX_CONNECTIONS=1" in text:
+        os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
+    body = os.path.expandvars(text.split("pretrain_gpt.py", 1)[1].replace("\\\n", " "))
+    sys.argv = ["pretrain_gpt.py"] + shlex.split(body, comments=True) + ["--no-rope-fusion"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        args = A.parse_args()
+        A.validate_args(args)
+        cfg = A.core_transformer_config_from_args(args)
+    args.padded_vocab_size = calculate_padded_vocab_size(int(vocab), args.make_vocab_size_divisible_by,
+                                                         args.tensor_model_parallel_size, False)
+    args.swiglu = args.swiglu or cfg.gated_linear_unit
+    freq = cfg.moe_layer_freq
+    print(json.dumps({
+        "script": script, "params": megatron_count(args), "gated": cfg.gated_linear_unit,
+        "qk_layernorm": cfg.qk_layernorm, "mla": bool(getattr(cfg, "multi_latent_attention", False)),
+        "moe_layers": (sum(freq) if isinstance(freq, list) else len(range(0, cfg.num_layers, freq)))
+        if cfg.num_moe_experts else 0,
+        "shared_ffn": cfg.moe_shared_expert_intermediate_size or 0, "qkv_bias": cfg.add_qkv_bias,
+    }))
