@@ -16,11 +16,17 @@ from .schema import ModelSpec
 SUPPORTED = {
     "llama": ("llama", {}),
     "mistral": ("mistral", {}),
+    # Phi-3/Phi-4 and Granite fuse or scale what Llama keeps apart, with the same weights:
+    # Phi3Attention's qkv_proj is q, k and v stacked, Phi3MLP's gate_up_proj gate and up;
+    # Granite adds scalar multipliers (modeling_phi3.py, modeling_granite.py)
+    "phi3": ("phi3", {}),
+    "granite": ("granite", {}),
     "mixtral": ("mixtral", {}),
     "qwen2": ("qwen2", {"qkv_bias": True}),
     "qwen2_moe": ("qwen2_moe", {"qkv_bias": True, "shared_gate": True}),
     "qwen3": ("qwen3", {"qk_norm": True}),
     "qwen3_moe": ("qwen3_moe", {"qk_norm": True}),
+    "deepseek_v2": ("deepseek_v2", {}),
     "deepseek_v3": ("deepseek_v3", {"router_bias": True}),
     "gemma": ("gemma", {"mlp": "geglu", "tied": True}),
     "gemma2": ("gemma2", {"mlp": "geglu", "tied": True, "sandwich_norm": True}),
@@ -97,7 +103,8 @@ def read_hf_config(path: str) -> ModelSpec:
         if mt == "qwen2_moe":
             spec["shared_ffn"] = _field(cfg, path, "shared_expert_intermediate_size", least=1)
             spec["shared_experts"] = 1
-    if mt == "deepseek_v3":
+    if mt in ("deepseek_v2", "deepseek_v3"):
+        # V2 routes by softmax scores without V3's e_score_correction_bias (modeling_deepseek_v2.py)
         spec.update(experts=_field(cfg, path, "n_routed_experts", least=1),
                     top_k=_field(cfg, path, "num_experts_per_tok", least=1),
                     expert_ffn=_field(cfg, path, "moe_intermediate_size", least=1),

@@ -64,6 +64,44 @@ HF_CONFIGS = {
 }
 
 
+# Families whose exact num_parameters() we have not recorded, against the size their model cards
+# publish, to the digits published: DeepSeek-V2-Lite "15.7B total, 2.4B active"; DeepSeek-V2
+# "236B total"; Phi-3-mini "3.8B" (Abdin et al. 2024); Phi-4 "14.7B" (safetensors); Granite 3.0 8B
+# "8.17B" (safetensors).
+PUBLISHED_SIZES = {
+    "deepseek_v2_lite": ({"model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944,
+                          "num_hidden_layers": 27, "num_attention_heads": 16, "num_key_value_heads": 16,
+                          "vocab_size": 102400, "n_routed_experts": 64, "num_experts_per_tok": 6,
+                          "moe_intermediate_size": 1408, "n_shared_experts": 2, "first_k_dense_replace": 1,
+                          "q_lora_rank": None, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+                          "v_head_dim": 128, "tie_word_embeddings": False}, 15.7, 1),
+    "deepseek_v2": ({"model_type": "deepseek_v2", "hidden_size": 5120, "intermediate_size": 12288,
+                     "num_hidden_layers": 60, "num_attention_heads": 128, "num_key_value_heads": 128,
+                     "vocab_size": 102400, "n_routed_experts": 160, "num_experts_per_tok": 6,
+                     "moe_intermediate_size": 1536, "n_shared_experts": 2, "first_k_dense_replace": 1,
+                     "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+                     "v_head_dim": 128, "tie_word_embeddings": False}, 236, 0),
+    "phi3_mini": ({"model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
+                   "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32064,
+                   "tie_word_embeddings": False}, 3.8, 1),
+    "phi4": ({"model_type": "phi3", "hidden_size": 5120, "intermediate_size": 17920, "num_hidden_layers": 40,
+              "num_attention_heads": 40, "num_key_value_heads": 10, "vocab_size": 100352,
+              "tie_word_embeddings": False}, 14.7, 1),
+    "granite_3_8b": ({"model_type": "granite", "hidden_size": 4096, "intermediate_size": 12800,
+                      "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 8,
+                      "vocab_size": 49155, "tie_word_embeddings": True}, 8.17, 2),
+}
+
+
+@pytest.mark.parametrize("key", sorted(PUBLISHED_SIZES))
+def test_hf_config_sizes_match_the_model_cards(tmp_path, key):
+    cfg, billions, digits = PUBLISHED_SIZES[key]
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    m = read_hf_config(str(p))
+    assert round(total_params(m) / 1e9, digits) == billions
+
+
 @pytest.mark.parametrize("key", sorted(HF_CONFIGS))
 def test_hf_config_counts(tmp_path, key):
     cfg, count = HF_CONFIGS[key]
