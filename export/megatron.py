@@ -32,6 +32,9 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
             a += ["--kv-channels", m.head_dim]
     if m.qk_norm:
         a += ["--qk-layernorm"]
+    if m.attn_sinks:
+        # a learned logit per head beside the scores (TransformerConfig.softmax_type)
+        a += ["--softmax-type", "learnable"]
     a += ["--seq-length", s, "--max-position-embeddings", s]
     a += ["--position-embedding-type", "learned_absolute" if m.learned_pos else "rope"]
     if m.norm == "rmsnorm":
@@ -52,6 +55,9 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
     if m.sandwich_norm:
         caveats.append("post-attention and post-MLP norms (Gemma 2): Megatron's command line has no flag for them "
                        "(Megatron-Bridge's Gemma 2 uses its own layer spec)")
+    if m.family == "gpt_oss":
+        caveats.append("gpt-oss's alternating 128-token sliding-window layers are left full (the estimate "
+                       "times them as full causal attention too)")
     if m.embed_norm:
         caveats.append("embedding LayerNorm (BLOOM): Megatron's command line has no flag for it")
     return a, caveats
@@ -61,7 +67,12 @@ def activation_args(m) -> tuple[list[str], list[str]]:
     """The MLP's activation. SwiGLU is --swiglu (SiLU, gated). A gated GELU (Gemma's GeGLU) has
     one command-line form, --quick-geglu (argument_utils.py: gated_linear_unit with
     quick_gelu, x * sigmoid(1.702 x)): the same three projections and memory, with the sigmoid
-    approximation of GELU rather than Gemma's tanh one. Plain GELU is Megatron's default."""
+    approximation of GELU rather than Gemma's tanh one. gpt-oss gates with exactly that
+    quick-GELU, multiplies by (up + 1) and clamps at 7 (modeling_gpt_oss.py GptOssExperts, alpha
+    1.702, swiglu_limit 7.0): --glu-linear-offset 1 and --activation-func-clamp-value 7, as
+    Megatron-Bridge's gpt-oss provider sets them. Plain GELU is Megatron's default."""
+    if m.family == "gpt_oss":
+        return ["--quick-geglu", "--glu-linear-offset", 1.0, "--activation-func-clamp-value", 7.0], []
     if m.mlp == "swiglu":
         return ["--swiglu"], []
     if m.mlp == "geglu":

@@ -26,6 +26,7 @@ SUPPORTED = {
     "qwen2_moe": ("qwen2_moe", {"qkv_bias": True, "shared_gate": True}),
     "qwen3": ("qwen3", {"qk_norm": True}),
     "qwen3_moe": ("qwen3_moe", {"qk_norm": True}),
+    "gpt_oss": ("gpt_oss", {"linear_bias": True, "attn_sinks": True}),
     "deepseek_v2": ("deepseek_v2", {}),
     "deepseek_v3": ("deepseek_v3", {"router_bias": True}),
     "gemma": ("gemma", {"mlp": "geglu", "tied": True}),
@@ -90,7 +91,7 @@ def read_hf_config(path: str) -> ModelSpec:
     spec.update({k: v for k, v in extra.items() if k != "tied"})
     if mt == "qwen2" or mt == "qwen2_moe":
         spec["qkv_bias"] = True
-    if mt in ("mixtral",):
+    if mt in ("mixtral", "gpt_oss"):
         spec.update(experts=_field(cfg, path, "num_local_experts", least=1),
                     top_k=_field(cfg, path, "num_experts_per_tok", least=1), expert_ffn=spec["ffn"])
     if mt in ("qwen3_moe", "qwen2_moe"):

@@ -42,7 +42,8 @@ def attention_params(m: ModelSpec) -> tuple[int, int]:
 
     Standard/GQA: q h*(a*d), k and v h*(g*d) each, o (a*d)*h; biases on q,k,v (Qwen2) are
     column-parallel (sharded), the o bias of GPT-style models is row-parallel (replicated).
-    Qwen3's q_norm/k_norm are per-head-dim RMSNorms (replicated).
+    Qwen3's q_norm/k_norm are per-head-dim RMSNorms (replicated). gpt-oss's attention sinks are
+    one learned logit per head (modeling_gpt_oss.py GptOssAttention.sinks), split with the heads.
     MLA (DeepSeek-V2/V3, modeling_deepseek_v3.py): q_a (h x q_lora) + q_a_norm + q_b
     (q_lora x a*(nope+rope)), kv_a (h x (kv_lora+rope)) + kv_a_norm + kv_b
     (kv_lora x a*(nope+v)), o (a*v x h). Megatron shards the up-projections; the small
@@ -65,6 +66,8 @@ def attention_params(m: ModelSpec) -> tuple[int, int]:
         replicated += h
     if m.qk_norm:
         replicated += 2 * m.hd
+    if m.attn_sinks:
+        sharded += m.heads
     return sharded, replicated
 
 
@@ -84,8 +87,10 @@ def mlp_params(m: ModelSpec, ffn: int) -> tuple[int, int]:
 
 
 def router_params(m: ModelSpec) -> int:
-    """Router of an MoE layer: E x h (+ E correction bias in DeepSeek-V3, + h x 1 shared gate)."""
-    return m.experts * m.hidden + (m.experts if m.router_bias else 0) + (m.hidden if m.shared_gate else 0)
+    """Router of an MoE layer: E x h (+ E: DeepSeek-V3's correction bias, or the router's own bias
+    where every linear is biased, gpt-oss's GptOssTopKRouter; + h x 1 shared gate)."""
+    bias = m.experts if (m.router_bias or m.linear_bias) else 0
+    return m.experts * m.hidden + bias + (m.hidden if m.shared_gate else 0)
 
 
 def layer_params(m: ModelSpec, moe: bool) -> LayerParams:
@@ -95,7 +100,7 @@ def layer_params(m: ModelSpec, moe: bool) -> LayerParams:
     if not moe:
         f_sh, f_rep = mlp_params(m, m.ffn)
         return LayerParams(a_sh + f_sh, rep + f_rep, 0, 0)
-    one_expert, _ = mlp_params(m, m.expert_ffn)
+    one_expert = sum(mlp_params(m, m.expert_ffn))     # each expert has its own biases (gpt-oss)
     shared = mlp_params(m, m.shared_width)[0] if m.shared_width else 0
     return LayerParams(a_sh + shared, rep + router_params(m), m.experts * one_expert, m.top_k * one_expert)
 

@@ -38,6 +38,7 @@ class ModelSpec(_Frozen):
     qk_norm: bool = False
     sandwich_norm: bool = False
     embed_norm: bool = False
+    attn_sinks: bool = False
     # mixture of experts
     experts: int = 0
     top_k: int = 0

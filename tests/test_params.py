@@ -38,6 +38,15 @@ def test_moe_active_parameters():
     assert round(active_params(catalog.model("deepseek-v3")) / 1e9) == 38          # 37B + embeddings/head
 
 
+def test_gpt_oss_counts_match_its_model_card():
+    """OpenAI's gpt-oss model card, table 1: total and active parameters (active counts the
+    unembedding, not the embedding table), to the two decimals published."""
+    for name, total, active in (("gpt-oss-20b", 20.91, 3.61), ("gpt-oss-120b", 116.83, 5.13)):
+        m = catalog.model(name)
+        assert round(total_params(m) / 1e9, 2) == total
+        assert round((active_params(m) - m.vocab * m.hidden) / 1e9, 2) == active
+
+
 HF_CONFIGS = {
     "llama3_8b": ({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
                    "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
@@ -67,7 +76,7 @@ HF_CONFIGS = {
 # Families whose exact num_parameters() we have not recorded, against the size their model cards
 # publish, to the digits published: DeepSeek-V2-Lite "15.7B total, 2.4B active"; DeepSeek-V2
 # "236B total"; Phi-3-mini "3.8B" (Abdin et al. 2024); Phi-4 "14.7B" (safetensors); Granite 3.0 8B
-# "8.17B" (safetensors).
+# "8.17B" (safetensors); gpt-oss-20b "20.91B" (OpenAI model card).
 PUBLISHED_SIZES = {
     "deepseek_v2_lite": ({"model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944,
                           "num_hidden_layers": 27, "num_attention_heads": 16, "num_key_value_heads": 16,
@@ -81,6 +90,10 @@ PUBLISHED_SIZES = {
                      "moe_intermediate_size": 1536, "n_shared_experts": 2, "first_k_dense_replace": 1,
                      "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
                      "v_head_dim": 128, "tie_word_embeddings": False}, 236, 0),
+    "gpt_oss_20b": ({"model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880,
+                     "num_hidden_layers": 24, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
+                     "vocab_size": 201088, "num_local_experts": 32, "num_experts_per_tok": 4,
+                     "attention_bias": True, "tie_word_embeddings": False}, 20.91, 2),
     "phi3_mini": ({"model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
                    "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32064,
                    "tie_word_embeddings": False}, 3.8, 1),
