@@ -15,7 +15,9 @@ REGISTRY = {
     "llama-3-8b": ("llama3", "llama3_8b"), "llama-3.1-8b": ("llama3", "llama3_8b"),
     "llama-3-70b": ("llama3", "llama3_70b"), "llama-3.1-70b": ("llama3", "llama3_70b"),
     "llama-3.1-405b": ("llama3", "llama3_405b"),
-    "qwen3-32b": ("qwen3", "qwen3_32b"), "deepseek-v3": ("deepseek_v3", "deepseek_v3_671b"),
+    "qwen3-32b": ("qwen3", "qwen3_32b"), "qwen3-30b-a3b": ("qwen3", "qwen3_30b_a3b"),
+    "deepseek-v3": ("deepseek_v3", "deepseek_v3_671b"),
+    "gpt-oss-20b": ("gpt_oss", "gpt_oss_20b"), "gpt-oss-120b": ("gpt_oss", "gpt_oss_120b"),
 }
 
 
@@ -59,7 +61,9 @@ def flags(tg: Target) -> tuple[list[str], list[str], tuple]:
         f += ["--training.dtype", "bfloat16"]
     else:
         f += ["--training.mixed_precision_param", "bfloat16"]
-    if lay.pp > 1:
+    if lay.pp > 1 or lay.ep > 1:
+        # CUDA graphs (on by default) refuse pipelining and the all-to-all EP dispatcher
+        # (torchtitan trainer.py Config._validate_cuda_graphs)
         f += ["--training.disable_cuda_graphs"]
     if t.precision == "fp8":
         caveats.append("fp8: torchtitan sets Float8 as a model converter in a registry function "
