@@ -124,9 +124,15 @@ def _batch(job, a):
 
 
 def _deepspeed_pipeline(job, a):
-    if job.training.framework not in ("deepspeed", "hf"):
+    if job.training.framework != "deepspeed":
         return _all(a)
     return (a["pp"] == 1) | (a["zero"] <= 1)
+
+
+def _hf_pipeline(job, a):
+    if job.training.framework != "hf":
+        return _all(a)
+    return a["pp"] == 1
 
 
 def _hsdp(job, a):
@@ -183,6 +189,13 @@ VALIDITY = [
              "(ZeRO-2/3 are incompatible with pipeline parallelism)", _deepspeed_pipeline,
              lambda job, lay: f"DeepSpeed's pipeline engine runs ZeRO-0/1 only; zero={lay.zero} with pp={lay.pp} is "
                               "refused by DeepSpeed (use zero=1, or pp=1)"),
+    Validity("hf-no-pipeline", "the transformers Trainer runs no pipeline schedule: neither Accelerate's "
+             "ParallelismConfig (dp, fsdp, tp, cp) nor its DeepSpeed integration, whose pipeline engine needs "
+             "a PipelineModule the Trainer never builds (transformers docs, perf_train_gpu_many: no model "
+             "supports full PP)", _hf_pipeline,
+             lambda job, lay: f"pp={lay.pp} but --framework hf (the transformers Trainer) has no pipeline schedule; "
+                              "use pp=1 (ZeRO-3 shards a model too big for one GPU), or --framework deepspeed, "
+                              "megatron or fsdp"),
     Validity("hsdp-shard-group", "an HSDP shard group (the ranks of one node) needs ZeRO-3 and must "
              "divide DP x CP into more than one replica", _hsdp,
              lambda job, lay: f"shard={lay.shard} (HSDP) needs zero=3 and must split dp x cp = {lay.dp * lay.cp} "

@@ -202,14 +202,28 @@ def test_a_mistyped_job_file_key_gets_a_did_you_mean(run_cli, tmp_path):
 @pytest.mark.parametrize("framework", ["megatron", "deepspeed", "fsdp", "hf"])
 def test_sp_defaults_to_what_the_framework_has(run_cli, framework):
     d = memory(run_cli, "--model", "llama-3-70b", "--gpus", "8", "--framework", framework,
-               "--layout", "tp=4,pp=2")
+               "--layout", "tp=4,dp=2,zero=3")
     assert d["layout"]["sp"] is frameworks.has_sequence_parallel(framework)
+
+
+def test_a_pipeline_under_the_trainer_is_refused_and_never_searched(run_cli):
+    """The transformers Trainer has no pipeline schedule: --layout with pp > 1 under hf is refused
+    in one line, and the search never ranks one (two 40 GB cards, LoRA on an 8B model)."""
+    err = refused(run_cli, "memory", "--model", "llama-3-8b", "--gpus", "2", "--gpu", "a100-40gb",
+                  "--training", "lora", "--layout", "pp=2")
+    assert "has no pipeline schedule" in err and "[hf-no-pipeline]" in err
+    code, out, err = run_cli("search", "--model", "llama-3-8b", "--gpus", "2", "--gpu", "a100-40gb",
+                             "--training", "lora", "--format", "json")
+    assert code == 0, err
+    found = json.loads(out)
+    assert found["top"] and all(r["layout"]["pp"] == 1 for r in found["top"])
+    assert {e["rule"]: e["excluded"] for e in found["search"]["excluded"]}["hf-no-pipeline"] > 0
 
 
 def test_sp_on_for_a_framework_without_it_is_refused(run_cli):
     assert not frameworks.has_sequence_parallel("hf")
     err = refused(run_cli, "memory", "--model", "llama-3-70b", "--gpus", "8", "--framework", "hf",
-                  "--layout", "tp=4,pp=2,sp=on")
+                  "--layout", "tp=4,sp=on")
     assert "no sequence parallelism" in err and "megatron" in err
     d = memory(run_cli, "--model", "llama-3-70b", "--gpus", "8", "--framework", "megatron",
                "--layout", "tp=4,pp=2,sp=off")
