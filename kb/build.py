@@ -127,4 +127,22 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
     if tspec.training == "qlora" and tspec.framework not in QLORA_FRAMEWORKS:
         raise InputError(f"--framework {tspec.framework}: QLoRA's 4-bit base weights (bitsandbytes + PEFT) do not "
                          f"run on it; allowed for --training qlora: {', '.join(QLORA_FRAMEWORKS)} (default hf)")
-    return Job(model=m, cluster=cluster, training=tspec)
+    job = Job(model=m, cluster=cluster, training=tspec)
+    _check_micro_batch(job)
+    return job
+
+
+def _check_micro_batch(job: Job) -> None:
+    """A given --mbs must divide the global batch, or no layout can take it (every data-parallel
+    degree fails batch-divides): refused here, naming the flag, instead of an empty search."""
+    from .resolve import global_batch
+    mbs = job.training.mbs
+    if not mbs:
+        return
+    gb, _ = global_batch(job)
+    if mbs > gb or gb % mbs:
+        fits = [d for d in range(1, gb + 1) if gb % d == 0]
+        shown = ", ".join(map(str, fits[:8])) + (", ..." if len(fits) > 8 else "")
+        raise InputError(f"--mbs {mbs} {'exceeds' if mbs > gb else 'does not divide'} the global batch of {gb:,} "
+                         f"sequences; allowed: a divisor of it ({shown}), or a global batch (--global-batch, "
+                         "--global-batch-tokens) that it divides")
