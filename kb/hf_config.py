@@ -56,6 +56,13 @@ def _field(cfg: dict, path: str, *names: str, required: bool = True, default=Non
     return default
 
 
+def config_name(p: Path) -> str:
+    """The model's name where config.json has no _name_or_path: the folder of a file called
+    config.json (a downloaded model's folder), else the file's own name -- the same however the
+    path is written (./config.json, an absolute path)."""
+    return p.resolve().parent.name if p.name == "config.json" else p.stem
+
+
 def read_hf_config(path: str) -> ModelSpec:
     p = Path(path)
     text = read_input_file(path, "--hf-config")
@@ -76,7 +83,7 @@ def read_hf_config(path: str) -> ModelSpec:
     h = _field(cfg, path, "hidden_size", least=1)
     heads = _field(cfg, path, "num_attention_heads", least=1)
     spec = dict(
-        name=str(cfg.get("_name_or_path") or p.parent.name or p.stem),
+        name=str(cfg.get("_name_or_path") or config_name(p)),
         family=family,
         layers=_field(cfg, path, "num_hidden_layers", least=1),
         hidden=h,

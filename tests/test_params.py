@@ -148,3 +148,18 @@ def test_truncated_and_inconsistent_configs_are_refused_naming_the_field(tmp_pat
     p.write_text(json.dumps(cfg))
     with pytest.raises(InputError, match="'hidden_size' must be an integer from 1 to "):
         read_hf_config(str(p))
+
+
+def test_a_config_is_named_the_same_however_its_path_is_written(tmp_path, monkeypatch):
+    """A model folder's config.json takes the folder's name, any other file its own name, from a
+    relative or an absolute path alike (the name is printed and written into every export)."""
+    folder = tmp_path / "Llama-3-8B"
+    folder.mkdir()
+    cfg = dict(HF_CONFIGS["llama3_8b"][0])
+    (folder / "config.json").write_text(json.dumps(cfg))
+    (tmp_path / "llama_8b.json").write_text(json.dumps(cfg))
+    monkeypatch.chdir(folder)
+    assert {read_hf_config("config.json").name, read_hf_config("./config.json").name,
+            read_hf_config(str(folder / "config.json")).name} == {"Llama-3-8B"}
+    monkeypatch.chdir(tmp_path)
+    assert {read_hf_config("llama_8b.json").name, read_hf_config(str(tmp_path / "llama_8b.json")).name} == {"llama_8b"}
