@@ -41,6 +41,10 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
         a += ["--normalization", "RMSNorm"]
     act, caveats = activation_args(m)
     a += act
+    if not m.learned_pos:
+        rope, more = rope_args(m)
+        a += rope
+        caveats += more
     if not m.linear_bias:
         a += ["--disable-bias-linear"]
     if m.qkv_bias:
@@ -60,6 +64,26 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
                        "times them as full causal attention too)")
     if m.embed_norm:
         caveats.append("embedding LayerNorm (BLOOM): Megatron's command line has no flag for it")
+    return a, caveats
+
+
+def rope_args(m) -> tuple[list[str], list[str]]:
+    """RoPE as config.json sets it. The base is --rotary-base (Megatron's default 10000, where
+    Llama 3 uses 500000 and Qwen 1000000). Llama 3.1/3.2's scaling is --use-rope-scaling with
+    its factor (arguments.py: "rope scaling as used in llama3.x"). YaRN is Megatron's rope type
+    for multi-latent attention only (argument_utils.core_transformer_config_from_args asserts it),
+    with its factor as --rotary-scaling-factor; its beta and mscale settings stay Megatron's."""
+    a, caveats = [], []
+    if m.rope_theta != 10000:
+        a += ["--rotary-base", int(m.rope_theta)]
+    if m.rope_scaling == "llama3":
+        a += ["--use-rope-scaling", "--rope-scaling-factor", m.rope_factor]
+    elif m.rope_scaling == "yarn" and m.is_mla:
+        a += ["--rope-type", "yarn", "--rotary-scaling-factor", m.rope_factor]
+        caveats.append("YaRN's beta and mscale settings are Megatron's defaults, not read from config.json")
+    elif m.rope_scaling:
+        caveats.append(f"RoPE scaling {m.rope_scaling} (factor {m.rope_factor:g}): Megatron's command line builds it "
+                       "for llama3 scaling and multi-latent attention only; this script trains unscaled RoPE")
     return a, caveats
 
 

@@ -50,10 +50,31 @@ def _field(cfg: dict, path: str, *names: str, required: bool = True, default=Non
                 raise InputError(f"{path}: field '{n}' must be an integer from {least} to {FIELD_MAX}, got {v!r}")
             if kind is bool and not isinstance(v, bool):
                 raise InputError(f"{path}: field '{n}' must be true or false, got {v!r}")
+            if kind is float and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1e12):
+                raise InputError(f"{path}: field '{n}' must be a positive number, got {v!r}")
             return v
     if required:
         raise InputError(f"{path}: missing field '{names[0]}' needed for a {cfg.get('model_type')} model")
     return default
+
+
+def rope_fields(cfg: dict, path: str) -> dict:
+    """rope_theta (transformers' default base 10000 where absent) and rope_scaling's type and
+    factor ("rope_type", or the older "type"); a "default" type is no scaling."""
+    out = {"rope_theta": float(_field(cfg, path, "rope_theta", required=False, default=10000.0, kind=float))}
+    rs = cfg.get("rope_scaling")
+    if rs is None:
+        return out
+    if not isinstance(rs, dict):
+        raise InputError(f"{path}: field 'rope_scaling' must be an object or null, got {rs!r}")
+    kind = rs.get("rope_type", rs.get("type"))
+    if not isinstance(kind, str) or not kind:
+        raise InputError(f"{path}: rope_scaling needs a rope_type (e.g. llama3, yarn), got {kind!r}")
+    if kind != "default":
+        if rs.get("factor") is None:
+            raise InputError(f"{path}: rope_scaling of type {kind} needs its 'factor'")
+        out.update(rope_scaling=kind, rope_factor=float(_field(rs, path, "factor", kind=float)))
+    return out
 
 
 def config_name(p: Path) -> str:
@@ -96,6 +117,7 @@ def read_hf_config(path: str) -> ModelSpec:
         source=f"Hugging Face config.json at {path}",
     )
     spec.update({k: v for k, v in extra.items() if k != "tied"})
+    spec.update(rope_fields(cfg, path))
     if mt == "qwen2" or mt == "qwen2_moe":
         spec["qkv_bias"] = True
     if mt in ("mixtral", "gpt_oss"):

@@ -34,6 +34,12 @@ class ModelSpec(_Frozen):
     qkv_bias: bool = False
     linear_bias: bool = False
     learned_pos: int = 0
+    # rotary position embedding: base frequency (rope_theta) and the long-context scaling of
+    # config.json's rope_scaling ("" none, or its rope_type: llama3, yarn, ...) with its factor.
+    # Neither changes memory or time; the exports build the model with them.
+    rope_theta: float = Field(10000.0, gt=0)
+    rope_scaling: str = ""
+    rope_factor: float = Field(0.0, ge=0)
     parallel_attn: bool = False
     qk_norm: bool = False
     sandwich_norm: bool = False

@@ -163,3 +163,26 @@ def test_a_config_is_named_the_same_however_its_path_is_written(tmp_path, monkey
             read_hf_config(str(folder / "config.json")).name} == {"Llama-3-8B"}
     monkeypatch.chdir(tmp_path)
     assert {read_hf_config("llama_8b.json").name, read_hf_config(str(tmp_path / "llama_8b.json")).name} == {"llama_8b"}
+
+
+def test_rope_base_and_scaling_are_read_from_config_json(tmp_path):
+    """rope_theta and rope_scaling (rope_type or the older type, with its factor) reach the spec
+    the exports build from; a malformed rope_scaling is refused naming it."""
+    p = tmp_path / "config.json"
+    cfg = dict(HF_CONFIGS["llama3_8b"][0], rope_theta=500000.0,
+               rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0})
+    p.write_text(json.dumps(cfg))
+    m = read_hf_config(str(p))
+    assert (m.rope_theta, m.rope_scaling, m.rope_factor) == (500000.0, "llama3", 8.0)
+    p.write_text(json.dumps(dict(cfg, rope_scaling={"type": "yarn", "factor": 40})))
+    assert read_hf_config(str(p)).rope_scaling == "yarn"
+    p.write_text(json.dumps(dict(cfg, rope_scaling={"rope_type": "default"})))
+    assert read_hf_config(str(p)).rope_scaling == ""
+    for bad, needle in (({"rope_type": "yarn"}, "needs its 'factor'"), ("llama3", "must be an object"),
+                        ({"factor": 8}, "needs a rope_type")):
+        p.write_text(json.dumps(dict(cfg, rope_scaling=bad)))
+        with pytest.raises(InputError, match=needle):
+            read_hf_config(str(p))
+    p.write_text(json.dumps(dict(cfg, rope_theta="500000")))
+    with pytest.raises(InputError, match="'rope_theta' must be a positive number"):
+        read_hf_config(str(p))

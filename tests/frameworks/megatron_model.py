@@ -68,4 +68,6 @@ for item in sys.argv[1:]:
         "moe_layers": (sum(freq) if isinstance(freq, list) else len(range(0, cfg.num_layers, freq)))
         if cfg.num_moe_experts else 0,
         "shared_ffn": cfg.moe_shared_expert_intermediate_size or 0, "qkv_bias": cfg.add_qkv_bias,
+        "rotary_base": args.rotary_base, "rope_scaling": args.use_rope_scaling and args.rope_scaling_factor,
+        "rope_type": args.rope_type, "yarn_factor": getattr(cfg, "rotary_scaling_factor", None),
     }))

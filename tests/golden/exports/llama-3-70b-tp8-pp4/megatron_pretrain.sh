@@ -14,6 +14,7 @@ torchrun --nnodes 4 --nproc-per-node 8 pretrain_gpt.py \
   --position-embedding-type rope \
   --normalization RMSNorm \
   --swiglu \
+  --rotary-base 500000 \
   --disable-bias-linear \
   --untie-embeddings-and-output-weights \
   --tensor-model-parallel-size 8 \
