@@ -51,7 +51,7 @@ def config(tg: Target) -> tuple[dict, list[str]]:
                 "is_llama_config": True, "hidden_size": m.hidden, "intermediate_size": m.ffn,
                 "num_hidden_layers": m.layers, "num_attention_heads": m.heads, "num_key_value_heads": m.kv_heads,
                 "max_position_embeddings": t.seq_len, "vocab_size": m.vocab, "rms_norm_eps": 1.0e-05,
-                "rope_theta": 500000.0, "tie_word_embeddings": bool(m.tied), "hidden_act": "silu",
+                "rope_theta": float(m.rope_theta), "tie_word_embeddings": bool(m.tied), "hidden_act": "silu",
             },
         },
         "optimizer": {
@@ -64,6 +64,9 @@ def config(tg: Target) -> tuple[dict, list[str]]:
         "tokens": {"sequence_length": t.seq_len, "micro_batch_size": lay.mbs,
                    "batch_accumulation_per_replica": lay.grad_accum, "train_steps": 100000, "val_check_interval": -1},
     }
+    if m.rope_scaling:
+        caveats.append(f"RoPE scaling {m.rope_scaling} (factor {m.rope_factor:g}): not written; Nanotron trains "
+                       "with unscaled RoPE at this rope_theta")
     if m.family not in ("llama", "mistral", "qwen2", "qwen2.5"):
         caveats.append(f"{m.name} is exported as a Llama-architecture config (is_llama_config); check its "
                        "normalisation and activation")
