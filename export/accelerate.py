@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import yaml
 
-from .target import Export, Target, dp_dims, with_caveats
+from .target import Export, Target, dp_dims, memory_as_run, with_caveats
 
 LAYER_CLASS = {"llama": "LlamaDecoderLayer", "mistral": "MistralDecoderLayer", "mixtral": "MixtralDecoderLayer",
                "qwen2": "Qwen2DecoderLayer", "qwen3": "Qwen3DecoderLayer", "qwen3_moe": "Qwen3MoeDecoderLayer",
@@ -22,7 +22,8 @@ def config(tg: Target) -> tuple[dict, list[str]]:
     procs = lay.tp * lay.cp * lay.dp
     if lay.pp > 1:
         caveats.append(f"pp={lay.pp}: Accelerate has no pipeline parallelism; this is the PP=1 slice of "
-                       f"{procs} processes (each needs the memory of all {lay.pp} stages; use megatron or torchtitan)")
+                       f"{procs} processes (each holds all {lay.pp} stages: {memory_as_run(tg, pp=1, vp=1)}; use "
+                       "megatron or torchtitan)")
     rep, shard = dp_dims(lay)
     if lay.zero == 0 and (lay.tp > 1 or lay.cp > 1):
         rep, shard = 1, lay.dp

@@ -10,7 +10,7 @@ import yaml
 
 from shardwise.kb.errors import InputError
 
-from .target import Export, Target, with_caveats
+from .target import Export, Target, memory_as_run, with_caveats
 
 
 def config(tg: Target) -> tuple[dict, list[str]]:
@@ -26,7 +26,7 @@ def config(tg: Target) -> tuple[dict, list[str]]:
                        "(the nearest), tp_recompute_allgather true")
     if lay.zero >= 2:
         caveats.append(f"zero={lay.zero}: Nanotron implements ZeRO-1 only (zero_stage 1; gradients and weights "
-                       "stay unsharded, more memory than planned)")
+                       f"stay unsharded, {memory_as_run(tg, zero=1, shard=0)})")
     if lay.shard:
         caveats.append("HSDP shard group: Nanotron shards ZeRO-1 over all DP ranks")
     if t.precision == "fp8":

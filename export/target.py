@@ -72,5 +72,14 @@ def _quote(v: str) -> str:
     return f'"{v}"' if v.startswith("$") else shlex.quote(v)
 
 
+def memory_as_run(tg: Target, **changes) -> str:
+    """The estimated peak of the layout a framework actually runs (``changes`` applied to the
+    planned one, e.g. ZeRO-1 where the plan sharded more), for a caveat to say whether it fits."""
+    from shardwise.kb.memory.estimate import estimate_memory
+    est = estimate_memory(tg.job, tg.layout.with_(**changes))
+    return (f"estimated {est.peak_gib:.1f} of {est.capacity_gib:.1f} GiB a GPU as it runs: "
+            f"{'fits' if est.fits else 'does not fit'}")
+
+
 def with_caveats(lines: list[str], caveats: list[str], comment: str = "#") -> list[str]:
     return lines + [f"{comment} cannot express: {c}" for c in caveats]
