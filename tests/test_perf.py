@@ -1,4 +1,5 @@
 """Step-time model: the FLOPs convention, the calibrated compute, and how layouts change time."""
+import json
 import statistics
 
 import pytest
@@ -23,6 +24,22 @@ def test_model_flops_follow_megatrons_counter():
     assert model_flops_per_token(catalog.model("llama-3.1-405b"), 8192) / 1e9 == pytest.approx(2524.0, abs=2)
     m = catalog.model("llama-3-8b")
     assert hardware_flops_per_token(m, 4096, "full") > hardware_flops_per_token(m, 4096, "selective") > model_flops_per_token(m, 4096)
+
+
+def test_adapter_training_is_credited_only_the_flops_it_runs(run_cli):
+    """LoRA's frozen base computes no weight gradients: its model FLOPs are 4N + attention
+    (forward, input gradient; the attention core 3x), so its MFU is not read off 6N."""
+    from shardwise.kb.params import total_params
+    m = catalog.model("llama-3-8b")
+    full, lora = model_flops_per_token(m, 4096), model_flops_per_token(m, 4096, frozen=True)
+    weights = 2.0 * (total_params(m) - m.vocab * m.hidden)          # one forward through the weights
+    assert full - lora == pytest.approx(weights, rel=1e-4)             # norms are no GEMM
+    code, out, err = run_cli("memory", "--model", "llama-3-8b", "--gpus", "1", "--training", "lora",
+                             "--layout", "tp=1", "--format", "json")
+    d = json.loads(out)
+    assert code == 0 and "4(N - embedding)" in d["metrics"]["mfu_basis"]
+    assert d["metrics"]["mfu_pct"] == pytest.approx(
+        100 * lora * d["metrics"]["tokens_per_s_per_gpu"] / 989e12, rel=0.01)
 
 
 def test_per_layer_compute_matches_the_h100_measurements():

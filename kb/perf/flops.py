@@ -8,6 +8,8 @@ halved by the causal mask) + the LM head 2 h V. This is the basis NVIDIA's "mode
 tables use: 6(N - embedding) + causal attention reproduces their TFLOP/s-to-tokens/s ratio to
 0.1% (Llama 3 70B at 8k: 449.2 GFLOP/token). PaLM's convention counts full attention; say
 which one when comparing MFU across sources.
+LoRA and QLoRA count 4(N - embedding) + causal attention: the frozen base computes input
+gradients but no weight gradients, so 6N would credit the run with work it never does.
 Hardware FLOPs (HFU) add what recomputation runs again: a whole forward of the layers (full)
 or the attention core's forward (Megatron's selective core_attn).
 """
@@ -36,20 +38,23 @@ def head_flops(m: ModelSpec) -> float:
     return 2.0 * m.hidden * m.vocab
 
 
-def model_flops_per_token(m: ModelSpec, seq: int) -> float:
-    """Training FLOPs per token (forward + backward = 3 x forward), no recomputation."""
-    fwd = (m.dense_layers * layer_gemm_flops(m, False)
-           + (m.moe_layers * layer_gemm_flops(m, True) if m.is_moe else 0.0)
-           + m.layers * attention_flops(m, seq) + head_flops(m))
-    return 3.0 * fwd
+def model_flops_per_token(m: ModelSpec, seq: int, frozen: bool = False) -> float:
+    """Training FLOPs per token, no recomputation: forward + backward = 3 x forward. With the base
+    weights frozen (LoRA, QLoRA) their backward computes input gradients only, no weight
+    gradients: 2 x forward for the GEMMs and the LM head, 3 x for the attention core, which has no
+    weights (the rank-r adapters add well under 1%, not counted)."""
+    gemm = m.dense_layers * layer_gemm_flops(m, False) + (m.moe_layers * layer_gemm_flops(m, True) if m.is_moe else 0.0)
+    attn = m.layers * attention_flops(m, seq)
+    weights = gemm + head_flops(m)
+    return (2.0 if frozen else 3.0) * weights + 3.0 * attn
 
 
-def hardware_flops_per_token(m: ModelSpec, seq: int, recompute: str) -> float:
+def hardware_flops_per_token(m: ModelSpec, seq: int, recompute: str, frozen: bool = False) -> float:
     """Model FLOPs plus what recomputation repeats (full: the layers' forward; selective:
     the attention core's forward)."""
-    base = model_flops_per_token(m, seq)
+    base = model_flops_per_token(m, seq, frozen)
     if recompute == "full":
-        return base + (model_flops_per_token(m, seq) / 3.0 - head_flops(m))
+        return base + model_flops_per_token(m, seq) / 3.0 - head_flops(m)
     if recompute in ("selective", "modules"):       # modules adds only elementwise work
         return base + m.layers * attention_flops(m, seq)
     return base

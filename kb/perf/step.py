@@ -63,7 +63,9 @@ class StepTime:
             "bubble_pct": round(100 * self.bubble_s / self.step_time_s, 2),
             "comm_exposed_s": {k: round(v, 4) for k, v in self.comm_by_kind_s.items()},
             "mfu_basis": f"{t.precision if t.precision == 'fp8' else 'bf16'} dense peak "
-                         f"{c.gpu.peak_tflops(t.precision):.0f} TFLOP/s; model FLOPs = 6(N - embedding) + causal attention",
+                         f"{c.gpu.peak_tflops(t.precision):.0f} TFLOP/s; model FLOPs = "
+                         + ("4(N - embedding) + causal attention: frozen base weights compute no weight gradients"
+                            if t.training in ("lora", "qlora") else "6(N - embedding) + causal attention"),
             "time_to_train_h": None,
         }
         if t.token_budget:
@@ -217,8 +219,9 @@ def step_time(job: Job, lay: Layout) -> StepTime:
     comm_kinds["dp"] = dp
     tokens = lay.global_batch * t.seq_len
     tps = tokens / total
-    mf = model_flops_per_token(m, t.seq_len)
-    hf = hardware_flops_per_token(m, t.seq_len, lay.recompute)
+    frozen = t.training in ("lora", "qlora")
+    mf = model_flops_per_token(m, t.seq_len, frozen)
+    hf = hardware_flops_per_token(m, t.seq_len, lay.recompute, frozen)
     peak = c.gpu.peak_tflops(t.precision) * 1e12
     per_gpu = tps / c.gpus
     return StepTime(step_time_s=total, compute_s=mcount * compute_mb, bubble_s=bubble,
