@@ -69,6 +69,20 @@ def test_moe_spreads_its_experts():
     assert any("low confidence" in w for w in r["warnings"])
 
 
+def test_zero3_over_512_ranks_is_weighed_not_recommended_and_warned_against():
+    """Pure ZeRO-3 past 512 data-parallel ranks is a preference the search prices: the 1.5T job
+    takes TP with PP; where ZeRO-3 still wins (DeepSeek-V3 on 1,024 H100s, by more than its
+    worth) the answer says what honouring it would cost, with no warning against its own choice."""
+    big = rec(params="1.5T", gpus=2048, gpu="h100-sxm")
+    assert big["layout"]["pp"] > 1 and big["layout"]["zero_stage"] <= 1
+    r = rec(model="deepseek-v3", gpus=1024, gpu="h100-sxm")
+    lay = r["layout"]
+    assert lay["zero_stage"] == 3 and lay["dp"] * lay["cp"] >= 512
+    kept = {k["rule"]: k for k in r["search"]["kept_despite"]}["dp.zero3-at-scale"]
+    assert kept["slower_pct"] > kept["worth_pct"] == 5.0
+    assert not any("ZeRO-3" in w for w in r["warnings"])
+
+
 def test_every_departure_from_the_fastest_names_the_preference_and_its_cost():
     r = rec(model="llama-3-70b", gpus=32, seq_len=8192, mbs=4)
     s = r["search"]

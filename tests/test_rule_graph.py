@@ -83,8 +83,9 @@ def test_rules_bearing_on_zero_list_direct_ones_first_then_those_through_the_est
     assert code == 0, err
     rows = json.loads(out)["influences"]["zero"]
     direct = [d["rule"] for d in rows if d["direct"]]
-    assert direct == ["zero.lowest-that-fits"] and rows[0]["direct"]
-    assert rows[0]["how"] == "avoid 'layout.zero > max(1, same.min_zero)' (worth 3%)" and rows[0]["stratum"] == 2
+    assert direct == ["dp.zero3-at-scale", "zero.lowest-that-fits"] and rows[0]["direct"]
+    lowest = next(d for d in rows if d["rule"] == "zero.lowest-that-fits")
+    assert lowest["how"] == "avoid 'layout.zero > max(1, same.min_zero)' (worth 3%)" and lowest["stratum"] == 2
     rest = {d["rule"]: d for d in rows if not d["direct"]}
     assert "memory.fit-margin" in rest and rest["memory.fit-margin"]["kind"] == "hard"
     # rules that only warn or note bear on no setting; a TP-only rule does not bear on zero
