@@ -171,8 +171,13 @@ def test_gradient_sync_over_ethernet_is_flagged():
     slow = rec(model="llama-3-8b", gpus=64, interconnect="ethernet")
     fast = rec(model="llama-3-8b", gpus=64, interconnect="infiniband")
     assert not any("ethernet" in w for w in fast["warnings"])
-    if slow["layout"]["dp"] * slow["layout"]["cp"] * slow["layout"]["tp"] > 8:
-        assert any("over ethernet-100g" in w for w in slow["warnings"])
+    crosses = slow["layout"]["dp"] * slow["layout"]["cp"] * slow["layout"]["tp"] > 8
+    exposed = slow["metrics"]["comm_overhead_pct"] >= 5
+    assert any("over ethernet-100g" in w for w in slow["warnings"]) is (crosses and exposed)
+    big = rec(model="llama-3-70b", gpus=64, interconnect="ethernet", global_batch=64)
+    assert big["metrics"]["comm_overhead_pct"] >= 5
+    assert any("over ethernet-100g" in w and f"{big['metrics']['comm_overhead_pct']:.0f}% of the step" in w
+               for w in big["warnings"])
 
 
 @pytest.mark.parametrize("kw", [dict(model="llama-3-8b", gpus=8, seq_len=4096),
