@@ -34,10 +34,12 @@ def header(result: dict) -> str:
 
 
 def setting_line(name: str, s: dict) -> str:
-    """The one-line why of a setting: the rule that reads it (a pin, a broken preference first),
-    then the best layout with another value and what rules it out."""
+    """The one-line why of a setting: the rule that reads it (a pin, a broken preference first,
+    then one some allowed layout breaks), then the best layout with another value and what rules
+    it out."""
     direct = [r for r in s["reasons"] if r.get("direct")]
-    lead = next((r for r in direct if r["status"] in ("pinned", "broken")), None) or next(iter(direct), None)
+    lead = (next((r for r in direct if r["status"] in ("pinned", "broken")), None)
+            or next((r for r in direct if r.get("binding", True)), None))
     parts = [f"{lead['rule']} ({lead['status']}): {lead['title']}"] if lead else []
     alts = [a for a in s["alternatives"] if a["delta_pct"] is not None]
     allowed = [a for a in alts if not a["ruled_out_by"].startswith(("memory", "validity")) and "(require" not in

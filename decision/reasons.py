@@ -41,12 +41,15 @@ def reasons(d: Decision, setting: str) -> list[dict]:
     for k, c in enumerate(d.constraints):
         if _reads(c.node, setting):
             out.append(dict(_entry(d, c.rule, "hard", "honoured", f"{c.kind} '{c.text}'"),
-                            direct=_LAYOUT_PATH[setting] in expr.paths(c.node)))
+                            direct=_LAYOUT_PATH[setting] in expr.paths(c.node), binding=not bool(d.masks[k].all())))
     for p, mask in zip(d.preferences, d.broken):
         if _reads(p.node, setting):
             status = "broken" if bool(mask[d.index]) else "honoured"
+            # binding: some allowed layout breaks it, so honouring it was a choice (a rule about
+            # 512 ranks is honoured by every layout of 64 GPUs and explains nothing there)
             out.append(dict(_entry(d, p.rule, "soft", status, f"{p.kind} '{p.text}' (worth {p.worth:g}%)"),
-                            direct=_LAYOUT_PATH[setting] in expr.paths(p.node)))
+                            direct=_LAYOUT_PATH[setting] in expr.paths(p.node),
+                            binding=bool((mask & d.allowed).any())))
     return out
 
 

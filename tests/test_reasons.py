@@ -84,3 +84,15 @@ def test_the_check_catches_a_stale_quote():
     assert quoted_settings("with TP=2, sequence parallelism shards the norms", lay) == ["TP=2"]
     assert quoted_settings("ZeRO-1 over 64 DP ranks", lay) == []
     assert quoted_settings("ZeRO-3 shards everything; PP = 4", lay) == ["ZeRO-3", "PP = 4"]
+
+
+def test_a_rule_no_allowed_layout_could_break_leads_no_setting():
+    """The one-line why cites a rule only where it chose something: a preference about 512 ranks
+    is honoured by every layout of 64 GPUs, a TP rule by every layout of one GPU."""
+    from shardwise.cli.recommend_cmd import setting_line
+    r = as_dict(decide(build_job(model="llama-3-70b", gpus=64, seq_len=8192)))
+    assert not any(x["binding"] for x in r["settings"]["dp"]["reasons"] if x["rule"] == "dp.zero3-at-scale")
+    assert "dp.zero3-at-scale" not in setting_line("dp", r["settings"]["dp"])
+    assert setting_line("zero", r["settings"]["zero"]).startswith("zero.lowest-that-fits")
+    one = as_dict(decide(build_job(model="llama-3-8b", gpus=1, training="lora")))
+    assert setting_line("tp", one["settings"]["tp"]) == "the only valid value"
