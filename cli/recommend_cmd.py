@@ -27,9 +27,11 @@ def _value(v) -> str:
 
 def header(result: dict) -> str:
     job = result["job"]
-    nodes = f"{job['nodes']} node{'s' if job['nodes'] > 1 else ''}"
+    # the link between nodes only where there is more than one node
+    links = f"{job['nodes']} nodes, {job['intra_link']} / {job['inter_link']}" if job["nodes"] > 1 \
+        else f"1 node, {job['intra_link']}" if job["gpus"] > 1 else "1 GPU"
     return (f"{job['model']} ({job['params_b']:,.1f}B parameters{', shape inferred' if job['shape_inferred'] else ''}) "
-            f"on {job['gpus']} x {job['gpu']} ({nodes}, {job['intra_link']} / {job['inter_link']}); "
+            f"on {job['gpus']} x {job['gpu']} ({links}); "
             f"sequence {job['seq_len']:,} tokens, {job['training']}, {job['precision']}, {job['framework']}")
 
 

@@ -27,7 +27,8 @@ class Target:
 
     def header(self, comment: str = "#") -> list[str]:
         m, c, t, lay = self.job.model, self.job.cluster, self.job.training, self.layout
-        return [f"{comment} shardwise export: {m.name} on {c.gpus} x {c.gpu.name} ({c.nodes} nodes of {c.gpus_per_node}), "
+        where = f"{c.nodes} nodes of {c.gpus_per_node}" if c.nodes > 1 else "one node"
+        return [f"{comment} shardwise export: {m.name} on {c.gpus} x {c.gpu.name} ({where}), "
                 f"seq {t.seq_len}, {t.training} {t.precision}",
                 f"{comment} layout: {lay.describe()}; global batch {lay.global_batch} sequences"]
 

@@ -79,6 +79,12 @@ def flags(tg: Target) -> tuple[list[str], list[str], tuple]:
 def export(tg: Target) -> Export:
     f, caveats, (module, conf) = flags(tg)
     c = tg.job.cluster
-    lines = with_caveats(tg.header(), caveats) + shell_command(
+    multi = [] if c.nodes == 1 else [
+        # run_train.sh starts torchrun on one node (rdzv endpoint localhost); torchtitan's
+        # multinode_trainer.slurm runs the same module on every node
+        f"# {c.nodes} nodes: run_train.sh starts one; on each node run torchrun --nnodes {c.nodes} "
+        f"--nproc_per_node {c.gpus_per_node} --rdzv_backend c10d --rdzv_endpoint $HEAD_NODE:29500 -m torchtitan.train "
+        f"--module {module} --config {conf} with these flags (torchtitan's multinode_trainer.slurm)"]
+    lines = with_caveats(tg.header(), caveats) + multi + shell_command(
         f"NGPU={c.gpus_per_node} MODULE={module} CONFIG={conf} ./run_train.sh", f, positional=("activation-",))
     return Export("torchtitan", {"torchtitan_train.sh": "\n".join(lines) + "\n"}, caveats)
