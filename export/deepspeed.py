@@ -62,6 +62,8 @@ def export(tg: Target) -> Export:
                                           else "")
         + f" x DP {lay.dp} = {lay.tp * lay.pp * lay.dp * lay.cp} GPUs: DeepSpeed counts "
         f"train_batch_size over the {lay.dp} DP ranks",
+        "# train.py is your script; the parallel-size flags are Megatron-DeepSpeed's (pretrain_gpt.py), "
+        "elsewhere TP and PP are built in the model code",
         f"deepspeed --num_nodes {tg.job.cluster.nodes} --num_gpus {tg.job.cluster.gpus_per_node} train.py "
         f"--deepspeed_config ds_config.json --tensor-model-parallel-size {lay.tp} "
         f"--pipeline-model-parallel-size {lay.pp}",
