@@ -92,6 +92,10 @@ def _main(argv) -> None:
         rv = cli.main(args=argv, prog_name="shardwise", standalone_mode=False)
     except InputError as e:
         _fail(str(e))
+    except click.BadParameter as e:
+        # click names the bad value; the option's help says what is allowed
+        p = e.param
+        _fail(e.format_message() + (f" Allowed: {' '.join(p.help.split())}" if p is not None and p.help else ""))
     except click.UsageError as e:
         _fail(e.format_message())
     except click.exceptions.Abort:

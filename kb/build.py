@@ -22,6 +22,8 @@ def _first_error(e: ValidationError, prefix: str) -> InputError:
     err = e.errors()[0]
     loc = ".".join(str(x) for x in err.get("loc", ()) if x != "__root__")
     msg = err.get("msg", str(e)).removeprefix("Value error, ")
+    if "input" in err and not isinstance(err["input"], dict) and err.get("type") != "value_error":
+        msg = f"got {err['input']!r}; {msg[0].lower()}{msg[1:]}"
     return InputError(f"{prefix}{'--' + loc.replace('_', '-') + ': ' if loc else ''}{msg}")
 
 
