@@ -22,8 +22,12 @@ def module(framework: str):
     return import_module(f"{__name__}.{FRAMEWORKS[framework]}")
 
 
-# Megatron-Core's per-module recomputation (kb/choices.RECOMPUTE "modules"); only Megatron has it
-RECOMPUTE_MODULES = ("core_attn", "layernorm", "moe_act")
+def recompute_modules(model) -> tuple[str, ...]:
+    """Megatron-Core's per-module recomputation (kb/choices.RECOMPUTE "modules"; only Megatron has
+    it): core attention and the norms, and the experts' activation in an MoE model -- which
+    TransformerConfig accepts only with grouped GEMM ("moe_act in recompute_modules is only
+    supported with moe_grouped_gemm"), as the MoE exports run."""
+    return ("core_attn", "layernorm") + (("moe_act",) if model.is_moe else ())
 
 
 def export(framework: str, target):
@@ -33,7 +37,7 @@ def export(framework: str, target):
         return module(framework).export(target)
     nearest = type(target)(target.job, target.layout.with_(recompute="selective"))
     ex = module(framework).export(nearest)
-    ex.caveats.insert(0, f"per-module recomputation ({' '.join(RECOMPUTE_MODULES)}) is Megatron-Core's "
+    ex.caveats.insert(0, f"per-module recomputation ({' '.join(recompute_modules(target.job.model))}) is Megatron-Core's "
                          "--recompute-modules; exported as selective recomputation, the nearest")
     return ex
 

@@ -36,15 +36,17 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
         # a learned logit per head beside the scores (TransformerConfig.softmax_type)
         a += ["--softmax-type", "learnable"]
     a += ["--seq-length", s, "--max-position-embeddings", s]
-    a += ["--position-embedding-type", "learned_absolute" if m.learned_pos else "rope"]
+    if m.learned_pos:
+        a += ["--position-embedding-type", "learned_absolute"]
+        rope, caveats = [], []
+    else:
+        rope, caveats = rope_args(m)
+    a += rope
     if m.norm == "rmsnorm":
         a += ["--normalization", "RMSNorm"]
-    act, caveats = activation_args(m)
+    act, more = activation_args(m)
     a += act
-    if not m.learned_pos:
-        rope, more = rope_args(m)
-        a += rope
-        caveats += more
+    caveats += more
     if not m.linear_bias:
         a += ["--disable-bias-linear"]
     if m.qkv_bias:
@@ -67,23 +69,50 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
     return a, caveats
 
 
-def rope_args(m) -> tuple[list[str], list[str]]:
-    """RoPE as config.json sets it. The base is --rotary-base (Megatron's default 10000, where
-    Llama 3 uses 500000 and Qwen 1000000). Llama 3.1/3.2's scaling is --use-rope-scaling with
-    its factor (arguments.py: "rope scaling as used in llama3.x"). YaRN is Megatron's rope type
-    for multi-latent attention only (argument_utils.core_transformer_config_from_args asserts it),
-    with its factor as --rotary-scaling-factor; its beta and mscale settings stay Megatron's."""
-    a, caveats = [], []
+# Megatron's fixed Llama 3.x scaling numbers (rotary_pos_embedding.RotaryEmbedding._apply_scaling)
+# and multi-latent attention's YaRN defaults (transformer_config.MLATransformerConfig)
+LLAMA3_SCALING = {"low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+MLA_YARN = {"beta_fast": 32.0, "beta_slow": 1.0, "original_max_position_embeddings": 4096}
+
+
+def rope_args(m) -> tuple[list, list[str]]:
+    """RoPE as config.json sets it: --position-embedding-type, the base (--rotary-base; Megatron's
+    default is 10000, Llama 3 uses 500000, Qwen 1000000) and the long-context scaling.
+
+    Llama 3.x scaling is --use-rope-scaling with its factor; Megatron fixes its other numbers
+    (LLAMA3_SCALING), so others are a caveat. YaRN is --rotary-scaling-factor with --mscale and
+    --mscale-all-dim where the model sets them (DeepSeek-V3's 1.0 and 1.0: Megatron's 0.0 would
+    scale its softmax by 1.87x less). With multi-latent attention it is --rope-type yarn, whose beta
+    and original-length numbers are MLATransformerConfig's (MLA_YARN); otherwise it is
+    --position-embedding-type yarn with --yarn-beta-fast/slow, --yarn-original-max-position-embeddings
+    and --no-yarn-correction-range-round-to-int for gpt-oss's truncate false
+    (argument_utils._apply_yarn_config_from_args). Other scalings are a caveat."""
+    a, caveats = ["--position-embedding-type", "yarn" if m.rope_scaling == "yarn" and not m.is_mla else "rope"], []
     if m.rope_theta != 10000:
         a += ["--rotary-base", int(m.rope_theta)]
+    p = dict(m.rope_params)
     if m.rope_scaling == "llama3":
         a += ["--use-rope-scaling", "--rope-scaling-factor", m.rope_factor]
-    elif m.rope_scaling == "yarn" and m.is_mla:
-        a += ["--rope-type", "yarn", "--rotary-scaling-factor", m.rope_factor]
-        caveats.append("YaRN's beta and mscale settings are Megatron's defaults, not read from config.json")
+        if any(p.get(k, v) != v for k, v in LLAMA3_SCALING.items()):
+            caveats.append(f"Llama 3 RoPE scaling numbers {p}: Megatron fixes them at {LLAMA3_SCALING}")
+    elif m.rope_scaling == "yarn":
+        a += ["--rotary-scaling-factor", m.rope_factor]
+        a += [x for k, flag in (("mscale", "--mscale"), ("mscale_all_dim", "--mscale-all-dim")) if k in p
+              for x in (flag, p[k])]
+        if m.is_mla:
+            a += ["--rope-type", "yarn"]
+            if any(p.get(k, v) != v for k, v in MLA_YARN.items()):
+                caveats.append(f"YaRN numbers {p}: Megatron's multi-latent attention fixes beta and the original "
+                               f"length at {MLA_YARN}")
+        else:
+            a += [x for k, flag in (("original_max_position_embeddings", "--yarn-original-max-position-embeddings"),
+                                    ("beta_fast", "--yarn-beta-fast"), ("beta_slow", "--yarn-beta-slow")) if k in p
+                  for x in (flag, int(p[k]) if k.startswith("original") else p[k])]
+            if p.get("truncate") == 0:
+                a += ["--no-yarn-correction-range-round-to-int"]
     elif m.rope_scaling:
-        caveats.append(f"RoPE scaling {m.rope_scaling} (factor {m.rope_factor:g}): Megatron's command line builds it "
-                       "for llama3 scaling and multi-latent attention only; this script trains unscaled RoPE")
+        caveats.append(f"RoPE scaling {m.rope_scaling}: Megatron's command line builds llama3 and yarn scaling only; "
+                       "this script trains unscaled RoPE")
     return a, caveats
 
 
@@ -115,7 +144,9 @@ def mla_args(m) -> list[str]:
 
 
 def moe_args(m) -> list[str]:
-    """Experts, router and shared experts of the MoE layers.
+    """Experts, router and shared experts of the MoE layers, the local experts run as one grouped
+    GEMM (--moe-grouped-gemm, as NVIDIA's MoE recipes run them and as the estimate's per-expert
+    overhead assumes, kb/perf/step.moe_layer_overhead).
 
     Leading dense layers (DeepSeek's first_k_dense_replace) are --moe-layer-freq's list form,
     0 dense and 1 MoE per layer (arguments.py moe_freq_type); without it every layer is MoE.
@@ -123,7 +154,8 @@ def moe_args(m) -> list[str]:
     kb/schema.shared_width), gated where the model gates them (Qwen2-MoE). DeepSeek-V3's
     aux-loss-free correction bias is --moe-router-enable-expert-bias, which TransformerConfig
     accepts only with sigmoid (or sqrtsoftplus) scores: DeepSeek-V3's scoring_func is sigmoid."""
-    a = ["--num-experts", m.experts, "--moe-router-topk", m.top_k, "--moe-ffn-hidden-size", m.expert_ffn]
+    a = ["--num-experts", m.experts, "--moe-router-topk", m.top_k, "--moe-ffn-hidden-size", m.expert_ffn,
+         "--moe-grouped-gemm"]
     if m.first_dense:
         a += ["--moe-layer-freq", f"([0]*{m.first_dense}+[1]*{m.moe_layers})"]
     if m.shared_width:
@@ -217,8 +249,8 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
     elif lay.recompute == "full":
         a += ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", 1]
     elif lay.recompute == "modules":
-        from . import RECOMPUTE_MODULES
-        a += ["--recompute-granularity", "selective", "--recompute-modules", *RECOMPUTE_MODULES]
+        from . import recompute_modules
+        a += ["--recompute-granularity", "selective", "--recompute-modules", *recompute_modules(m)]
     return a, caveats
 
 

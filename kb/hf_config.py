@@ -6,6 +6,7 @@ is refused with the list. A missing or mistyped field is refused naming the fiel
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from .errors import InputError, read_input_file
@@ -35,6 +36,11 @@ SUPPORTED = {
 }
 
 
+# rope_theta where config.json leaves it out: the config class's default_theta (transformers 5:
+# MixtralConfig 1e6, GptOssConfig 150000, PreTrainedConfig 10000 for the rest)
+ROPE_THETA_DEFAULT = {"mixtral": 1e6, "gpt_oss": 150000.0}
+
+
 # No shape field of a real model comes near 2^31 (vocabularies ~2^18, hidden sizes ~2^14); a
 # larger one overflows the estimators' 64-bit products instead of being refused.
 FIELD_MAX = 2 ** 31 - 1
@@ -58,30 +64,47 @@ def _field(cfg: dict, path: str, *names: str, required: bool = True, default=Non
     return default
 
 
-def rope_fields(cfg: dict, path: str) -> dict:
-    """rope_theta (transformers' default base 10000 where absent) and rope_scaling's type and
-    factor ("rope_type", or the older "type"); a "default" type is no scaling."""
-    out = {"rope_theta": float(_field(cfg, path, "rope_theta", required=False, default=10000.0, kind=float))}
+def rope_fields(cfg: dict, path: str, theta: float) -> dict:
+    """rope_theta (``theta``, the config class's default, where absent) and the RoPE scaling: its
+    type ("rope_type", or the older "type"; "default" is no scaling), its factor (0 where the
+    type has none, e.g. longrope's per-dimension lists) and its other numbers (booleans as 0/1).
+    Read from rope_scaling, or from transformers 5's rope_parameters, which holds rope_theta
+    too and may be keyed by layer type (Gemma 3: full_attention, sliding_attention)."""
+    rp = cfg.get("rope_parameters")
+    if rp is not None and not isinstance(rp, dict):
+        raise InputError(f"{path}: field 'rope_parameters' must be an object or null, got {rp!r}")
+    if rp and all(isinstance(v, dict) for v in rp.values()):
+        rp = rp.get("full_attention") or rp[sorted(rp)[0]]
+    rp = rp or {}
+    theta = _field(rp, path, "rope_theta", required=False, default=None, kind=float) or \
+        _field(cfg, path, "rope_theta", required=False, default=theta, kind=float)
+    out = {"rope_theta": float(theta)}
     rs = cfg.get("rope_scaling")
+    if rs is None:
+        rs = rp or None
     if rs is None:
         return out
     if not isinstance(rs, dict):
         raise InputError(f"{path}: field 'rope_scaling' must be an object or null, got {rs!r}")
-    kind = rs.get("rope_type", rs.get("type"))
+    kind = rs.get("rope_type", rs.get("type", "default" if rs is rp else None))
     if not isinstance(kind, str) or not kind:
         raise InputError(f"{path}: rope_scaling needs a rope_type (e.g. llama3, yarn), got {kind!r}")
-    if kind != "default":
-        if rs.get("factor") is None:
-            raise InputError(f"{path}: rope_scaling of type {kind} needs its 'factor'")
-        out.update(rope_scaling=kind, rope_factor=float(_field(rs, path, "factor", kind=float)))
+    if kind == "default":
+        return out
+    factor = _field(rs, path, "factor", required=False, default=0.0, kind=float) if rs.get("factor") is not None else 0.0
+    params = {k: float(v) for k, v in rs.items()
+              if k not in ("factor", "rope_type", "type", "rope_theta") and isinstance(v, (int, float))
+              and abs(v) < 1e12}
+    out.update(rope_scaling=kind, rope_factor=float(factor), rope_params=params)
     return out
 
 
 def config_name(p: Path) -> str:
     """The model's name where config.json has no _name_or_path: the folder of a file called
     config.json (a downloaded model's folder), else the file's own name -- the same however the
-    path is written (./config.json, an absolute path)."""
-    return p.resolve().parent.name if p.name == "config.json" else p.stem
+    path is written (./config.json, an absolute path). Links are not followed: the Hugging Face
+    cache links snapshots/<revision>/config.json into blobs/."""
+    return Path(os.path.abspath(p)).parent.name if p.name == "config.json" else p.stem
 
 
 def read_hf_config(path: str) -> ModelSpec:
@@ -117,7 +140,7 @@ def read_hf_config(path: str) -> ModelSpec:
         source=f"Hugging Face config.json at {path}",
     )
     spec.update({k: v for k, v in extra.items() if k != "tied"})
-    spec.update(rope_fields(cfg, path))
+    spec.update(rope_fields(cfg, path, ROPE_THETA_DEFAULT.get(mt, 10000.0)))
     if mt == "qwen2" or mt == "qwen2_moe":
         spec["qkv_bias"] = True
     if mt in ("mixtral", "gpt_oss"):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .choices import RECOMPUTE_CHOICES, Attention, Framework, Optimizer, Precision, TrainingType
 
@@ -40,6 +40,9 @@ class ModelSpec(_Frozen):
     rope_theta: float = Field(10000.0, gt=0)
     rope_scaling: str = ""
     rope_factor: float = Field(0.0, ge=0)
+    # the scaling's other numbers (YaRN's beta_fast, mscale_all_dim, original_max_position_embeddings,
+    # ...; booleans as 0/1), sorted by name: a tuple so that the spec stays hashable
+    rope_params: tuple[tuple[str, float], ...] = ()
     parallel_attn: bool = False
     qk_norm: bool = False
     sandwich_norm: bool = False
@@ -62,6 +65,14 @@ class ModelSpec(_Frozen):
     v_head_dim: int = 0
     source: str = ""
     inferred: bool = False
+
+    @field_validator("rope_params", mode="before")
+    @classmethod
+    def _rope_params(cls, v):
+        return tuple(sorted((str(k), float(x)) for k, x in v.items())) if isinstance(v, dict) else v
+
+    def rope_param(self, name: str, default: float | None = None) -> float | None:
+        return dict(self.rope_params).get(name, default)
 
     @model_validator(mode="after")
     def _check(self) -> "ModelSpec":

@@ -60,6 +60,9 @@ def layouts():
         Target(dense, Layout(tp=2, pp=2, dp=16, zero=2, sp=False, mbs=2, grad_accum=4, recompute="selective")),
         Target(dense, Layout(tp=1, pp=1, dp=64, zero=3, shard=8, mbs=1, grad_accum=2, recompute="full")),
         Target(moe, Layout(tp=2, pp=2, dp=16, ep=8, zero=1, sp=True, mbs=1, grad_accum=4)),
+        # per-module recomputation: dense (core_attn layernorm) and MoE (+ moe_act, grouped GEMM)
+        Target(dense, Layout(tp=8, pp=2, dp=4, zero=1, sp=True, mbs=1, grad_accum=32, recompute="modules")),
+        Target(moe, Layout(tp=1, pp=1, dp=64, ep=8, zero=1, mbs=1, grad_accum=1, recompute="modules")),
         Target(fp8, Layout(tp=2, pp=1, dp=8, zero=0, sp=True, mbs=2, grad_accum=8)),
         # splits Megatron's flags cannot build, written as --pipeline-model-parallel-layout:
         # 10 layers a rank over 3 chunks, and 80 layers over 6 stages of 2 chunks
@@ -87,7 +90,14 @@ def test_every_export_carries_the_layout(tg):
     assert vp == lay.vp
     assert ("--sequence-parallel" in args) == lay.sp
     assert ("--use-distributed-optimizer" in args) == (lay.zero == 1)
-    assert (flag("--recompute-granularity") or "none") == lay.recompute
+    if lay.recompute == "modules":
+        from shardwise.export import recompute_modules
+        assert flag("--recompute-granularity") == "selective"
+        listed = args[args.index("--recompute-modules") + 1:]
+        assert tuple(listed[:len(recompute_modules(tg.job.model))]) == recompute_modules(tg.job.model)
+        assert ("moe_act" in listed) == ("--moe-grouped-gemm" in args) == tg.job.model.is_moe
+    else:
+        assert (flag("--recompute-granularity") or "none") == lay.recompute
     # torchtitan: the degrees multiply to the world, batch arithmetic holds
     tt = out["torchtitan"]["files"]["torchtitan_train.sh"]
     val = lambda k: int(re.search(rf"--parallelism\.{k} (\d+)", tt).group(1))
@@ -96,7 +106,8 @@ def test_every_export_carries_the_layout(tg):
     assert world == lay.world
     local = int(re.search(r"--training\.local_batch_size (\d+)", tt).group(1))
     assert lay.global_batch % (local * lay.dp) == 0
-    assert f"activation-checkpoint:{lay.recompute}" in tt
+    # per-module recomputation goes to torchtitan as selective, the nearest (export.export says so)
+    assert f"activation-checkpoint:{lay.recompute.replace('modules', 'selective')}" in tt
     # FSDP2: the mesh covers every GPU
     fs = out["fsdp"]["files"]["fsdp2_sharding.py"]
     shape = ast.literal_eval(re.search(r"MESH_SHAPE = (\(.*\))", fs).group(1))

@@ -110,5 +110,6 @@ def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
         if not m.learned_pos:
             assert b["rotary_base"] == m.rope_theta, m.name
             assert b["rope_scaling"] == (m.rope_factor if m.rope_scaling == "llama3" else False), m.name
-            if m.is_mla and m.rope_scaling == "yarn":
-                assert (b["rope_type"], b["yarn_factor"]) == ("yarn", m.rope_factor), m.name
+            if m.rope_scaling == "yarn":        # MLA's rope type, or the yarn position embedding
+                assert "yarn" in (b["rope_type"], b["position"]), m.name
+                assert (b["yarn_factor"], b["mscale_all_dim"]) == (m.rope_factor, m.rope_param("mscale_all_dim", 0.0))

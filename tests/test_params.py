@@ -163,6 +163,13 @@ def test_a_config_is_named_the_same_however_its_path_is_written(tmp_path, monkey
             read_hf_config(str(folder / "config.json")).name} == {"Llama-3-8B"}
     monkeypatch.chdir(tmp_path)
     assert {read_hf_config("llama_8b.json").name, read_hf_config(str(tmp_path / "llama_8b.json")).name} == {"llama_8b"}
+    # the Hugging Face cache: snapshots/<revision>/config.json links into blobs/
+    blobs, snap = tmp_path / "blobs", tmp_path / "snapshots" / "abc123"
+    blobs.mkdir()
+    snap.mkdir(parents=True)
+    (blobs / "0f1e2d").write_text(json.dumps(cfg))
+    (snap / "config.json").symlink_to(blobs / "0f1e2d")
+    assert read_hf_config(str(snap / "config.json")).name == "abc123"
 
 
 def test_rope_base_and_scaling_are_read_from_config_json(tmp_path):
@@ -178,8 +185,26 @@ def test_rope_base_and_scaling_are_read_from_config_json(tmp_path):
     assert read_hf_config(str(p)).rope_scaling == "yarn"
     p.write_text(json.dumps(dict(cfg, rope_scaling={"rope_type": "default"})))
     assert read_hf_config(str(p)).rope_scaling == ""
-    for bad, needle in (({"rope_type": "yarn"}, "needs its 'factor'"), ("llama3", "must be an object"),
-                        ({"factor": 8}, "needs a rope_type")):
+    # longrope (Phi-3 128K) has per-dimension lists and no factor; YaRN's numbers are kept
+    p.write_text(json.dumps(dict(cfg, rope_scaling={"type": "longrope", "long_factor": [1.0] * 48,
+                                                    "short_factor": [1.0] * 48})))
+    m = read_hf_config(str(p))
+    assert (m.rope_scaling, m.rope_factor, m.rope_params) == ("longrope", 0.0, ())
+    p.write_text(json.dumps(dict(cfg, rope_scaling={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32,
+                                                    "original_max_position_embeddings": 4096, "truncate": False})))
+    m = read_hf_config(str(p))
+    assert m.rope_param("beta_fast") == 32 and m.rope_param("truncate") == 0 and m.rope_param("mscale") is None
+    # transformers 5 writes rope_parameters, flat or keyed by layer type, with rope_theta inside
+    flat = {k: v for k, v in cfg.items() if k not in ("rope_theta", "rope_scaling")}
+    p.write_text(json.dumps(dict(flat, rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0})))
+    m = read_hf_config(str(p))
+    assert (m.rope_theta, m.rope_scaling, m.rope_factor) == (500000.0, "llama3", 8.0)
+    p.write_text(json.dumps(dict(flat, rope_parameters={
+        "full_attention": {"rope_type": "linear", "rope_theta": 1e6, "factor": 8.0},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})))
+    m = read_hf_config(str(p))
+    assert (m.rope_theta, m.rope_scaling, m.rope_factor) == (1e6, "linear", 8.0)
+    for bad, needle in (("llama3", "must be an object"), ({"factor": 8}, "needs a rope_type")):
         p.write_text(json.dumps(dict(cfg, rope_scaling=bad)))
         with pytest.raises(InputError, match=needle):
             read_hf_config(str(p))

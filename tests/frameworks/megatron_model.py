@@ -28,6 +28,8 @@ from megatron.training import theoretical_memory_usage as T  # noqa: E402
 from megatron.training.vocab_utils import calculate_padded_vocab_size  # noqa: E402
 
 A.get_device_arch_version = lambda: 9
+# validate_args asks the GPU for its compute capability where grouped GEMM is on (MoE): a Hopper's
+A.torch.cuda.get_device_capability = lambda *a: (9, 0)
 
 
 def megatron_count(args) -> int:
@@ -69,5 +71,7 @@ for item in sys.argv[1:]:
         if cfg.num_moe_experts else 0,
         "shared_ffn": cfg.moe_shared_expert_intermediate_size or 0, "qkv_bias": cfg.add_qkv_bias,
         "rotary_base": args.rotary_base, "rope_scaling": args.use_rope_scaling and args.rope_scaling_factor,
-        "rope_type": args.rope_type, "yarn_factor": getattr(cfg, "rotary_scaling_factor", None),
+        "rope_type": args.rope_type, "position": args.position_embedding_type,
+        "yarn_factor": getattr(cfg, "rotary_scaling_factor", getattr(cfg, "yarn_rotary_scaling_factor", None)),
+        "mscale_all_dim": getattr(cfg, "mscale_all_dim", getattr(cfg, "yarn_mscale_all_dim", None)),
     }))

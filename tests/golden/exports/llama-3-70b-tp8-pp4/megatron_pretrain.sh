@@ -12,9 +12,9 @@ torchrun --nnodes 4 --nproc-per-node 8 pretrain_gpt.py \
   --seq-length 8192 \
   --max-position-embeddings 8192 \
   --position-embedding-type rope \
+  --rotary-base 500000 \
   --normalization RMSNorm \
   --swiglu \
-  --rotary-base 500000 \
   --disable-bias-linear \
   --untie-embeddings-and-output-weights \
   --tensor-model-parallel-size 8 \
