@@ -36,12 +36,15 @@ def header(result: dict) -> str:
 
 
 def setting_line(name: str, s: dict) -> str:
-    """The one-line why of a setting: the rule that reads it (a pin, a broken preference first,
-    then one some allowed layout breaks), then the best layout with another value and what rules
-    it out."""
+    """The one-line why of a setting: a rule that reads it and bears on it here (a pin; a rule
+    that some layout with another value of the setting would meet otherwise -- a broken one
+    first, then the setting's own), then the best layout with another value and what rules it
+    out."""
     direct = [r for r in s["reasons"] if r.get("direct")]
-    lead = (next((r for r in direct if r["status"] in ("pinned", "broken")), None)
-            or next((r for r in direct if r.get("binding", True)), None))
+    bears = [r for r in direct if r["status"] == "pinned" or r.get("binding", True)]
+    # a pin, then a broken rule, then the setting's own rule file (cp.* for cp) before others
+    rank = lambda r: (r["status"] != "pinned", r["status"] != "broken", not r["rule"].startswith(f"{name}."))
+    lead = min(bears, key=rank) if bears else None
     parts = [f"{lead['rule']} ({lead['status']}): {lead['title']}"] if lead else []
     alts = [a for a in s["alternatives"] if a["delta_pct"] is not None]
     allowed = [a for a in alts if not a["ruled_out_by"].startswith(("memory", "validity")) and "(require" not in

@@ -38,19 +38,45 @@ def reasons(d: Decision, setting: str) -> list[dict]:
                     "status": "pinned", "what": src.flag, "text": f"the job fixed it ({src.flag})", "direct": True})
     elif src is not None:
         out.append(dict(_entry(d, src, "pin", "pinned", f"pin {setting} = {d.pins[setting]}"), direct=True))
+    other = _other_values(d, setting)
     for k, c in enumerate(d.constraints):
         if _reads(c.node, setting):
+            # binding: it rules out some layout with another value of this setting
             out.append(dict(_entry(d, c.rule, "hard", "honoured", f"{c.kind} '{c.text}'"),
-                            direct=_LAYOUT_PATH[setting] in expr.paths(c.node), binding=not bool(d.masks[k].all())))
+                            direct=_LAYOUT_PATH[setting] in expr.paths(c.node),
+                            binding=bool((other & ~d.masks[k]).any())))
     for p, mask in zip(d.preferences, d.broken):
         if _reads(p.node, setting):
             status = "broken" if bool(mask[d.index]) else "honoured"
-            # binding: some allowed layout breaks it, so honouring it was a choice (a rule about
-            # 512 ranks is honoured by every layout of 64 GPUs and explains nothing there)
+            # binding: the layouts with another value of this setting (and the rest as near the
+            # answer as they go) stand otherwise towards it -- a rule about 512 ranks explains
+            # nothing on 64 GPUs, nor a broken one a setting whose other values break it too
             out.append(dict(_entry(d, p.rule, "soft", status, f"{p.kind} '{p.text}' (worth {p.worth:g}%)"),
                             direct=_LAYOUT_PATH[setting] in expr.paths(p.node),
-                            binding=bool((mask & d.allowed).any())))
+                            binding=bool((other & (mask != mask[d.index])).any())))
     return out
+
+
+def _mine(d: Decision, setting: str):
+    return RECOMPUTE.index(d.layout.recompute) if setting == "recompute" else int(getattr(d.layout, setting))
+
+
+def _other_values(d: Decision, setting: str) -> np.ndarray:
+    """The layouts that differ from the answer in ``setting`` and otherwise as little as they can:
+    the same in every other setting but DP (which the GPU count ties to the rest) and those
+    ``setting`` constrains, or, where no such layout exists, all with another value."""
+    t = d.table
+    other = t.array(_FIELD.get(setting, setting)) != _mine(d, setting)
+    near = other.copy()
+    for s in SETTINGS:
+        if s not in (setting, "dp") + _COUPLED.get(setting, ()):
+            near &= t.array(_FIELD.get(s, s)) == _mine(d, s)
+    return near if near.any() else other
+
+
+# settings that cannot keep their value when this one changes: interleaving needs PP > 1,
+# sequence parallelism TP > 1
+_COUPLED = {"pp": ("vp",), "tp": ("sp",)}
 
 
 def _entry(d: Decision, rule, kind: str, status: str, what: str = "") -> dict:
@@ -87,7 +113,7 @@ def alternatives(d: Decision, setting: str) -> list[dict]:
     nearest to allowed -- fewest hard constraints broken, then the lowest peak -- and what rules it out."""
     t = d.table
     col = t.array(_FIELD.get(setting, setting))
-    mine = RECOMPUTE.index(d.layout.recompute) if setting == "recompute" else int(getattr(d.layout, setting))
+    mine = _mine(d, setting)
     head_tps = float(t.tokens_per_s[d.index])
     out = []
     values = sorted(set(np.unique(col).tolist()) - {mine})

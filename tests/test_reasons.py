@@ -86,13 +86,17 @@ def test_the_check_catches_a_stale_quote():
     assert quoted_settings("ZeRO-3 shards everything; PP = 4", lay) == ["ZeRO-3", "PP = 4"]
 
 
-def test_a_rule_no_allowed_layout_could_break_leads_no_setting():
-    """The one-line why cites a rule only where it chose something: a preference about 512 ranks
-    is honoured by every layout of 64 GPUs, a TP rule by every layout of one GPU."""
+def test_a_setting_is_explained_by_a_rule_that_bears_on_it_here():
+    """The one-line why cites a rule only where a layout with another value of that setting (the
+    rest as near as it goes) stands otherwise towards it: a preference about 512 ranks explains
+    nothing on 64 GPUs, a rule the answer breaks explains no setting whose other values break it
+    too, and a TP rule nothing on one GPU."""
     from shardwise.cli.recommend_cmd import setting_line
+    line = lambda r, name: setting_line(name, r["settings"][name])
     r = as_dict(decide(build_job(model="llama-3-70b", gpus=64, seq_len=8192)))
-    assert not any(x["binding"] for x in r["settings"]["dp"]["reasons"] if x["rule"] == "dp.zero3-at-scale")
-    assert "dp.zero3-at-scale" not in setting_line("dp", r["settings"]["dp"])
-    assert setting_line("zero", r["settings"]["zero"]).startswith("zero.lowest-that-fits")
-    one = as_dict(decide(build_job(model="llama-3-8b", gpus=1, training="lora")))
-    assert setting_line("tp", one["settings"]["tp"]) == "the only valid value"
+    assert "dp.zero3-at-scale" not in line(r, "dp") + line(r, "cp") + line(r, "zero")
+    big = as_dict(decide(build_job(model="llama-3.1-405b", gpus=2048)))
+    assert big["layout"]["pp"] > 1 and line(big, "pp").startswith("pp.only-when-needed (broken)")
+    assert line(big, "cp").startswith("cp.long-sequences") and line(big, "zero").startswith("zero.lowest-that-fits")
+    moe = as_dict(decide(build_job(model="gpt-oss-20b", gpus=1, training="lora")))
+    assert line(moe, "tp") == line(moe, "ep") == "the only valid value"
