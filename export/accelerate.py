@@ -11,9 +11,13 @@ import yaml
 
 from .target import Export, Target, dp_dims, memory_as_run, with_caveats
 
+# the decoder-layer class FSDP wraps, per model family (transformers' modeling_<family>.py)
 LAYER_CLASS = {"llama": "LlamaDecoderLayer", "mistral": "MistralDecoderLayer", "mixtral": "MixtralDecoderLayer",
-               "qwen2": "Qwen2DecoderLayer", "qwen3": "Qwen3DecoderLayer", "qwen3_moe": "Qwen3MoeDecoderLayer",
-               "gemma": "GemmaDecoderLayer", "gemma2": "Gemma2DecoderLayer"}
+               "qwen2": "Qwen2DecoderLayer", "qwen2_moe": "Qwen2MoeDecoderLayer", "qwen3": "Qwen3DecoderLayer",
+               "qwen3_moe": "Qwen3MoeDecoderLayer", "gemma": "GemmaDecoderLayer", "gemma2": "Gemma2DecoderLayer",
+               "gemma3": "Gemma3DecoderLayer", "phi3": "Phi3DecoderLayer", "granite": "GraniteDecoderLayer",
+               "gpt_oss": "GptOssDecoderLayer", "deepseek_v2": "DeepseekV2DecoderLayer",
+               "deepseek_v3": "DeepseekV3DecoderLayer", "falcon": "FalconDecoderLayer", "bloom": "BloomBlock"}
 
 
 def config(tg: Target) -> tuple[dict, list[str]]:
@@ -36,6 +40,10 @@ def config(tg: Target) -> tuple[dict, list[str]]:
         caveats.append("sequence parallelism follows Accelerate's TP plan (transformers' tp_plan), not Megatron's")
     if lay.ep > 1:
         caveats.append(f"ep={lay.ep}: Accelerate has no expert parallelism; experts are sharded by FSDP")
+    layer = LAYER_CLASS.get(m.family)
+    if layer is None:
+        caveats.append(f"{m.name} ({m.family}) has no transformers class here: set fsdp_transformer_layer_cls_to_wrap "
+                       "to your model's decoder-layer class")
     nodes = max(1, procs // c.gpus_per_node)
     cfg = {
         "compute_environment": "LOCAL_MACHINE", "distributed_type": "FSDP",
@@ -44,7 +52,7 @@ def config(tg: Target) -> tuple[dict, list[str]]:
         "rdzv_backend": "static", "main_training_function": "main", "use_cpu": False,
         "fsdp_config": {
             "fsdp_version": 2, "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
-            "fsdp_transformer_layer_cls_to_wrap": LAYER_CLASS.get(m.family, "LlamaDecoderLayer"),
+            "fsdp_transformer_layer_cls_to_wrap": layer or "$DECODER_LAYER_CLASS",
             "fsdp_reshard_after_forward": lay.zero == 3, "fsdp_offload_params": False,
             "fsdp_state_dict_type": "SHARDED_STATE_DICT", "fsdp_cpu_ram_efficient_loading": True,
             "fsdp_activation_checkpointing": lay.recompute != "none",

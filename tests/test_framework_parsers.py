@@ -113,3 +113,16 @@ def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
             if m.rope_scaling == "yarn":        # MLA's rope type, or the yarn position embedding
                 assert "yarn" in (b["rope_type"], b["position"]), m.name
                 assert (b["yarn_factor"], b["mscale_all_dim"]) == (m.rope_factor, m.rope_param("mscale_all_dim", 0.0))
+
+
+def test_accelerate_wraps_a_decoder_layer_class_transformers_has():
+    """The FSDP wrap class of every family the Accelerate export names exists in transformers
+    (Accelerate refuses a class it cannot find in the model)."""
+    from shardwise.export.accelerate import LAYER_CLASS
+    code = ("import importlib, sys\n"
+            "missing = [c for f, c in (a.split(':') for a in sys.argv[1:])\n"
+            "           if not hasattr(importlib.import_module(f'transformers.models.{f}.modeling_{f}'), c)]\n"
+            "print('MISSING', missing)")
+    args = [f"{f}:{c}" for f, c in sorted(LAYER_CLASS.items())]
+    r = subprocess.run([str(PY), "-c", code, *args], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "MISSING []" in r.stdout, (r.stdout[-2000:], r.stderr[-2000:])
