@@ -93,9 +93,11 @@ def _main(argv) -> None:
     except InputError as e:
         _fail(str(e))
     except click.BadParameter as e:
-        # click names the bad value; the option's help says what is allowed
+        # click names the bad value (a choice's message lists the choices); the option's help says
+        # what it takes
         p = e.param
-        _fail(e.format_message() + (f" Allowed: {' '.join(p.help.split())}" if p is not None and p.help else ""))
+        said = p is None or not p.help or isinstance(p.type, click.Choice)
+        _fail(e.format_message() + ("" if said else f" ({p.opts[0]}: {' '.join(p.help.split())})"))
     except click.UsageError as e:
         _fail(e.format_message())
     except click.exceptions.Abort:

@@ -52,7 +52,7 @@ BAD = [
     (["memory", "--model", "llama-3-8b", "--gpus", "8", "--layout", "dp=8,ep=2"], "no experts"),
     (["memory", "--model", "llama-3-70b", "--gpus", "8", "--layout", "tp=8", "--global-batch", "3", "--mbs", "2"], "does not divide"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--mbs", "100000"], "--mbs 100000 exceeds the global batch"),
-    (["recommend", "--model", "llama-3-8b", "--gpus", "eight"], "Allowed: GPU count (1-16384)"),
+    (["recommend", "--model", "llama-3-8b", "--gpus", "eight"], "(--gpus: GPU count (1-16384))"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--mbs", "0"], "--mbs: got 0; input should be greater"),
     (["memory", "--model", "llama-3-70b", "--gpus", "8"], "--layout"),
     (["frobnicate"], "No such command"),
