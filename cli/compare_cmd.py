@@ -16,13 +16,23 @@ from .output import FORMATS, emit, table
 def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
     from shardwise.decision.run import decide
     from shardwise.kb.build import build_job
+    from shardwise.kb.errors import InputError
 
     from .progress import hook
-    rows = []
+    rows, refused = [], []
     keys = [k for k, _ in vary]
     for combo in itertools.product(*[vals for _, vals in vary]):
         variant = dict(zip(keys, combo))
-        d = decide(build_job(**{**settings, **variant}), rules, progress=hook())
+        try:
+            job = build_job(**{**settings, **variant})
+        except InputError as e:
+            # one variant the job cannot take (--vary mbs=2048 past the batch) is its row's answer;
+            # when every variant is refused, the job itself is
+            refused.append(e)
+            rows.append({"variant": variant, "best": None, "fits": False, "tokens_per_s": None,
+                         "time_to_train_h": None, "cost": None, "why": f"refused: {e}"})
+            continue
+        d = decide(job, rules, progress=hook())
         if d.layout is None:
             rows.append({"variant": variant, "best": None, "fits": False, "tokens_per_s": None,
                          "time_to_train_h": None, "cost": None, "why": d.nothing_allowed})
@@ -33,6 +43,8 @@ def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
             "tokens_per_s": round(mt["tokens_per_s"], 1), "time_to_train_h": mt.get("time_to_train_h"),
             "cost": mt.get("cost"),
         })
+    if refused and len(refused) == len(rows):
+        raise refused[0]
     return rows
 
 
@@ -49,7 +61,9 @@ def compare(settings, vary, rules, fmt):
 
 
 def render(rows: list[dict], heads: list[str], markdown: bool) -> str:
-    body = [[*(r["variant"][k] for k in heads), r["best"] or "nothing fits",
+    shown = lambda r: r["best"] or ("refused: " + r["why"].split(";")[0].removeprefix("refused: ")
+                                    if r.get("why", "").startswith("refused: ") else "nothing fits")
+    body = [[*(r["variant"][k] for k in heads), shown(r),
              f"{r['tokens_per_s']:,.0f}" if r["tokens_per_s"] else "-",
              f"{r['time_to_train_h']:,.1f}" if r["time_to_train_h"] is not None else "-",
              f"{r['cost']:,.0f}" if r["cost"] is not None else "-"] for r in rows]

@@ -156,6 +156,16 @@ def test_compare_gives_one_row_per_variant(run_cli):
     assert h100[128]["time_to_train_h"] < h100[64]["time_to_train_h"]
 
 
+def test_a_variant_the_job_cannot_take_is_its_row_and_the_rest_are_answered(run_cli):
+    code, out, err = run_cli("compare", "--model", "llama-3-8b", "--gpus", "8", "--vary", "mbs=1,2048",
+                             "--format", "json")
+    assert code == 0, err
+    ok, bad = json.loads(out)["variants"]
+    assert ok["best"] and bad["best"] is None and bad["why"].startswith("refused: --mbs 2048 exceeds")
+    code, out, err = run_cli("compare", "--model", "llama-3-8b", "--gpus", "8", "--vary", "mbs=4096,2048")
+    assert code == 2 and err.count("\n") == 1 and "--mbs 4096 exceeds" in err
+
+
 @pytest.mark.parametrize("vary, msg", [("gpus=x", "must be int"), ("colour=red", "SETTING=V1,V2"),
                                        ("gpus=", "no values")])
 def test_compare_refuses_bad_vary(run_cli, vary, msg):
