@@ -64,6 +64,14 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
     if m.family == "gpt_oss":
         caveats.append("gpt-oss's alternating 128-token sliding-window layers are left full (the estimate "
                        "times them as full causal attention too)")
+    if m.family == "bloom":
+        caveats.append("ALiBi position biases (BLOOM): Megatron-Core has none; this script trains RoPE")
+    if m.family == "granite":
+        caveats.append("Granite's embedding, residual, attention and logit multipliers: Megatron has no flags for "
+                       "them; same shapes, other numerics")
+    if m.family in ("deepseek_v2", "deepseek_v3"):
+        caveats.append("DeepSeek's group-limited routing: set --moe-router-num-groups, --moe-router-group-topk and "
+                       "--moe-router-topk-scaling-factor from config.json (n_group, topk_group, routed_scaling_factor)")
     if m.embed_norm:
         caveats.append("embedding LayerNorm (BLOOM): Megatron's command line has no flag for it")
     return a, caveats
