@@ -12,24 +12,12 @@ Two readings of Megatron's function, both because it prints its count rounded to
   (argument_utils.core_transformer_config_from_args): where the config gates, it is counted
   with swiglu set, which changes only its gated-MLP multiplier.
 """
-import contextlib
-import io
 import json
-import os
-import shlex
 import sys
 
-import shims
-
-shims.install(("megatron.",))
-
-import megatron.training.arguments as A  # noqa: E402
+from megatron_args import parse
 from megatron.training import theoretical_memory_usage as T  # noqa: E402
 from megatron.training.vocab_utils import calculate_padded_vocab_size  # noqa: E402
-
-A.get_device_arch_version = lambda: 9
-# validate_args asks the GPU for its compute capability where grouped GEMM is on (MoE): a Hopper's
-A.torch.cuda.get_device_capability = lambda *a: (9, 0)
 
 
 def megatron_count(args) -> int:
@@ -49,17 +37,7 @@ def megatron_count(args) -> int:
 
 for item in sys.argv[1:]:
     script, world, vocab = item.rsplit(",", 2)
-    os.environ.update(WORLD_SIZE=world, RANK="0", LOCAL_RANK="0", TOKENIZER="x", DATA_PREFIX="/tmp/data")
-    text = open(script).read()
-    os.environ.pop("CUDA_DEVICE_MAX_CONNECTIONS", None)
-    if "export CUDA_DEVICE_MAX_CONNECTIONS=1" in text:
-        os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
-    body = os.path.expandvars(text.split("pretrain_gpt.py", 1)[1].replace("\\\n", " "))
-    sys.argv = ["pretrain_gpt.py"] + shlex.split(body, comments=True) + ["--no-rope-fusion"]
-    with contextlib.redirect_stdout(io.StringIO()):
-        args = A.parse_args()
-        A.validate_args(args)
-        cfg = A.core_transformer_config_from_args(args)
+    args, cfg = parse(script, world)
     args.padded_vocab_size = calculate_padded_vocab_size(int(vocab), args.make_vocab_size_divisible_by,
                                                          args.tensor_model_parallel_size, False)
     args.swiglu = args.swiglu or cfg.gated_linear_unit
