@@ -156,8 +156,8 @@ def _peak(job: Job, lay):
         layer_rank = lp.tp_sharded / lay.tp + lp.replicated + lp.experts / (lay.ep * lay.etp)
         head_rank = m.vocab * m.hidden / lay.tp if last else 0.0
         buffers = ovh.framework_buffers(t, lay, sp.total, layer_rank, unsharded=s.accumulated_grads > 0)
-        if t.training == "qlora":
-            buffers += 2.0 * layer_rank          # one layer dequantised to bf16 for its GEMMs
+        # QLoRA: one layer's 4-bit weights dequantised to bf16 for its GEMMs, a compute copy
+        dequant = 2.0 * layer_rank if t.training == "qlora" else 0.0
         persistent = (s.weights + s.master + s.optimizer + s.fp8_cache + s.frozen
                       + where(s.persistent_grads, s.grads, 0.0))
         copies = saved_weight_copies(s, lay, layer_rank, head_rank, sp.total)
@@ -166,7 +166,7 @@ def _peak(job: Job, lay):
         phases = phase_live(s, lay, a, copies, kept, spike, transient, head_grads)
         for name, ph in phases.items():
             dynamic = sum(ph.values())
-            allocated = persistent + buffers + dynamic
+            allocated = persistent + buffers + dequant + dynamic
             frag = ovh.FRAGMENTATION * dynamic
             peak = (allocated + frag) / GIB + fixed
             if not scalar:
@@ -179,7 +179,7 @@ def _peak(job: Job, lay):
                 "optimizer": s.optimizer / GIB,
                 "frozen_weights": s.frozen / GIB,
                 "fp8_weight_cache": s.fp8_cache / GIB,
-                "compute_copies": ph["compute_copies"] / GIB,
+                "compute_copies": (ph["compute_copies"] + dequant) / GIB,
                 "activations": ph["activations"] / GIB,
                 "logits": ph["logits"] / GIB,
                 "backward_working_set": ph["backward_working_set"] / GIB,
