@@ -14,6 +14,7 @@ from typing import Callable
 
 import numpy as np
 
+from .defaults import ADAPTERS
 from .errors import InputError
 from .frameworks import has_sequence_parallel
 from .layout import RECOMPUTE, Layout
@@ -143,7 +144,7 @@ def _hsdp(job, a):
 
 def _adapter_megatron(job, a):
     t = job.training
-    if t.training in ("lora", "qlora") and t.framework == "megatron":
+    if t.training in ADAPTERS and t.framework == "megatron":
         return a["zero"] == 0
     return _all(a)
 

@@ -34,6 +34,7 @@ core_attn layernorm moe_act) also drops each norm's output and the experts' acti
 """
 from __future__ import annotations
 
+from ..defaults import ADAPTERS
 from ..layout import Layout
 from ..schema import ModelSpec, TrainingSpec
 from ..stages import layers_in_flight
@@ -67,7 +68,7 @@ def fp32_weights_under_autocast(t: TrainingSpec, lay: Layout):
     Trainer: bf16 weights) or LoRA/QLoRA (a bf16 or quantised base model). One condition for
     every term it sets, in memory and in time, so they agree on what runs (a boolean, or one per
     layout of the search's table)."""
-    if t.framework != "hf" or t.precision != "bf16" or t.training in ("lora", "qlora"):
+    if t.framework != "hf" or t.precision != "bf16" or t.training in ADAPTERS:
         return False
     return lay.zero == 0
 

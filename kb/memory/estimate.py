@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..defaults import ADAPTERS
 from ..job import Job
 from ..layout import Layout
 from ..params import layer_params, total_params
@@ -75,7 +76,7 @@ PHASES = ("forward", "backward-start", "backward-end", "optimizer-step")
 def _states(job: Job, lay: Layout, sp) -> st.States:
     m, t = job.model, job.training
     group, egroup = lay.shard_group, lay.expert_dp
-    if t.training in ("lora", "qlora"):
+    if t.training in ADAPTERS:
         frac = sp.total / max(1.0, total_params(m))
         block = st.model_fraction(m) * sp.total
         return st.adapter_states(m, t, sp.total, block, frac, lay.zero, group)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..defaults import ADAPTERS
 from ..frameworks import profile as framework_profile
 from ..memory.activations import fp32_weights_under_autocast
 from ..layout import Layout
@@ -181,7 +182,7 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     if t.precision == "fp8":
         ew *= FP8_ELEMENTWISE_FACTOR
     ew += tokens * fp32_residual_bytes(t, lay) * h / (gpu.hbm_gbps * 1e9)
-    if t.training in ("lora", "qlora"):
+    if t.training in ADAPTERS:
         gemm *= FROZEN_GEMM_SHARE
         ew += tokens * lora_bytes_per_token(m, moe) / tp / (gpu.hbm_gbps * 1e9)
     return LayerTime(gemm, attention, ew)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..defaults import ADAPTERS
 from ..job import Job
 from ..layout import Layout
 from ..stages import all_stages
@@ -65,7 +66,7 @@ class StepTime:
             "mfu_basis": f"{t.precision if t.precision == 'fp8' else 'bf16'} dense peak "
                          f"{c.gpu.peak_tflops(t.precision):.0f} TFLOP/s; model FLOPs = "
                          + ("4(N - embedding) + causal attention: frozen base weights compute no weight gradients"
-                            if t.training in ("lora", "qlora") else "6(N - embedding) + causal attention"),
+                            if t.training in ADAPTERS else "6(N - embedding) + causal attention"),
             "time_to_train_h": None,
         }
         if t.token_budget:
@@ -81,7 +82,7 @@ class StepTime:
 def trained_fraction(m, t) -> float:
     """Share of the parameters the optimizer updates: all of them, or LoRA's adapters
     (kb/memory/states.lora_params) over the whole model."""
-    if t.training not in ("lora", "qlora"):
+    if t.training not in ADAPTERS:
         return 1.0
     return lora_params(m, t.lora_rank) / total_params(m)
 
@@ -219,7 +220,7 @@ def step_time(job: Job, lay: Layout) -> StepTime:
     comm_kinds["dp"] = dp
     tokens = lay.global_batch * t.seq_len
     tps = tokens / total
-    frozen = t.training in ("lora", "qlora")
+    frozen = t.training in ADAPTERS
     mf = model_flops_per_token(m, t.seq_len, frozen)
     hf = hardware_flops_per_token(m, t.seq_len, lay.recompute, frozen)
     peak = c.gpu.peak_tflops(t.precision) * 1e12
