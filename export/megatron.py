@@ -61,20 +61,23 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
     if m.sandwich_norm:
         caveats.append("post-attention and post-MLP norms (Gemma 2): Megatron's command line has no flag for them "
                        "(Megatron-Bridge's Gemma 2 uses its own layer spec)")
-    if m.family == "gpt_oss":
-        caveats.append("gpt-oss's alternating 128-token sliding-window layers are left full (the estimate "
-                       "times them as full causal attention too)")
-    if m.family == "bloom":
-        caveats.append("ALiBi position biases (BLOOM): Megatron-Core has none; this script trains RoPE")
-    if m.family == "granite":
-        caveats.append("Granite's embedding, residual, attention and logit multipliers: Megatron has no flags for "
-                       "them; same shapes, other numerics")
-    if m.family in ("deepseek_v2", "deepseek_v3"):
-        caveats.append("DeepSeek's group-limited routing: set --moe-router-num-groups, --moe-router-group-topk and "
-                       "--moe-router-topk-scaling-factor from config.json (n_group, topk_group, routed_scaling_factor)")
+    caveats += FAMILY_CAVEATS.get(m.family, [])
     if m.embed_norm:
         caveats.append("embedding LayerNorm (BLOOM): Megatron's command line has no flag for it")
     return a, caveats
+
+
+# what a family has that no spec field names and Megatron's command line does not build
+_DEEPSEEK_ROUTING = ("DeepSeek's group-limited routing: set --moe-router-num-groups, --moe-router-group-topk and "
+                     "--moe-router-topk-scaling-factor from config.json (n_group, topk_group, routed_scaling_factor)")
+FAMILY_CAVEATS = {
+    "gpt_oss": ["gpt-oss's alternating 128-token sliding-window layers are left full (the estimate times them as "
+                "full causal attention too)"],
+    "bloom": ["ALiBi position biases (BLOOM): Megatron-Core has none; this script trains RoPE"],
+    "granite": ["Granite's embedding, residual, attention and logit multipliers: Megatron has no flags for them; "
+                "same shapes, other numerics"],
+    "deepseek_v2": [_DEEPSEEK_ROUTING], "deepseek_v3": [_DEEPSEEK_ROUTING],
+}
 
 
 # Megatron's fixed Llama 3.x scaling numbers (rotary_pos_embedding.RotaryEmbedding._apply_scaling)
@@ -104,24 +107,27 @@ def rope_args(m) -> tuple[list, list[str]]:
         if any(p.get(k, v) != v for k, v in LLAMA3_SCALING.items()):
             caveats.append(f"Llama 3 RoPE scaling numbers {p}: Megatron fixes them at {LLAMA3_SCALING}")
     elif m.rope_scaling == "yarn":
-        a += ["--rotary-scaling-factor", m.rope_factor]
-        a += [x for k, flag in (("mscale", "--mscale"), ("mscale_all_dim", "--mscale-all-dim")) if k in p
-              for x in (flag, p[k])]
+        a += ["--rotary-scaling-factor", m.rope_factor] + _given(p, mscale="--mscale", mscale_all_dim="--mscale-all-dim")
         if m.is_mla:
             a += ["--rope-type", "yarn"]
             if any(p.get(k, v) != v for k, v in MLA_YARN.items()):
                 caveats.append(f"YaRN numbers {p}: Megatron's multi-latent attention fixes beta and the original "
                                f"length at {MLA_YARN}")
         else:
-            a += [x for k, flag in (("original_max_position_embeddings", "--yarn-original-max-position-embeddings"),
-                                    ("beta_fast", "--yarn-beta-fast"), ("beta_slow", "--yarn-beta-slow")) if k in p
-                  for x in (flag, int(p[k]) if k.startswith("original") else p[k])]
+            a += _given(p, original_max_position_embeddings="--yarn-original-max-position-embeddings",
+                        beta_fast="--yarn-beta-fast", beta_slow="--yarn-beta-slow")
             if p.get("truncate") == 0:
                 a += ["--no-yarn-correction-range-round-to-int"]
     elif m.rope_scaling:
         caveats.append(f"RoPE scaling {m.rope_scaling}: Megatron's command line builds llama3 and yarn scaling only; "
                        "this script trains unscaled RoPE")
     return a, caveats
+
+
+def _given(p: dict, **flags: str) -> list:
+    """Each flag with the model's number for it, where the model gives one (whole numbers as
+    integers: --yarn-original-max-position-embeddings takes an int)."""
+    return [x for k, flag in flags.items() if k in p for x in (flag, int(p[k]) if p[k] == int(p[k]) else p[k])]
 
 
 def activation_args(m) -> tuple[list[str], list[str]]:
