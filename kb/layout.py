@@ -30,8 +30,8 @@ def in_flight(p: int, v: int, m, stage: int):
     rank's full set of layers (``m`` micro-batches per step; a number or an array).
 
     1F1B (Narayanan et al. 2021): rank i warms up with p - i forwards -> min(m, p - i).
-    Interleaved: chunk_forwards_in_flight chunk forwards, each 1/v of the rank's layers. For rank 0 this is the 1 + (p-1)/(p v) factor of
-    Korthikanti et al. 2022 times p micro-batches.
+    Interleaved: chunk_forwards_in_flight chunk forwards, each 1/v of the rank's layers. For
+    rank 0 this is the 1 + (p-1)/(p v) factor of Korthikanti et al. 2022 times p micro-batches.
     """
     if p == 1:
         return 1.0
