@@ -99,6 +99,57 @@ def rope_fields(cfg: dict, path: str, theta: float) -> dict:
     return out
 
 
+# Model types whose transformers implementation applies config.json's sliding_window, and which
+# layers it slides where config.json has no layer_types list (the config classes' defaults:
+# Gemma2Config and GptOssConfig slide even-indexed layers, Gemma3TextConfig all but every
+# sliding_window_pattern-th, Qwen2/Qwen3 those from max_window_layers on and only with
+# use_sliding_window, the rest every layer).
+WINDOWED = {"mistral", "mixtral", "phi3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "gpt_oss"}
+QWEN = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe")
+
+
+def _default_sliding(cfg: dict, path: str, mt: str, layers: int) -> list[bool]:
+    if mt in ("gemma2", "gpt_oss"):
+        return [i % 2 == 0 for i in range(layers)]
+    if mt == "gemma3_text":
+        n = _field(cfg, path, "sliding_window_pattern", "_sliding_window_pattern", required=False, default=6, least=1)
+        return [(i + 1) % n != 0 for i in range(layers)]
+    if mt in QWEN:
+        first = _field(cfg, path, "max_window_layers", required=False, default=0)
+        return [i >= first for i in range(layers)]
+    return [True] * layers
+
+
+def window_fields(cfg: dict, path: str, mt: str, layers: int) -> dict:
+    """sliding_window and full_attn_every (kb/schema.ModelSpec) from config.json's sliding_window
+    and layer_types (or the model type's default pattern). A pattern other than "every layer"
+    or "every Nth layer full" -- the two Megatron-Core's window_attn_skip_freq builds as a
+    number -- is refused rather than timed as something else."""
+    if mt not in WINDOWED or cfg.get("sliding_window") is None:
+        return {}
+    if mt in QWEN and not _field(cfg, path, "use_sliding_window", required=False, default=False, kind=bool):
+        return {}
+    window = _field(cfg, path, "sliding_window", least=1)
+    types = cfg.get("layer_types")
+    if types is None:
+        sliding = _default_sliding(cfg, path, mt, layers)
+    else:
+        kinds = ("sliding_attention", "full_attention")
+        if not isinstance(types, list) or len(types) != layers or any(k not in kinds for k in types):
+            raise InputError(f"{path}: field 'layer_types' must list {layers} entries (num_hidden_layers), each "
+                             f"'sliding_attention' or 'full_attention'")
+        sliding = [k == "sliding_attention" for k in types]
+    if not any(sliding):
+        return {}
+    if all(sliding):
+        return {"sliding_window": window}
+    for every in range(2, layers + 1):
+        if sliding == [(i + 1) % every != 0 for i in range(layers)]:
+            return {"sliding_window": window, "full_attn_every": every}
+    raise InputError(f"{path}: the sliding-window layers (layer_types) follow no supported pattern; supported: "
+                     "every layer sliding, or every Nth layer full and the others sliding")
+
+
 def config_name(p: Path) -> str:
     """The model's name where config.json has no _name_or_path: the folder of a file called
     config.json (a downloaded model's folder), else the file's own name -- the same however the
@@ -141,6 +192,7 @@ def read_hf_config(path: str) -> ModelSpec:
     )
     spec.update({k: v for k, v in extra.items() if k != "tied"})
     spec.update(rope_fields(cfg, path, ROPE_THETA_DEFAULT.get(mt, 10000.0)))
+    spec.update(window_fields(cfg, path, mt, spec["layers"]))
     if mt == "qwen2" or mt == "qwen2_moe":
         spec["qkv_bias"] = True
     if mt in ("mixtral", "gpt_oss"):

@@ -48,6 +48,13 @@ class ModelSpec(_Frozen):
     sandwich_norm: bool = False
     embed_norm: bool = False
     attn_sinks: bool = False
+    # sliding-window (local) attention: each query sees the last sliding_window tokens, itself
+    # included (Hugging Face's sliding_window); 0 none. full_attn_every = N keeps every Nth layer
+    # (1-based) full and slides the rest, as Megatron-Core's window_attn_skip_freq reads it
+    # (transformer/utils.py is_layer_window_attention: layer_number % N != 0); 0 slides every
+    # layer (Mistral 7B v0.1). Gemma 2 and gpt-oss have N = 2, Gemma 3 N = 6.
+    sliding_window: int = Field(0, ge=0)
+    full_attn_every: int = Field(0, ge=0)
     # mixture of experts
     experts: int = 0
     top_k: int = 0
@@ -82,12 +89,23 @@ class ModelSpec(_Frozen):
             raise ValueError("an MoE model needs 0 < top_k <= experts and expert_ffn > 0")
         if self.first_dense > self.layers:
             raise ValueError("first_dense cannot exceed layers")
+        if self.full_attn_every and not self.sliding_window:
+            raise ValueError("full_attn_every needs a sliding_window")
+        if self.full_attn_every == 1:
+            raise ValueError("full_attn_every 1 makes every layer full: leave sliding_window out instead")
         return self
 
     # Derived shape, so that no caller recomputes it.
     @property
     def hd(self) -> int:
         return self.head_dim or self.hidden // self.heads
+
+    @property
+    def sliding_layers(self) -> int:
+        """Layers that attend within the sliding window."""
+        if not self.sliding_window:
+            return 0
+        return self.layers - (self.layers // self.full_attn_every if self.full_attn_every else 0)
 
     @property
     def is_moe(self) -> bool:

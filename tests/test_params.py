@@ -211,3 +211,35 @@ def test_rope_base_and_scaling_are_read_from_config_json(tmp_path):
     p.write_text(json.dumps(dict(cfg, rope_theta="500000")))
     with pytest.raises(InputError, match="'rope_theta' must be a positive number"):
         read_hf_config(str(p))
+
+
+def test_sliding_windows_are_read_from_config_json(tmp_path):
+    """config.json's sliding_window and layer_types (or the model type's default pattern) give
+    the window and which layers use it; Qwen's window counts only with use_sliding_window, a
+    window on a model type whose transformers class has none is ignored as transformers ignores
+    it, and a pattern that is neither "every layer" nor "every Nth layer full" is refused."""
+    p = tmp_path / "config.json"
+
+    def read(cfg):
+        p.write_text(json.dumps(cfg))
+        m = read_hf_config(str(p))
+        return m.sliding_window, m.full_attn_every, m.sliding_layers
+
+    oss = dict(PUBLISHED_SIZES["gpt_oss_20b"][0], sliding_window=128)
+    assert read(dict(oss, layer_types=["sliding_attention", "full_attention"] * 12)) == (128, 2, 12)
+    assert read(oss) == (128, 2, 12)                          # GptOssConfig's default pattern
+    gemma3 = {"model_type": "gemma3_text", "hidden_size": 2560, "intermediate_size": 10240, "num_hidden_layers": 34,
+              "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 262208,
+              "sliding_window": 1024, "sliding_window_pattern": 6}
+    assert read(gemma3) == (1024, 6, 34 - 5)                  # layers 6, 12, ..., 30 full
+    mistral = dict(HF_CONFIGS["llama3_8b"][0], model_type="mistral", sliding_window=4096)
+    assert read(mistral) == (4096, 0, 32)
+    assert read(dict(mistral, sliding_window=None)) == (0, 0, 0)
+    assert read(dict(HF_CONFIGS["llama3_8b"][0], sliding_window=4096)) == (0, 0, 0)
+    qwen = dict(HF_CONFIGS["qwen25_05b"][0], sliding_window=32768, max_window_layers=21)
+    assert read(dict(qwen, use_sliding_window=False)) == (0, 0, 0)
+    assert read(dict(qwen, use_sliding_window=True, max_window_layers=0)) == (32768, 0, 24)
+    with pytest.raises(InputError, match="follow no supported pattern"):
+        read(dict(qwen, use_sliding_window=True))             # the last three layers only
+    with pytest.raises(InputError, match="'layer_types' must list 24 entries"):
+        read(dict(oss, layer_types=["sliding_attention"] * 23))

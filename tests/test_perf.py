@@ -175,3 +175,38 @@ def test_torchtitan_runs_on_the_hardware_and_kernels_they_name(published):
     rows = [r for r in published if r["id"].startswith("torchtitan")]
     assert len(rows) == 16 and _median(rows) <= 0.22
     assert max(abs(r["error"]) for r in rows if "405b" in r["id"] and "cp" not in r["layout"]) <= 0.10
+
+
+def test_sliding_window_layers_cost_only_their_window():
+    """A windowed kernel skips the blocks a sliding window masks out: Mistral 7B's 4096-token
+    window costs nothing at 4K and saves most of the attention at 32K, the average keys per query
+    are w - w^2/2s (a direct count agrees to 1%), MFU credits only the window's work and says so, and
+    the Trainer's SDPA and eager paths, which mask a full score matrix, save nothing."""
+    import dataclasses
+    from shardwise.kb.perf.flops import window_keys
+    s, w = 32768, 4096
+    exact = sum(min(i + 1, w) for i in range(s)) / s
+    assert window_keys(s, w) == pytest.approx(exact, rel=0.01)
+    assert window_keys(s, s) == window_keys(s, 2 * s) == s / 2
+
+    mistral = catalog.model("mistral-7b")
+    full = mistral.model_copy(update={"sliding_window": 0})
+
+    def step(model, seq, attention="flash", text="dp=2,cp=4,zero=1,mbs=1,recompute=none"):
+        job = build_job(model="mistral-7b", gpus=8, seq_len=seq, global_batch=16, attention=attention)
+        job = dataclasses.replace(job, model=model)
+        return step_time(job, resolve_layout(job, text)[0])
+
+    assert step(mistral, 4096).step_time_s == pytest.approx(step(full, 4096).step_time_s, rel=1e-12)
+    windowed, dense = step(mistral, 32768), step(full, 32768)
+    assert windowed.step_time_s < 0.75 * dense.step_time_s
+    # MFU is credited the window's work only, not the full causal count Megatron-Core would use
+    assert model_flops_per_token(mistral, 32768) < 0.8 * model_flops_per_token(full, 32768)
+    assert windowed.model_tflops_per_gpu * 1e12 == pytest.approx(
+        windowed.tokens_per_s_per_gpu * model_flops_per_token(mistral, 32768), rel=1e-9)
+    assert "sliding-window layers counted over their window" in windowed.metrics(
+        build_job(model="mistral-7b", gpus=8, seq_len=32768, global_batch=16))["mfu_basis"]
+    for kernel in ("sdpa", "eager"):
+        trainer = "dp=8,zero=3,mbs=1,recompute=full"
+        assert step(mistral, 8192, kernel, trainer).step_time_s == pytest.approx(
+            step(full, 8192, kernel, trainer).step_time_s, rel=1e-12)

@@ -32,7 +32,7 @@ from ..memory.activations import fp32_weights_under_autocast
 from ..layout import Layout
 from ..schema import GPUSpec, ModelSpec, TrainingSpec
 from ..vec import maximum, minimum, where
-from .flops import attention_flops
+from .flops import attention_flops, attention_work
 
 E_GEMM = 0.645
 D0 = 195.0
@@ -111,6 +111,21 @@ def eager_attention_time(attn_fwd_flops: float, scores: float, gpu: GPUSpec) -> 
     return gemm + scores * EAGER_BYTES_PER_SCORE / (gpu.hbm_gbps * 1e9)
 
 
+# Kernels that take a sliding window and skip the blocks it masks out: Transformer Engine / cuDNN
+# and flash-attn (window_size). Hugging Face's "sdpa" path passes the window as a dense mask,
+# which rules out SDPA's flash backend, and its eager path masks a full score matrix: both do
+# the full causal work (transformers sdpa_attention_forward, masking_utils).
+WINDOWED_KERNELS = ("flash", "flash2")
+
+
+def windowed_attention_flops(m: ModelSpec, t: TrainingSpec) -> float:
+    """Forward attention FLOPs per token the job's kernel computes: attention_work (sliding
+    windows honoured) for a windowed kernel, the full causal count otherwise."""
+    if t.attention in WINDOWED_KERNELS:
+        return attention_work(m, t.seq_len)
+    return attention_flops(m, t.seq_len)
+
+
 def moe_tokens(tokens: float, lay: Layout) -> float:
     """Tokens one rank routes through its experts: the sequence-parallel shard (tokens / tp)
     gathered over the expert-TP group (x etp)."""
@@ -167,7 +182,7 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
             + local_experts * sum(gemm_seconds(*s) for s in expert_shapes) / expert_gemm_rate(t, lay))
     heads = m.heads / tp
     blocks = lay.mbs * heads * (t.seq_len / lay.cp) / 128.0
-    attn_fwd = tokens * attention_flops(m, t.seq_len) / tp
+    attn_fwd = tokens * windowed_attention_flops(m, t) / tp
     if t.attention == "eager":
         attention = eager_attention_time(attn_fwd, tokens * heads * t.seq_len / 2, gpu)
     else:

@@ -8,6 +8,9 @@ halved by the causal mask) + the LM head 2 h V. This is the basis NVIDIA's "mode
 tables use: 6(N - embedding) + causal attention reproduces their TFLOP/s-to-tokens/s ratio to
 0.1% (Llama 3 70B at 8k: 449.2 GFLOP/token). PaLM's convention counts full attention; say
 which one when comparing MFU across sources.
+Sliding-window layers count the keys their window holds (attention_work): the model needs no
+more. Megatron-Core's count has no window term and counts them as full causal layers, so its
+TFLOP/s read higher for gpt-oss, Gemma 2/3 and Mistral 7B at sequences past the window.
 LoRA and QLoRA count 4(N - embedding) + causal attention: the frozen base computes input
 gradients but no weight gradients, so 6N would credit the run with work it never does.
 Hardware FLOPs (HFU) add what recomputation runs again: a whole forward of the layers (full)
@@ -25,13 +28,39 @@ def layer_gemm_flops(m: ModelSpec, moe: bool) -> float:
     return 2.0 * (lp.tp_sharded + lp.active_experts + (m.experts * m.hidden if moe else 0))
 
 
-def attention_flops(m: ModelSpec, seq: int) -> float:
-    """Forward attention-core FLOPs per token, causal: QK^T over q/k head dims and AV over v."""
+def _attention_widths(m: ModelSpec) -> float:
+    """qk + v: the widths QK^T reduces over and AV produces, over all heads."""
     if m.is_mla:
-        qk, v = m.heads * (m.qk_nope_dim + m.qk_rope_dim), m.heads * m.v_head_dim
-    else:
-        qk = v = m.q_width
-    return 2.0 * seq * (qk + v) / 2.0
+        return m.heads * (m.qk_nope_dim + m.qk_rope_dim) + m.heads * m.v_head_dim
+    return 2.0 * m.q_width
+
+
+def attention_flops(m: ModelSpec, seq: int) -> float:
+    """Forward attention-core FLOPs per token, causal: QK^T over q/k head dims and AV over v,
+    2 x (keys seen) x width each, with seq / 2 keys per query on average."""
+    return 2.0 * seq * _attention_widths(m) / 2.0
+
+
+def window_keys(seq: int, window: int) -> float:
+    """Keys one query attends to, averaged over a causal sequence, under a sliding window of
+    ``window`` tokens: seq / 2 where the window spans the sequence, else
+    (w(w+1)/2 + (s - w) w) / s ~ w - w^2 / 2s (the first w queries see a growing prefix, the rest
+    w keys each; the window's mask as Hugging Face's sliding_window_overlay and TE's window_size
+    (w - 1, 0) apply it). Continuous at w = s."""
+    if window <= 0 or window >= seq:
+        return seq / 2.0
+    return window - window * window / (2.0 * seq)
+
+
+def attention_work(m: ModelSpec, seq: int) -> float:
+    """Forward attention-core FLOPs per token the model needs, averaged over the layers: the
+    full-causal count on full layers, window_keys on sliding-window ones. Flash kernels compute
+    just that, skipping the blocks a window masks out (flash-attn 2/3 window_size, cuDNN's and
+    Transformer Engine's sliding window). Equal to attention_flops without a window."""
+    if not m.sliding_layers:
+        return attention_flops(m, seq)
+    local = m.sliding_layers / m.layers
+    return 2.0 * _attention_widths(m) * ((1.0 - local) * seq / 2.0 + local * window_keys(seq, m.sliding_window))
 
 
 def head_flops(m: ModelSpec) -> float:
@@ -44,7 +73,7 @@ def model_flops_per_token(m: ModelSpec, seq: int, frozen: bool = False) -> float
     gradients: 2 x forward for the GEMMs and the LM head, 3 x for the attention core, which has no
     weights (the rank-r adapters add well under 1%, not counted)."""
     gemm = m.dense_layers * layer_gemm_flops(m, False) + (m.moe_layers * layer_gemm_flops(m, True) if m.is_moe else 0.0)
-    attn = m.layers * attention_flops(m, seq)
+    attn = m.layers * attention_work(m, seq)
     weights = gemm + head_flops(m)
     return (2.0 if frozen else 3.0) * weights + 3.0 * attn
 
@@ -56,5 +85,5 @@ def hardware_flops_per_token(m: ModelSpec, seq: int, recompute: str, frozen: boo
     if recompute == "full":
         return base + model_flops_per_token(m, seq) / 3.0 - head_flops(m)
     if recompute in ("selective", "modules"):       # modules adds only elementwise work
-        return base + m.layers * attention_flops(m, seq)
+        return base + m.layers * attention_work(m, seq)
     return base

@@ -66,7 +66,9 @@ class StepTime:
             "mfu_basis": f"{t.precision if t.precision == 'fp8' else 'bf16'} dense peak "
                          f"{c.gpu.peak_tflops(t.precision):.0f} TFLOP/s; model FLOPs = "
                          + ("4(N - embedding) + causal attention: frozen base weights compute no weight gradients"
-                            if t.training in ADAPTERS else "6(N - embedding) + causal attention"),
+                            if t.training in ADAPTERS else "6(N - embedding) + causal attention")
+                         + ("; sliding-window layers counted over their window (Megatron-Core counts them "
+                            "as full causal and reads higher)" if job.model.sliding_layers else ""),
             "time_to_train_h": None,
         }
         if t.token_budget:
