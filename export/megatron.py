@@ -35,6 +35,13 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
     if m.attn_sinks:
         # a learned logit per head beside the scores (TransformerConfig.softmax_type)
         a += ["--softmax-type", "learnable"]
+    if m.sliding_window:
+        # TE's window is (left, right) past and future tokens; HF's sliding_window counts the query
+        # itself, so w - 1 to the left (Megatron-Bridge gpt_oss_bridge.py: sliding_window - 1, 0).
+        # Every Nth layer full: window_attn_skip_freq (transformer/utils.py is_layer_window_attention)
+        a += ["--window-size", f"{m.sliding_window - 1},0"]
+        if m.full_attn_every:
+            a += ["--window-attn-skip-freq", m.full_attn_every]
     a += ["--seq-length", s, "--max-position-embeddings", s]
     if m.learned_pos:
         a += ["--position-embedding-type", "learned_absolute"]
@@ -71,8 +78,6 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
 _DEEPSEEK_ROUTING = ("DeepSeek's group-limited routing: set --moe-router-num-groups, --moe-router-group-topk and "
                      "--moe-router-topk-scaling-factor from config.json (n_group, topk_group, routed_scaling_factor)")
 FAMILY_CAVEATS = {
-    "gpt_oss": ["gpt-oss's alternating 128-token sliding-window layers are left full (the estimate times them as "
-                "full causal attention too)"],
     "bloom": ["ALiBi position biases (BLOOM): Megatron-Core has none; this script trains RoPE"],
     "granite": ["Granite's embedding, residual, attention and logit multipliers: Megatron has no flags for them; "
                 "same shapes, other numerics"],

@@ -67,6 +67,10 @@ def config(tg: Target) -> tuple[dict, list[str]]:
     if m.rope_scaling:
         caveats.append(f"RoPE scaling {m.rope_scaling} (factor {m.rope_factor:g}): not written; Nanotron trains "
                        "with unscaled RoPE at this rope_theta")
+    if m.sliding_layers and m.sliding_window < t.seq_len:
+        caveats.append(f"sliding-window attention ({m.sliding_window} tokens on {m.sliding_layers} of {m.layers} "
+                       "layers): Nanotron's Llama has none; every layer attends over the whole sequence, a "
+                       "different model and slower than the estimate")
     if m.family not in ("llama", "mistral", "qwen2", "qwen2.5"):
         caveats.append(f"{m.name} is exported as a Llama-architecture config (is_llama_config); check its "
                        "normalisation and activation")

@@ -79,8 +79,8 @@ def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
     """Every catalog model exported to Megatron: Megatron's own parameter count of what the
     script builds is the estimate's (within 0.5%: Megatron pads the vocabulary and leaves
     biases, QK norms and position tables out of its count), and the built config has the
-    model's gating, QK norm, attention kind, MoE layers, shared experts and RoPE base and
-    scaling."""
+    model's gating, QK norm, attention kind, MoE layers, shared experts, sliding-window layers,
+    and RoPE base and scaling."""
     from shardwise.kb import catalog
     from shardwise.kb.build import build_job
     from shardwise.kb.layout import Layout
@@ -107,6 +107,8 @@ def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
         assert (b["gated"], b["qk_layernorm"], b["mla"], b["moe_layers"], b["shared_ffn"], b["qkv_bias"]) == \
             (m.mlp != "gelu", m.qk_norm, m.is_mla, m.moe_layers, m.shared_width,
              m.qkv_bias or m.linear_bias), m.name
+        assert (b["window"], b["window_layers"]) == \
+            ([m.sliding_window - 1, 0] if m.sliding_window else None, m.sliding_layers), m.name
         if not m.learned_pos:
             assert b["rotary_base"] == m.rope_theta, m.name
             assert b["rope_scaling"] == (m.rope_factor if m.rope_scaling == "llama3" else False), m.name

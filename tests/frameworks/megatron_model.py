@@ -4,7 +4,8 @@ For each SCRIPT,WORLD,VOCAB argument: parse_args + validate_args + TransformerCo
 validate_megatron.py, then Megatron's own parameter count
 (megatron/training/theoretical_memory_usage.compute_weight_and_optimizer_memory, vocabulary
 padded by vocab_utils.calculate_padded_vocab_size as the tokenizer setup pads it). Prints one
-JSON line per script: the count and the architecture fields of the built TransformerConfig.
+JSON line per script: the count and the architecture fields of the built TransformerConfig,
+with the layers that Megatron's own is_layer_window_attention gives a sliding window.
 
 Two readings of Megatron's function, both because it prints its count rounded to 10M:
 - the exact total is read from the function's frame on return (sys.setprofile);
@@ -18,6 +19,7 @@ import sys
 from megatron_args import parse
 from megatron.training import theoretical_memory_usage as T  # noqa: E402
 from megatron.training.vocab_utils import calculate_padded_vocab_size  # noqa: E402
+from megatron.core.transformer.utils import is_layer_window_attention  # noqa: E402
 
 
 def megatron_count(args) -> int:
@@ -52,4 +54,7 @@ for item in sys.argv[1:]:
         "rope_type": args.rope_type, "position": args.position_embedding_type,
         "yarn_factor": getattr(cfg, "rotary_scaling_factor", getattr(cfg, "yarn_rotary_scaling_factor", None)),
         "mscale_all_dim": getattr(cfg, "mscale_all_dim", getattr(cfg, "yarn_mscale_all_dim", None)),
+        "window": list(cfg.window_size) if cfg.window_size else None,
+        "window_layers": sum(is_layer_window_attention(cfg.window_size, cfg.window_attn_skip_freq, n)
+                             for n in range(1, cfg.num_layers + 1)),
     }))
