@@ -119,13 +119,12 @@ _GPU = {"H100": "h100-sxm", "A100": "a100-80gb", "H800": "h800", "B200": "b200",
         "GB200": "gb200", "GB300": "gb300"}
 _MODEL = {"llama3-8b": "llama-3-8b", "llama3-70b": "llama-3-70b", "llama3.1-405b": "llama-3.1-405b",
           "qwen3-30b-a3b": "qwen3-30b-a3b", "qwen3-235b-a22b": "qwen3-235b-a22b", "deepseek-v3": "deepseek-v3",
-          "mixtral-8x22b": "mixtral-8x22b", "gpt3-175b": "gpt-3-175b", "falcon-180b": "falcon-180b"}
+          "mixtral-8x22b": "mixtral-8x22b", "gpt3-175b": "gpt-3-175b", "falcon-180b": "falcon-180b",
+          "gpt-oss-120b": "gpt-oss-120b"}
 # Architectures given only in the rows: GPT-style (LayerNorm, non-gated MLP: GELU for GPT-3,
 # squared ReLU for Nemotron-4 -- both two matrices), vocabularies from the NeMo configs.
-_FAMILY_VOCAB = {"gpt3-5b": 50304, "nemotron4-15b": 256000, "nemotron4-340b": 256000, "gpt-oss-120b": 201088}
-# Fields a row leaves out: gpt-oss-120b's head_dim is 64 (huggingface.co/openai/gpt-oss-120b
-# config.json), not hidden / heads = 45. Its sliding-window layers are not modelled.
-_ARCH_EXTRA = {"gpt-oss-120b": {"head_dim": 64}}
+_FAMILY_VOCAB = {"gpt3-5b": 50304, "nemotron4-15b": 256000, "nemotron4-340b": 256000}
+_ARCH_EXTRA: dict = {}
 
 
 def row_model(r: dict):
