@@ -198,3 +198,17 @@ def test_moe_routed_activations_follow_the_sequence_parallel_shard():
     on = mem(job, "tp=2,dp=4,ep=4,sp=on,zero=1,mbs=1").breakdown_gib["activations"]
     off = mem(job, "tp=2,dp=4,ep=4,sp=off,zero=1,mbs=1").breakdown_gib["activations"]
     assert on < 0.6 * off
+
+
+def test_zero3_shards_a_frozen_base_s_experts_only_over_the_expert_data_parallel_group():
+    """LoRA on gpt-oss-120b over 8 GPUs: with EP 8 every rank holds its experts whole, so ZeRO-3
+    has nothing to shard them over -- the frozen base is what EP 1 + ZeRO-3 leaves, not an
+    eighth of it -- and QLoRA quantises the experts wherever they sit."""
+    def frozen(text, training="lora"):
+        job = build_job(model="gpt-oss-120b", gpus=8, seq_len=4096, training=training, framework="fsdp")
+        lay, _ = resolve_layout(job, text)
+        return estimate_memory(job, lay).breakdown_gib["frozen_weights"]
+    ep_zero3, ep_zero1 = frozen("ep=8,zero=3,mbs=1"), frozen("ep=8,zero=1,mbs=1")
+    assert ep_zero3 == pytest.approx(frozen("ep=1,zero=3,mbs=1"), rel=0.01)
+    assert 0.8 * ep_zero1 < ep_zero3 < ep_zero1
+    assert frozen("ep=8,zero=3,mbs=1", "qlora") < 0.35 * ep_zero3

@@ -79,7 +79,7 @@ def _states(job: Job, lay: Layout, sp) -> st.States:
     if t.training in ADAPTERS:
         frac = sp.total / max(1.0, total_params(m))
         block = st.model_fraction(m) * sp.total
-        return st.adapter_states(m, t, sp.total, block, frac, lay.zero, group)
+        return st.adapter_states(m, t, sp.total, block, frac, lay.zero, group, sp.experts, egroup)
     s = st.full_training_states(sp.dense, sp.gemm, sp.experts, t, lay.zero, group, egroup, lay.pp,
                                 largest=opt.largest_tensor(m, lay.tp))
     if t.training == "rlhf":

@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 
 from ..params import layer_params, total_params
 from ..schema import ModelSpec, TrainingSpec
-from ..vec import where
+from ..vec import maximum, where
 from . import optimizers as opt
 
 @dataclass(frozen=True)
@@ -179,18 +179,23 @@ NF4_BYTES = 4.127 / 8
 
 
 def adapter_states(m: ModelSpec, t: TrainingSpec, params_rank: float, block_linear_rank: float,
-                   frac: float, zero: int, group: int) -> States:
+                   frac: float, zero: int, group: int, expert_rank: float = 0.0, expert_group: int = 1) -> States:
     """LoRA / QLoRA: a frozen base plus trainable adapters.
 
     Base: bf16 (2 B/param); QLoRA quantises the block linear layers to NF4 (embeddings, norms and
-    the LM head stay bf16, as bitsandbytes does). Adapters are kept in fp32 by PEFT
-    (autocast_adapter_dtype) with fp32 grads and AdamW: 16 B/param, ZeRO-sharded like any
-    trained parameter. ``frac`` is this rank's share of the model (1/(tp pp) roughly).
+    the LM head stay bf16, as bitsandbytes does). ZeRO-3 shards the base as it shards trained
+    weights: the routed experts (``expert_rank`` of the rank's ``params_rank``, all of them block
+    linears) over the expert-data-parallel group only, the rest over the data-parallel group --
+    with EP spanning the whole DP group there is nothing left to shard the experts over.
+    Adapters are kept in fp32 by PEFT (autocast_adapter_dtype) with fp32 grads and AdamW:
+    16 B/param, ZeRO-sharded like any trained parameter. ``frac`` is this rank's share of the
+    model (1/(tp pp) roughly).
     """
-    base = params_rank * 2.0
-    if t.training == "qlora":
-        base = (params_rank - block_linear_rank) * 2.0 + block_linear_rank * NF4_BYTES
-    base = _shard(base, zero >= 3, group)
+    linear = NF4_BYTES if t.training == "qlora" else 2.0
+    dense = params_rank - expert_rank
+    dense_linear = maximum(block_linear_rank - expert_rank, 0.0)
+    base = (_shard((dense - dense_linear) * 2.0 + dense_linear * linear, zero >= 3, group)
+            + _shard(expert_rank * linear, zero >= 3, expert_group))
     ad = lora_params(m, t.lora_rank) * frac
     mom = opt.state_bytes(t, 4.0)
     largest = t.lora_rank * (m.hidden + max(m.ffn, m.q_width))     # the largest A or B matrix
