@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 
+from shardwise.kb.memory.states import megatron_grad_bytes
 from shardwise.kb.stages import layers_on_stage, pipeline_slots
 
 from .target import Export, Target, shell_command, with_caveats
@@ -261,8 +262,16 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
     if t.precision == "pure-bf16":
         caveats.append("pure-bf16 (no fp32 master weights): Megatron keeps fp32 main params with --bf16")
     a += ["--bf16"]
+    if megatron_grad_bytes(t) == 2:
+        # the gradient buffer the estimate sized (kb/data/frameworks.yaml grad_buffer_bytes, as
+        # NVIDIA's recipes set it); plain --bf16 would keep it, and reduce it, in fp32
+        a += ["--grad-reduce-in-bf16"]
     if t.precision == "fp8":
         a += ["--fp8-format", "hybrid", "--fp8-recipe", "delayed"]
+        if lay.zero >= 1:
+            # FP8 primary weights, no bf16 weight + FP8 cache (kb/memory/states.py recipe); needs
+            # the distributed optimizer or Megatron-FSDP, so ZeRO-0 is estimated with the cache
+            a += ["--fp8-param-gather"]
     if lay.recompute == "selective":
         a += ["--recompute-granularity", "selective"]
     elif lay.recompute == "full":

@@ -49,6 +49,7 @@ def layouts():
     dense = build_job(model="llama-3-70b", gpus=64, seq_len=8192)
     moe = build_job(model="mixtral-8x7b", gpus=64, seq_len=4096)
     fp8 = build_job(model="llama-3-8b", gpus=16, precision="fp8", framework="fsdp")
+    fp8_megatron = build_job(model="llama-3-8b", gpus=16, precision="fp8")
     # NVIDIA's Llama 3.1 405B GB200 layout: 126 layers over 16 stages of 4 chunks, split as
     # Megatron splits it (embedding and loss as a layer each, kb/stages.pipeline_slots)
     big = build_job(model="llama-3.1-405b", gpu="gb200", gpus=256, seq_len=8192, global_batch=768)
@@ -64,6 +65,7 @@ def layouts():
         Target(dense, Layout(tp=8, pp=2, dp=4, zero=1, sp=True, mbs=1, grad_accum=32, recompute="modules")),
         Target(moe, Layout(tp=1, pp=1, dp=64, ep=8, zero=1, mbs=1, grad_accum=1, recompute="modules")),
         Target(fp8, Layout(tp=2, pp=1, dp=8, zero=0, sp=True, mbs=2, grad_accum=8)),
+        Target(fp8_megatron, Layout(tp=2, pp=1, dp=8, zero=1, sp=True, mbs=2, grad_accum=8)),
         # splits Megatron's flags cannot build, written as --pipeline-model-parallel-layout:
         # 10 layers a rank over 3 chunks, and 80 layers over 6 stages of 2 chunks
         Target(dense, Layout(tp=8, pp=8, vp=3, dp=1, zero=1, sp=True, mbs=1, grad_accum=16, recompute="none")),
@@ -227,3 +229,18 @@ def test_a_mapping_that_needs_more_memory_says_whether_it_still_fits():
     tg = Target(job, Layout(tp=8, pp=4, dp=2, zero=1, sp=True, mbs=1, grad_accum=64, recompute="full"))
     caveat = next(c for c in export("accelerate", tg).caveats if c.startswith("pp=4"))
     assert "does not fit" in caveat
+
+
+def test_megatron_precision_flags_are_the_recipe_the_estimate_sized():
+    """The Megatron script keeps its gradient buffer in bf16 (--grad-reduce-in-bf16: plain --bf16
+    would keep and reduce it in fp32, 2 bytes a parameter more than the estimate) and, in FP8,
+    its weights in FP8 (--fp8-param-gather) where the distributed optimizer allows it; at ZeRO-0
+    it cannot, and the estimate counts Transformer Engine's FP8 weight cache instead."""
+    from shardwise.kb.memory import estimate_memory
+    for zero in (0, 1):
+        job = build_job(model="llama-3-8b", gpus=16, precision="fp8")
+        lay = Layout(tp=2, pp=1, dp=8, zero=zero, sp=True, mbs=2, grad_accum=8)
+        script = export("megatron", Target(job, lay)).files["megatron_pretrain.sh"]
+        cache = estimate_memory(job, lay).breakdown_gib["fp8_weight_cache"]
+        assert "--grad-reduce-in-bf16" in script
+        assert ("--fp8-param-gather" in script) == (zero == 1) == (cache == 0), (zero, cache)

@@ -89,7 +89,9 @@ def _recipe(t: TrainingSpec, fw: str) -> Recipe:
       GEMM weights in FP8 instead (NeMo / Megatron-Bridge bf16_with_fp8_mixed:
       fp8_param_gather=True, i.e. fp8_params): 1 byte of FP8 weight + 1 byte of the transpose TE
       builds for the backward, the same 2 bytes as the bf16 weight they replace, and no cache on
-      top. torchao float8 in fsdp casts per GEMM and keeps no cache.
+      top -- with the distributed optimizer or Megatron-FSDP, which --fp8-param-gather needs
+      (arguments.py validate_args); at ZeRO-0 the weights stay bf16 and TE caches its FP8 copy
+      (full_training_states). torchao float8 in fsdp casts per GEMM and keeps no cache.
     """
     if t.precision == "pure-bf16":
         return Recipe(weights=2, grads=2, master=0, moments=opt.state_bytes(t, 2.0), state_dtype=2.0,
@@ -149,6 +151,8 @@ def full_training_states(params_rank: float, gemm_rank: float, expert_rank: floa
     # ZeRO-3 / Megatron-FSDP the rank holds only a shard and the gathered layer is transient
     # (counted with the gathered-layer buffers, overheads.framework_buffers)
     fp8 = where(zero >= 3, 0.0, gemm_rank * r.fp8_cache)
+    if t.framework == "megatron" and t.precision == "fp8":
+        fp8 = where(zero == 0, gemm_rank * 2.0, fp8)
     opt_params = _shard(params_rank, zero >= 1, group) + _shard(expert_rank, zero >= 1, expert_group)
     temp = opt.step_temporaries(t, opt_params, largest, r.state_dtype) + r.main_grad_copy * opt_params
     accumulated = 0.0

@@ -25,6 +25,7 @@ torchrun --nnodes 8 --nproc-per-node 8 pretrain_gpt.py \
   --micro-batch-size 2 \
   --global-batch-size 32 \
   --bf16 \
+  --grad-reduce-in-bf16 \
   --train-iters 100000 \
   --lr 1.5e-4 \
   --min-lr 1.5e-5 \

@@ -25,6 +25,7 @@ torchrun --nnodes 4 --nproc-per-node 8 pretrain_gpt.py \
   --micro-batch-size 4 \
   --global-batch-size 512 \
   --bf16 \
+  --grad-reduce-in-bf16 \
   --recompute-granularity full \
   --recompute-method uniform \
   --recompute-num-layers 1 \
