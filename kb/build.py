@@ -11,6 +11,7 @@ from .errors import InputError
 from .hf_config import read_hf_config
 from .counts import parse_count, parse_seq_len
 from .defaults import FRAMEWORK
+from .frameworks import recompute_modes
 from .infer import infer_model
 from .job import Job
 from .schema import ClusterSpec, ModelSpec, TrainingSpec
@@ -129,6 +130,10 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
     if tspec.training == "qlora" and tspec.framework not in QLORA_FRAMEWORKS:
         raise InputError(f"--framework {tspec.framework}: QLoRA's 4-bit base weights (bitsandbytes + PEFT) do not "
                          f"run on it; allowed for --training qlora: {', '.join(QLORA_FRAMEWORKS)} (default hf)")
+    modes = recompute_modes(tspec.framework)
+    if tspec.recompute != "auto" and tspec.recompute not in modes:
+        raise InputError(f"--recompute {tspec.recompute}: --framework {tspec.framework} cannot run it; allowed: "
+                         f"{', '.join(modes)}, or auto")
     job = Job(model=m, cluster=cluster, training=tspec)
     _check_micro_batch(job)
     return job

@@ -16,3 +16,8 @@ def profile(framework: str) -> dict:
 def has_sequence_parallel(framework: str) -> bool:
     """Whether the framework shards norms and dropouts over the TP ranks (its `sequence_parallel`)."""
     return bool(profile(framework)["sequence_parallel"])
+
+
+def recompute_modes(framework: str) -> tuple[str, ...]:
+    """The recomputation modes the framework can run (its `recompute`)."""
+    return tuple(profile(framework)["recompute"])

@@ -16,7 +16,7 @@ import numpy as np
 
 from .defaults import ADAPTERS
 from .errors import InputError
-from .frameworks import has_sequence_parallel
+from .frameworks import has_sequence_parallel, recompute_modes
 from .layout import RECOMPUTE, Layout
 from .stages import takes_slots
 
@@ -136,6 +136,11 @@ def _hf_pipeline(job, a):
     return a["pp"] == 1
 
 
+def _recompute_framework(job, a):
+    allowed = [RECOMPUTE.index(r) for r in recompute_modes(job.training.framework)]
+    return np.isin(a["rc"], allowed)
+
+
 def _hsdp(job, a):
     n = a["dp"] * a["cp"]
     s = a["shard"]
@@ -197,6 +202,12 @@ VALIDITY = [
              lambda job, lay: f"pp={lay.pp} but --framework hf (the transformers Trainer) has no pipeline schedule; "
                               "use pp=1 (ZeRO-3 shards a model too big for one GPU), or --framework deepspeed, "
                               "megatron or fsdp"),
+    Validity("recompute-framework", "each framework runs only its own recomputation modes: Megatron all four, "
+             "torchtitan (fsdp) none, selective (per-op) and full, a transformers model under the Trainer or "
+             "DeepSpeed none or full (whole decoder layers) -- kb/data/frameworks.yaml: recompute",
+             _recompute_framework,
+             lambda job, lay: f"recompute={lay.recompute} but --framework {job.training.framework} runs only "
+                              f"{', '.join(recompute_modes(job.training.framework))}"),
     Validity("hsdp-shard-group", "an HSDP shard group (the ranks of one node) needs ZeRO-3 and must "
              "divide DP x CP into more than one replica", _hsdp,
              lambda job, lay: f"shard={lay.shard} (HSDP) needs zero=3 and must split dp x cp = {lay.dp * lay.cp} "

@@ -21,7 +21,7 @@ JOBS = [
     dict(model="mixtral-8x7b", gpus=64, framework="hf"),
     dict(model="qwen3-30b-a3b", gpus=16, precision="fp8", framework="deepspeed"),
     dict(model="llama-3-70b", gpus=8, gpu="a100-80gb", training="lora", framework="fsdp"),
-    dict(model="llama-3-8b", gpus=16, gpu="h200", training="rlhf", recompute="selective"),
+    dict(model="llama-3-8b", gpus=16, gpu="h200", training="rlhf", recompute="full"),
 ]
 
 
