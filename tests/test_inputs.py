@@ -226,6 +226,22 @@ def test_a_pipeline_under_the_trainer_is_refused_and_never_searched(run_cli):
     assert {e["rule"]: e["excluded"] for e in found["search"]["excluded"]}["hf-no-pipeline"] > 0
 
 
+def test_recompute_modes_a_framework_cannot_run_are_refused_and_never_searched(run_cli):
+    """A transformers model checkpoints whole decoder layers: selective or per-module
+    recomputation under hf (the Mistral LoRA a reviewer saw headlined with recompute=modules) is
+    refused in one line, pinned or in a layout, and the search ranks only none and full."""
+    err = refused(run_cli, "recommend", "--model", "mistral-7b", "--gpus", "1", "--gpu", "l40s",
+                  "--training", "lora", "--recompute", "selective")
+    assert "--recompute selective" in err and "allowed: none, full" in err
+    err = refused(run_cli, "memory", "--model", "mistral-7b", "--gpus", "1", "--gpu", "l40s",
+                  "--training", "lora", "--layout", "recompute=modules")
+    assert "[recompute-framework]" in err
+    code, out, err = run_cli("search", "--model", "mistral-7b", "--gpus", "1", "--gpu", "l40s",
+                             "--training", "lora", "--top", "50", "--format", "json")
+    assert code == 0, err
+    assert {r["layout"]["recompute"] for r in json.loads(out)["top"]} <= {"none", "full"}
+
+
 def test_sp_on_for_a_framework_without_it_is_refused(run_cli):
     assert not frameworks.has_sequence_parallel("hf")
     err = refused(run_cli, "memory", "--model", "llama-3-70b", "--gpus", "8", "--framework", "hf",
