@@ -212,3 +212,17 @@ def test_zero3_shards_a_frozen_base_s_experts_only_over_the_expert_data_parallel
     assert ep_zero3 == pytest.approx(frozen("ep=1,zero=3,mbs=1"), rel=0.01)
     assert 0.8 * ep_zero1 < ep_zero3 < ep_zero1
     assert frozen("ep=8,zero=3,mbs=1", "qlora") < 0.35 * ep_zero3
+
+
+def test_fsdp_gathers_a_frozen_base_in_its_stored_dtype_and_reduces_no_gradients_for_it():
+    """ZeRO-3 / FSDP buffers: full fine-tuning holds two gathered bf16 layers, one layer's bf16
+    gradient and its fp32 reduce-scatter output (10 bytes a layer parameter); a LoRA base only
+    the two gathered bf16 layers (4), a QLoRA base the two layers in NF4 (about 1)."""
+    def buffers(training):
+        job = build_job(model="llama-3.1-70b", gpus=8, seq_len=4096, training=training, framework="fsdp")
+        lay, _ = resolve_layout(job, "dp=8,zero=3,mbs=1,recompute=full")
+        return estimate_memory(job, lay).breakdown_gib["comm_buffers"]
+    full, lora, qlora = buffers("finetune"), buffers("lora"), buffers("qlora")
+    layer = (full - lora) / 6.0                 # GiB per byte a layer parameter takes
+    assert lora - qlora == pytest.approx(2 * (2.0 - 4.127 / 8) * layer, rel=1e-3)
+    assert 0 < qlora < lora < 0.5 * full

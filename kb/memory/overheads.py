@@ -5,6 +5,7 @@ they are 2-5 GiB per GPU, which decides fits/OOM near the limit.
 """
 from __future__ import annotations
 
+from ..defaults import ADAPTERS
 from ..layout import Layout
 from ..vec import both, minimum, where
 from ..schema import TrainingSpec
@@ -57,11 +58,18 @@ def framework_buffers(t: TrainingSpec, lay: Layout, rank_params: float, layer_pa
     plus one layer's unsharded bf16 gradient and its fp32 reduce-scatter output; DeepSpeed caps
     the gathered parameters at stage3_max_live_parameters. When the parameters already stay
     unsharded (FSDP under pipeline parallelism), only the fp32 reduce-scatter output remains.
+    A frozen LoRA / QLoRA base under FSDP has no gradients to reduce: only the two gathered
+    layers, in the dtype they are stored in (bf16, or QLoRA's NF4 packed into bf16 storage,
+    bnb_4bit_quant_storage, as FSDP + QLoRA requires); the adapters' own buffers are small.
     """
     z = lay.zero
     if t.framework in ("deepspeed", "hf"):        # the Trainer hands ZeRO 1-3 to DeepSpeed
         buckets = 2 * 2.0 * minimum(DEEPSPEED_BUCKET_ELEMS, rank_params)
         stage3 = 2.0 * minimum(DEEPSPEED_Z3_LIVE_ELEMS, rank_params) + 2.0 * minimum(DEEPSPEED_BUCKET_ELEMS, rank_params)
         return where(z == 3, stage3, where(z >= 1, buckets, 0.0))
+    if t.training in ADAPTERS:
+        from .states import NF4_BYTES
+        stored = NF4_BYTES if t.training == "qlora" else 2.0
+        return where(z == 3, 2 * stored * layer_params_rank, 0.0)
     stage3 = where(unsharded, 4.0 * layer_params_rank, (2 * 2.0 + 2.0 + 4.0) * layer_params_rank)
     return where(z == 3, stage3, 0.0)
