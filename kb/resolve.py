@@ -38,7 +38,17 @@ def assumptions(job: Job, layout: Layout | None = None) -> list[str]:
     for global_batch."""
     texts = default_texts(job)
     framework = texts[:1] if "framework" in job.training.defaulted else []
-    return framework + global_batch(job, layout=layout)[1] + texts[len(framework):]
+    return framework + global_batch(job, layout=layout)[1] + texts[len(framework):] + rlhf_scope(job)
+
+
+def rlhf_scope(job: Job) -> list[str]:
+    """What an RLHF estimate covers: memory holds all the PPO models, the step time only the
+    policy's training (kb/perf/step.py has no critic, reference, reward or generation term)."""
+    if job.training.training != "rlhf":
+        return []
+    return [f"rlhf: memory holds the {job.training.rlhf_models} PPO models; step time, tokens/s, time and cost "
+            "count the policy's training only -- not the critic's training, the reference and reward forwards "
+            "or rollout generation, which often dominates a PPO step -- so read them as a lower bound on time"]
 
 
 def grad_accum_for(gb: int, mbs: int, dp: int) -> int:

@@ -283,3 +283,13 @@ def test_the_searched_interleaved_layouts_are_ones_megatron_schedules():
     inter = a["vp"] > 1
     assert inter.any() and np.all(a["grad_accum"][inter] % a["pp"][inter] == 0)
     assert {e["rule"]: e["excluded"] for e in space.excluded}["vp-microbatches"] > 0
+
+
+def test_an_rlhf_estimate_says_its_step_time_counts_the_policy_only(run_cli):
+    """PPO's critic, reference, reward and generation are not timed: the output says so instead
+    of presenting a fine-tuning step as a PPO step."""
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "16", "--training", "rlhf",
+                             "--format", "json")
+    assert code == 0, err
+    notes = [a for a in json.loads(out)["assumptions"] if a.startswith("rlhf:")]
+    assert len(notes) == 1 and "lower bound on time" in notes[0] and "4 PPO models" in notes[0]
