@@ -143,9 +143,9 @@ def window_fields(cfg: dict, path: str, mt: str, layers: int) -> dict:
         return {}
     if all(sliding):
         return {"sliding_window": window}
-    for every in range(2, layers + 1):
-        if sliding == [(i + 1) % every != 0 for i in range(layers)]:
-            return {"sliding_window": window, "full_attn_every": every}
+    every = sliding.index(False) + 1          # the first full layer names the period, if there is one
+    if sliding == [(i + 1) % every != 0 for i in range(layers)]:
+        return {"sliding_window": window, "full_attn_every": every}
     raise InputError(f"{path}: the sliding-window layers (layer_types) follow no supported pattern; supported: "
                      "every layer sliding, or every Nth layer full and the others sliding")
 

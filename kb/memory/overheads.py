@@ -9,6 +9,7 @@ from ..defaults import ADAPTERS
 from ..layout import Layout
 from ..vec import both, minimum, where
 from ..schema import TrainingSpec
+from .states import NF4_BYTES
 
 GIB = 2.0 ** 30
 
@@ -68,7 +69,6 @@ def framework_buffers(t: TrainingSpec, lay: Layout, rank_params: float, layer_pa
         stage3 = 2.0 * minimum(DEEPSPEED_Z3_LIVE_ELEMS, rank_params) + 2.0 * minimum(DEEPSPEED_BUCKET_ELEMS, rank_params)
         return where(z == 3, stage3, where(z >= 1, buckets, 0.0))
     if t.training in ADAPTERS:
-        from .states import NF4_BYTES
         stored = NF4_BYTES if t.training == "qlora" else 2.0
         return where(z == 3, 2 * stored * layer_params_rank, 0.0)
     stage3 = where(unsharded, 4.0 * layer_params_rank, (2 * 2.0 + 2.0 + 4.0) * layer_params_rank)

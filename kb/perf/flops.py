@@ -57,8 +57,6 @@ def attention_work(m: ModelSpec, seq: int) -> float:
     full-causal count on full layers, window_keys on sliding-window ones. Flash kernels compute
     just that, skipping the blocks a window masks out (flash-attn 2/3 window_size, cuDNN's and
     Transformer Engine's sliding window). Equal to attention_flops without a window."""
-    if not m.sliding_layers:
-        return attention_flops(m, seq)
     local = m.sliding_layers / m.layers
     return 2.0 * _attention_widths(m) * ((1.0 - local) * seq / 2.0 + local * window_keys(seq, m.sliding_window))
 
