@@ -124,14 +124,13 @@ _MODEL = {"llama3-8b": "llama-3-8b", "llama3-70b": "llama-3-70b", "llama3.1-405b
 # Architectures given only in the rows: GPT-style (LayerNorm, non-gated MLP: GELU for GPT-3,
 # squared ReLU for Nemotron-4 -- both two matrices), vocabularies from the NeMo configs.
 _FAMILY_VOCAB = {"gpt3-5b": 50304, "nemotron4-15b": 256000, "nemotron4-340b": 256000}
-_ARCH_EXTRA: dict = {}
 
 
 def row_model(r: dict):
     from shardwise.kb import catalog
     if r["model_key"] in _MODEL:
         return catalog.model(_MODEL[r["model_key"]])
-    a = dict(r.get("architecture") or {}, **_ARCH_EXTRA.get(r["model_key"], {}))
+    a = r.get("architecture") or {}
     if not all(a.get(k) for k in ("layers", "hidden", "heads")) or a["layers"] < 8:
         return None
     key = r["model_key"]
