@@ -155,13 +155,16 @@ def build_space(job: Job, gb: int, pins: dict | None = None, fit_only: bool = Fa
     excluded.append({"rule": "zero-needs-replicas", "why": "ZeRO shards over the DP x CP ranks; with one it is "
                      "ZeRO-0 under another name (kept once, as ZeRO-0)", "excluded": int(single.sum())})
     keep &= ~single
-    return Space({k: a[k][keep] for k in FIELDS}, excluded, candidates, _blocked(a, fail, keep))
+    return Space({k: a[k][keep] for k in FIELDS}, excluded, candidates, _blocked(job, a, fail, keep))
 
 
-def _blocked(a: dict, fail: np.ndarray, keep: np.ndarray) -> dict:
-    """For each value of a setting that no valid layout has: the validity rule that removed most
-    of its candidates (what the explanation names). Values are small non-negative integers, so
-    counting (bincount) answers it without sorting millions of candidates."""
+def _blocked(job, a: dict, fail: np.ndarray, keep: np.ndarray) -> dict:
+    """For each value of a setting that no valid layout has: the validity rule that rules it out
+    (what the explanation names) -- the first that every one of its candidates breaks, which
+    alone forbids the value (recompute=modules under hf: recompute-framework, though vp-chunks
+    comes first for most of them), else the rule that removed most of them. Values are small
+    non-negative integers, so counting (bincount) answers it without sorting millions of
+    candidates."""
     out = {}
     for setting, f in SETTING_FIELDS.items():
         col = a[f]
@@ -169,9 +172,13 @@ def _blocked(a: dict, fail: np.ndarray, keep: np.ndarray) -> dict:
         seen, valid = np.bincount(col, minlength=n), np.bincount(col[keep], minlength=n)
         gone = {}
         for v in np.flatnonzero((seen > 0) & (valid == 0)).tolist():
-            rules = fail[(col == v) & (fail >= 0)]
-            if len(rules):
-                gone[RECOMPUTE[v] if setting == "recompute" else v] = VALIDITY[int(np.bincount(rules).argmax())].id
+            these = (col == v) & (fail >= 0)
+            if not these.any():
+                continue
+            sub = {k: x[these] if np.shape(x) == these.shape else x for k, x in a.items()}
+            whole = next((r for r in VALIDITY if not np.any(r.ok(job, sub))), None)
+            gone[RECOMPUTE[v] if setting == "recompute" else v] = \
+                (whole or VALIDITY[int(np.bincount(fail[these]).argmax())]).id
         out[setting] = gone
     return out
 

@@ -240,6 +240,11 @@ def test_recompute_modes_a_framework_cannot_run_are_refused_and_never_searched(r
                              "--training", "lora", "--top", "50", "--format", "json")
     assert code == 0, err
     assert {r["layout"]["recompute"] for r in json.loads(out)["top"]} <= {"none", "full"}
+    # and explain names the rule that forbids them, not the first rule most of their candidates break
+    code, out, err = run_cli("explain", "--model", "mistral-7b", "--gpus", "1", "--gpu", "l40s",
+                             "--training", "lora", "--why", "recompute")
+    assert code == 0, err
+    assert "recompute=modules: no valid layout (validity: recompute-framework)" in out
 
 
 def test_sp_on_for_a_framework_without_it_is_refused(run_cli):
