@@ -175,12 +175,38 @@ def _blocked(job, a: dict, fail: np.ndarray, keep: np.ndarray) -> dict:
             these = (col == v) & (fail >= 0)
             if not these.any():
                 continue
-            sub = {k: x[these] if np.shape(x) == these.shape else x for k, x in a.items()}
-            whole = next((r for r in VALIDITY if not np.any(r.ok(job, sub))), None)
-            gone[RECOMPUTE[v] if setting == "recompute" else v] = \
-                (whole or VALIDITY[int(np.bincount(fail[these]).argmax())]).id
+            gone[RECOMPUTE[v] if setting == "recompute" else v] = VALIDITY[_forbidding(job, a, fail, these)].id
         out[setting] = gone
     return out
+
+
+def _forbidding(job, a: dict, fail: np.ndarray, these: np.ndarray) -> int:
+    """Index of the first validity rule every candidate in ``these`` breaks, else of the rule that
+    removed most of them. A candidate whose first broken rule is m passed every rule before m,
+    so only rules from the largest m on can be broken by all of them."""
+    first = fail[these]
+    sub = _Masked(a, these)
+    for k in range(int(first.max()), len(VALIDITY)):
+        if not np.any(VALIDITY[k].ok(job, sub)):
+            return k
+    return int(np.bincount(first).argmax())
+
+
+class _Masked(dict):
+    """The candidates of ``a`` under ``mask``, each column cut when a rule first reads it (a rule
+    reads two or three of them)."""
+
+    def __init__(self, a: dict, mask: np.ndarray):
+        super().__init__()
+        self._a, self._mask = a, mask
+
+    def __missing__(self, f):
+        x = self._a[f]
+        self[f] = x[self._mask] if np.shape(x) == self._mask.shape else x
+        return self[f]
+
+    def __contains__(self, f):
+        return f in self._a
 
 
 def _empty(pins) -> Space:
