@@ -136,6 +136,18 @@ def _hf_pipeline(job, a):
     return a["pp"] == 1
 
 
+def _deepspeed_moe(job, a):
+    if job.training.framework != "deepspeed":
+        return _all(a)
+    return (a["ep"] == 1) | (a["zero"] <= 2)
+
+
+def _hf_experts(job, a):
+    if job.training.framework != "hf":
+        return _all(a)
+    return a["ep"] == 1
+
+
 def _recompute_framework(job, a):
     allowed = [RECOMPUTE.index(r) for r in recompute_modes(job.training.framework)]
     return np.isin(a["rc"], allowed)
@@ -202,6 +214,20 @@ VALIDITY = [
              lambda job, lay: f"pp={lay.pp} but --framework hf (the transformers Trainer) has no pipeline schedule; "
                               "use pp=1 (ZeRO-3 shards a model too big for one GPU), or --framework deepspeed, "
                               "megatron or fsdp"),
+    Validity("deepspeed-moe-zero3", "DeepSpeed's expert-parallel MoE layer (deepspeed.moe.layer.MoE) runs "
+             "under ZeRO-0/1/2 only: the engine asserts \"MoE not supported with Stage 3\" when it builds the "
+             "ZeRO-3 optimizer (deepspeed/runtime/engine.py, _configure_zero_optimizer)", _deepspeed_moe,
+             lambda job, lay: f"ep={lay.ep} with zero={lay.zero}: DeepSpeed refuses its MoE layer under ZeRO-3 "
+                              "(\"MoE not supported with Stage 3\"); use zero=2 or lower, or ep=1 (ZeRO-3 "
+                              "then shards the experts with the rest of the model)"),
+    Validity("hf-no-expert-parallel", "the transformers Trainer has no expert parallelism for training: "
+             "Accelerate's ParallelismConfig has dp_replicate, dp_shard, tp and cp only, and transformers' "
+             "DistributedConfig(enable_expert_parallel) is an experimental loading option that ties EP to TP "
+             "and combines with an all-reduce, not the all-to-all this estimate times (transformers docs, "
+             "expert_parallelism)", _hf_experts,
+             lambda job, lay: f"ep={lay.ep} but --framework hf (the transformers Trainer) has no expert "
+                              "parallelism; use ep=1 (ZeRO-3 / FSDP shards the experts with the rest of the "
+                              "model), or --framework megatron or fsdp (torchtitan)"),
     Validity("recompute-framework", "each framework runs only its own recomputation modes: Megatron all four, "
              "torchtitan (fsdp) none, selective (per-op) and full, a transformers model under the Trainer or "
              "DeepSpeed none or full (whole decoder layers) -- kb/data/frameworks.yaml: recompute",
