@@ -10,7 +10,7 @@ from . import catalog
 from .errors import InputError
 from .hf_config import read_hf_config
 from .counts import parse_count, parse_seq_len
-from .defaults import FRAMEWORK
+from .defaults import ADAPTERS, FRAMEWORK
 from .frameworks import recompute_modes
 from .infer import infer_model
 from .job import Job
@@ -71,7 +71,7 @@ def resolve_links(gpu_intra: str, interconnect: Optional[str]) -> tuple:
 
 
 # Settings a user may leave out whose default build_job states (kb/defaults.py).
-STATED = ("gpu", "gpus", "seq_len", "precision", "optimizer", "attention", "lora_rank")
+STATED = ("gpu", "gpus", "interconnect", "seq_len", "precision", "optimizer", "attention", "lora_rank")
 # Frameworks that run QLoRA's 4-bit (bitsandbytes NF4) base weights: PEFT on transformers,
 # also under DeepSpeed ZeRO-3 or FSDP (Hugging Face PEFT docs, "DeepSpeed" and "FSDP" guides;
 # Answer.AI's FSDP + QLoRA). Megatron-Core has no 4-bit base-weight path.
@@ -84,7 +84,7 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
     the framework and the batch, kb/defaults.py), recorded in ``TrainingSpec.defaulted`` so that
     kb/resolve.assumptions can state each one; token counts are read binary for the batch and
     the sequence length, decimal for the budget (kb/counts.py)."""
-    given = {k for k, v in dict(training, gpu=gpu, gpus=gpus).items() if v is not None}
+    given = {k for k, v in dict(training, gpu=gpu, gpus=gpus, interconnect=interconnect).items() if v is not None}
     m = resolve_model(model, hf_config, params)
     g = catalog.gpu("h100-sxm" if gpu is None else gpu)
     if gpu_memory is not None:
@@ -125,6 +125,9 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
         tspec = TrainingSpec(token_budget=tb, defaulted=tuple(defaulted), **clean)
     except ValidationError as e:
         raise _first_error(e, "")
+    if "lora_rank" in given and tspec.training not in ADAPTERS:
+        raise InputError(f"--lora-rank: applies to --training lora or qlora only, and this job is "
+                         f"{tspec.training}; drop it, or set --training lora/qlora")
     if tspec.precision == "fp8" and not g.tflops_fp8:
         raise InputError(f"--precision fp8: {g.name} has no FP8 tensor cores; allowed here: bf16, pure-bf16")
     if tspec.training == "qlora" and tspec.framework not in QLORA_FRAMEWORKS:

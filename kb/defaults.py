@@ -18,7 +18,10 @@ _FRAMEWORK_WHY = {
 }
 
 # Settings whose defaults do not depend on the training type, as the output names them.
-_PLAIN = (("gpu", "GPU {gpu}"), ("gpus", "{gpus} GPUs"), ("seq_len", "sequence length {seq_len:,} tokens"),
+# The interconnect is stated only where the job leaves the NVLink domain: inside it, no byte
+# crosses the inter-node link and its default cannot change the answer.
+_PLAIN = (("gpu", "GPU {gpu}"), ("gpus", "{gpus} GPUs"), ("interconnect", "{inter} between nodes"),
+          ("seq_len", "sequence length {seq_len:,} tokens"),
           ("precision", "precision {precision}"), ("optimizer", "optimizer {optimizer}"),
           ("attention", "attention {attention}"), ("lora_rank", "LoRA rank {lora_rank}"))
 ADAPTERS = ("lora", "qlora")
@@ -31,10 +34,11 @@ def default_texts(job) -> list[str]:
     if "framework" in t.defaulted:
         out.append(f"framework not given: {t.framework} for {t.training} ({_FRAMEWORK_WHY[t.framework]}); "
                    "--framework to set it")
-    values = {"gpu": c.gpu.name, "gpus": c.gpus, "seq_len": t.seq_len, "precision": t.precision,
-              "optimizer": t.optimizer, "attention": t.attention, "lora_rank": t.lora_rank}
+    values = {"gpu": c.gpu.name, "gpus": c.gpus, "inter": c.inter.name, "seq_len": t.seq_len,
+              "precision": t.precision, "optimizer": t.optimizer, "attention": t.attention, "lora_rank": t.lora_rank}
     plain = [form.format(**values) for key, form in _PLAIN
-             if key in t.defaulted and (key != "lora_rank" or t.training in ADAPTERS)]
+             if key in t.defaulted and (key != "lora_rank" or t.training in ADAPTERS)
+             and (key != "interconnect" or c.gpus > c.nvlink_domain)]
     if plain:
         out.append(f"defaults used for settings not given: {', '.join(plain)}")
     return out
