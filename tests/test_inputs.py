@@ -226,6 +226,41 @@ def test_a_pipeline_under_the_trainer_is_refused_and_never_searched(run_cli):
     assert {e["rule"]: e["excluded"] for e in found["search"]["excluded"]}["hf-no-pipeline"] > 0
 
 
+def test_expert_parallelism_a_framework_cannot_run_is_refused_and_never_recommended(run_cli):
+    """Mixtral on 64 H100s: the Trainer has no expert parallelism, and DeepSpeed's MoE layer
+    refuses ZeRO-3 ("MoE not supported with Stage 3"). Both were headlined before (ep=8 with
+    ZeRO-3, an export that said it could not express it): a layout asking for them is refused in
+    one line naming the rule, and the recommendation never picks one."""
+    base = ["--model", "mixtral-8x7b", "--gpus", "64"]
+    err = refused(run_cli, "memory", *base, "--framework", "hf", "--layout", "ep=8,zero=3")
+    assert "[hf-no-expert-parallel]" in err and "ep=1" in err
+    err = refused(run_cli, "memory", *base, "--framework", "deepspeed", "--layout", "ep=8,zero=3")
+    assert "[deepspeed-moe-zero3]" in err and "Stage 3" in err
+    assert memory(run_cli, *base, "--framework", "deepspeed", "--layout", "ep=8,zero=2")["layout"]["ep"] == 8
+    for framework, ok in (("hf", lambda lay: lay["ep"] == 1),
+                          ("deepspeed", lambda lay: lay["ep"] == 1 or lay["zero_stage"] <= 2)):
+        code, out, err = run_cli("recommend", *base, "--framework", framework, "--format", "json")
+        assert code == 0, err
+        assert ok(json.loads(out)["layout"]), framework
+
+
+def test_the_default_interconnect_is_stated_only_where_a_job_crosses_nodes():
+    """The inter-node link changes a multi-node answer, so its default is an assumption line;
+    inside one NVLink domain (one H100 node, 64 GB200s of an NVL72 rack) it cannot, and is not."""
+    def defaults_line(**kw):
+        lines = [a for a in assumptions(build_job(model="llama-3-70b", **kw)) if a.startswith("defaults used")]
+        return lines[0] if lines else ""
+    assert "infiniband-ndr between nodes" in defaults_line(gpus=64)
+    assert "between nodes" not in defaults_line(gpus=8)
+    assert "between nodes" not in defaults_line(gpus=64, gpu="gb200")
+    assert "between nodes" not in defaults_line(gpus=64, interconnect="roce")
+
+
+def test_a_lora_rank_on_a_job_without_adapters_is_refused(run_cli):
+    err = refused(run_cli, "recommend", "--model", "llama-3-8b", "--lora-rank", "32")
+    assert "--lora-rank" in err and "lora or qlora" in err and "pretrain" in err
+
+
 def test_recompute_modes_a_framework_cannot_run_are_refused_and_never_searched(run_cli):
     """A transformers model checkpoints whole decoder layers: selective or per-module
     recomputation under hf (the Mistral LoRA a reviewer saw headlined with recompute=modules) is
