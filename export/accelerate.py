@@ -1,4 +1,6 @@
-"""Hugging Face Accelerate 1.15: an `accelerate launch` YAML with FSDP2 and a parallelism_config.
+"""Hugging Face Accelerate 1.15: an `accelerate launch` YAML with FSDP2 and a parallelism_config,
+or, for a job whose ZeRO is DeepSpeed's (hf, deepspeed) and needs no TP/CP, Accelerate's DeepSpeed
+path with the ds_config.json the DeepSpeed export writes.
 
 docs/reference/framework-configs.md section 4. Accelerate has no pipeline parallelism:
 the exported config is the PP = 1 slice (TP x CP x DP processes), said as a caveat.
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import yaml
 
+from .deepspeed import export as deepspeed_export
 from .target import Export, Target, dp_dims, memory_as_run, with_caveats
 
 # the decoder-layer class FSDP wraps, per model family (transformers' modeling_<family>.py)
@@ -40,6 +43,9 @@ def config(tg: Target) -> tuple[dict, list[str]]:
         caveats.append("sequence parallelism follows Accelerate's TP plan (transformers' tp_plan), not Megatron's")
     if lay.ep > 1:
         caveats.append(f"ep={lay.ep}: Accelerate has no expert parallelism; experts are sharded by FSDP")
+    if t.framework in ("hf", "deepspeed") and lay.zero >= 1:
+        caveats.append(f"ZeRO-{lay.zero} runs here as FSDP2 (Accelerate's TP and CP need it), while the estimate sized "
+                       "DeepSpeed's ZeRO buffers; `shardwise memory --framework fsdp --layout ...` sizes this config")
     layer = LAYER_CLASS.get(m.family)
     if layer is None:
         caveats.append(f"{m.name} ({m.family}) has no transformers class here: set fsdp_transformer_layer_cls_to_wrap "
@@ -67,10 +73,40 @@ def config(tg: Target) -> tuple[dict, list[str]]:
     return cfg, caveats
 
 
+def runs_deepspeed(tg: Target) -> bool:
+    """Whether Accelerate should launch DeepSpeed rather than FSDP2: the job's ZeRO is DeepSpeed's
+    (--framework deepspeed, or hf, where the Trainer hands ZeRO 1-3 to DeepSpeed and the estimate
+    sizes DeepSpeed's buffers, kb/memory/overheads.py) and the layout needs nothing only FSDP2's
+    ParallelismConfig has (TP, CP). ``distributed_type: DEEPSPEED`` with deepspeed_config_file is
+    Accelerate's DeepSpeed path (framework-configs.md section 4)."""
+    lay = tg.layout
+    return (tg.job.training.framework in ("hf", "deepspeed") and lay.zero >= 1
+            and lay.tp == 1 and lay.cp == 1 and lay.pp == 1)
+
+
+def deepspeed_config(tg: Target) -> tuple[dict, list[str]]:
+    """No mixed_precision key: beside a deepspeed_config_file, Accelerate's DeepSpeedPlugin refuses
+    one from the config file ("the following accelerate config variables will be ignored"); the
+    JSON's bf16 section sets the precision."""
+    lay, c = tg.layout, tg.job.cluster
+    cfg = {
+        "compute_environment": "LOCAL_MACHINE", "distributed_type": "DEEPSPEED",
+        "num_machines": max(1, lay.dp // c.gpus_per_node), "num_processes": lay.dp, "machine_rank": 0,
+        "same_network": True, "rdzv_backend": "static", "main_training_function": "main", "use_cpu": False,
+        "deepspeed_config": {"deepspeed_config_file": "ds_config.json", "zero3_init_flag": lay.zero == 3},
+    }
+    return cfg, list(deepspeed_export(tg).caveats)
+
+
 def export(tg: Target) -> Export:
-    cfg, caveats = config(tg)
+    files = {}
+    if runs_deepspeed(tg):
+        cfg, caveats = deepspeed_config(tg)
+        files["ds_config.json"] = deepspeed_export(tg).files["ds_config.json"]
+    else:
+        cfg, caveats = config(tg)
     head = "\n".join(with_caveats(tg.header(), caveats))
     body = yaml.safe_dump(cfg, sort_keys=False)
     note = (f"# per process: micro-batch {tg.layout.mbs}, gradient accumulation {tg.layout.grad_accum} "
             f"(global batch {tg.global_batch}); pass them to your training loop\n")
-    return Export("accelerate", {"accelerate_config.yaml": head + "\n" + note + body}, caveats)
+    return Export("accelerate", {"accelerate_config.yaml": head + "\n" + note + body, **files}, caveats)

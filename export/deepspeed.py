@@ -62,14 +62,30 @@ def export(tg: Target) -> Export:
                                           else "")
         + f" x DP {lay.dp} = {lay.tp * lay.pp * lay.dp * lay.cp} GPUs: DeepSpeed counts "
         f"train_batch_size over the {lay.dp} DP ranks",
-        "# train.py is your script; the parallel-size flags are Megatron-DeepSpeed's (pretrain_gpt.py), "
-        "elsewhere TP and PP are built in the model code",
-        f"deepspeed --num_nodes {tg.job.cluster.nodes} --num_gpus {tg.job.cluster.gpus_per_node} train.py "
-        f"--deepspeed_config ds_config.json --tensor-model-parallel-size {lay.tp} "
-        f"--pipeline-model-parallel-size {lay.pp}",
-    ]
+    ] + launch_lines(tg)
     return Export("deepspeed", {"ds_config.json": json.dumps(cfg, indent=2) + "\n",
                                 "launch.sh": "\n".join(launch) + "\n"}, caveats)
+
+
+def launch_lines(tg: Target) -> list[str]:
+    """The launch command. A job on the transformers Trainer (--framework hf) passes the config
+    with TrainingArguments' own flags, whose batch and precision must agree with the JSON or the
+    Trainer refuses it (transformers integrations/deepspeed.py, HfTrainerDeepSpeedConfig:
+    trainer_config_process matches micro-batch, accumulation, train_batch_size and bf16.enabled,
+    trainer_config_finalize raises on "values that mismatch TrainingArguments"); anything else is a
+    Megatron-DeepSpeed-style script (pretrain_gpt.py), whose parallel-size flags build TP and PP."""
+    lay, t, c = tg.layout, tg.job.training, tg.job.cluster
+    run = f"deepspeed --num_nodes {c.nodes} --num_gpus {c.gpus_per_node} train.py"
+    if t.framework == "hf":
+        flags = (f" --deepspeed ds_config.json --per_device_train_batch_size {lay.mbs}"
+                 f" --gradient_accumulation_steps {lay.grad_accum} --bf16"
+                 + (" --gradient_checkpointing" if lay.recompute == "full" else ""))
+        return ["# train.py is your transformers Trainer script (HfArgumentParser over TrainingArguments)",
+                run + flags]
+    return ["# train.py is your script; the parallel-size flags are Megatron-DeepSpeed's (pretrain_gpt.py), "
+            "elsewhere TP and PP are built in the model code",
+            run + f" --deepspeed_config ds_config.json --tensor-model-parallel-size {lay.tp} "
+                  f"--pipeline-model-parallel-size {lay.pp}"]
 
 
 def check(cfg: dict, dp: int) -> list[str]:

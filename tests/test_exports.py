@@ -54,6 +54,7 @@ def layouts():
     # Megatron splits it (embedding and loss as a layer each, kb/stages.pipeline_slots)
     big = build_job(model="llama-3.1-405b", gpu="gb200", gpus=256, seq_len=8192, global_batch=768)
     odd = build_job(model="llama-3-70b", gpus=48, seq_len=4096)
+    trainer = build_job(model="llama-3-8b", gpus=16, training="finetune")       # hf: DeepSpeed's ZeRO
     return [
         Target(big, Layout(tp=4, pp=16, vp=4, dp=4, zero=1, sp=True, mbs=1, grad_accum=192, recompute="none")),
         Target(dense, Layout(tp=4, pp=8, vp=5, dp=2, zero=1, sp=True, mbs=1, grad_accum=64, recompute="none")),
@@ -70,6 +71,7 @@ def layouts():
         # 10 layers a rank over 3 chunks, and 80 layers over 6 stages of 2 chunks
         Target(dense, Layout(tp=8, pp=8, vp=3, dp=1, zero=1, sp=True, mbs=1, grad_accum=16, recompute="none")),
         Target(odd, Layout(tp=8, pp=6, vp=2, dp=1, zero=1, sp=True, mbs=1, grad_accum=18, recompute="none")),
+        Target(trainer, Layout(dp=16, zero=3, mbs=1, grad_accum=8, recompute="full")),
     ]
 
 
@@ -114,13 +116,19 @@ def test_every_export_carries_the_layout(tg):
     fs = out["fsdp"]["files"]["fsdp2_sharding.py"]
     shape = ast.literal_eval(re.search(r"MESH_SHAPE = (\(.*\))", fs).group(1))
     assert shape[0] * shape[1] * shape[2] * shape[3] * shape[4] == lay.world
-    # Accelerate: parallelism sizes multiply to num_processes (the PP = 1 slice)
+    # Accelerate: a job whose ZeRO is DeepSpeed's launches DeepSpeed with the same JSON; otherwise
+    # FSDP2, whose parallelism sizes multiply to num_processes (the PP = 1 slice)
     acc = yaml.safe_load(out["accelerate"]["files"]["accelerate_config.yaml"])
-    pc = acc["parallelism_config"]
-    assert (pc["parallelism_config_dp_replicate_size"] * pc["parallelism_config_dp_shard_size"]
-            * pc["parallelism_config_tp_size"] * pc["parallelism_config_cp_size"]) == acc["num_processes"]
-    assert acc["num_processes"] == lay.world // lay.pp
-    assert acc["fsdp_config"]["fsdp_reshard_after_forward"] is (lay.zero == 3)
+    if acc["distributed_type"] == "DEEPSPEED":
+        assert tg.job.training.framework in ("hf", "deepspeed") and lay.zero >= 1 and acc["num_processes"] == lay.dp
+        assert out["accelerate"]["files"]["ds_config.json"] == out["deepspeed"]["files"]["ds_config.json"]
+        assert acc["deepspeed_config"]["zero3_init_flag"] is (lay.zero == 3) and "mixed_precision" not in acc
+    else:
+        _check_fsdp_accelerate(acc, lay)
+    if tg.job.training.framework == "hf":
+        launch = out["deepspeed"]["files"]["launch.sh"]
+        assert f"--per_device_train_batch_size {lay.mbs} --gradient_accumulation_steps {lay.grad_accum}" in launch
+        assert ("--gradient_checkpointing" in launch) == (lay.recompute == "full")
     # Nanotron (dense only): batch per replica, no interleaving, ZeRO-1 at most
     if "refused" not in out["nanotron"]:
         nt = yaml.safe_load(out["nanotron"]["files"]["nanotron.yaml"])
@@ -130,6 +138,14 @@ def test_every_export_carries_the_layout(tg):
         assert nt["optimizer"]["zero_stage"] == min(lay.zero, 1) and p["recompute_layer"] == (lay.recompute == "full")
     else:
         assert tg.job.model.is_moe and "experts" in out["nanotron"]["refused"]
+
+
+def _check_fsdp_accelerate(acc, lay):
+    pc = acc["parallelism_config"]
+    assert (pc["parallelism_config_dp_replicate_size"] * pc["parallelism_config_dp_shard_size"]
+            * pc["parallelism_config_tp_size"] * pc["parallelism_config_cp_size"]) == acc["num_processes"]
+    assert acc["num_processes"] == lay.world // lay.pp
+    assert acc["fsdp_config"]["fsdp_reshard_after_forward"] is (lay.zero == 3)
 
 
 def _layout_counts(text: str, pp: int) -> list[list[str]]:
