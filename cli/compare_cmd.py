@@ -16,6 +16,7 @@ from .output import FORMATS, emit, table
 def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
     from shardwise.decision.run import decide
     from shardwise.kb.build import build_job
+    from shardwise.kb.defaults import ADAPTERS
     from shardwise.kb.errors import InputError
 
     from .progress import hook
@@ -23,8 +24,11 @@ def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
     keys = [k for k, _ in vary]
     for combo in itertools.product(*[vals for _, vals in vary]):
         variant = dict(zip(keys, combo))
+        given = {**settings, **variant}
+        if "training" in variant and variant["training"] not in ADAPTERS:
+            given.pop("lora_rank", None)        # --vary training=lora,finetune: the rank is the lora row's
         try:
-            job = build_job(**{**settings, **variant})
+            job = build_job(**given)
         except InputError as e:
             # one variant the job cannot take (--vary mbs=2048 past the batch) is its row's answer;
             # when every variant is refused, the job itself is

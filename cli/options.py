@@ -76,7 +76,9 @@ def job_options(f=None, *, raw: bool = False):
                 if v is not None:
                     settings[k] = v.lower() if isinstance(v, str) and k in LOWERCASE else v
             if raw:
-                build_job(**settings)            # refuse a bad base job before any variant
+                # refuse a bad base job before any variant; a --lora-rank waits for the variants,
+                # which may vary the training type into one that takes it
+                build_job(**{k: v for k, v in settings.items() if k != "lora_rank"})
                 kwargs["settings"] = settings
             else:
                 kwargs["job"] = build_job(**settings)

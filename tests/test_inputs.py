@@ -257,8 +257,17 @@ def test_the_default_interconnect_is_stated_only_where_a_job_crosses_nodes():
 
 
 def test_a_lora_rank_on_a_job_without_adapters_is_refused(run_cli):
+    """A stray --lora-rank is refused, not ignored; where compare varies the training type it
+    belongs to the LoRA rows, and the full fine-tuning row is answered without it."""
     err = refused(run_cli, "recommend", "--model", "llama-3-8b", "--lora-rank", "32")
     assert "--lora-rank" in err and "lora or qlora" in err and "pretrain" in err
+    assert "--lora-rank" in refused(run_cli, "compare", "--model", "llama-3-8b", "--vary", "gpus=8,16",
+                                    "--lora-rank", "32")
+    code, out, err = run_cli("compare", "--model", "llama-3-8b", "--vary", "training=lora,finetune",
+                             "--lora-rank", "32", "--format", "json")
+    assert code == 0, err
+    rows = {r["variant"]["training"]: r for r in json.loads(out)["variants"]}
+    assert rows["lora"]["best"] and rows["finetune"]["best"]
 
 
 def test_recompute_modes_a_framework_cannot_run_are_refused_and_never_searched(run_cli):
