@@ -124,28 +124,15 @@ def _batch(job, a):
     return gb % (a["mbs"] * a["dp"]) == 0
 
 
-def _deepspeed_pipeline(job, a):
-    if job.training.framework != "deepspeed":
-        return _all(a)
-    return (a["pp"] == 1) | (a["zero"] <= 1)
+def _under(framework: str, ok: Callable) -> Callable:
+    """A limit of one framework: ``ok(a)`` under it, every layout elsewhere."""
+    return lambda job, a: ok(a) if job.training.framework == framework else _all(a)
 
 
-def _hf_pipeline(job, a):
-    if job.training.framework != "hf":
-        return _all(a)
-    return a["pp"] == 1
-
-
-def _deepspeed_moe(job, a):
-    if job.training.framework != "deepspeed":
-        return _all(a)
-    return (a["ep"] == 1) | (a["zero"] <= 2)
-
-
-def _hf_experts(job, a):
-    if job.training.framework != "hf":
-        return _all(a)
-    return a["ep"] == 1
+_deepspeed_pipeline = _under("deepspeed", lambda a: (a["pp"] == 1) | (a["zero"] <= 1))
+_hf_pipeline = _under("hf", lambda a: a["pp"] == 1)
+_deepspeed_moe = _under("deepspeed", lambda a: (a["ep"] == 1) | (a["zero"] <= 2))
+_hf_experts = _under("hf", lambda a: a["ep"] == 1)
 
 
 def _recompute_framework(job, a):
