@@ -33,7 +33,7 @@ def shown_setting(value) -> str:
 JOB = {
     "model.name": S, "model.params_b": N, "model.active_params_b": N, "model.layers": N, "model.hidden": N,
     "model.heads": N, "model.kv_heads": N, "model.vocab": N, "model.is_moe": B, "model.experts": N,
-    "model.inferred": B,
+    "model.inferred": B, "model.max_positions": N,
     "cluster.gpu": S, "cluster.gpus": N, "cluster.gpus_per_node": N, "cluster.nodes": N,
     "cluster.nvlink_domain": N, "cluster.gpu_memory_gib": N, "cluster.intra": S, "cluster.intra_kind": S,
     "cluster.inter": S, "cluster.inter_kind": S,
@@ -75,6 +75,7 @@ DESCRIPTIONS = {
     "model.kv_heads": "key/value heads (grouped-query attention)", "model.vocab": "vocabulary size",
     "model.is_moe": "the model has mixture-of-experts layers", "model.experts": "routed experts per MoE layer (0 if dense)",
     "model.inferred": "the shape was inferred from a parameter count",
+    "model.max_positions": "the context the model was trained for (config.json max_position_embeddings; 0 if not known)",
     "cluster.gpu": "the GPU's catalog name", "cluster.gpus": "GPUs in the job",
     "cluster.gpus_per_node": "GPUs per node", "cluster.nodes": "nodes in the job",
     "cluster.nvlink_domain": "GPUs that share the fast intra-node link (a whole NVL72 rack on GB200)",

@@ -188,6 +188,7 @@ def read_hf_config(path: str) -> ModelSpec:
         head_dim=_field(cfg, path, "head_dim", required=False, default=0),
         vocab=_field(cfg, path, "vocab_size", least=1),
         tied=_field(cfg, path, "tie_word_embeddings", required=False, default=extra.get("tied", False), kind=bool),
+        max_positions=_field(cfg, path, "max_position_embeddings", required=False, default=0),
         source=f"Hugging Face config.json at {path}",
     )
     spec.update({k: v for k, v in extra.items() if k != "tied"})

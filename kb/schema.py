@@ -34,6 +34,10 @@ class ModelSpec(_Frozen):
     qkv_bias: bool = False
     linear_bias: bool = False
     learned_pos: int = 0
+    # the context the model was trained for: config.json's max_position_embeddings (0: not
+    # known). Memory and time do not depend on it; a longer sequence is warned about
+    # (rules/warnings.yaml: warn.past-trained-context).
+    max_positions: int = Field(0, ge=0)
     # rotary position embedding: base frequency (rope_theta) and the long-context scaling of
     # config.json's rope_scaling ("" none, or its rope_type: llama3, yarn, ...) with its factor.
     # Neither changes memory or time; the exports build the model with them.

@@ -69,6 +69,20 @@ def test_moe_spreads_its_experts():
     assert any("low confidence" in w for w in r["warnings"])
 
 
+def test_a_sequence_past_the_trained_context_is_warned_about(tmp_path):
+    """Seed 004 puts a 7B model at 128K tokens: Llama 2 was trained for 4,096 positions, so the
+    answer says the run is context extension; Llama 3.1 (131,072) is not warned about, and a
+    config.json's max_position_embeddings is read like the catalog's."""
+    past = lambda r: [w for w in r["warnings"] if "trained for" in w]
+    assert "131072 tokens" in past(rec(model="llama-2-7b", gpus=64, seq_len=131072))[0]
+    assert past(rec(model="llama-3.1-8b", gpus=64, seq_len=131072)) == []
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192,
+                               "num_attention_heads": 16, "num_hidden_layers": 16, "vocab_size": 32000,
+                               "max_position_embeddings": 2048}))
+    assert "2048 positions" in past(rec(hf_config=str(cfg), gpus=8, seq_len=8192))[0]
+
+
 def test_zero3_over_512_ranks_is_weighed_not_recommended_and_warned_against():
     """Pure ZeRO-3 past 512 data-parallel ranks is a preference the search prices: the 1.5T job
     takes TP with PP; where ZeRO-3 still wins (DeepSeek-V3 on 1,024 H100s, by more than its
