@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import yaml
 
+from shardwise.kb.validity import autoep_runs
+
 from .deepspeed import export as deepspeed_export
 from .target import Export, Target, dp_dims, memory_as_run, with_caveats
 
@@ -77,10 +79,11 @@ def runs_deepspeed(tg: Target) -> bool:
     """Whether Accelerate should launch DeepSpeed rather than FSDP2: the job's ZeRO is DeepSpeed's
     (--framework deepspeed, or hf, where the Trainer hands ZeRO 1-3 to DeepSpeed and the estimate
     sizes DeepSpeed's buffers, kb/memory/overheads.py) and the layout needs nothing only FSDP2's
-    ParallelismConfig has (TP, CP). ``distributed_type: DEEPSPEED`` with deepspeed_config_file is
+    ParallelismConfig has (TP, CP); or its expert parallelism is DeepSpeed AutoEP's, which the JSON
+    carries (kb/validity.autoep_runs). ``distributed_type: DEEPSPEED`` with deepspeed_config_file is
     Accelerate's DeepSpeed path (framework-configs.md section 4)."""
     lay = tg.layout
-    return (tg.job.training.framework in ("hf", "deepspeed") and lay.zero >= 1
+    return (tg.job.training.framework in ("hf", "deepspeed") and (lay.zero >= 1 or autoep_runs(tg.job, lay))
             and lay.tp == 1 and lay.cp == 1 and lay.pp == 1)
 
 

@@ -4,16 +4,21 @@ Schema: DeepSpeed 0.19 DeepSpeedConfig (docs/reference/framework-configs.md sect
 train_batch_size = micro-batch x accumulation x DP ranks (TP and PP ranks excluded, as
 DeepSpeed counts them when an mpu is given). TP and PP degrees are not JSON keys: they go to
 the launcher (Megatron-DeepSpeed's --tensor-model-parallel-size / PipelineModule(num_stages)).
+Expert parallelism is the JSON's expert_parallel section (AutoEP) where DeepSpeed has a preset for
+the model, else DeepSpeed's MoE layer in the model code.
 """
 from __future__ import annotations
 
 import json
 
+from shardwise.kb.frameworks import autoep_preset
+from shardwise.kb.validity import autoep_runs
+
 from .target import Export, Target, with_caveats
 
 TOP_LEVEL = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
              "gradient_clipping", "steps_per_print", "bf16", "fp16", "zero_optimization", "pipeline",
-             "wall_clock_breakdown", "activation_checkpointing"}
+             "wall_clock_breakdown", "activation_checkpointing", "expert_parallel"}
 
 
 def export(tg: Target) -> Export:
@@ -55,16 +60,38 @@ def export(tg: Target) -> Export:
                        "the pipeline's activation_checkpoint_interval)")
     if t.precision == "fp8":
         caveats.append("FP8 has no DeepSpeed-JSON key: it comes from Transformer Engine in the model code")
+    notes = []
     if lay.ep > 1:
-        caveats.append(f"ep={lay.ep}: expert parallelism is set in the model (deepspeed.moe.layer.MoE(ep_size={lay.ep}))")
+        more, notes = _experts(tg, cfg)
+        caveats += more
     launch = with_caveats(tg.header(), caveats) + [
         f"# TP {lay.tp} x PP {lay.pp}" + (f" x CP {lay.cp} (Ulysses sequence parallelism, the nearest)" if lay.cp > 1
                                           else "")
         + f" x DP {lay.dp} = {lay.tp * lay.pp * lay.dp * lay.cp} GPUs: DeepSpeed counts "
         f"train_batch_size over the {lay.dp} DP ranks",
-    ] + launch_lines(tg)
+    ] + notes + launch_lines(tg)
     return Export("deepspeed", {"ds_config.json": json.dumps(cfg, indent=2) + "\n",
                                 "launch.sh": "\n".join(launch) + "\n"}, caveats)
+
+
+def _experts(tg: Target, cfg: dict) -> tuple[list[str], list[str]]:
+    """Expert parallelism, as (caveats, launch-script notes): DeepSpeed AutoEP from the JSON where
+    it has a preset for the model and the layout is within its limits (kb/data/frameworks.yaml
+    autoep, kb/validity.autoep_runs); otherwise DeepSpeed's MoE layer in the model code, which
+    ZeRO-3 refuses."""
+    lay, m = tg.layout, tg.job.model
+    if autoep_runs(tg.job, lay):
+        cfg["expert_parallel"] = {"enabled": True, "autoep_size": lay.ep, "preset_model": autoep_preset(m.family)}
+        caveats = (["AutoEP's DeepSeek presets turn off the auxiliary-loss-free expert bias (load_balance_coeff "
+                    "is not supported)"] if m.family.startswith("deepseek") else [])
+        return caveats, [f"# EP {lay.ep}: DeepSpeed AutoEP (ds_config expert_parallel; deepspeed >= 0.19.2, >= 0.19.3 "
+                         f"with ZeRO-3) replaces the MoE blocks of the {m.family} model (transformers >= 5.0) "
+                         "at deepspeed.initialize"]
+    why = ("no AutoEP preset for " + m.family + " models" if not autoep_preset(m.family)
+           else "outside AutoEP's limits (tp 1, etp 1; under ZeRO-3 no Ulysses or hpZ)")
+    return [f"ep={lay.ep}: {why}, so expert parallelism is DeepSpeed's MoE layer in the model code "
+            f"(deepspeed.moe.layer.MoE(ep_size={lay.ep}))"
+            + (", which refuses ZeRO-3: zero=3 with it does not run" if lay.zero == 3 else "")], []
 
 
 def launch_lines(tg: Target) -> list[str]:

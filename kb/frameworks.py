@@ -21,3 +21,14 @@ def has_sequence_parallel(framework: str) -> bool:
 def recompute_modes(framework: str) -> tuple[str, ...]:
     """The recomputation modes the framework can run (its `recompute`)."""
     return tuple(profile(framework)["recompute"])
+
+
+def autoep_preset(family: str) -> str | None:
+    """DeepSpeed AutoEP's preset for a model family (its config.json model_type), or None where
+    AutoEP has none: the frameworks.yaml `autoep` section, with its source."""
+    return package_yaml("frameworks")["autoep"]["presets"].get(family)
+
+
+def autoep_families() -> tuple[str, ...]:
+    """The model families DeepSpeed AutoEP has a preset for, sorted."""
+    return tuple(sorted(package_yaml("frameworks")["autoep"]["presets"]))

@@ -16,7 +16,7 @@ import numpy as np
 
 from .defaults import ADAPTERS
 from .errors import InputError
-from .frameworks import has_sequence_parallel, recompute_modes
+from .frameworks import autoep_families, autoep_preset, has_sequence_parallel, recompute_modes
 from .layout import RECOMPUTE, Layout
 from .stages import takes_slots
 
@@ -131,8 +131,66 @@ def _under(framework: str, ok: Callable) -> Callable:
 
 _deepspeed_pipeline = _under("deepspeed", lambda a: (a["pp"] == 1) | (a["zero"] <= 1))
 _hf_pipeline = _under("hf", lambda a: a["pp"] == 1)
-_deepspeed_moe = _under("deepspeed", lambda a: (a["ep"] == 1) | (a["zero"] <= 2))
-_hf_experts = _under("hf", lambda a: a["ep"] == 1)
+
+
+def _deepspeed_moe(job, a):
+    """DeepSpeed without an AutoEP preset for the model: the MoE layer is deepspeed.moe.layer.MoE
+    in the model code, which ZeRO-3 refuses."""
+    if job.training.framework != "deepspeed" or autoep_preset(job.model.family):
+        return _all(a)
+    return (a["ep"] == 1) | (a["zero"] <= 2)
+
+
+def _hf_experts(job, a):
+    """The Trainer has expert parallelism only through DeepSpeed's AutoEP (a ds_config with ZeRO):
+    for a family AutoEP has a preset for, at ZeRO >= 1 (at ZeRO-0 the estimate is the Trainer on
+    plain DDP, fp32 weights under autocast, which has none)."""
+    if job.training.framework != "hf":
+        return _all(a)
+    return (a["ep"] == 1) | ((a["zero"] >= 1) & bool(autoep_preset(job.model.family)))
+
+
+def _autoep_limits(job, a):
+    """AutoEP's limits (deepspeed 0.19.8, frameworks.yaml autoep): TP 1 (the TP these exports
+    write is an mpu's, which AutoEP refuses), expert TP 1, under ZeRO-3 no Ulysses (cp) and no hpZ
+    partition."""
+    ok = (a["tp"] == 1) & ((a["etp"] if "etp" in a else 1) == 1)
+    return ok & ((a["zero"] <= 2) | ((a["cp"] == 1) & (a["shard"] == 0)))
+
+
+def _autoep(job, a):
+    """AutoEP's limits for hf and deepspeed jobs whose model has a preset; under the Trainer no CP
+    either (its CP is Accelerate's, not DeepSpeed's)."""
+    fw = job.training.framework
+    if fw not in ("hf", "deepspeed") or not autoep_preset(job.model.family):
+        return _all(a)
+    ok = _autoep_limits(job, a)
+    if fw == "hf":
+        ok = ok & (a["cp"] == 1)
+    return (a["ep"] == 1) | ok
+
+
+def autoep_runs(job, lay: Layout) -> bool:
+    """Whether DeepSpeed AutoEP can run this layout's expert parallelism (the DeepSpeed export
+    writes its expert_parallel section then, whatever the job's framework)."""
+    return lay.ep > 1 and bool(autoep_preset(job.model.family)) and bool(_autoep_limits(job, settings_of(lay)))
+
+
+def _autoep_refusal(job, lay):
+    hf = job.training.framework == "hf"
+    if lay.tp > 1:
+        broken, fix = (f"tp={lay.tp}: AutoEP refuses tensor parallelism from an mpu "
+                       + ("and the Trainer's TP is Accelerate's, outside DeepSpeed" if hf else
+                          "(Megatron-DeepSpeed's TP, the one these exports write)"), "tp=1")
+    elif lay.etp > 1:
+        broken, fix = f"etp={lay.etp}: AutoEP runs expert tensor parallelism 1 only", "etp=1"
+    elif hf and lay.cp > 1:
+        broken, fix = f"cp={lay.cp}: the Trainer's context parallelism is Accelerate's, outside DeepSpeed", "cp=1"
+    else:
+        setting = f"cp={lay.cp}" if lay.cp > 1 else f"shard={lay.shard}"
+        broken, fix = (f"zero=3 with {setting}: AutoEP under ZeRO-3 refuses Ulysses sequence parallelism and "
+                       "hpZ partitions", "zero=2 or lower, or " + ("cp=1" if lay.cp > 1 else "no shard"))
+    return f"ep={lay.ep} runs as DeepSpeed AutoEP, and {broken}; use {fix}, or ep=1"
 
 
 def _recompute_framework(job, a):
@@ -201,20 +259,31 @@ VALIDITY = [
              lambda job, lay: f"pp={lay.pp} but --framework hf (the transformers Trainer) has no pipeline schedule; "
                               "use pp=1 (ZeRO-3 shards a model too big for one GPU), or --framework deepspeed, "
                               "megatron or fsdp"),
-    Validity("deepspeed-moe-zero3", "DeepSpeed's expert-parallel MoE layer (deepspeed.moe.layer.MoE) runs "
-             "under ZeRO-0/1/2 only: the engine asserts \"MoE not supported with Stage 3\" when it builds the "
-             "ZeRO-3 optimizer (deepspeed/runtime/engine.py, _configure_zero_optimizer)", _deepspeed_moe,
-             lambda job, lay: f"ep={lay.ep} with zero={lay.zero}: DeepSpeed refuses its MoE layer under ZeRO-3 "
-                              "(\"MoE not supported with Stage 3\"); use zero=2 or lower, or ep=1 (ZeRO-3 "
-                              "then shards the experts with the rest of the model)"),
-    Validity("hf-no-expert-parallel", "the transformers Trainer has no expert parallelism for training: "
-             "Accelerate's ParallelismConfig has dp_replicate, dp_shard, tp and cp only, and transformers' "
-             "DistributedConfig(enable_expert_parallel) is an experimental loading option that ties EP to TP "
-             "and combines with an all-reduce, not the all-to-all this estimate times (transformers docs, "
-             "expert_parallelism)", _hf_experts,
-             lambda job, lay: f"ep={lay.ep} but --framework hf (the transformers Trainer) has no expert "
-                              "parallelism; use ep=1 (ZeRO-3 / FSDP shards the experts with the rest of the "
-                              "model), or --framework megatron or fsdp (torchtitan)"),
+    Validity("deepspeed-moe-zero3", "without an AutoEP preset for the model, DeepSpeed's expert parallelism is "
+             "its MoE layer (deepspeed.moe.layer.MoE) in the model code, which runs under ZeRO-0/1/2 only: "
+             "the engine raises \"Native DeepSpeed MoE is not supported with ZeRO Stage 3\" "
+             "(deepspeed/runtime/engine.py, _validate_zero3_moe_compatibility)", _deepspeed_moe,
+             lambda job, lay: f"ep={lay.ep} with zero={lay.zero}: DeepSpeed has no AutoEP preset for "
+                              f"{job.model.family} models, and its MoE layer refuses ZeRO-3 (\"Native DeepSpeed MoE "
+                              "is not supported with ZeRO Stage 3\"); use zero=2 or lower, or ep=1 (ZeRO-3 then "
+                              "shards the experts with the rest of the model)"),
+    Validity("hf-expert-parallel", "the transformers Trainer has no expert parallelism of its own (Accelerate's "
+             "ParallelismConfig is dp_replicate, dp_shard, tp and cp); it gets it from DeepSpeed's AutoEP, "
+             "through the ds_config its DeepSpeed integration passes to deepspeed.initialize, for the model "
+             "families AutoEP has a preset for (kb/data/frameworks.yaml: autoep), with ZeRO >= 1 here "
+             "(at ZeRO-0 the estimate is the Trainer on plain DDP)", _hf_experts,
+             lambda job, lay: (f"ep={lay.ep} under --framework hf needs DeepSpeed's ZeRO (zero >= 1): the "
+                               "Trainer's expert parallelism is DeepSpeed AutoEP; use zero=1 or higher, or ep=1"
+                               if autoep_preset(job.model.family) else
+                               f"ep={lay.ep} but --framework hf (the transformers Trainer) has expert parallelism "
+                               f"only through DeepSpeed AutoEP, which has no preset for {job.model.family} models "
+                               f"(it has: {', '.join(autoep_families())}); use ep=1 (ZeRO-3 / FSDP shards the "
+                               "experts with the rest of the model), or --framework megatron or fsdp (torchtitan)")),
+    Validity("autoep-limits", "DeepSpeed AutoEP (the expert parallelism of --framework hf and deepspeed for the "
+             "families it has a preset for) refuses tensor parallelism from an mpu and expert tensor parallelism, "
+             "and under ZeRO-3 Ulysses sequence parallelism and hpZ partitions (deepspeed 0.19.8 engine.py "
+             "_configure_autoep and _validate_zero3_moe_compatibility; docs autoep.rst)", _autoep,
+             _autoep_refusal),
     Validity("recompute-framework", "each framework runs only its own recomputation modes: Megatron all four, "
              "torchtitan (fsdp) none, selective (per-op) and full, a transformers model under the Trainer or "
              "DeepSpeed none or full (whole decoder layers) -- kb/data/frameworks.yaml: recompute",

@@ -55,6 +55,11 @@ def layouts():
     big = build_job(model="llama-3.1-405b", gpu="gb200", gpus=256, seq_len=8192, global_batch=768)
     odd = build_job(model="llama-3-70b", gpus=48, seq_len=4096)
     trainer = build_job(model="llama-3-8b", gpus=16, training="finetune")       # hf: DeepSpeed's ZeRO
+    # expert parallelism as DeepSpeed AutoEP: the Trainer at ZeRO-3, DeepSpeed at ZeRO-0; and a
+    # family AutoEP has no preset for (DeepSpeed's MoE layer in the model code)
+    trainer_moe = build_job(model="mixtral-8x7b", gpus=64, training="finetune", framework="hf")
+    deepspeed_moe = build_job(model="qwen3-30b-a3b", gpus=16, framework="deepspeed")
+    native_moe = build_job(model="gpt-oss-20b", gpus=16, framework="deepspeed")
     return [
         Target(big, Layout(tp=4, pp=16, vp=4, dp=4, zero=1, sp=True, mbs=1, grad_accum=192, recompute="none")),
         Target(dense, Layout(tp=4, pp=8, vp=5, dp=2, zero=1, sp=True, mbs=1, grad_accum=64, recompute="none")),
@@ -72,6 +77,9 @@ def layouts():
         Target(dense, Layout(tp=8, pp=8, vp=3, dp=1, zero=1, sp=True, mbs=1, grad_accum=16, recompute="none")),
         Target(odd, Layout(tp=8, pp=6, vp=2, dp=1, zero=1, sp=True, mbs=1, grad_accum=18, recompute="none")),
         Target(trainer, Layout(dp=16, zero=3, mbs=1, grad_accum=8, recompute="full")),
+        Target(trainer_moe, Layout(dp=64, ep=8, zero=3, mbs=1, grad_accum=2, recompute="full")),
+        Target(deepspeed_moe, Layout(dp=16, ep=8, zero=0, mbs=1, grad_accum=4, recompute="full")),
+        Target(native_moe, Layout(dp=16, ep=8, zero=2, mbs=1, grad_accum=4, recompute="full")),
     ]
 
 
@@ -83,6 +91,10 @@ def test_every_export_carries_the_layout(tg):
     ds = json.loads(out["deepspeed"]["files"]["ds_config.json"])
     assert ds_check(ds, lay.dp) == [] or (lay.pp > 1 and lay.zero >= 2)
     assert ds["train_micro_batch_size_per_gpu"] == lay.mbs and ds["gradient_accumulation_steps"] == lay.grad_accum
+    # expert parallelism in the JSON exactly where DeepSpeed AutoEP has the model and runs the layout
+    autoep = ds.get("expert_parallel")
+    assert (autoep is not None) == (lay.ep > 1 and lay.tp == 1 and tg.job.model.family in ("mixtral", "qwen3_moe"))
+    assert autoep is None or (autoep["enabled"] and autoep["autoep_size"] == lay.ep)
     # Megatron: every degree as a flag; DP implied by the world size
     args = script_args(out["megatron"]["files"]["megatron_pretrain.sh"])
     flag = lambda f: args[args.index(f) + 1] if f in args else None
@@ -120,7 +132,8 @@ def test_every_export_carries_the_layout(tg):
     # FSDP2, whose parallelism sizes multiply to num_processes (the PP = 1 slice)
     acc = yaml.safe_load(out["accelerate"]["files"]["accelerate_config.yaml"])
     if acc["distributed_type"] == "DEEPSPEED":
-        assert tg.job.training.framework in ("hf", "deepspeed") and lay.zero >= 1 and acc["num_processes"] == lay.dp
+        assert tg.job.training.framework in ("hf", "deepspeed") and acc["num_processes"] == lay.dp
+        assert lay.zero >= 1 or "expert_parallel" in ds
         assert out["accelerate"]["files"]["ds_config.json"] == out["deepspeed"]["files"]["ds_config.json"]
         assert acc["deepspeed_config"]["zero3_init_flag"] is (lay.zero == 3) and "mixed_precision" not in acc
     else:

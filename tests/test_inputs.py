@@ -227,22 +227,33 @@ def test_a_pipeline_under_the_trainer_is_refused_and_never_searched(run_cli):
 
 
 def test_expert_parallelism_a_framework_cannot_run_is_refused_and_never_recommended(run_cli):
-    """Mixtral on 64 H100s: the Trainer has no expert parallelism, and DeepSpeed's MoE layer
-    refuses ZeRO-3 ("MoE not supported with Stage 3"). Both were headlined before (ep=8 with
-    ZeRO-3, an export that said it could not express it): a layout asking for them is refused in
-    one line naming the rule, and the recommendation never picks one."""
-    base = ["--model", "mixtral-8x7b", "--gpus", "64"]
-    err = refused(run_cli, "memory", *base, "--framework", "hf", "--layout", "ep=8,zero=3")
-    assert "[hf-no-expert-parallel]" in err and "ep=1" in err
-    err = refused(run_cli, "memory", *base, "--framework", "deepspeed", "--layout", "ep=8,zero=3")
-    assert "[deepspeed-moe-zero3]" in err and "Stage 3" in err
-    assert memory(run_cli, *base, "--framework", "deepspeed", "--layout", "ep=8,zero=2")["layout"]["ep"] == 8
-    for framework, ok in (("hf", lambda lay: lay["ep"] == 1),
-                          ("deepspeed", lambda lay: lay["ep"] == 1 or lay["zero_stage"] <= 2)):
+    """Expert parallelism under the Trainer and DeepSpeed is DeepSpeed AutoEP (deepspeed 0.19.8),
+    for the families it has a preset for and within its limits; elsewhere DeepSpeed's MoE layer,
+    which refuses ZeRO-3. Mixtral on 64 H100s: AutoEP runs ep=8 with ZeRO-3 under either, not with
+    an mpu's TP; gpt-oss has no preset: the Trainer has no EP for it, and DeepSpeed's MoE layer no
+    ZeRO-3. A layout asking for what cannot run is refused in one line naming the rule; the
+    recommendation never picks one."""
+    mixtral, oss = ["--model", "mixtral-8x7b", "--gpus", "64"], ["--model", "gpt-oss-20b", "--gpus", "64"]
+    for framework in ("hf", "deepspeed"):
+        assert memory(run_cli, *mixtral, "--framework", framework, "--layout", "ep=8,zero=3")["layout"]["ep"] == 8
+        err = refused(run_cli, "memory", *mixtral, "--framework", framework, "--layout", "tp=2,ep=8,zero=1")
+        assert "[autoep-limits]" in err and "use tp=1, or ep=1" in err
+    err = refused(run_cli, "memory", *mixtral, "--framework", "deepspeed", "--layout", "cp=2,ep=8,zero=3")
+    assert "[autoep-limits]" in err and "Ulysses" in err
+    err = refused(run_cli, "memory", *mixtral, "--framework", "hf", "--layout", "ep=8,zero=0")
+    assert "[hf-expert-parallel]" in err and "zero=1 or higher" in err
+    err = refused(run_cli, "memory", *oss, "--framework", "hf", "--layout", "ep=8,zero=3")
+    assert "[hf-expert-parallel]" in err and "no preset for gpt_oss" in err and "mixtral" in err
+    err = refused(run_cli, "memory", *oss, "--framework", "deepspeed", "--layout", "ep=8,zero=3")
+    assert "[deepspeed-moe-zero3]" in err and "ZeRO Stage 3" in err
+    assert memory(run_cli, *oss, "--framework", "deepspeed", "--layout", "ep=8,zero=2")["layout"]["ep"] == 8
+    for base, framework, ok in ((mixtral, "hf", lambda lay: lay["ep"] == 1 or (lay["tp"] == lay["cp"] == 1
+                                                                              and lay["zero_stage"] >= 1)),
+                                (oss, "hf", lambda lay: lay["ep"] == 1),
+                                (oss, "deepspeed", lambda lay: lay["ep"] == 1 or lay["zero_stage"] <= 2)):
         code, out, err = run_cli("recommend", *base, "--framework", framework, "--format", "json")
         assert code == 0, err
-        assert ok(json.loads(out)["layout"]), framework
-
+        assert ok(json.loads(out)["layout"]), (base, framework)
 
 def test_the_default_interconnect_is_stated_only_where_a_job_crosses_nodes():
     """The inter-node link changes a multi-node answer, so its default is an assumption line;

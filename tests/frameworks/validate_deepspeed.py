@@ -1,4 +1,13 @@
-"""DeepSpeedConfig on our ds_config.json, counting DP ranks the way an mpu makes it count them."""
+"""DeepSpeedConfig on our ds_config.json, counting DP ranks the way an mpu makes it count them.
+
+    validate_deepspeed.py ds_config.json DP [WORLD PP TP FAMILY]
+
+With an expert_parallel section (AutoEP), the rest of the layout checks it as deepspeed.initialize
+would: validate_autoep_config over the world, PP, TP and Ulysses sizes at the JSON's ZeRO stage, the
+preset's hf_model_types against the model family, and the ZeRO-3 limits the engine asserts when it
+builds the stage-3 optimizer (engine.py _validate_zero3_moe_compatibility: no Ulysses, no hpZ,
+expert TP 1).
+"""
 import json
 import os
 import sys
@@ -17,7 +26,20 @@ class FakeMPU:
 
 
 path, dp = sys.argv[1], int(sys.argv[2])
+raw = json.load(open(path))
 dscomm.get_rank = lambda *a, **k: 0
-c = DeepSpeedConfig(json.load(open(path)), mpu=FakeMPU(dp))
+c = DeepSpeedConfig(raw, mpu=FakeMPU(dp))
 print(f"OK deepspeed: batch {c.train_batch_size} = {c.train_micro_batch_size_per_gpu} x "
       f"{c.gradient_accumulation_steps} x {dp}, zero {c.zero_optimization_stage}")
+if "expert_parallel" in raw:
+    from deepspeed.module_inject.auto_ep_config import validate_autoep_config
+    from deepspeed.module_inject.auto_ep_presets.registry import PRESET_MODELS
+    world, pp, tp, family = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+    ep = c.expert_parallel_config
+    sp = raw.get("sequence_parallel_size", 1)
+    validate_autoep_config(ep, world, pp, tp, sp, zero_stage=c.zero_optimization_stage)
+    preset = PRESET_MODELS[ep.preset_model]
+    assert family in preset.hf_model_types, (family, ep.preset_model, preset.hf_model_types)
+    if c.zero_optimization_stage == 3:
+        assert sp == 1 and c.zero_config.zero_hpz_partition_size == 1 and ep.expert_tensor_parallel_size == 1
+    print(f"OK deepspeed AutoEP: preset {ep.preset_model}, autoep_size {ep.autoep_size}, world {world}")
