@@ -55,8 +55,9 @@ def _patched(obj, **values):
 def _terms():
     """(name, context manager factory) of each term the ablation takes out."""
     from shardwise.kb.frameworks import profile
-    from shardwise.kb.perf import comm, compute
+    from shardwise.kb.perf import comm, compute, step
     mega = profile("megatron")
+    dp_time = step._dp_time
     return [
         ("MoE time per local expert (0.15 ms; the former single 3.5 ms per layer)",
          lambda: _patched(mega, moe_layer_overhead_ms=3.5, moe_expert_overhead_ms=0.0)),
@@ -66,6 +67,9 @@ def _terms():
          lambda: _patched(mega["overlap"], ep=0.0)),
         ("ring collectives across nodes on k NICs (-> one NIC per GPU)",
          lambda: _patched(comm, collective_link=comm.group_link)),
+        ("expert DP collectives on the expert-DP group (-> the dense DP group)",
+         lambda: _patched(step, _dp_time=lambda job, lay, dense, experts, mb: dp_time(job, lay, dense + experts,
+                                                                                      0 * experts, mb))),
         ("TP overlap (0.5 -> 0)",
          lambda: _patched(mega["overlap"], tp=0.0)),
         ("FP8 GEMMs at 0.82 of the FP8 peak (-> 1.0)",

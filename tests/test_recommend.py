@@ -85,11 +85,11 @@ def test_a_sequence_past_the_trained_context_is_warned_about(tmp_path):
 
 def test_zero3_over_512_ranks_is_weighed_not_recommended_and_warned_against():
     """Pure ZeRO-3 past 512 data-parallel ranks is a preference the search prices: the 1.5T job
-    takes TP with PP; where ZeRO-3 still wins (DeepSeek-V3 on 1,024 H100s, by more than its
+    takes TP with PP; where ZeRO-3 still wins (DeepSeek-V3 on 2,048 H100s, by more than its
     worth) the answer says what honouring it would cost, with no warning against its own choice."""
     big = rec(params="1.5T", gpus=2048, gpu="h100-sxm")
     assert big["layout"]["pp"] > 1 and big["layout"]["zero_stage"] <= 1
-    r = rec(model="deepseek-v3", gpus=1024, gpu="h100-sxm")
+    r = rec(model="deepseek-v3", gpus=2048, gpu="h100-sxm")
     lay = r["layout"]
     assert lay["zero_stage"] == 3 and lay["dp"] * lay["cp"] >= 512
     kept = {k["rule"]: k for k in r["search"]["kept_despite"]}["dp.zero3-at-scale"]

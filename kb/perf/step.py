@@ -155,50 +155,67 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
     return compute, kinds
 
 
-def _dp_time(job: Job, lay: Layout, params_rank: float, compute_mb: float) -> float:
+def _group_collectives(c, params, n, ns, stride, grad_bytes) -> dict:
+    """Seconds of each data-parallel collective over one group: ``params`` per rank, reduced over
+    ``n`` ranks ``stride`` apart and sharded over ``ns`` of them (the rest replicas, HSDP).
+
+    all_reduce: the plain gradient all-reduce; scatter / gather: one reduce-scatter of the
+    gradients / all-gather of the bf16 parameters inside the shard group; replicas: each shard's
+    all-reduce across the replicas.
+    """
+    shard_link = comm.collective_link(c, ns, stride)
+    replicas = n // ns
+    return {"all_reduce": comm.all_reduce(comm.collective_link(c, n, stride), n, params * grad_bytes),
+            "scatter": comm.reduce_scatter(shard_link, ns, params * grad_bytes),
+            "gather": comm.all_gather(shard_link, ns, params * 2.0),
+            "replicas": comm.all_reduce(comm.collective_link(c, replicas, stride * ns), replicas,
+                                        params / ns * grad_bytes)}
+
+
+def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compute_mb: float) -> float:
     """Exposed seconds of data-parallel synchronisation per step.
 
-    Gradients are reduced over the dp x cp ranks. With ZeRO/FSDP the sharded collectives run
-    inside the shard group (the whole dp x cp group, or HSDP's smaller group) and, with HSDP,
-    each shard is all-reduced across the replicas once per step.
+    Dense gradients are reduced over the dp x cp ranks; with ZeRO/FSDP the sharded collectives
+    run inside the shard group (the whole dp x cp group, or HSDP's smaller group) and, with HSDP,
+    each shard is all-reduced across the replicas once per step. Routed experts are reduced and
+    sharded over the expert-data-parallel group instead (tp x cp x dp / (ep x etp) ranks, ep x etp
+    apart: Megatron-Core's expert_data_parallel group, parallel_state.py; kb/memory/states.py
+    shards their states the same way). With EP filling a node that group has one member per node,
+    so its collectives run on one NIC per rank where a dense group's ring spreads over all of the
+    node's NICs: a byte of expert parameter costs up to eight times a dense byte between nodes.
     """
     t, c = job.training, job.cluster
-    n = lay.dp * lay.cp
     ov = framework_profile(t.framework)["overlap"]["dp"]
     grad_bytes = 4.0 if t.framework in ("megatron", "fsdp", "hf") and t.precision != "pure-bf16" else 2.0
-    plain = comm.all_reduce(comm.collective_link(c, n, lay.tp), n, params_rank * grad_bytes) * (1 - ov)
-    ns = lay.shard_group
-    replicas = n // ns
-    shard_link = comm.collective_link(c, ns, lay.tp)
-    rep = comm.all_reduce(comm.collective_link(c, replicas, lay.tp * ns), replicas, params_rank / ns * grad_bytes)
+    dense = _group_collectives(c, dense_rank, lay.dp * lay.cp, lay.shard_group, lay.tp, grad_bytes)
+    experts = _group_collectives(c, expert_rank, lay.expert_dp, lay.expert_dp, lay.ep * lay.etp, grad_bytes)
+    plain, scatter, gather, rep = (dense[k] + experts[k] for k in ("all_reduce", "scatter", "gather", "replicas"))
+    plain = plain * (1 - ov)
     # ZeRO-3: parameters gathered (bf16) for forward and backward and gradients reduce-scattered,
     # every micro-batch -- except under torch pipelining, which keeps the stage's parameters
     # unsharded across micro-batches (and kb/memory/states.py charges the memory for that)
-    per_mb = (2 * comm.all_gather(shard_link, ns, params_rank * 2.0)
-              + comm.reduce_scatter(shard_link, ns, params_rank * grad_bytes))
+    per_mb = 2 * gather + scatter
     rounds = 1 if (t.framework == "fsdp" and lay.pp > 1) else lay.grad_accum
     stage3 = rounds * maximum(per_mb - ov * compute_mb, (1 - ov) * per_mb) + rep * (1 - ov)
-    scatter = comm.reduce_scatter(shard_link, ns, params_rank * grad_bytes)
-    gather = comm.all_gather(shard_link, ns, params_rank * 2.0)
     stage1 = (scatter + gather + rep) * (1 - ov)
     # ZeRO-2 keeps only its gradient shard, so every micro-batch's gradients are reduce-scattered
     # as backward makes them (DeepSpeed stage_1_and_2.py reduces its buckets in every backward;
     # Megatron-FSDP optim_grads likewise), hidden behind that micro-batch's compute at best
     per_mb_rs = maximum(scatter - ov * compute_mb, (1 - ov) * scatter)
     stage2 = lay.grad_accum * per_mb_rs + (gather + rep) * (1 - ov)
-    return where(n <= 1, 0.0, where(lay.zero == 0, plain, where(lay.zero == 3, stage3,
-                                                                 where(lay.zero == 2, stage2, stage1))))
+    return where(lay.zero == 0, plain, where(lay.zero == 3, stage3, where(lay.zero == 2, stage2, stage1)))
 
 
 def step_time(job: Job, lay: Layout) -> StepTime:
     m, t, c = job.model, job.training, job.cluster
     stages = all_stages(m, lay)
-    t_max = t_sum = compute_mb = params_rank = kinds_max = None
+    t_max = t_sum = compute_mb = dense_rank = expert_rank = kinds_max = None
     for sp in stages:
         compute, kinds = _stage_time(job, lay, sp, sp.stage == lay.pp - 1)
         total_mb = compute + sum(kinds.values())
         if t_max is None:
-            t_max, t_sum, compute_mb, params_rank, kinds_max = total_mb, total_mb, compute, sp.total, kinds
+            t_max, t_sum, compute_mb, kinds_max = total_mb, total_mb, compute, kinds
+            dense_rank, expert_rank = sp.dense, sp.experts
             continue
         # the slowest stage sets the pace (the later one on a tie); middle stages are like stage 1
         later = total_mb >= t_max
@@ -206,16 +223,18 @@ def step_time(job: Job, lay: Layout) -> StepTime:
         t_max = maximum(t_max, total_mb)
         t_sum = t_sum + total_mb
         compute_mb = maximum(compute_mb, compute)
-        params_rank = maximum(params_rank, sp.total)
+        dense_rank = maximum(dense_rank, sp.dense)
+        expert_rank = maximum(expert_rank, sp.experts)
     t_avg = t_sum / len(stages)
     mcount = lay.grad_accum
     pipe = mcount * t_max + (lay.pp - 1) * t_avg / lay.vp
     bubble = (lay.pp - 1) * t_avg / lay.vp
-    dp = _dp_time(job, lay, params_rank, compute_mb)
-    shard = where(lay.zero >= 1, lay.shard_group, 1)
+    dp = _dp_time(job, lay, dense_rank, expert_rank, compute_mb)
+    params_rank = dense_rank + expert_rank
+    # the optimizer updates the rank's shard: dense over the shard group, experts over expert DP
+    sharded = where(lay.zero >= 1, dense_rank / lay.shard_group + expert_rank / lay.expert_dp, params_rank)
     bandwidth = c.gpu.hbm_gbps * 1e9 * HBM_EFFICIENCY
-    trained = params_rank * trained_fraction(m, t)
-    opt = trained / shard * pt.step_bytes_per_param(t) / bandwidth
+    opt = sharded * trained_fraction(m, t) * pt.step_bytes_per_param(t) / bandwidth
     casts = mcount * params_rank * pt.microbatch_bytes_per_param(t, lay) / bandwidth
     total = pipe + dp + opt + casts
     comm_kinds = {k: v * mcount for k, v in kinds_max.items()}
