@@ -128,6 +128,10 @@ def test_every_export_carries_the_layout(tg):
     fs = out["fsdp"]["files"]["fsdp2_sharding.py"]
     shape = ast.literal_eval(re.search(r"MESH_SHAPE = (\(.*\))", fs).group(1))
     assert shape[0] * shape[1] * shape[2] * shape[3] * shape[4] == lay.world
+    # ... and FSDP2 shards over the ranks the estimate shards over (CP ranks included)
+    fsdp_shape = ast.literal_eval(re.search(r"FSDP_MESH_SHAPE = (\(.*\))", fs).group(1))
+    assert fsdp_shape[2] == (lay.shard_group if lay.zero >= 1 else 1) and fsdp_shape[1] * fsdp_shape[2] == lay.dp * lay.cp
+    assert f'ACTIVATION_CHECKPOINTING = "{lay.recompute.replace("modules", "selective")}"' in fs
     # Accelerate: a job whose ZeRO is DeepSpeed's launches DeepSpeed with the same JSON; otherwise
     # FSDP2, whose parallelism sizes multiply to num_processes (the PP = 1 slice)
     acc = yaml.safe_load(out["accelerate"]["files"]["accelerate_config.yaml"])

@@ -40,7 +40,7 @@ def validate(framework, tg, tmp_path):
     path = str(tmp_path / FILES[framework])
     lay = tg.layout
     extra = {"deepspeed": [str(lay.dp), str(lay.world), str(lay.pp), str(lay.tp), tg.job.model.family], "megatron": [str(lay.world)], "torchtitan": [str(lay.world)],
-             "accelerate": [], "fsdp": [str(lay.world)]}[framework]
+             "accelerate": [], "fsdp": [str(lay.world), str(lay.shard_group if lay.zero >= 1 else 1)]}[framework]
     env = dict(os.environ, PYTHONPATH=f"{HERE}:{Path(VENV) / 'megatron-core'}", DS_ACCELERATOR="cpu",
                TOKENIZERS_PARALLELISM="false")
     return subprocess.run([str(PY), str(HERE / f"validate_{framework}.py"), path, *extra], capture_output=True,
