@@ -18,7 +18,7 @@ from .target import Export, Target, with_caveats
 
 TOP_LEVEL = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
              "gradient_clipping", "steps_per_print", "bf16", "fp16", "zero_optimization", "pipeline",
-             "wall_clock_breakdown", "activation_checkpointing", "expert_parallel"}
+             "wall_clock_breakdown", "activation_checkpointing", "expert_parallel", "sequence_parallel_size"}
 
 
 def export(tg: Target) -> Export:
@@ -48,8 +48,13 @@ def export(tg: Target) -> Export:
         caveats.append(f"vp={lay.vp}: DeepSpeed's pipeline engine has no interleaved schedule; plain 1F1B over "
                        f"{lay.pp} stages")
     if lay.cp > 1:
+        # Ulysses: without an mpu (the Trainer's path) DeepSpeedConfig counts world / sequence_parallel_size
+        # data-parallel ranks for train_batch_size (deepspeed/runtime/config.py, "HF zero.init case")
+        cfg["sequence_parallel_size"] = lay.cp
         caveats.append(f"cp={lay.cp}: ring-attention context parallelism is not a DeepSpeed feature; the nearest is "
-                       f"Ulysses (sequence_parallel_size), which splits heads, not the ring")
+                       f"Ulysses (sequence_parallel_size {lay.cp}, the attention wrapped by DeepSpeed's "
+                       f"UlyssesSPAttentionHF or Accelerate's sp_backend deepspeed), which splits heads with "
+                       f"all-to-alls where the estimate times a ring")
     if lay.sp:
         caveats.append("Megatron sequence parallelism is not in DeepSpeed's JSON (Megatron-DeepSpeed: --sequence-parallel)")
     if lay.recompute == "selective":

@@ -60,6 +60,8 @@ def layouts():
     trainer_moe = build_job(model="mixtral-8x7b", gpus=64, training="finetune", framework="hf")
     deepspeed_moe = build_job(model="qwen3-30b-a3b", gpus=16, framework="deepspeed")
     native_moe = build_job(model="gpt-oss-20b", gpus=16, framework="deepspeed")
+    # the Trainer at 32K with its sequence split four ways: DeepSpeed's Ulysses, counted without an mpu
+    trainer_long = build_job(model="llama-3-8b", gpus=16, training="finetune", seq_len=32768)
     return [
         Target(big, Layout(tp=4, pp=16, vp=4, dp=4, zero=1, sp=True, mbs=1, grad_accum=192, recompute="none")),
         Target(dense, Layout(tp=4, pp=8, vp=5, dp=2, zero=1, sp=True, mbs=1, grad_accum=64, recompute="none")),
@@ -80,6 +82,7 @@ def layouts():
         Target(trainer_moe, Layout(dp=64, ep=8, zero=3, mbs=1, grad_accum=2, recompute="full")),
         Target(deepspeed_moe, Layout(dp=16, ep=8, zero=0, mbs=1, grad_accum=4, recompute="full")),
         Target(native_moe, Layout(dp=16, ep=8, zero=2, mbs=1, grad_accum=4, recompute="full")),
+        Target(trainer_long, Layout(dp=4, cp=4, zero=3, mbs=1, grad_accum=8, recompute="full")),
     ]
 
 
@@ -91,6 +94,7 @@ def test_every_export_carries_the_layout(tg):
     ds = json.loads(out["deepspeed"]["files"]["ds_config.json"])
     assert ds_check(ds, lay.dp) == [] or (lay.pp > 1 and lay.zero >= 2)
     assert ds["train_micro_batch_size_per_gpu"] == lay.mbs and ds["gradient_accumulation_steps"] == lay.grad_accum
+    assert ds.get("sequence_parallel_size", 1) == lay.cp
     # expert parallelism in the JSON exactly where DeepSpeed AutoEP has the model and runs the layout
     autoep = ds.get("expert_parallel")
     assert (autoep is not None) == (lay.ep > 1 and lay.tp == 1 and tg.job.model.family in ("mixtral", "qwen3_moe"))

@@ -1,4 +1,5 @@
-"""DeepSpeedConfig on our ds_config.json, counting DP ranks the way an mpu makes it count them.
+"""DeepSpeedConfig on our ds_config.json, counting DP ranks the way an mpu makes it count them,
+and where there is no TP or PP also without one, as the transformers Trainer runs it.
 
     validate_deepspeed.py ds_config.json DP [WORLD PP TP FAMILY]
 
@@ -31,6 +32,13 @@ dscomm.get_rank = lambda *a, **k: 0
 c = DeepSpeedConfig(raw, mpu=FakeMPU(dp))
 print(f"OK deepspeed: batch {c.train_batch_size} = {c.train_micro_batch_size_per_gpu} x "
       f"{c.gradient_accumulation_steps} x {dp}, zero {c.zero_optimization_stage}")
+if len(sys.argv) > 3 and int(sys.argv[4]) == int(sys.argv[5]) == 1:
+    # no TP or PP: also as the Trainer runs it, without an mpu, where DeepSpeed counts
+    # world / sequence_parallel_size data-parallel ranks
+    dscomm.get_world_size = lambda *a, **k: int(sys.argv[3])
+    bare = DeepSpeedConfig(raw)
+    assert bare.world_size == dp, f"without an mpu DeepSpeed counts {bare.world_size} DP ranks, not {dp}"
+    print(f"OK deepspeed without an mpu: {bare.world_size:g} DP ranks")
 if "expert_parallel" in raw:
     from deepspeed.module_inject.auto_ep_config import validate_autoep_config
     from deepspeed.module_inject.auto_ep_presets.registry import PRESET_MODELS
