@@ -17,9 +17,11 @@ def render_memory(result: dict) -> str:
     rows = [[k.replace("_", " "), f"{v:.2f}"] for k, v in mem["breakdown_gib"].items() if v > 0.0005]
     rows.append(["peak (stage %d, %s)" % (mem["worst_stage"], mem["peak_phase"]), f"{mem['peak_gib']:.2f}"])
     rows.append(["capacity", f"{mem['capacity_gib']:.2f}"])
-    verdict = "fits" if mem["fits"] else "DOES NOT FIT"
+    broken = mem.get("broken_rules", [])
+    verdict = "DOES NOT FIT" if not mem["fits"] else "fits only within the estimate's error" if broken else "fits"
     lines = [head, "", table(rows, ["memory per GPU", "GiB"]), "",
              f"{verdict}: {mem['peak_gib']:.1f} of {mem['capacity_gib']:.1f} GiB ({100 * mem['peak_gib'] / mem['capacity_gib']:.0f}%)"]
+    lines += [f"the recommendation would refuse it: {b}" for b in broken if mem["fits"]]
     mt = result["metrics"]
     lines += ["", table([
         ["step time", f"{mt['step_time_s']:.3f} s"],
@@ -48,7 +50,11 @@ def memory(job, layout_text, fmt):
     from shardwise.kb.facts import evaluate
     from shardwise.kb.resolve import resolve_layout
 
+    from shardwise.decision.memory_rules import broken_memory_rules
+    from shardwise.kb.memory import estimate_memory
+
     lay, assumptions = resolve_layout(job, layout_text)
     result = evaluate(job, lay)
+    result["memory"]["broken_rules"] = broken_memory_rules(job, lay, estimate_memory(job, lay))
     result["assumptions"] = assumptions
     emit(result, fmt, lambda markdown: render_memory(result))

@@ -45,7 +45,7 @@ def job_options(f=None, *, raw: bool = False):
         click.option("--hf-config", help="path to a Hugging Face config.json"),
         click.option("--params", help="parameter count, e.g. 70B (a standard shape is inferred)"),
         click.option("--gpu", help="catalog GPU, e.g. h100-sxm (shardwise kb gpus)"),
-        click.option("--gpu-memory", type=float, help="override GPU memory, GB (8-320)"),
+        click.option("--gpu-memory", type=float, help="override GPU memory, GiB as nvidia-smi reports it (8-320)"),
         click.option("--gpus", type=int, help="GPU count (1-16384)"),
         click.option("--gpus-per-node", type=int, help="GPUs per node (default: the GPU's usual server)"),
         click.option("--interconnect", help="nvlink|infiniband|roce|ethernet|pcie or a link of `kb links`"),

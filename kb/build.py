@@ -89,8 +89,8 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
     g = catalog.gpu("h100-sxm" if gpu is None else gpu)
     if gpu_memory is not None:
         if not (isinstance(gpu_memory, (int, float)) and 8 <= gpu_memory <= 320):
-            raise InputError(f"--gpu-memory: {gpu_memory} GB is outside 8-320")
-        g = g.model_copy(update={"memory_gib": float(gpu_memory), "name": f"{g.name} ({gpu_memory} GB)"})
+            raise InputError(f"--gpu-memory: {gpu_memory} GiB is outside 8-320")
+        g = g.model_copy(update={"memory_gib": float(gpu_memory), "name": f"{g.name} ({gpu_memory} GiB)"})
     gpus = 8 if gpus is None else gpus
     if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= 16384:
         raise InputError(f"--gpus: {gpus!r} must be an integer from 1 to 16384")

@@ -69,13 +69,18 @@ def layout_facts(lay: Layout) -> dict:
             "layout.ga": lay.grad_accum, "layout.recompute": lay.recompute, "layout.global_batch": lay.global_batch}
 
 
+def memory_facts(mem) -> dict:
+    """memory.*: the memory estimate of one layout as facts."""
+    return {"memory.peak_gib": mem.peak_gib, "memory.capacity_gib": mem.capacity_gib,
+            "memory.used_pct": 100 * mem.peak_gib / mem.capacity_gib,
+            "memory.headroom_gib": mem.capacity_gib - mem.peak_gib, "memory.fits": bool(mem.fits)}
+
+
 def estimate_facts(job: Job, mem, st) -> dict:
     """memory.*, metrics.*: the estimators' answer for one layout (kb/fact_schema.ESTIMATE)."""
     mt = st.metrics(job)
     return {
-        "memory.peak_gib": mem.peak_gib, "memory.capacity_gib": mem.capacity_gib,
-        "memory.used_pct": 100 * mem.peak_gib / mem.capacity_gib, "memory.headroom_gib": mem.capacity_gib - mem.peak_gib,
-        "memory.fits": bool(mem.fits),
+        **memory_facts(mem),
         "metrics.step_time_s": mt["step_time_s"], "metrics.tokens_per_s": mt["tokens_per_s"],
         "metrics.tokens_per_s_per_gpu": mt["tokens_per_s_per_gpu"], "metrics.mfu_pct": mt["mfu_pct"],
         "metrics.bubble_pct": mt["bubble_pct"], "metrics.comm_overhead_pct": mt["comm_overhead_pct"],

@@ -18,6 +18,26 @@ def test_memory_json_has_the_contract_keys(run_cli):
     assert d["layout"]["global_batch"] == d["layout"]["mbs"] * d["layout"]["grad_accum"] * d["layout"]["dp"]
 
 
+NEAR = ["--model", "llama-3-8b", "--gpus", "8", "--gpu", "h100-sxm", "--seq-len", "8192",
+        "--layout", "tp=1,zero=2,mbs=1,recompute=selective"]
+
+
+def test_a_layout_inside_the_fit_margin_is_not_called_a_plain_fit(run_cli):
+    """72.5 GiB of 75: within the GPU, but past the 95% the playbook keeps for the estimate's
+    error, so `memory` does not say "fits" as if the recommendation would take it, and `export`
+    of it (or of a layout out of memory) warns on stderr and still writes the files."""
+    code, out, _ = run_cli("memory", *NEAR, "--gpu-memory", "75")
+    assert code == 0 and "fits only within the estimate's error" in out and "memory.fit-margin" in out
+    code, out, _ = run_cli("memory", *NEAR, "--gpu-memory", "80", "--format", "json")
+    assert json.loads(out)["memory"]["broken_rules"] == []
+    code, out, err = run_cli("export", "--to", "deepspeed", *NEAR, "--gpu-memory", "75")
+    assert code == 0 and "memory.fit-margin" in err and "ds_config.json" in out
+    code, out, err = run_cli("export", "--to", "deepspeed", *NEAR, "--gpu-memory", "60")
+    assert code == 0 and "predicted out of memory" in err
+    code, out, err = run_cli("export", "--to", "deepspeed", *NEAR, "--gpu-memory", "80")
+    assert "warning" not in err
+
+
 def test_same_input_same_bytes(run_cli):
     a = run_cli(*SEED, "--format", "json")
     b = run_cli(*SEED, "--format", "json")
