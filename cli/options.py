@@ -136,6 +136,12 @@ def parse_vary(texts: tuple) -> list[tuple[str, list]]:
             raise InputError(f"--vary {key}: values must be {want.__name__}, got {values!r}")
         if key in LOWERCASE:
             items = [v.lower() for v in items]
+        from shardwise.kb.build import check_setting
+        for v in items:
+            try:
+                check_setting(key, v)
+            except InputError as e:
+                raise InputError(f"--vary {key}={v}: {e}")
         if any(k == key for k, _ in out):
             raise InputError(f"--vary {key} given twice; list all its values in one --vary")
         out.append((key, items))

@@ -70,6 +70,47 @@ def resolve_links(gpu_intra: str, interconnect: Optional[str]) -> tuple:
     return catalog.link(intra_name), catalog.link(inter_name)
 
 
+def _in_range(flag: str, value, lo, hi, integer: bool = True):
+    """A count or size given on its own: an integer (or number) from lo to hi, or one line naming both."""
+    kind = int if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kind) or not lo <= value <= hi:
+        raise InputError(f"{flag}: {value!r} must be {'an integer' if integer else 'a number'} from {lo} to {hi}")
+    return value
+
+
+def check_setting(key: str, value) -> None:
+    """Refuse a value that no job could take whatever its other settings: a name not in the
+    catalogs, a count that does not parse, a number out of range, a choice not offered.
+    `compare --vary` checks each of its values with this before building any variant; what
+    depends on the rest of the job (an --mbs past the batch) is left to build_job, and is that
+    variant's row."""
+    if key in ("model", "hf_config", "params"):
+        resolve_model(**{k: (value if k == key else None) for k in ("model", "hf_config", "params")})
+    elif key == "gpu":
+        catalog.gpu(value)
+    elif key == "interconnect":
+        resolve_links("nvlink4", value)
+    elif key in RANGES:
+        _in_range(f"--{key.replace('_', '-')}", value, *RANGES[key])
+    elif key == "price_per_gpu_hour":
+        try:
+            ClusterSpec.model_validate({"gpu": catalog.gpu("h100-sxm"), "gpus": 8, "gpus_per_node": 8,
+                                        "intra": catalog.link("nvlink4"), "inter": catalog.link("infiniband"),
+                                        "price_per_gpu_hour": value})
+        except ValidationError as e:
+            raise _first_error(e, "")
+    else:
+        parsed = {"seq_len": lambda v: parse_seq_len(v), "token_budget": lambda v: parse_count(v, "--token-budget"),
+                  "global_batch_tokens": lambda v: parse_count(v, "--global-batch-tokens", binary=True)}
+        try:
+            TrainingSpec(**{key: parsed.get(key, lambda v: v)(value)})
+        except ValidationError as e:
+            raise _first_error(e, "")
+
+
+# (low, high, integer) of the cluster sizes a value is checked against on its own
+RANGES = {"gpus": (1, 16384), "gpus_per_node": (1, 72), "gpu_memory": (8, 320, False)}
+
 # Settings a user may leave out whose default build_job states (kb/defaults.py).
 STATED = ("gpu", "gpus", "interconnect", "seq_len", "precision", "optimizer", "attention", "lora_rank")
 # Frameworks that run QLoRA's 4-bit (bitsandbytes NF4) base weights: PEFT on transformers,
@@ -88,15 +129,11 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
     m = resolve_model(model, hf_config, params)
     g = catalog.gpu("h100-sxm" if gpu is None else gpu)
     if gpu_memory is not None:
-        if not (isinstance(gpu_memory, (int, float)) and 8 <= gpu_memory <= 320):
-            raise InputError(f"--gpu-memory: {gpu_memory} GiB is outside 8-320")
+        _in_range("--gpu-memory", gpu_memory, *RANGES["gpu_memory"])
         g = g.model_copy(update={"memory_gib": float(gpu_memory), "name": f"{g.name} ({gpu_memory} GiB)"})
-    gpus = 8 if gpus is None else gpus
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= 16384:
-        raise InputError(f"--gpus: {gpus!r} must be an integer from 1 to 16384")
-    gpn = g.gpus_per_node if gpus_per_node is None else gpus_per_node
-    if isinstance(gpn, bool) or not isinstance(gpn, int) or not 1 <= gpn <= 72:
-        raise InputError(f"--gpus-per-node: {gpn!r} must be an integer from 1 to 72")
+    gpus = _in_range("--gpus", 8 if gpus is None else gpus, *RANGES["gpus"])
+    gpn = _in_range("--gpus-per-node", g.gpus_per_node if gpus_per_node is None else gpus_per_node,
+                    *RANGES["gpus_per_node"])
     gpn = min(gpn, gpus)
     intra, inter = resolve_links(g.intra_link, interconnect)
     try:

@@ -68,7 +68,7 @@ BAD = [
     (["memory", "--model", "llama-3-70b", "--gpus", "8", "--seq-len", "0", "--layout", "tp=8"], "seq-len"),
     (["memory", "--model", "llama-3-70b", "--gpus", "8", "--gpu", "a100-80gb", "--precision", "fp8", "--layout", "tp=8"], "FP8"),
     (["memory", "--model", "llama-3-70b", "--gpus", "8", "--interconnect", "carrier-pigeon", "--layout", "tp=8"], "--interconnect"),
-    (["memory", "--model", "llama-3-70b", "--gpus", "8", "--gpu-memory", "4", "--layout", "tp=8"], "8-320"),
+    (["memory", "--model", "llama-3-70b", "--gpus", "8", "--gpu-memory", "4", "--layout", "tp=8"], "from 8 to 320"),
     (["memory", "--model", "llama-3-8b", "--gpus", "8", "--layout", "dp=8,ep=2"], "no experts"),
     (["memory", "--model", "llama-3-70b", "--gpus", "8", "--layout", "tp=8", "--global-batch", "3", "--mbs", "2"], "does not divide"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--mbs", "100000"], "--mbs 100000 exceeds the global batch"),

@@ -167,7 +167,11 @@ def test_a_variant_the_job_cannot_take_is_its_row_and_the_rest_are_answered(run_
 
 
 @pytest.mark.parametrize("vary, msg", [("gpus=x", "must be int"), ("colour=red", "SETTING=V1,V2"),
-                                       ("gpus=", "no values")])
+                                       ("gpus=", "no values"),
+                                       # a value no job could take is the input's error, not a row
+                                       ("gpus=8,0", "--vary gpus=0: --gpus: 0 must be an integer from 1 to 16384"),
+                                       ("gpu=h100-sxm,h999", "known: a10"), ("seq_len=4096,abc", "not a count"),
+                                       ("training=lora,bogus", "'finetune'"), ("interconnect=foo", "allowed: nvlink")])
 def test_compare_refuses_bad_vary(run_cli, vary, msg):
     code, out, err = run_cli("compare", "--model", "llama-3-8b", "--vary", vary)
     assert code == 2 and msg in err and len(err.strip().splitlines()) == 1
