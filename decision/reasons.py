@@ -15,7 +15,7 @@ from shardwise.rules import expr
 from shardwise.search.choice import order_by
 
 from .run import Decision, UserPin
-from .text import slower
+from .text import pct_value, slower
 
 _FIELD = {"recompute": "rc"}
 _LAYOUT_PATH = {s: f"layout.{s}" for s in SETTINGS}
@@ -126,7 +126,7 @@ def alternatives(d: Decision, setting: str) -> list[dict]:
             i = _nearest_allowed(d, has)
         out.append({"value": _shown(setting, v), "layout": t.layout(i).describe(),
                     "tokens_per_s": round(float(t.tokens_per_s[i]), 1),
-                    "delta_pct": round(100 * (float(t.tokens_per_s[i]) / head_tps - 1), 2),
+                    "delta_pct": pct_value(100 * (float(t.tokens_per_s[i]) / head_tps - 1)),
                     "ruled_out_by": _ruled_out(d, i, head_tps)})
     for v, rule in sorted(t.space.blocked.get(setting, {}).items(), key=lambda x: str(x[0])):
         out.append({"value": _shown(setting, v), "layout": None, "tokens_per_s": None, "delta_pct": None,
@@ -167,7 +167,7 @@ def departures(d: Decision) -> list[dict]:
     t = d.table
     cost = 100 * (float(t.tokens_per_s[c.fastest]) / float(t.tokens_per_s[c.index]) - 1)
     return [{"rule": p.rule.id, "file": p.rule.file, "line": p.rule.line, "worth_pct": p.worth,
-             "cost_pct": round(cost, 2)}
+             "cost_pct": pct_value(cost)}
             for p, m in zip(d.preferences, d.broken) if m[c.fastest] and not m[c.index]]
 
 
@@ -184,7 +184,7 @@ def kept_despite(d: Decision) -> list[dict]:
             i = int(order_by(t, d.choice.objective, ok)[0])
             loss = 100 * (1 - float(t.tokens_per_s[i]) / head)
             out.append({"rule": p.rule.id, "worth_pct": p.worth, "honoured_by": t.layout(i).describe(),
-                        "slower_pct": round(loss, 2)})
+                        "slower_pct": pct_value(loss)})
         else:
             out.append({"rule": p.rule.id, "worth_pct": p.worth, "honoured_by": None, "slower_pct": None})
     return out

@@ -7,6 +7,7 @@ from shardwise.kb.facts import job_summary, layout_dict
 from shardwise.rules import playbook
 
 from . import reasons as R
+from .text import pct_value
 from .run import Decision
 
 ALTERNATIVES = 5
@@ -67,7 +68,7 @@ def search_summary(d: Decision) -> dict:
     f = d.choice.fastest
     s["best"] = {"layout": t.layout(f).describe(), "tokens_per_s": round(float(t.tokens_per_s[f]), 1),
                  "peak_gib": round(float(t.peak_gib[f]), 2)}
-    s["headline_gap_pct"] = round(100 * (1 - float(t.tokens_per_s[d.index]) / float(t.tokens_per_s[f])), 2)
+    s["headline_gap_pct"] = pct_value(100 * (1 - float(t.tokens_per_s[d.index]) / float(t.tokens_per_s[f])))
     s["departures"] = R.departures(d)
     s["kept_despite"] = R.kept_despite(d)
     return s

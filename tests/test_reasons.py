@@ -100,3 +100,12 @@ def test_a_setting_is_explained_by_a_rule_that_bears_on_it_here():
     assert line(big, "cp").startswith("cp.long-sequences") and line(big, "zero").startswith("zero.lowest-that-fits")
     moe = as_dict(decide(build_job(model="gpt-oss-20b", gpus=1, training="lora")))
     assert line(moe, "tp") == line(moe, "ep") == "the only valid value"
+
+
+def test_a_percent_reads_the_same_from_the_json_as_from_the_estimate():
+    """The JSON's percents are rounded once, to the digits the text shows: a renderer that reads
+    the JSON (recommend, explain) and one that reads the unrounded figure (search) agree; -2.749
+    was 2.8% in one and 2.7% in the other."""
+    from shardwise.decision.text import pct, pct_value
+    grid = [k / 10000 for k in range(-40000, 40001, 7)] + [-2.749, -2.75, 2.7501, 0.0999, 0.0949, 0.00499, 0.005]
+    assert [pct(x) for x in grid] == [pct(pct_value(x)) for x in grid]
