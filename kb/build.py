@@ -165,6 +165,11 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
     if "lora_rank" in given and tspec.training not in ADAPTERS:
         raise InputError(f"--lora-rank: applies to --training lora or qlora only, and this job is "
                          f"{tspec.training}; drop it, or set --training lora/qlora")
+    if tspec.training in ADAPTERS and tspec.lora_rank > m.hidden:
+        # a rank past the narrower side of every projection adds parameters without adding rank
+        # (an r x (in + out) adapter has rank at most min(in, out); Hu et al. 2021 use r <= 64)
+        raise InputError(f"--lora-rank: {tspec.lora_rank} is larger than the model's hidden size {m.hidden}, which "
+                         f"bounds the rank of every adapter; allowed: 1 to {m.hidden} (typically 8-256)")
     if tspec.precision == "fp8" and not g.tflops_fp8:
         raise InputError(f"--precision fp8: {g.name} has no FP8 tensor cores; allowed here: bf16, pure-bf16")
     if tspec.training == "qlora" and tspec.framework not in QLORA_FRAMEWORKS:

@@ -175,6 +175,9 @@ def parse_layout(text: str, gpus: Optional[int] = None, framework: Optional[str]
                 given[k] = int(v)
             except ValueError:
                 raise InputError(f"--layout: {k}={v!r} must be an integer")
+            if given[k] < (0 if k in ("zero", "shard") else 1):
+                raise InputError(f"--layout: {k}={v} must be a {'non-negative' if k in ('zero', 'shard') else 'positive'} "
+                                 "integer")
     keys = set(given)
     tp, pp, cp = given.get("tp", 1), given.get("pp", 1), given.get("cp", 1)
     if "dp" not in given and gpus is not None:

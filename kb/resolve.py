@@ -60,6 +60,11 @@ def grad_accum_for(gb: int, mbs: int, dp: int) -> int:
 
 def resolve_layout(job: Job, text: str) -> tuple[Layout, list[str]]:
     lay, keys = parse_layout(text, job.cluster.gpus, job.training.framework)
+    t = job.training
+    for key, flag, given in (("mbs", "--mbs", t.mbs), ("recompute", "--recompute", t.recompute)):
+        # both name the setting: one answer, or the user is told which they meant
+        if key in keys and given not in (None, 0, "auto") and getattr(lay, key) != given:
+            raise InputError(f"{flag} {given} and --layout {key}={getattr(lay, key)} disagree; give it in one place")
     if "mbs" not in keys and job.training.mbs:
         lay = lay.with_(mbs=job.training.mbs)
     if "recompute" not in keys and job.training.recompute not in ("auto",):
