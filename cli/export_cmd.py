@@ -13,7 +13,8 @@ from .options import job_options
 
 @click.command("export")
 @job_options
-@click.option("--to", "to", type=click.Choice(sorted(FRAMEWORKS)), required=True, help="framework")
+@click.option("--to", "to", type=click.Choice(sorted(FRAMEWORKS) + ["all"]), required=True,
+              help="framework, or all (each into its own folder under -o)")
 @click.option("-o", "--output-dir", "out", type=click.Path(file_okay=False), help="write the files here")
 @click.option("--layout", "layout", help="export this layout instead of the recommendation, e.g. tp=8,pp=4")
 @click.option("--rules", "rules", multiple=True, help="house-policy rule file or folder (repeatable)")
@@ -44,6 +45,8 @@ def export(job, to, out, layout, rules, playbook):
         if d.layout is None:
             raise InputError(f"nothing to export: {d.nothing_allowed}")
         lay = d.layout
+    if to == "all":
+        return _export_all(Target(job, lay), out)
     ex = run_export(to, Target(job, lay))
     if out:
         d = Path(out)
@@ -62,3 +65,26 @@ def export(job, to, out, layout, rules, playbook):
             click.echo(text, nl=False)
     for c in ex.caveats:
         click.echo(f"note: {to} cannot express: {c}", err=not out)
+
+
+def _export_all(target, out):
+    """Every framework's files in DIR/<framework>/; a framework that refuses the job says why."""
+    from shardwise.export import export_all
+
+    if not out:
+        raise InputError("--to all writes a folder per framework: give -o DIR")
+    for name, ex in export_all(target).items():
+        if ex.get("refused"):
+            click.echo(f"note: {name}: not written: {ex['refused']}")
+            continue
+        d = Path(out) / name
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            for fname, text in ex["files"].items():
+                (d / fname).write_text(text)
+        except OSError as e:
+            raise InputError(f"-o {out}: cannot write ({e.strerror or e})")
+        for fname in ex["files"]:
+            click.echo(f"wrote {d / fname}")
+        for c in ex["caveats"]:
+            click.echo(f"note: {name} cannot express: {c}")

@@ -118,14 +118,11 @@ def export(tg: Target) -> Export:
     if lay.pp > 1:
         caveats.append(f"pp={lay.pp}{f' vp={lay.vp}' if lay.vp > 1 else ''}: build the schedule with "
                        "torch.distributed.pipelining on mesh['pp'] (Interleaved1F1B for vp > 1)")
-    if lay.recompute == "modules":
-        caveats.append("recompute=modules: Megatron's per-module recomputation has no FSDP2 form; "
-                       "per-op selective checkpointing is the nearest")
     if lay.ep > 1:
         caveats.append(f"ep={lay.ep}: fully_shard has no expert parallelism; torchtitan's export carries it "
                        "(--parallelism.expert_parallel_degree)")
     text = TEMPLATE.format(shape=mesh_shape(tg), fsdp_shape=fsdp_mesh_shape(tg), reshard=lay.zero == 3, mbs=lay.mbs, ga=lay.grad_accum,
-                           gb=tg.global_batch, rc=lay.recompute.replace("modules", "selective"),
+                           gb=tg.global_batch, rc=lay.recompute,
                            param_dtype="torch.bfloat16")
     head = "\n".join(with_caveats(tg.header(), caveats))
     return Export("fsdp", {"fsdp2_sharding.py": head + "\n" + text}, caveats)

@@ -240,6 +240,17 @@ def test_export_command_writes_files_and_notes(run_cli, tmp_path):
     assert (tmp_path / "nanotron.yaml").exists() and "cannot express" in out and "interleaved" in out
 
 
+def test_export_to_all_writes_a_folder_per_framework_and_says_which_refused(run_cli, tmp_path):
+    code, out, err = run_cli("export", "--model", "mixtral-8x7b", "--gpus", "16", "--layout",
+                             "tp=1,pp=1,ep=8,zero=1,mbs=1", "--to", "all", "-o", str(tmp_path))
+    assert code == 0, err
+    written = sorted(p.parent.name for p in tmp_path.glob("*/*"))
+    assert set(written) == {"deepspeed", "megatron", "torchtitan", "fsdp", "accelerate"}
+    assert "nanotron: not written" in out and "experts" in out
+    code, out, err = run_cli("export", "--model", "llama-3-8b", "--gpus", "8", "--to", "all")
+    assert code == 2 and "-o DIR" in err
+
+
 def test_export_refuses_moe_for_nanotron_in_one_line(run_cli):
     code, out, err = run_cli("export", "--model", "mixtral-8x7b", "--gpus", "16", "--to", "nanotron")
     assert code == 2 and "experts" in err and len(err.strip().splitlines()) == 1
