@@ -4,7 +4,7 @@ A rule file is a list of rules, or a mapping with ``rules:`` and optionally ``di
 of earlier rules this file turns off). A rule:
 
     - id: pp.only-when-needed         # lower-case letters, digits, . _ -; unique
-      title: Pipeline stages only when the model does not fit without them
+      title: Pipeline stages only when the layout's TP and CP do not fit without them
       priority: 500                   # 0-1000, higher fires first; ties: file order
       when: "cluster.nodes > 1"       # an expression (rules/expr.py) over job/feasibility facts
       then:                           # one or more actions: hard ones or soft ones, not both
