@@ -287,7 +287,7 @@ def launch_args(tg: Target) -> tuple[list[str], list[str]]:
     par, more = parallel_args(tg)
     caveats += more
     # schedule placeholders from framework-configs.md's verified example: the user sets their own
-    rest = ["--train-iters", 100000, "--lr", "1.5e-4", "--min-lr", "1.5e-5", "--lr-decay-style", "cosine",
+    rest = ["--train-iters", tg.train_steps or 100000, "--lr", "1.5e-4", "--min-lr", "1.5e-5", "--lr-decay-style", "cosine",
             "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "$TOKENIZER", "--data-path", "$DATA_PREFIX"]
     return [str(x) for x in model + par + rest], caveats
 
@@ -297,6 +297,7 @@ def export(tg: Target) -> Export:
     c = tg.job.cluster
     lines = with_caveats(tg.header(), caveats) + [
         "# set TOKENIZER (a Hugging Face tokenizer name or path) and DATA_PREFIX (Megatron .bin/.idx prefix)",
+        tg.steps_comment(),
         # one CUDA connection orders TP/CP communication before compute (Megatron asserts it on
         # Hopper/Ampere); Megatron-FSDP asserts the opposite
         "export CUDA_DEVICE_MAX_CONNECTIONS=1" if tg.layout.zero < 2 else "unset CUDA_DEVICE_MAX_CONNECTIONS",

@@ -62,7 +62,7 @@ def config(tg: Target) -> tuple[dict, list[str]]:
                                   "torch_adam_is_fused": True},
         },
         "tokens": {"sequence_length": t.seq_len, "micro_batch_size": lay.mbs,
-                   "batch_accumulation_per_replica": lay.grad_accum, "train_steps": 100000, "val_check_interval": -1},
+                   "batch_accumulation_per_replica": lay.grad_accum, "train_steps": tg.train_steps or 100000, "val_check_interval": -1},
     }
     if m.rope_scaling:
         caveats.append(f"RoPE scaling {m.rope_scaling} (factor {m.rope_factor:g}): not written; Nanotron trains "
@@ -79,5 +79,5 @@ def config(tg: Target) -> tuple[dict, list[str]]:
 
 def export(tg: Target) -> Export:
     cfg, caveats = config(tg)
-    head = "\n".join(with_caveats(tg.header(), caveats))
+    head = "\n".join(with_caveats(tg.header(), caveats) + [tg.steps_comment()])
     return Export("nanotron", {"nanotron.yaml": head + "\n" + yaml.safe_dump(cfg, sort_keys=False)}, caveats)

@@ -5,6 +5,7 @@ the command's output and in the file's header, with the nearest faithful mapping
 """
 from __future__ import annotations
 
+import math
 import shlex
 from dataclasses import dataclass, field
 
@@ -24,6 +25,21 @@ class Target:
     @property
     def global_batch(self) -> int:
         return self.layout.global_batch
+
+    @property
+    def train_steps(self) -> int | None:
+        """Optimizer steps that train --token-budget tokens at this batch: budget / (global batch
+        x sequence length), rounded up; None when the job has no budget."""
+        t = self.job.training
+        return math.ceil(t.token_budget / (self.global_batch * t.seq_len)) if t.token_budget else None
+
+    def steps_comment(self, comment: str = "#") -> str:
+        """Where the exported step count comes from, as a comment line."""
+        t = self.job.training
+        if self.train_steps is None:
+            return f"{comment} train steps: a placeholder (give --token-budget and the export counts them)"
+        return (f"{comment} train steps: {self.train_steps:,} = --token-budget {t.token_budget:.3g} tokens / "
+                f"({self.global_batch} sequences x {t.seq_len} tokens a step)")
 
     def header(self, comment: str = "#") -> list[str]:
         m, c, t, lay = self.job.model, self.job.cluster, self.job.training, self.layout

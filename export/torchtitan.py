@@ -57,6 +57,8 @@ def flags(tg: Target) -> tuple[list[str], list[str], tuple]:
     f += ["--parallelism.context_parallel_degree", lay.cp, "--parallelism.expert_parallel_degree", lay.ep,
           "--training.local_batch_size", local, "--training.global_batch_size", tg.global_batch,
           "--training.seq_len", t.seq_len]
+    if tg.train_steps:
+        f += ["--training.steps", tg.train_steps]
     if t.precision == "pure-bf16":
         f += ["--training.dtype", "bfloat16"]
     else:
@@ -85,6 +87,6 @@ def export(tg: Target) -> Export:
         f"# {c.nodes} nodes: run_train.sh starts one; on each node run torchrun --nnodes {c.nodes} "
         f"--nproc_per_node {c.gpus_per_node} --rdzv_backend c10d --rdzv_endpoint $HEAD_NODE:29500 -m torchtitan.train "
         f"--module {module} --config {conf} with these flags (torchtitan's multinode_trainer.slurm)"]
-    lines = with_caveats(tg.header(), caveats) + multi + shell_command(
+    lines = with_caveats(tg.header(), caveats) + ([tg.steps_comment()] if tg.train_steps else []) + multi + shell_command(
         f"NGPU={c.gpus_per_node} MODULE={module} CONFIG={conf} ./run_train.sh", f, positional=("activation-",))
     return Export("torchtitan", {"torchtitan_train.sh": "\n".join(lines) + "\n"}, caveats)

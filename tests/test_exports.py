@@ -48,7 +48,7 @@ def layouts():
     """A spread of layouts that exercise every mapping (vp, cp, ep, zero 0-3, HSDP, recompute)."""
     dense = build_job(model="llama-3-70b", gpus=64, seq_len=8192)
     moe = build_job(model="mixtral-8x7b", gpus=64, seq_len=4096)
-    fp8 = build_job(model="llama-3-8b", gpus=16, precision="fp8", framework="fsdp")
+    fp8 = build_job(model="llama-3-8b", gpus=16, precision="fp8", framework="fsdp", token_budget="10B")
     fp8_megatron = build_job(model="llama-3-8b", gpus=16, precision="fp8")
     # NVIDIA's Llama 3.1 405B GB200 layout: 126 layers over 16 stages of 4 chunks, split as
     # Megatron splits it (embedding and loss as a layer each, kb/stages.pipeline_slots)
@@ -105,6 +105,11 @@ def test_every_export_carries_the_layout(tg):
     assert int(flag("--tensor-model-parallel-size")) == lay.tp and int(flag("--pipeline-model-parallel-size")) == lay.pp
     assert int(flag("--context-parallel-size")) == lay.cp and int(flag("--expert-model-parallel-size")) == lay.ep
     assert int(flag("--global-batch-size")) % (int(flag("--micro-batch-size")) * lay.dp) == 0
+    # a token budget sets the step count: the fewest steps that train it
+    budget = tg.job.training.token_budget
+    if budget:
+        steps, per_step = int(flag("--train-iters")), int(flag("--global-batch-size")) * tg.job.training.seq_len
+        assert steps * per_step >= budget > (steps - 1) * per_step
     custom = flag("--pipeline-model-parallel-layout")
     vp = len(custom.split("|")) // lay.pp if custom else int(flag("--num-virtual-stages-per-pipeline-rank") or 1)
     assert vp == lay.vp

@@ -1,6 +1,7 @@
 # shardwise export: llama-2-7b on 64 x h100-sxm (8 nodes of 8), seq 131072, pretrain bf16
 # layout: tp=8 pp=1 dp=2 cp=4 zero=1 sp=on mbs=2 ga=8 recompute=none; global batch 32 sequences
 # set TOKENIZER (a Hugging Face tokenizer name or path) and DATA_PREFIX (Megatron .bin/.idx prefix)
+# train steps: a placeholder (give --token-budget and the export counts them)
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 torchrun --nnodes 8 --nproc-per-node 8 pretrain_gpt.py \
   --num-layers 32 \

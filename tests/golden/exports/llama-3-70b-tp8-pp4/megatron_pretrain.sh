@@ -1,6 +1,7 @@
 # shardwise export: llama-3-70b on 32 x h100-sxm (4 nodes of 8), seq 8192, pretrain bf16
 # layout: tp=8 pp=4 dp=1 zero=0 sp=on mbs=4 ga=128 recompute=full; global batch 512 sequences
 # set TOKENIZER (a Hugging Face tokenizer name or path) and DATA_PREFIX (Megatron .bin/.idx prefix)
+# train steps: a placeholder (give --token-budget and the export counts them)
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 torchrun --nnodes 4 --nproc-per-node 8 pretrain_gpt.py \
   --num-layers 80 \
