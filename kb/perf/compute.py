@@ -199,7 +199,7 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     ew += tokens * fp32_residual_bytes(t, lay) * h / (gpu.hbm_gbps * 1e9)
     if t.training in ADAPTERS:
         gemm *= FROZEN_GEMM_SHARE
-        ew += tokens * lora_bytes_per_token(m, moe) / tp / (gpu.hbm_gbps * 1e9)
+        ew += tokens * lora_bytes_per_token(m, moe, adapters_in_fp32(t, lay)) / tp / (gpu.hbm_gbps * 1e9)
     return LayerTime(gemm, attention, ew)
 
 
@@ -223,19 +223,30 @@ FP32_RESIDUAL_BYTES = 112.0
 # gradient, 2 of the 3 GEMMs (PEFT: requires_grad=False on the base layer).
 FROZEN_GEMM_SHARE = 2.0 / 3.0
 # PEFT LoRA on a linear layer, bytes per token per input feature and per output feature
-# (peft/tuners/lora/layer.py Linear.forward): the input is cast to the fp32 adapter dtype
-# (_cast_input_dtype: read 2 + write 4) and back to bf16 by autocast for lora_A (read 4 + write
-# 2), which reads it (2): 14 forward, about twice that backward -> 42 per input feature; lora_B
-# writes its output (2), the scaled result is added to the base output (read 2 + 2, write 2): 8
-# forward, about three times that backward -> 32 per output feature. The rank-r GEMMs are
-# memory-bound at r = 16-64. Counted, not fitted.
-LORA_IN_BYTES = 42.0
+# (peft/tuners/lora/layer.py Linear.forward). With fp32 adapters the input is cast to the adapter
+# dtype (_cast_input_dtype: read 2 + write 4) and back to bf16 by autocast for lora_A (read 4 +
+# write 2), which reads it (2): 14 forward, about twice that backward -> 42 per input feature;
+# with bf16 adapters lora_A only reads it (2), about twice that backward -> 6. lora_B writes its
+# output (2), the scaled result is added to the base output (read 2 + 2, write 2): 8 forward,
+# about three times that backward -> 32 per output feature. The rank-r GEMMs are memory-bound at
+# r = 16-64. Counted, not fitted.
+LORA_IN_BYTES_FP32 = 42.0
+LORA_IN_BYTES_BF16 = 6.0
 LORA_OUT_BYTES = 32.0
 
 
-def lora_bytes_per_token(m: ModelSpec, moe: bool) -> float:
+def adapters_in_fp32(t: TrainingSpec, lay: Layout):
+    """Whether PEFT's adapters run in fp32: only the Trainer's own data parallelism (ZeRO-0) keeps
+    them so (PEFT's autocast_adapter_dtype). DeepSpeed's bf16 engine casts every parameter to
+    bf16 (runtime/engine.py _cast_module_mixed_precision, "Cast params only"), FSDP2's
+    MixedPrecisionPolicy gathers them in bf16, and Megatron's Float16Module holds the model in
+    bf16."""
+    return where(lay.zero == 0, t.framework == "hf", False)
+
+
+def lora_bytes_per_token(m: ModelSpec, moe: bool, fp32_adapters) -> float:
     """Memory traffic PEFT's adapters add per token of one layer (all-linear targets)."""
     f = m.ffn if not moe else m.expert_ffn * m.top_k
     ins = 3 * m.hidden + m.attn_out_width + (2 * m.hidden + f if m.mlp in ("swiglu", "geglu") else m.hidden + f)
     outs = m.q_width + 2 * m.kv_heads * m.hd + m.hidden + (2 * f + m.hidden if m.mlp in ("swiglu", "geglu") else f + m.hidden)
-    return LORA_IN_BYTES * ins + LORA_OUT_BYTES * outs
+    return where(fp32_adapters, LORA_IN_BYTES_FP32, LORA_IN_BYTES_BF16) * ins + LORA_OUT_BYTES * outs
