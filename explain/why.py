@@ -33,13 +33,17 @@ def shown_value(v):
     return f"{v:.2f}" if isinstance(v, float) else v
 
 
+def _with_memory(job: Job, gib: float) -> Job:
+    """The job on its GPU with ``gib`` of memory (the GPU keeps its name, which rules may read)."""
+    c = job.cluster
+    return Job(job.model, c.model_copy(update={"gpu": c.gpu.model_copy(update={"memory_gib": gib})}), job.training)
+
+
 def variants(job: Job) -> list[tuple[str, Job]]:
     c, t = job.cluster, job.training
     out = [
-        (f"memory per GPU were {c.gpu.memory_gib * 1.5:.0f} GiB",
-         Job(job.model, c.model_copy(update={"gpu": c.gpu.model_copy(update={"memory_gib": c.gpu.memory_gib * 1.5})}), t)),
-        (f"memory per GPU were {c.gpu.memory_gib * 0.6:.0f} GiB",
-         Job(job.model, c.model_copy(update={"gpu": c.gpu.model_copy(update={"memory_gib": c.gpu.memory_gib * 0.6})}), t)),
+        (f"memory per GPU were {c.gpu.memory_gib * 1.5:.0f} GiB", _with_memory(job, c.gpu.memory_gib * 1.5)),
+        (f"memory per GPU were {c.gpu.memory_gib * 0.6:.0f} GiB", _with_memory(job, c.gpu.memory_gib * 0.6)),
         (f"the sequence were {t.seq_len * 2:,} tokens", Job(job.model, c, t.model_copy(update={"seq_len": t.seq_len * 2}))),
     ]
     if t.seq_len >= 256:
@@ -56,7 +60,12 @@ def what_ifs(job: Job, rules: list, playbook: str | None) -> list[tuple[str, obj
     for text, variant in variants(job):
         try:
             d = decide(variant, rules, playbook)
-            out.append((text, d.layout if d.layout else d.nothing_allowed))
+            why = d.nothing_allowed
+            if why and text.startswith("memory per GPU") and d.sizing and d.sizing["gpus_that_fit"]:
+                # the catalog's GPUs have their real memory, not the hypothetical one: listing
+                # them beside "if memory were 48 GiB" read as if the job's own GPU would do
+                why = why.split("; or on ")[0]
+            out.append((text, d.layout if d.layout else why))
         except InputError as e:
             out.append((text, InputError(" ".join(str(e).split())[:160])))
     return out

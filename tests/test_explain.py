@@ -55,3 +55,15 @@ def test_graph_reads_left_to_right_facts_rules_constraints_search_settings():
 def test_graph_refuses_an_unknown_format(run_cli, tmp_path):
     code, out, err = run_cli("explain", "--model", "llama-3-8b", "--why", "tp", "--graph", str(tmp_path / "t.pdf"))
     assert code == 2 and ".dot, .svg, .png" in err
+
+
+
+def test_a_smaller_memory_what_if_does_not_offer_gpus_of_real_memory():
+    """'If memory per GPU were 48 GiB' sizes a cluster of that GPU; the catalog's GPUs, at their
+    real memory (as much as the job's own), are no answer to it."""
+    from shardwise.explain.why import what_ifs
+    from shardwise.kb.build import build_job
+    job = build_job(model="llama-3.1-405b", gpus=128, gpu="h100-sxm", seq_len=8192)
+    answers = dict(what_ifs(job, [], None))
+    small = answers["memory per GPU were 48 GiB"]
+    assert isinstance(small, str) and "it would fit on" in small and "of type" not in small
