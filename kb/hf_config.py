@@ -158,8 +158,18 @@ def config_name(p: Path) -> str:
     return Path(os.path.abspath(p)).parent.name if p.name == "config.json" else p.stem
 
 
+# multimodal wrappers whose language model is their text_config
+WRAPPERS = ("gemma3",)
+
+
 def read_hf_config(path: str) -> ModelSpec:
     p = Path(path)
+    if p.is_dir():
+        # a model folder (a snapshot, a checkpoint) holds its config.json
+        if not (p / "config.json").is_file():
+            raise InputError(f"--hf-config: '{path}' is a folder without a config.json; give the config.json's path")
+        p = p / "config.json"
+        path = str(p)
     text = read_input_file(path, "--hf-config")
     try:
         cfg = json.loads(text)
@@ -167,13 +177,14 @@ def read_hf_config(path: str) -> ModelSpec:
         raise InputError(f"--hf-config: '{path}' is not valid JSON (line {e.lineno}: {e.msg})")
     if not isinstance(cfg, dict):
         raise InputError(f"--hf-config: '{path}' must hold a JSON object")
-    if cfg.get("model_type") in ("gemma3",):
+    if cfg.get("model_type") in WRAPPERS:
         cfg = cfg.get("text_config", cfg)
         if not isinstance(cfg, dict):
             raise InputError(f"--hf-config: '{path}': text_config must be a JSON object")
     mt = cfg.get("model_type")
     if not isinstance(mt, str) or mt not in SUPPORTED:
-        raise InputError(f"{path}: model_type {mt!r} is not supported; supported: {', '.join(sorted(SUPPORTED))}")
+        raise InputError(f"{path}: model_type {mt!r} is not supported; supported: "
+                         f"{', '.join(sorted(set(SUPPORTED) | set(WRAPPERS)))}")
     family, extra = SUPPORTED[mt]
     h = _field(cfg, path, "hidden_size", least=1)
     heads = _field(cfg, path, "num_attention_heads", least=1)

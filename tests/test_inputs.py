@@ -353,3 +353,19 @@ def test_an_rlhf_estimate_says_its_step_time_counts_the_policy_only(run_cli):
     assert code == 0, err
     notes = [a for a in json.loads(out)["assumptions"] if a.startswith("rlhf:")]
     assert len(notes) == 1 and "lower bound on time" in notes[0] and "4 PPO models" in notes[0]
+
+
+def test_hf_config_takes_a_model_folder(run_cli, tmp_path):
+    """A downloaded model is a folder with config.json in it: the folder is read as its
+    config.json, and a folder without one is refused in one line."""
+    (tmp_path / "tiny").mkdir()
+    (tmp_path / "tiny" / "config.json").write_text(json.dumps({
+        "model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_attention_heads": 16,
+        "num_hidden_layers": 16, "vocab_size": 32000}))
+    code, out, err = run_cli("memory", "--hf-config", str(tmp_path / "tiny"), "--gpus", "8", "--layout", "tp=1",
+                             "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["job"]["model"] == "tiny"
+    (tmp_path / "empty").mkdir()
+    code, out, err = run_cli("memory", "--hf-config", str(tmp_path / "empty"), "--gpus", "8", "--layout", "tp=1")
+    assert code == 2 and "without a config.json" in err and len(err.strip().splitlines()) == 1
