@@ -301,7 +301,10 @@ def export(tg: Target) -> Export:
         # one CUDA connection orders TP/CP communication before compute (Megatron asserts it on
         # Hopper/Ampere); Megatron-FSDP asserts the opposite
         "export CUDA_DEVICE_MAX_CONNECTIONS=1" if tg.layout.zero < 2 else "unset CUDA_DEVICE_MAX_CONNECTIONS",
-    ] + shell_command(f"torchrun --nnodes {c.nodes} --nproc-per-node {c.gpus_per_node} pretrain_gpt.py", args)
+    ] + ([f"# {c.nodes} nodes: run this on every node, with HEAD_NODE the first node's address (torchrun's c10d "
+          "rendezvous gives each node its rank)"] if c.nodes > 1 else []) + shell_command(
+        f"torchrun --nnodes {c.nodes} --nproc-per-node {c.gpus_per_node}"
+        + (" --rdzv-backend c10d --rdzv-endpoint $HEAD_NODE:29500" if c.nodes > 1 else "") + " pretrain_gpt.py", args)
     return Export("megatron", {"megatron_pretrain.sh": "\n".join(lines) + "\n"}, caveats)
 
 

@@ -3,7 +3,8 @@
 # set TOKENIZER (a Hugging Face tokenizer name or path) and DATA_PREFIX (Megatron .bin/.idx prefix)
 # train steps: a placeholder (give --token-budget and the export counts them)
 export CUDA_DEVICE_MAX_CONNECTIONS=1
-torchrun --nnodes 4 --nproc-per-node 8 pretrain_gpt.py \
+# 4 nodes: run this on every node, with HEAD_NODE the first node's address (torchrun's c10d rendezvous gives each node its rank)
+torchrun --nnodes 4 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint $HEAD_NODE:29500 pretrain_gpt.py \
   --num-layers 80 \
   --hidden-size 8192 \
   --ffn-hidden-size 28672 \
