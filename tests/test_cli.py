@@ -73,6 +73,7 @@ BAD = [
     (["memory", "--model", "llama-3-70b", "--gpus", "8", "--layout", "tp=8", "--global-batch", "3", "--mbs", "2"], "does not divide"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--mbs", "100000"], "--mbs 100000 exceeds the global batch"),
     (["memory", "--model", "llama-3-8b", "--gpus", "8", "--layout", "tp=0"], "tp=0 must be a positive integer"),
+    (["recommend", "--params", "70", "--gpus", "8"], "did you mean 70B?"),
     (["memory", "--model", "llama-3-8b", "--gpus", "8", "--mbs", "2", "--layout", "tp=2,mbs=1"],
      "--mbs 2 and --layout mbs=1 disagree"),
     (["memory", "--model", "llama-3-8b", "--gpus", "8", "--recompute", "full", "--layout", "tp=2,recompute=none"],
