@@ -39,7 +39,9 @@ def render(result: dict, markdown: bool = False) -> str:
         lines.append(s["nothing_allowed"])
     for e in s["excluded"]:
         lines.append(f"excluded {e['excluded']:,} by validity rule {e['rule']}: {e['why']}")
-    for c in s["constraints"]:
-        if c["excluded"]:
-            lines.append(f"excluded {c['excluded']:,} by {c['rule']} ({c['kind']} '{c['expr']}')")
+    hard = [c for c in s["constraints"] if c["excluded"]]
+    for c in hard:
+        lines.append(f"excluded {c['excluded']:,} by {c['rule']} ({c['kind']} '{c['expr']}')")
+    if len(hard) > 1:
+        lines.append("(a valid layout that breaks several hard rules is counted under each of them)")
     return "\n".join(lines)
