@@ -102,6 +102,9 @@ def render(result: dict, markdown: bool = False) -> str:
         if k["honoured_by"]:
             lines.append(f"  breaks {k['rule']} (worth {k['worth_pct']:g}%): the best layout honouring it "
                          f"is {pct(k['slower_pct'])} slower ({k['honoured_by']})")
+    if result["alternatives"]:
+        lines.append("  next in the ranking (#1 is the headline; ranked by tokens/s less the worth of the "
+                     "preferences broken):")
     for a in result["alternatives"][:3]:
         lines.append(f"  #{a['rank']} {a['describe']}: {a['metrics']['tokens_per_s']:,.0f} tokens/s, "
                      f"{a['memory']['peak_gib']:.1f} GiB -- {a['why_not']}")
