@@ -27,6 +27,7 @@ def export(job, to, out, layout, rules, playbook):
     if layout is not None:
         from shardwise.decision.memory_rules import broken_memory_rules
         from shardwise.kb.memory import estimate_memory
+        from shardwise.kb.perf import step_time
 
         lay, _ = resolve_layout(job, layout)
         mem = estimate_memory(job, lay)
@@ -34,7 +35,7 @@ def export(job, to, out, layout, rules, playbook):
             click.echo(f"warning: this layout is predicted out of memory: {mem.peak_gib:.1f} of "
                        f"{mem.capacity_gib:.1f} GiB per GPU (shardwise memory --layout ... has the breakdown)", err=True)
         else:
-            for b in broken_memory_rules(job, lay, mem, list(rules), playbook):
+            for b in broken_memory_rules(job, lay, mem, step_time(job, lay), list(rules), playbook):
                 click.echo(f"warning: the recommendation would refuse this layout, {mem.peak_gib:.1f} of "
                            f"{mem.capacity_gib:.1f} GiB per GPU: {b}", err=True)
     else:

@@ -52,9 +52,11 @@ def memory(job, layout_text, fmt):
 
     from shardwise.decision.memory_rules import broken_memory_rules
     from shardwise.kb.memory import estimate_memory
+    from shardwise.kb.perf import step_time
 
     lay, assumptions = resolve_layout(job, layout_text)
-    result = evaluate(job, lay)
-    result["memory"]["broken_rules"] = broken_memory_rules(job, lay, estimate_memory(job, lay))
+    mem, st = estimate_memory(job, lay), step_time(job, lay)
+    result = evaluate(job, lay, mem, st)
+    result["memory"]["broken_rules"] = broken_memory_rules(job, lay, mem, st)
     result["assumptions"] = assumptions
     emit(result, fmt, lambda markdown: render_memory(result))

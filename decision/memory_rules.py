@@ -4,28 +4,34 @@
 The estimate fits a layout whose peak is at most the GPU's memory; the playbook's hard memory
 rules (rules/memory.yaml memory.fit-margin: at most 95%, for the estimate's own error) are
 stricter, and a house policy may be stricter still. Only unconditional rules (``when: true``)
-are judged here: a conditional one needs the strata the decision runs.
+whose every fact one layout's estimate gives are judged here: a conditional one, or one that
+reads the search's feasibility or neighbour facts, needs the decision.
 """
 from __future__ import annotations
 
-from shardwise.kb.facts import job_facts, layout_facts, memory_facts
+from shardwise.kb.facts import estimate_facts, job_facts, layout_facts
 from shardwise.kb.job import Job
 from shardwise.kb.layout import Layout
 from shardwise.rules import expr
 from shardwise.rules import playbook as pb
+from shardwise.rules.constraints import Constraint
 
 
-def broken_memory_rules(job: Job, lay: Layout, mem, rules: list[str] | None = None,
+def broken_memory_rules(job: Job, lay: Layout, mem, st, rules: list[str] | None = None,
                         playbook: str | None = None) -> list[str]:
-    """One line for each unconditional hard rule on memory.* facts that the layout breaks."""
-    facts = {**job_facts(job, lay.global_batch), **layout_facts(lay), **memory_facts(mem)}
+    """One line for each unconditional hard rule on memory.* facts that the layout breaks;
+    ``mem`` and ``st`` are its memory estimate and step time."""
+    facts = {**job_facts(job, lay.global_batch), **layout_facts(lay), **estimate_facts(job, mem, st)}
     out = []
     for r in pb.load(rules or [], playbook).rules:
         if r.kind != "hard" or r.when_text.strip() != "true":
             continue
         for a in r.actions:
-            if a.kind not in ("require", "forbid") or not any(p.startswith("memory.") for p in expr.paths(a.node)):
+            if a.kind not in ("require", "forbid"):
                 continue
-            if bool(expr.evaluate_columns(a.node, facts.get)) != (a.kind == "require"):
+            paths = expr.paths(a.node)
+            if not any(p.startswith("memory.") for p in paths) or not paths <= facts.keys():
+                continue
+            if not Constraint(a.kind, a.node, a.expr_text, r).allows(facts.get, 1)[0]:
                 out.append(f"{r.id} ({r.where}): {r.title}")
     return out

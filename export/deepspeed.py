@@ -51,6 +51,12 @@ def export(tg: Target) -> Export:
         # Ulysses: without an mpu (the Trainer's path) DeepSpeedConfig counts world / sequence_parallel_size
         # data-parallel ranks for train_batch_size (deepspeed/runtime/config.py, "HF zero.init case")
         cfg["sequence_parallel_size"] = lay.cp
+        if t.framework == "hf":
+            # the Trainer checks train_batch_size against world_size x micro-batch x accumulation,
+            # counting the sequence-parallel ranks as data-parallel (transformers
+            # integrations/deepspeed.py trainer_config_process); left out, DeepSpeed derives it
+            # over world / sequence_parallel_size and the Trainer skips the check
+            del cfg["train_batch_size"]
         caveats.append(f"cp={lay.cp}: ring-attention context parallelism is not a DeepSpeed feature; the nearest is "
                        f"Ulysses (sequence_parallel_size {lay.cp}, the attention wrapped by DeepSpeed's "
                        f"UlyssesSPAttentionHF or Accelerate's sp_backend deepspeed), which splits heads with "
@@ -117,13 +123,15 @@ def launch_lines(tg: Target) -> list[str]:
     return ["# train.py is your script; the parallel-size flags are Megatron-DeepSpeed's (pretrain_gpt.py), "
             "elsewhere TP and PP are built in the model code",
             run + f" --deepspeed_config ds_config.json --tensor-model-parallel-size {lay.tp} "
-                  f"--pipeline-model-parallel-size {lay.pp}"]
+                  f"--pipeline-model-parallel-size {lay.pp}"
+                + (f" --ds-sequence-parallel-size {lay.cp}" if lay.cp > 1 else "")]
 
 
 def check(cfg: dict, dp: int) -> list[str]:
     """Pure-Python check of a ds_config: what DeepSpeedConfig would refuse (and the typos it would not)."""
     errors = [f"unknown top-level key {k}" for k in cfg if k not in TOP_LEVEL]
-    if cfg["train_batch_size"] != cfg["train_micro_batch_size_per_gpu"] * cfg["gradient_accumulation_steps"] * dp:
+    batch = cfg.get("train_batch_size", cfg["train_micro_batch_size_per_gpu"] * cfg["gradient_accumulation_steps"] * dp)
+    if batch != cfg["train_micro_batch_size_per_gpu"] * cfg["gradient_accumulation_steps"] * dp:
         errors.append("train_batch_size != micro-batch x accumulation x DP")
     if cfg["zero_optimization"]["stage"] not in (0, 1, 2, 3):
         errors.append("zero stage outside 0-3")

@@ -31,9 +31,10 @@ def layout_dict(lay: Layout) -> dict:
             "grad_accum": lay.grad_accum, "global_batch": lay.global_batch, "recompute": lay.recompute}
 
 
-def evaluate(job: Job, lay: Layout) -> dict:
-    mem = estimate_memory(job, lay)
-    st = step_time(job, lay)
+def evaluate(job: Job, lay: Layout, mem=None, st=None) -> dict:
+    """One layout's job, settings, memory and metrics; ``mem`` and ``st`` where the caller has them."""
+    mem = estimate_memory(job, lay) if mem is None else mem
+    st = step_time(job, lay) if st is None else st
     return {"job": job_summary(job), "layout": layout_dict(lay), "memory": mem.as_dict(),
             "metrics": st.metrics(job)}
 

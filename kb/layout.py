@@ -61,6 +61,14 @@ class Derived:
         return self.tp * self.cp * self.dp // (self.ep * self.etp)
 
     @property
+    def expert_shard_group(self):
+        """Ranks that ZeRO/FSDP shards expert states over: the expert-DP group, or under HSDP the
+        part of it inside one shard group, shard x tp / (ep x etp) ranks (torchtitan's efsdp
+        dimension, dp_shard x cp x tp / ep, leaves dp_replicate out: parallel_dims.py); the
+        rest of the expert-DP group holds replicas."""
+        return where(self.shard > 0, self.shard * self.tp // (self.ep * self.etp), self.expert_dp)
+
+    @property
     def global_batch(self):
         """Sequences per optimizer step: mbs x grad_accum x dp (CP splits sequences, it does not add any)."""
         return self.mbs * self.grad_accum * self.dp

@@ -201,7 +201,9 @@ def _recompute_framework(job, a):
 def _hsdp(job, a):
     n = a["dp"] * a["cp"]
     s = a["shard"]
-    return (s == 0) | ((a["zero"] == 3) & (s > 1) & (s < n) & (n % np.maximum(s, 1) == 0))
+    # the experts' shard group is shard x tp / (ep x etp) ranks (Layout.expert_shard_group)
+    experts = (s * a["tp"]) % (a["ep"] * a.get("etp", 1)) == 0
+    return (s == 0) | ((a["zero"] == 3) & (s > 1) & (s < n) & (n % np.maximum(s, 1) == 0) & experts)
 
 
 def _adapter_megatron(job, a):
@@ -290,10 +292,12 @@ VALIDITY = [
              _recompute_framework,
              lambda job, lay: f"recompute={lay.recompute} but --framework {job.training.framework} runs only "
                               f"{', '.join(recompute_modes(job.training.framework))}"),
-    Validity("hsdp-shard-group", "an HSDP shard group (the ranks of one node) needs ZeRO-3 and must "
-             "divide DP x CP into more than one replica", _hsdp,
-             lambda job, lay: f"shard={lay.shard} (HSDP) needs zero=3 and must split dp x cp = {lay.dp * lay.cp} "
-                              "into more than one replica"),
+    Validity("hsdp-shard-group", "an HSDP shard group (the ranks of one node) needs ZeRO-3, must "
+             "divide DP x CP into more than one replica, and with TP must hold whole expert-parallel groups "
+             "(shard x tp a multiple of ep x etp)", _hsdp,
+             lambda job, lay: f"shard={lay.shard} (HSDP) needs zero=3, must split dp x cp = {lay.dp * lay.cp} "
+                              f"into more than one replica, and shard x tp = {lay.shard * lay.tp} must be a "
+                              f"multiple of ep x etp = {lay.ep * lay.etp}"),
     Validity("adapters-megatron-zero", "LoRA with Megatron's distributed optimizer is not modelled",
              _adapter_megatron,
              lambda job, lay: "LoRA/QLoRA with Megatron's distributed optimizer is not modelled; use --framework hf, "

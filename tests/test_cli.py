@@ -38,6 +38,15 @@ def test_a_layout_inside_the_fit_margin_is_not_called_a_plain_fit(run_cli):
     assert "warning" not in err
 
 
+def test_export_judges_a_house_memory_rule_that_reads_the_metrics_too(run_cli, tmp_path):
+    rule = tmp_path / "half.yaml"
+    rule.write_text('rules:\n  - id: house.half-unless-fast\n    title: Half the memory unless very fast\n'
+                    '    priority: 900\n    then:\n      - require: "memory.used_pct <= 50 or metrics.mfu_pct > 99"\n'
+                    '    because: "a test policy"\n')
+    code, out, err = run_cli("export", "--to", "deepspeed", *NEAR, "--gpu-memory", "80", "--rules", str(rule))
+    assert code == 0 and "house.half-unless-fast" in err and "Traceback" not in err
+
+
 def test_same_input_same_bytes(run_cli):
     a = run_cli(*SEED, "--format", "json")
     b = run_cli(*SEED, "--format", "json")

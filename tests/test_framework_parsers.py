@@ -39,7 +39,8 @@ def validate(framework, tg, tmp_path):
         (tmp_path / name).write_text(text)
     path = str(tmp_path / FILES[framework])
     lay = tg.layout
-    extra = {"deepspeed": [str(lay.dp), str(lay.world), str(lay.pp), str(lay.tp), tg.job.model.family], "megatron": [str(lay.world)], "torchtitan": [str(lay.world)],
+    extra = {"deepspeed": [str(lay.dp), str(lay.world), str(lay.pp), str(lay.tp), tg.job.model.family,
+                           tg.job.training.framework], "megatron": [str(lay.world)], "torchtitan": [str(lay.world)],
              "accelerate": [], "fsdp": [str(lay.world), str(lay.shard_group if lay.zero >= 1 else 1)]}[framework]
     env = dict(os.environ, PYTHONPATH=f"{HERE}:{Path(VENV) / 'megatron-core'}", DS_ACCELERATOR="cpu",
                TOKENIZERS_PARALLELISM="false")

@@ -226,3 +226,18 @@ def test_fsdp_gathers_a_frozen_base_in_its_stored_dtype_and_reduces_no_gradients
     layer = (full - lora) / 6.0                 # GiB per byte a layer parameter takes
     assert lora - qlora == pytest.approx(2 * (2.0 - 4.127 / 8) * layer, rel=1e-3)
     assert 0 < qlora < lora < 0.5 * full
+
+
+def test_hsdp_shards_experts_only_inside_its_shard_group():
+    """Under HSDP the experts' states are sharded over shard x tp / (ep x etp) ranks, not over
+    the whole expert-data-parallel group (torchtitan's efsdp leaves dp_replicate out): with EP 8
+    filling an 8-rank shard group each rank holds its experts unsharded. A shard group that does
+    not hold whole expert-parallel groups is refused."""
+    from shardwise.kb.errors import InputError
+    job = build_job(model="qwen3-235b-a22b", gpus=256, framework="fsdp")
+    whole = estimate_memory(job, resolve_layout(job, "dp=256,ep=8,zero=3,mbs=1,recompute=full")[0])
+    hsdp = estimate_memory(job, resolve_layout(job, "dp=256,ep=8,zero=3,shard=8,mbs=1,recompute=full")[0])
+    assert hsdp.peak_gib > 5 * whole.peak_gib and not hsdp.fits and whole.fits
+    assert resolve_layout(job, "dp=256,ep=8,zero=3,shard=32,mbs=1,recompute=full")[0].expert_shard_group == 4
+    with pytest.raises(InputError, match="multiple of ep x etp"):
+        resolve_layout(job, "dp=256,ep=16,zero=3,shard=8,mbs=1,recompute=full")

@@ -225,3 +225,18 @@ def test_sliding_window_layers_cost_only_their_window():
         trainer = "dp=8,zero=3,mbs=1,recompute=full"
         assert step(mistral, 8192, kernel, trainer).step_time_s == pytest.approx(
             step(full, 8192, kernel, trainer).step_time_s, rel=1e-12)
+
+
+def test_expert_gradients_cross_the_nodes_on_the_expert_data_parallel_group():
+    """With EP 8 filling each node, the expert-DP group has one member per node and reduces
+    over one NIC per rank, where the dense DP group's rings use all eight: moving the same bytes
+    as expert gradients costs more than as dense ones. A dense model's (empty) expert group
+    costs nothing, not even latency."""
+    from shardwise.kb.perf.step import _dp_time
+    job = build_job(model="mixtral-8x7b", gpus=64, gpu="h100-sxm")
+    lay = resolve_layout(job, "tp=1,pp=1,ep=8,zero=3,mbs=1,recompute=full")[0]
+    dense, experts = 1.5e9, 5.6e9
+    assert _dp_time(job, lay, dense, experts, 0.0) > 1.5 * _dp_time(job, lay, dense + experts, 0.0, 0.0)
+    llama = build_job(model="llama-3-8b", gpus=64, gpu="h100-sxm")
+    tp8 = resolve_layout(llama, "tp=8,pp=1,zero=0,mbs=1,recompute=full")[0]
+    assert _dp_time(llama, tp8.with_(dp=1), 1e9, 0.0, 0.0) == 0.0

@@ -75,7 +75,7 @@ PHASES = ("forward", "backward-start", "backward-end", "optimizer-step")
 
 def _states(job: Job, lay: Layout, sp) -> st.States:
     m, t = job.model, job.training
-    group, egroup = lay.shard_group, lay.expert_dp
+    group, egroup = lay.shard_group, lay.expert_shard_group
     if t.training in ADAPTERS:
         frac = sp.total / max(1.0, total_params(m))
         block = st.model_fraction(m) * sp.total

@@ -165,11 +165,13 @@ def _group_collectives(c, params, n, ns, stride, grad_bytes) -> dict:
     """
     shard_link = comm.collective_link(c, ns, stride)
     replicas = n // ns
-    return {"all_reduce": comm.all_reduce(comm.collective_link(c, n, stride), n, params * grad_bytes),
-            "scatter": comm.reduce_scatter(shard_link, ns, params * grad_bytes),
-            "gather": comm.all_gather(shard_link, ns, params * 2.0),
-            "replicas": comm.all_reduce(comm.collective_link(c, replicas, stride * ns), replicas,
-                                        params / ns * grad_bytes)}
+    times = {"all_reduce": comm.all_reduce(comm.collective_link(c, n, stride), n, params * grad_bytes),
+             "scatter": comm.reduce_scatter(shard_link, ns, params * grad_bytes),
+             "gather": comm.all_gather(shard_link, ns, params * 2.0),
+             "replicas": comm.all_reduce(comm.collective_link(c, replicas, stride * ns), replicas,
+                                         params / ns * grad_bytes)}
+    # a group with nothing to move (a dense model's experts) runs no collective, so no latency
+    return {k: where(params > 0, v, 0.0) for k, v in times.items()}
 
 
 def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compute_mb: float) -> float:
@@ -177,10 +179,11 @@ def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compu
 
     Dense gradients are reduced over the dp x cp ranks; with ZeRO/FSDP the sharded collectives
     run inside the shard group (the whole dp x cp group, or HSDP's smaller group) and, with HSDP,
-    each shard is all-reduced across the replicas once per step. Routed experts are reduced and
-    sharded over the expert-data-parallel group instead (tp x cp x dp / (ep x etp) ranks, ep x etp
-    apart: Megatron-Core's expert_data_parallel group, parallel_state.py; kb/memory/states.py
-    shards their states the same way). With EP filling a node that group has one member per node,
+    each shard is all-reduced across the replicas once per step. Routed experts are reduced over
+    the expert-data-parallel group instead (tp x cp x dp / (ep x etp) ranks, ep x etp apart:
+    Megatron-Core's expert_data_parallel group, parallel_state.py) and sharded over all of it, or
+    under HSDP over Layout.expert_shard_group (kb/memory/estimate.py shards their states the
+    same way). With EP filling a node that group has one member per node,
     so its collectives run on one NIC per rank where a dense group's ring spreads over all of the
     node's NICs: a byte of expert parameter costs up to eight times a dense byte between nodes.
     """
@@ -188,7 +191,7 @@ def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compu
     ov = framework_profile(t.framework)["overlap"]["dp"]
     grad_bytes = 4.0 if t.framework in ("megatron", "fsdp", "hf") and t.precision != "pure-bf16" else 2.0
     dense = _group_collectives(c, dense_rank, lay.dp * lay.cp, lay.shard_group, lay.tp, grad_bytes)
-    experts = _group_collectives(c, expert_rank, lay.expert_dp, lay.expert_dp, lay.ep * lay.etp, grad_bytes)
+    experts = _group_collectives(c, expert_rank, lay.expert_dp, lay.expert_shard_group, lay.ep * lay.etp, grad_bytes)
     plain, scatter, gather, rep = (dense[k] + experts[k] for k in ("all_reduce", "scatter", "gather", "replicas"))
     plain = plain * (1 - ov)
     # ZeRO-3: parameters gathered (bf16) for forward and backward and gradients reduce-scattered,
@@ -232,7 +235,7 @@ def step_time(job: Job, lay: Layout) -> StepTime:
     dp = _dp_time(job, lay, dense_rank, expert_rank, compute_mb)
     params_rank = dense_rank + expert_rank
     # the optimizer updates the rank's shard: dense over the shard group, experts over expert DP
-    sharded = where(lay.zero >= 1, dense_rank / lay.shard_group + expert_rank / lay.expert_dp, params_rank)
+    sharded = where(lay.zero >= 1, dense_rank / lay.shard_group + expert_rank / lay.expert_shard_group, params_rank)
     bandwidth = c.gpu.hbm_gbps * 1e9 * HBM_EFFICIENCY
     opt = sharded * trained_fraction(m, t) * pt.step_bytes_per_param(t) / bandwidth
     casts = mcount * params_rank * pt.microbatch_bytes_per_param(t, lay) / bandwidth

@@ -1,7 +1,10 @@
 """DeepSpeedConfig on our ds_config.json, counting DP ranks the way an mpu makes it count them,
 and where there is no TP or PP also without one, as the transformers Trainer runs it.
 
-    validate_deepspeed.py ds_config.json DP [WORLD PP TP FAMILY]
+    validate_deepspeed.py ds_config.json DP [WORLD PP TP FAMILY FRAMEWORK]
+
+For a job on the transformers Trainer (FRAMEWORK hf), the Trainer's own check of the JSON against
+its TrainingArguments (integrations/deepspeed.py trainer_config_process) must find no mismatch.
 
 With an expert_parallel section (AutoEP), the rest of the layout checks it as deepspeed.initialize
 would: validate_autoep_config over the world, PP, TP and Ulysses sizes at the JSON's ZeRO stage, the
@@ -32,7 +35,7 @@ dscomm.get_rank = lambda *a, **k: 0
 c = DeepSpeedConfig(raw, mpu=FakeMPU(dp))
 print(f"OK deepspeed: batch {c.train_batch_size} = {c.train_micro_batch_size_per_gpu} x "
       f"{c.gradient_accumulation_steps} x {dp}, zero {c.zero_optimization_stage}")
-if len(sys.argv) > 3 and int(sys.argv[4]) == int(sys.argv[5]) == 1:
+if len(sys.argv) > 5 and int(sys.argv[4]) == int(sys.argv[5]) == 1:
     # no TP or PP: also as the Trainer runs it, without an mpu, where DeepSpeed counts
     # world / sequence_parallel_size data-parallel ranks
     dscomm.get_world_size = lambda *a, **k: int(sys.argv[3])
@@ -51,3 +54,17 @@ if "expert_parallel" in raw:
     if c.zero_optimization_stage == 3:
         assert sp == 1 and c.zero_config.zero_hpz_partition_size == 1 and ep.expert_tensor_parallel_size == 1
     print(f"OK deepspeed AutoEP: preset {ep.preset_model}, autoep_size {ep.autoep_size}, world {world}")
+if len(sys.argv) > 7 and sys.argv[7] == "hf":
+    import tempfile
+
+    from transformers import TrainingArguments
+    from transformers.integrations.deepspeed import HfTrainerDeepSpeedConfig
+    world = int(sys.argv[3])
+    TrainingArguments.world_size = property(lambda self: world)      # the launch's processes
+    args = TrainingArguments(output_dir=tempfile.mkdtemp(), per_device_train_batch_size=c.train_micro_batch_size_per_gpu,
+                             gradient_accumulation_steps=c.gradient_accumulation_steps, bf16=True, use_cpu=True,
+                             report_to=[])
+    hf = HfTrainerDeepSpeedConfig(json.load(open(path)))
+    hf.trainer_config_process(args)
+    assert not hf.mismatches, hf.mismatches
+    print(f"OK transformers Trainer: the JSON agrees with its arguments over {world} processes")
