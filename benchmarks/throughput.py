@@ -58,6 +58,7 @@ def _terms():
     from shardwise.kb.perf import comm, compute, step
     mega = profile("megatron")
     dp_time = step._dp_time
+    recompute = step.recompute_seconds
     return [
         ("MoE time per local expert (0.15 ms; the former single 3.5 ms per layer)",
          lambda: _patched(mega, moe_layer_overhead_ms=3.5, moe_expert_overhead_ms=0.0)),
@@ -70,6 +71,8 @@ def _terms():
         ("expert DP collectives on the expert-DP group (-> the dense DP group)",
          lambda: _patched(step, _dp_time=lambda job, lay, dense, experts, mb: dp_time(job, lay, dense + experts,
                                                                                       0 * experts, mb))),
+        ("torchtitan's per-op selective recompute (-> the attention core only)",
+         lambda: _patched(step, recompute_seconds=lambda fw, rc, lt: recompute("megatron", rc, lt))),
         ("TP overlap (0.5 -> 0)",
          lambda: _patched(mega["overlap"], tp=0.0)),
         ("FP8 GEMMs at 0.82 of the FP8 peak (-> 1.0)",

@@ -99,6 +99,29 @@ def moe_layer_overhead(framework: str, local_experts) -> float:
     return (prof["moe_layer_overhead_ms"] + prof["moe_expert_overhead_ms"] * local_experts) / 1e3
 
 
+def recompute_seconds(framework: str, recompute: str, lt) -> float:
+    """Seconds one layer's recomputation adds to its forward + backward ``lt`` (compute.LayerTime).
+
+    full: the layer's forward again, a third of forward + backward. selective (Megatron
+    core_attn, and transformers'): the attention core's forward, 1/3.5 of its forward + backward
+    (FlashAttention's backward is 2.5x its forward). selective under torchtitan (fsdp): its
+    per-op checkpointing keeps the attention outputs and every other matmul's output
+    (kb/memory/activations.py sizes the same), so half the forward GEMMs, gemm / 6, and the
+    forward elementwise work, elementwise / 3, run again. modules: core attention as selective,
+    plus the norms' and the expert activation's forward, about a quarter of the layer's
+    elementwise traffic (its forward half is norms, activation, RoPE and residual adds) --
+    estimated, not fitted."""
+    if recompute == "full":
+        return lt.total / 3.0
+    if recompute == "selective" and framework == "fsdp":
+        return lt.gemm / 6.0 + lt.elementwise / 3.0
+    if recompute == "selective":
+        return lt.attention / 3.5
+    if recompute == "modules":
+        return lt.attention / 3.5 + lt.elementwise / 4.0
+    return 0.0
+
+
 def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
     """Seconds of one micro-batch on a stage: compute and exposed communication by kind."""
     m, t, c = job.model, job.training, job.cluster
@@ -109,17 +132,7 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
     for lt, n in ((dense_t, sp.dense_layers), (moe_t, sp.moe_layers)):
         if lt is None:
             continue
-        extra = 0.0
-        if lay.recompute == "full":
-            extra = lt.total / 3.0
-        elif lay.recompute == "selective":
-            extra = lt.attention / 3.5
-        elif lay.recompute == "modules":
-            # core attention as selective, plus the norms' and the expert activation's forward:
-            # about a quarter of the layer's elementwise traffic (its forward half is norms,
-            # activation, RoPE and residual adds) -- estimated, not fitted
-            extra = lt.attention / 3.5 + lt.elementwise / 4.0
-        compute += n * (lt.total + extra)
+        compute += n * (lt.total + recompute_seconds(t.framework, lay.recompute, lt))
     # full recomputation runs each layer's forward -- its dispatch and sync included -- again
     compute += sp.moe_layers * moe_layer_overhead(t.framework, m.experts / lay.ep) * (4.0 / 3.0 if lay.recompute == "full" else 1.0)
     tokens = lay.mbs * t.seq_len / lay.cp
