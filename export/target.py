@@ -20,7 +20,7 @@ class Target:
 
     def __post_init__(self):
         # exported as ZeRO-0 rather than as an optimizer sharding set up for one rank
-        object.__setattr__(self, "layout", self.layout.canonical())
+        object.__setattr__(self, "layout", self.layout.canonical(self.job.model.is_moe))
 
     @property
     def global_batch(self) -> int:

@@ -123,10 +123,12 @@ class Layout(Derived):
     def with_(self, **changes) -> "Layout":
         return replace(self, **changes)
 
-    def canonical(self) -> "Layout":
+    def canonical(self, moe: bool = False) -> "Layout":
         """The same layout with ZeRO over a single replica written as ZeRO-0: it shards nothing
-        (the rules may set ZeRO while DP is larger, then DP shrinks to 1)."""
-        return replace(self, zero=0, shard=0) if self.dp * self.cp == 1 and self.zero else self
+        (the rules may set ZeRO while DP is larger, then DP shrinks to 1). In an MoE model ZeRO
+        still shards the experts where their data-parallel group is larger (TP above EP x ETP)."""
+        single = self.dp * self.cp == 1 and (not moe or self.expert_dp == 1)
+        return replace(self, zero=0, shard=0) if single and self.zero else self
 
     def describe(self) -> str:
         parts = [f"tp={self.tp}", f"pp={self.pp}"]

@@ -83,11 +83,11 @@ class Space:
                 recompute=RECOMPUTE[int(a["rc"][i0])])
 
 
-def index_of(space: Space, lay: Layout) -> int | None:
+def index_of(space: Space, lay: Layout, moe: bool = False) -> int | None:
     """Where a layout sits in the space (None if the space does not hold it)."""
     if lay.etp != 1:
         return None
-    lay = lay.canonical()         # validity rule zero-needs-replicas keeps ZeRO-0 of the twins
+    lay = lay.canonical(moe)      # validity rule zero-needs-replicas keeps ZeRO-0 of the twins
     want = dict(lay.as_dict(), rc=RECOMPUTE.index(lay.recompute), sp=int(lay.sp))
     mask = np.ones(len(space), dtype=bool)
     for k, v in space.arrays.items():
@@ -151,9 +151,12 @@ def build_space(job: Job, gb: int, pins: dict | None = None, fit_only: bool = Fa
     excluded = [{"rule": rule.id, "why": rule.why, "excluded": int(np.count_nonzero(fail == k))}
                 for k, rule in enumerate(VALIDITY)]
     keep = fail == -1
-    single = keep & (a["zero"] > 0) & (a["dp"] * a["cp"] == 1)
-    excluded.append({"rule": "zero-needs-replicas", "why": "ZeRO shards over the DP x CP ranks; with one it is "
-                     "ZeRO-0 under another name (kept once, as ZeRO-0)", "excluded": int(single.sum())})
+    # an MoE model's experts are sharded over their own data-parallel group, tp x cp x dp / ep
+    experts_single = (a["tp"] * a["cp"] * a["dp"] == a["ep"]) if m.is_moe else True
+    single = keep & (a["zero"] > 0) & (a["dp"] * a["cp"] == 1) & experts_single
+    excluded.append({"rule": "zero-needs-replicas", "why": "ZeRO shards over the DP x CP ranks (an MoE model's "
+                     "experts over their own data-parallel group); with one it is ZeRO-0 under another name "
+                     "(kept once, as ZeRO-0)", "excluded": int(single.sum())})
     keep &= ~single
     return Space({k: a[k][keep] for k in FIELDS}, excluded, candidates, _blocked(job, a, fail, keep))
 

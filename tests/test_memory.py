@@ -241,3 +241,15 @@ def test_hsdp_shards_experts_only_inside_its_shard_group():
     assert resolve_layout(job, "dp=256,ep=8,zero=3,shard=32,mbs=1,recompute=full")[0].expert_shard_group == 4
     with pytest.raises(InputError, match="multiple of ep x etp"):
         resolve_layout(job, "dp=256,ep=16,zero=3,shard=8,mbs=1,recompute=full")
+
+
+def test_zero_over_one_dp_rank_still_shards_an_moe_models_experts():
+    """With TP 8 over EP 2 the experts' data-parallel group has 4 ranks although DP is 1: ZeRO-1
+    shards their states there (Megatron's distributed optimizer), so it is not read as ZeRO-0;
+    at EP 8 nothing is left to shard and it is."""
+    job = build_job(model="mixtral-8x7b", gpus=8)
+    kept, notes = resolve_layout(job, "tp=8,ep=2,zero=1,mbs=1,recompute=full")
+    assert kept.zero == 1 and not any("read as zero=0" in n for n in notes)
+    assert estimate_memory(job, kept).peak_gib < estimate_memory(job, kept.with_(zero=0)).peak_gib
+    gone, notes = resolve_layout(job, "tp=8,ep=8,zero=1,mbs=1,recompute=full")
+    assert gone.zero == 0 and any("read as zero=0" in n for n in notes)
