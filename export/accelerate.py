@@ -14,7 +14,7 @@ import yaml
 from shardwise.kb.validity import autoep_runs
 
 from .deepspeed import export as deepspeed_export
-from .target import Export, Target, dp_dims, memory_as_run, with_caveats
+from .target import Export, Target, dp_dims, hsdp_caveats, memory_as_run, with_caveats
 
 # the decoder-layer class FSDP wraps, per model family (transformers' modeling_<family>.py)
 LAYER_CLASS = {"llama": "LlamaDecoderLayer", "mistral": "MistralDecoderLayer", "mixtral": "MixtralDecoderLayer",
@@ -34,6 +34,7 @@ def config(tg: Target) -> tuple[dict, list[str]]:
                        f"{procs} processes (each holds all {lay.pp} stages: {memory_as_run(tg, pp=1, vp=1)}; use "
                        "megatron or torchtitan)")
     rep, shard = dp_dims(lay)
+    caveats += hsdp_caveats(lay)
     if lay.zero == 0 and (lay.tp > 1 or lay.cp > 1):
         rep, shard = 1, lay.dp
         caveats.append("ZeRO-0 with TP/CP: Accelerate needs an FSDP shard dimension; sharded over DP instead")

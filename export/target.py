@@ -70,6 +70,15 @@ def dp_dims(lay: Layout) -> tuple[int, int]:
     return 1, lay.dp
 
 
+def hsdp_caveats(lay: Layout) -> list[str]:
+    """What FSDP2's mesh cannot express of an HSDP layout: a shard group that splits a CP group
+    (dp_dims then shards over all DP x CP ranks)."""
+    if lay.shard and lay.shard % lay.cp:
+        return [f"HSDP shard group {lay.shard} does not hold whole CP groups (cp={lay.cp}): FSDP2 shards over "
+                f"dp_shard x cp = {lay.dp * lay.cp} ranks instead"]
+    return []
+
+
 def shell_command(first: str, args: list[str], positional: tuple = ()) -> list[str]:
     """``first`` then one continued line per flag and its values (a value is what follows a
     --flag and is neither a flag nor a ``positional`` word: --recompute-modules takes several);

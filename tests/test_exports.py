@@ -245,6 +245,14 @@ def test_export_command_writes_files_and_notes(run_cli, tmp_path):
     assert (tmp_path / "nanotron.yaml").exists() and "cannot express" in out and "interleaved" in out
 
 
+def test_an_hsdp_group_that_splits_cp_groups_is_said_to_shard_wider():
+    job = build_job(model="llama-3-70b", gpus=64, seq_len=8192)
+    tg = Target(job, Layout(tp=8, pp=1, dp=2, cp=4, zero=3, shard=2, sp=True, mbs=1, grad_accum=64, recompute="full"))
+    check_layout(job, tg.layout)
+    for framework in ("fsdp", "accelerate"):
+        assert any("does not hold whole CP groups" in c for c in export(framework, tg).caveats)
+
+
 def test_export_to_all_writes_a_folder_per_framework_and_says_which_refused(run_cli, tmp_path):
     code, out, err = run_cli("export", "--model", "mixtral-8x7b", "--gpus", "16", "--layout",
                              "tp=1,pp=1,ep=8,zero=1,mbs=1", "--to", "all", "-o", str(tmp_path))

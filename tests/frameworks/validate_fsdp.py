@@ -39,6 +39,9 @@ if hasattr(mod, "_keep_half_the_matmuls"):
     mod._keep_half_the_matmuls = lambda *a, **k: calls.append(a[2]) or policy(*a, **k)
 model(torch.randn(4, 64)).float().sum().backward()
 assert bool(calls) == (mod.ACTIVATION_CHECKPOINTING == "selective"), "the selective policy did not run"
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointWrapper  # noqa: E402
+wrapped = [isinstance(b, CheckpointWrapper) for b in model]
+assert all(wrapped) == (mod.ACTIVATION_CHECKPOINTING != "none") and len(set(wrapped)) == 1, wrapped
 w = blocks[0].up.weight
 print(f"OK fsdp: mesh {tuple(mesh.shape)} {mesh.mesh_dim_names}, FSDP over {tuple(fsdp_mesh.shape)}, "
       f"placements {w.placements}, checkpointing {mod.ACTIVATION_CHECKPOINTING}")

@@ -37,9 +37,11 @@ def build_fsdp_mesh(device_type="cuda"):
 
 # per-op selective checkpointing: keep the attention kernels' outputs and every other matmul's
 # output, recompute the rest (the policy the estimate sized, torchtitan's "op" mode)
+# (and TP's reduce-scatter, so that recomputation does not run the collective again)
 _SAVED = {torch.ops.aten._scaled_dot_product_flash_attention.default,
           torch.ops.aten._scaled_dot_product_efficient_attention.default,
-          torch.ops.aten._scaled_dot_product_cudnn_attention.default}
+          torch.ops.aten._scaled_dot_product_cudnn_attention.default,
+          torch.ops._c10d_functional.reduce_scatter_tensor.default}
 
 
 def _keep_half_the_matmuls(counts, ctx, op, *args, **kwargs):
