@@ -38,8 +38,8 @@ class Target:
         t = self.job.training
         if self.train_steps is None:
             return f"{comment} train steps: a placeholder (give --token-budget and the export counts them)"
-        return (f"{comment} train steps: {self.train_steps:,} = --token-budget {t.token_budget:.3g} tokens / "
-                f"({self.global_batch} sequences x {t.seq_len} tokens a step)")
+        return (f"{comment} train steps: {self.train_steps:,} = --token-budget {t.token_budget:,.0f} tokens / "
+                f"({self.global_batch:,} sequences x {t.seq_len:,} tokens a step)")
 
     def header(self, comment: str = "#") -> list[str]:
         m, c, t, lay = self.job.model, self.job.cluster, self.job.training, self.layout

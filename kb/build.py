@@ -70,11 +70,12 @@ def resolve_links(gpu_intra: str, interconnect: Optional[str]) -> tuple:
     return catalog.link(intra_name), catalog.link(inter_name)
 
 
-def _in_range(flag: str, value, lo, hi, integer: bool = True):
+def _in_range(flag: str, value, lo, hi, integer: bool = True, unit: str = ""):
     """A count or size given on its own: an integer (or number) from lo to hi, or one line naming both."""
     kind = int if integer else (int, float)
     if isinstance(value, bool) or not isinstance(value, kind) or not lo <= value <= hi:
-        raise InputError(f"{flag}: {value!r} must be {'an integer' if integer else 'a number'} from {lo} to {hi}")
+        raise InputError(f"{flag}: {value!r} must be {'an integer' if integer else 'a number'} from {lo} to {hi}"
+                         + (f" {unit}" if unit else ""))
     return value
 
 
@@ -109,7 +110,7 @@ def check_setting(key: str, value) -> None:
 
 
 # (low, high, integer) of the cluster sizes a value is checked against on its own
-RANGES = {"gpus": (1, 16384), "gpus_per_node": (1, 72), "gpu_memory": (8, 320, False)}
+RANGES = {"gpus": (1, 16384), "gpus_per_node": (1, 72), "gpu_memory": (8, 320, False, "GiB")}
 
 # Settings a user may leave out whose default build_job states (kb/defaults.py).
 STATED = ("gpu", "gpus", "interconnect", "seq_len", "precision", "optimizer", "attention", "lora_rank")

@@ -33,7 +33,7 @@ def _interp(n: float) -> tuple[float, float]:
 
 def infer_model(params: float) -> ModelSpec:
     if not 1e8 <= params <= 1e13:
-        hint = f"; did you mean {params:g}B?" if 0.1 <= params < 1e5 else ""
+        hint = f"; did you mean {params:g}B?" if 0.1 <= params <= 1e4 else ""
         raise InputError(f"--params: {params:.3g} parameters is outside the supported range 0.1B-10T{hint}")
     layers_f, hidden_f = _interp(params)
     hidden = max(512, int(round(hidden_f / 512)) * 512)

@@ -139,7 +139,10 @@ class Layout(Derived):
             parts.append(f"cp={self.cp}")
         if self.ep > 1:
             parts.append(f"ep={self.ep}")
-        parts += [f"zero={self.zero}", f"sp={'on' if self.sp else 'off'}", f"mbs={self.mbs}",
+        parts.append(f"zero={self.zero}")
+        if self.shard:
+            parts.append(f"shard={self.shard}")
+        parts += [f"sp={'on' if self.sp else 'off'}", f"mbs={self.mbs}",
                   f"ga={self.grad_accum}", f"recompute={self.recompute}"]
         return " ".join(parts)
 

@@ -2,6 +2,7 @@
 # layout: tp=8 pp=1 dp=2 cp=4 zero=1 sp=on mbs=2 ga=8 recompute=none; global batch 32 sequences
 # cannot express: llama-2-7b has no torchtitan registry entry: write a config_registry function with its shape and pass it as MODULE/CONFIG
 # cannot express: ZeRO-1: torchtitan has none; FSDP2 with reshard never (ZeRO-2: gradients sharded too)
+# train steps: torchtitan's default --training.steps (give --token-budget and the export counts them)
 # 8 nodes: run_train.sh starts one; on each node run torchrun --nnodes 8 --nproc_per_node 8 --rdzv_backend c10d --rdzv_endpoint $HEAD_NODE:29500 -m torchtitan.train --module $MODULE --config $CONFIG with these flags (torchtitan's multinode_trainer.slurm)
 NGPU=8 MODULE=$MODULE CONFIG=$CONFIG ./run_train.sh \
   --parallelism.data_parallel_replicate_degree 1 \
