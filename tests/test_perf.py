@@ -52,9 +52,17 @@ def test_lora_is_faster_than_full_fine_tuning_where_its_adapters_run_in_bf16():
         return step_time(job, resolve_layout(job, layout)[0]).step_time_s
     for fw in ("fsdp", "hf", "deepspeed"):
         assert step(fw, "lora", "zero=3,mbs=1,recompute=none") < step(fw, "finetune", "zero=3,mbs=1,recompute=none")
-    from shardwise.kb.perf.compute import lora_bytes_per_token
+    from shardwise.kb.perf.compute import layer_time, lora_bytes_per_token
     m = catalog.model("llama-3-8b")
     assert lora_bytes_per_token(m, False, True) > 1.5 * lora_bytes_per_token(m, False, False)
+    # the Trainer's own DDP keeps PEFT's adapters fp32 and pays the casts; its ZeRO (DeepSpeed) does not
+    job = build_job(model="llama-3-8b", gpus=16, seq_len=8192, global_batch=128, framework="hf", training="lora")
+    ddp, zero = (resolve_layout(job, f"zero={z},mbs=1,recompute=none")[0] for z in (0, 2))
+    extra = layer_time(m, job.training, ddp, job.cluster.gpu, False).elementwise \
+        - layer_time(m, job.training, zero, job.cluster.gpu, False).elementwise
+    cast = 8192 * (lora_bytes_per_token(m, False, True) - lora_bytes_per_token(m, False, False)) \
+        / (job.cluster.gpu.hbm_gbps * 1e9)
+    assert extra == pytest.approx(cast, rel=1e-6)
 
 
 def test_per_layer_compute_matches_the_h100_measurements():
