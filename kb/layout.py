@@ -149,6 +149,10 @@ class Layout(Derived):
 
 _ALIASES = {"ga": "grad_accum", "gradient_accumulation": "grad_accum", "accum": "grad_accum",
             "zero_stage": "zero", "virtual": "vp", "interleave": "vp"}
+# keys of the JSON's layout that follow from the others: what to give instead
+_DERIVED = {"shard_group": "what ZeRO shards over (dp x cp, or the HSDP group); give shard=N for an HSDP group, "
+                           "or leave it out",
+            "global_batch": "mbs x ga x dp; give ga= (or --global-batch)"}
 _BOOL = {"true": True, "on": True, "yes": True, "1": True, "false": False, "off": False, "no": False, "0": False}
 
 
@@ -171,6 +175,8 @@ def parse_layout(text: str, gpus: Optional[int] = None, framework: Optional[str]
             raise InputError(f"--layout: '{item}' is not key=value; e.g. \"tp=8,pp=4,dp=1,zero=1,mbs=4\"")
         k, v = (s.strip().lower() for s in item.split("=", 1))
         k = _ALIASES.get(k, k)
+        if k in _DERIVED:
+            raise InputError(f"--layout: '{k}' is {_DERIVED[k]}")
         if k not in names:
             raise InputError(f"--layout: unknown key '{k}'; allowed: {', '.join(sorted(names | {'ga'}))}")
         if k in given:

@@ -83,6 +83,7 @@ BAD = [
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--mbs", "100000"], "--mbs 100000 exceeds the global batch"),
     (["memory", "--model", "llama-3-8b", "--gpus", "8", "--layout", "tp=0"], "tp=0 must be a positive integer"),
     (["recommend", "--params", "70", "--gpus", "8"], "did you mean 70B?"),
+    (["memory", "--model", "llama-3-8b", "--gpus", "8", "--layout", "zero_stage=3,shard_group=8"], "give shard=N"),
     (["memory", "--model", "llama-3-8b", "--gpus", "8", "--mbs", "2", "--layout", "tp=2,mbs=1"],
      "--mbs 2 and --layout mbs=1 disagree"),
     (["memory", "--model", "llama-3-8b", "--gpus", "8", "--recompute", "full", "--layout", "tp=2,recompute=none"],
