@@ -71,4 +71,10 @@ def render(rows: list[dict], heads: list[str], markdown: bool) -> str:
              f"{r['tokens_per_s']:,.0f}" if r["tokens_per_s"] else "-",
              f"{r['time_to_train_h']:,.1f}" if r["time_to_train_h"] is not None else "-",
              f"{r['cost']:,.0f}" if r["cost"] is not None else "-"] for r in rows]
-    return table(body, [*heads, "best layout", "tokens/s", "hours", "cost"], markdown=markdown)
+    out = table(body, [*heads, "best layout", "tokens/s", "hours", "cost"], markdown=markdown)
+    answered = [r for r in rows if r["best"]]
+    if answered and all(r["time_to_train_h"] is None for r in answered):
+        out += "\n(hours and cost need --token-budget, and cost --price-per-gpu-hour too)"
+    elif answered and all(r["cost"] is None for r in answered):
+        out += "\n(cost needs --price-per-gpu-hour)"
+    return out
