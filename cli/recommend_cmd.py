@@ -100,8 +100,9 @@ def render(result: dict, markdown: bool = False) -> str:
                  + decision_line(s))
     for k in s["kept_despite"]:
         if k["honoured_by"]:
+            also = f" and breaks {', '.join(k['also_breaks'])} instead" if k.get("also_breaks") else ""
             lines.append(f"  breaks {k['rule']} (worth {k['worth_pct']:g}%): the best layout honouring it "
-                         f"is {pct(k['slower_pct'])} slower ({k['honoured_by']})")
+                         f"is {pct(k['slower_pct'])} slower{also} ({k['honoured_by']})")
     if result["alternatives"]:
         lines.append("  next in the ranking (#1 is the headline; ranked by tokens/s less the worth of the "
                      "preferences broken):")

@@ -183,8 +183,11 @@ def kept_despite(d: Decision) -> list[dict]:
         if ok.any():
             i = int(order_by(t, d.choice.objective, ok)[0])
             loss = 100 * (1 - float(t.tokens_per_s[i]) / head)
+            # what that layout gives up instead: the preferences it breaks that the headline keeps
+            also = [q.rule.id for q, n in zip(d.preferences, d.broken) if n[i] and not n[d.index]]
             out.append({"rule": p.rule.id, "worth_pct": p.worth, "honoured_by": t.layout(i).describe(),
-                        "slower_pct": pct_value(loss)})
+                        "slower_pct": pct_value(loss), "also_breaks": also})
         else:
-            out.append({"rule": p.rule.id, "worth_pct": p.worth, "honoured_by": None, "slower_pct": None})
+            out.append({"rule": p.rule.id, "worth_pct": p.worth, "honoured_by": None, "slower_pct": None,
+                        "also_breaks": []})
     return out

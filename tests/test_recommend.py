@@ -94,6 +94,8 @@ def test_zero3_over_512_ranks_is_weighed_not_recommended_and_warned_against():
     assert lay["zero_stage"] == 3 and lay["dp"] * lay["cp"] >= 512
     kept = {k["rule"]: k for k in r["search"]["kept_despite"]}["dp.zero3-at-scale"]
     assert kept["slower_pct"] > kept["worth_pct"] == 5.0
+    # what the honouring layout would give up instead is named, not left to the ranking below
+    assert set(kept["also_breaks"]) <= {p["rule"] for p in r["preferences"]} - {"dp.zero3-at-scale"}
     assert not any("ZeRO-3" in w for w in r["warnings"])
 
 
