@@ -209,7 +209,7 @@ def lint_files(paths: list[str], context: list[tuple[Path, str]]) -> tuple[list[
     mine: dict[str, Rule] = {}
     for f, shown in files:
         try:
-            rules, disable = read_rule_file(f, shown)
+            rules, disable = read_rule_file(f, shown, problems)
         except InputError as e:
             problems.append(str(e))
             continue

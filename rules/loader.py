@@ -128,8 +128,11 @@ def _shipped(path: Path) -> bool:
     return path.resolve().parent == Path(__file__).resolve().parent
 
 
-def read_rule_file(path: Path, display: str | None = None) -> tuple[list[Rule], list[str]]:
-    """Rules and the disabled ids of one file."""
+def read_rule_file(path: Path, display: str | None = None,
+                   problems: list[str] | None = None) -> tuple[list[Rule], list[str]]:
+    """Rules and the disabled ids of one file. With a ``problems`` list, a rule that does not
+    load is added to it and skipped, so that `rules lint` reports every bad rule of a file at
+    once; a file that does not load at all still raises."""
     name = display or str(path)
     try:
         raw = path.read_bytes()
@@ -161,7 +164,15 @@ def read_rule_file(path: Path, display: str | None = None) -> tuple[list[Rule], 
     if not data and not disable:    # 'rules:' with every rule commented out: the policy would silently vanish
         _fail(name, 1, "the rule file holds no rules (and disables none); it holds a list of rules (or 'rules:' "
                        "and 'disable:')")
-    return [_rule(item, name) for item in data], disable
+    if problems is None:
+        return [_rule(item, name) for item in data], disable
+    rules = []
+    for item in data:
+        try:
+            rules.append(_rule(item, name))
+        except InputError as e:
+            problems.append(str(e))
+    return rules, disable
 
 
 def _rule(item, file: str) -> Rule:

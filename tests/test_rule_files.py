@@ -389,6 +389,21 @@ def test_lint_reports_load_errors_with_file_and_line_and_goes_on(run_cli, tmp_pa
     assert code == 1 and f"{a}:2: rule house.hard: a hard constraint" in out and f"{b}:2: rule never" in out
 
 
+def test_lint_reports_every_rule_of_a_file_that_does_not_load(run_cli, tmp_path):
+    """Three broken rules in one file are three problems in one pass; loading the file for a
+    run still stops at the first, in one line."""
+    rule = ('  - id: house.{n}\n    title: T\n    priority: 500\n    then:\n      - avoid: "{e}"\n'
+            '        worth: {w}\n    because: "b"\n')
+    path = tmp_path / "bad.yaml"
+    path.write_text("rules:\n" + rule.format(n="one", e="layout.tpp > 4", w=3)
+                    + rule.format(n="two", e="layout.tp > 4", w=300) + rule.format(n="three", e="model.paramz > 1", w=3))
+    code, out, _ = run_cli("rules", "lint", str(path))
+    assert code == 1 and "3 problems" in out
+    assert all(f"rule house.{n}" in out for n in ("one", "two", "three"))
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--rules", str(path))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "house.one" in err
+
+
 def test_lint_checks_exactly_the_files_given(run_cli, tmp_path):
     for target in ("rules/", "rules/tp.yaml", "rules/policies"):
         code, out, err = run_cli("rules", "lint", target)
