@@ -39,21 +39,28 @@ def reasons(d: Decision, setting: str) -> list[dict]:
     elif src is not None:
         out.append(dict(_entry(d, src, "pin", "pinned", f"pin {setting} = {d.pins[setting]}"), direct=True))
     other = _other_values(d, setting)
+    below, above = _neighbouring_values(d, setting, other)
     for k, c in enumerate(d.constraints):
         if _reads(c.node, setting):
-            # binding: it rules out some layout with another value of this setting
+            # binding: it rules out a layout with the next value of this setting up or down (a
+            # cap on TP at the node size explains TP 8, not TP 1)
             out.append(dict(_entry(d, c.rule, "hard", "honoured", f"{c.kind} '{c.text}'"),
                             direct=_LAYOUT_PATH[setting] in expr.paths(c.node),
-                            binding=bool((other & ~d.masks[k]).any())))
+                            binding=bool(((below | above) & ~d.masks[k]).any())))
     for p, mask in zip(d.preferences, d.broken):
         if _reads(p.node, setting):
             status = "broken" if bool(mask[d.index]) else "honoured"
-            # binding: the layouts with another value of this setting (and the rest as near the
-            # answer as they go) stand otherwise towards it -- a rule about 512 ranks explains
-            # nothing on 64 GPUs, nor a broken one a setting whose other values break it too
+            # binding (the rest of the layout as near the answer as it goes): an honoured rule
+            # when every layout with the next value of this setting, up or down, would break it
+            # -- a rule about 512 ranks explains nothing on 64 GPUs, nor sequence parallelism
+            # TP 1 (TP 2 may take SP on); a broken one when some other value would honour it
+            differs = mask != mask[d.index]
+            if status == "broken":      # some other value would honour it
+                binding = bool((other & differs).any())
+            else:                       # every layout of the next value up or down would break it
+                binding = any(side.any() and bool(differs[side].all()) for side in (below, above))
             out.append(dict(_entry(d, p.rule, "soft", status, f"{p.kind} '{p.text}' (worth {p.worth:g}%)"),
-                            direct=_LAYOUT_PATH[setting] in expr.paths(p.node),
-                            binding=bool((other & (mask != mask[d.index])).any())))
+                            direct=_LAYOUT_PATH[setting] in expr.paths(p.node), binding=binding))
     return out
 
 
@@ -72,6 +79,18 @@ def _other_values(d: Decision, setting: str) -> np.ndarray:
         if s not in (setting, "dp") + _COUPLED.get(setting, ()):
             near &= t.array(_FIELD.get(s, s)) == _mine(d, s)
     return near if near.any() else other
+
+
+def _neighbouring_values(d: Decision, setting: str, other: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Of the ``other`` layouts, those whose value of ``setting`` is the next one below the
+    answer's, and those with the next one above (an empty mask where there is none)."""
+    col = d.table.array(_FIELD.get(setting, setting))
+    mine = _mine(d, setting)
+    values = np.unique(col[other])
+    lower, higher = values[values < mine], values[values > mine]
+    below = other & (col == lower.max()) if len(lower) else np.zeros(len(col), dtype=bool)
+    above = other & (col == higher.min()) if len(higher) else np.zeros(len(col), dtype=bool)
+    return below, above
 
 
 # settings that cannot keep their value when this one changes: interleaving needs PP > 1,

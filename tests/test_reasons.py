@@ -100,6 +100,13 @@ def test_a_setting_is_explained_by_a_rule_that_bears_on_it_here():
     assert line(big, "cp").startswith("cp.long-sequences") and line(big, "zero").startswith("zero.lowest-that-fits")
     moe = as_dict(decide(build_job(model="gpt-oss-20b", gpus=1, training="lora")))
     assert line(moe, "tp") == line(moe, "ep") == "the only valid value"
+    # an honoured rule explains a value only where the next value up or down breaks it: the
+    # cap of TP at the node says nothing of TP 2 (TP 4 and 1 both meet it), nor SP's rule of
+    # TP 1 (TP 2 may turn SP on); pipelining's rule does explain PP 1 where PP 2 would break it
+    seed = as_dict(decide(build_job(model="llama-3-70b", gpus=32, seq_len=8192, mbs=4)))
+    assert seed["layout"]["tp"] < 8 and not line(seed, "tp").startswith(("tp.inside-nvlink-domain", "sp.with-tp"))
+    small = as_dict(decide(build_job(model="llama-3-8b", gpus=64, seq_len=8192)))
+    assert small["layout"]["pp"] == 1 and line(small, "pp").startswith("pp.only-when-needed (honoured)")
 
 
 def test_a_percent_reads_the_same_from_the_json_as_from_the_estimate():
