@@ -113,15 +113,19 @@ def launch_lines(tg: Target) -> list[str]:
     trainer_config_finalize raises on "values that mismatch TrainingArguments"); anything else is a
     Megatron-DeepSpeed-style script (pretrain_gpt.py), whose parallel-size flags build TP and PP."""
     lay, t, c = tg.layout, tg.job.training, tg.job.cluster
-    run = f"deepspeed --num_nodes {c.nodes} --num_gpus {c.gpus_per_node} train.py"
+    # several nodes: DeepSpeed's launcher starts them over ssh from a hostfile
+    hosts = ([f"# {c.nodes} nodes: list them in a hostfile, one 'HOST slots={c.gpus_per_node}' line each; the "
+              "launcher starts every node from this one (pdsh/ssh)"] if c.nodes > 1 else [])
+    run = (f"deepspeed {'--hostfile hostfile ' if c.nodes > 1 else ''}--num_nodes {c.nodes} "
+           f"--num_gpus {c.gpus_per_node} train.py")
     if t.framework == "hf":
         flags = (f" --deepspeed ds_config.json --per_device_train_batch_size {lay.mbs}"
                  f" --gradient_accumulation_steps {lay.grad_accum} --bf16"
                  + (" --gradient_checkpointing" if lay.recompute == "full" else ""))
-        return ["# train.py is your transformers Trainer script (HfArgumentParser over TrainingArguments)",
-                run + flags]
+        return ["# train.py is your transformers Trainer script (HfArgumentParser over TrainingArguments)"] + hosts + [
+            run + flags]
     return ["# train.py is your script; the parallel-size flags are Megatron-DeepSpeed's (pretrain_gpt.py), "
-            "elsewhere TP and PP are built in the model code",
+            "elsewhere TP and PP are built in the model code"] + hosts + [
             run + f" --deepspeed_config ds_config.json --tensor-model-parallel-size {lay.tp} "
                   f"--pipeline-model-parallel-size {lay.pp}"
                 + (f" --ds-sequence-parallel-size {lay.cp}" if lay.cp > 1 else "")]
