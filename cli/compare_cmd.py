@@ -61,10 +61,11 @@ def compare(settings, vary, rules, fmt):
     """Compare the best layout, speed, time and cost across variants of a job."""
     varied = parse_vary(vary)
     rows = compare_variants(settings, varied, list(rules))
-    emit({"variants": rows}, fmt, lambda markdown: render(rows, [k for k, _ in varied], markdown))
+    priced = settings.get("price_per_gpu_hour") is not None or any(k == "price_per_gpu_hour" for k, _ in varied)
+    emit({"variants": rows}, fmt, lambda markdown: render(rows, [k for k, _ in varied], markdown, priced))
 
 
-def render(rows: list[dict], heads: list[str], markdown: bool) -> str:
+def render(rows: list[dict], heads: list[str], markdown: bool, priced: bool = False) -> str:
     shown = lambda r: r["best"] or ("refused: " + r["why"].split(";")[0].removeprefix("refused: ")
                                     if r.get("why", "").startswith("refused: ") else "nothing fits")
     body = [[*(r["variant"][k] for k in heads), shown(r),
@@ -73,8 +74,10 @@ def render(rows: list[dict], heads: list[str], markdown: bool) -> str:
              f"{r['cost']:,.0f}" if r["cost"] is not None else "-"] for r in rows]
     out = table(body, [*heads, "best layout", "tokens/s", "hours", "cost"], markdown=markdown)
     answered = [r for r in rows if r["best"]]
+    note = ""
     if answered and all(r["time_to_train_h"] is None for r in answered):
-        out += "\n(hours and cost need --token-budget, and cost --price-per-gpu-hour too)"
+        note = "hours and cost need --token-budget" + ("" if priced else ", and cost --price-per-gpu-hour too")
     elif answered and all(r["cost"] is None for r in answered):
-        out += "\n(cost needs --price-per-gpu-hour)"
-    return out
+        note = "cost needs --price-per-gpu-hour"
+    # a blank line first: in Markdown a line right under a table is read as one of its rows
+    return out + (f"\n\n({note})" if note else "")

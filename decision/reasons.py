@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from shardwise.kb.fact_schema import SETTINGS
+from shardwise.kb.choices import RECOMPUTE_BY_COST
 from shardwise.kb.layout import RECOMPUTE
 from shardwise.rules import expr
 from shardwise.search.choice import order_by
@@ -38,7 +39,9 @@ def reasons(d: Decision, setting: str) -> list[dict]:
                     "status": "pinned", "what": src.flag, "text": f"the job fixed it ({src.flag})", "direct": True})
     elif src is not None:
         out.append(dict(_entry(d, src, "pin", "pinned", f"pin {setting} = {d.pins[setting]}"), direct=True))
-    other = _other_values(d, setting)
+    near, other = _near(d, setting)
+    col, value = _ordered(d, setting)
+    mine = col == value
     below, above = _neighbouring_values(d, setting, other)
     for k, c in enumerate(d.constraints):
         if _reads(c.node, setting):
@@ -53,11 +56,12 @@ def reasons(d: Decision, setting: str) -> list[dict]:
             # binding (the rest of the layout as near the answer as it goes): an honoured rule
             # when every layout with the next value of this setting, up or down, would break it
             # -- a rule about 512 ranks explains nothing on 64 GPUs, nor sequence parallelism
-            # TP 1 (TP 2 may take SP on); a broken one when some other value would honour it
+            # TP 1 (TP 2 may take SP on); a broken one when some other value would honour it and
+            # no near layout with this value does (interleaving, not PP, breaks the chunk rule)
             differs = mask != mask[d.index]
-            if status == "broken":      # some other value would honour it
-                binding = bool((other & differs).any())
-            else:                       # every layout of the next value up or down would break it
+            if status == "broken":
+                binding = bool((other & differs).any()) and not bool((near & mine & differs).any())
+            else:
                 binding = any(side.any() and bool(differs[side].all()) for side in (below, above))
             out.append(dict(_entry(d, p.rule, "soft", status, f"{p.kind} '{p.text}' (worth {p.worth:g}%)"),
                             direct=_LAYOUT_PATH[setting] in expr.paths(p.node), binding=binding))
@@ -68,28 +72,51 @@ def _mine(d: Decision, setting: str):
     return RECOMPUTE.index(d.layout.recompute) if setting == "recompute" else int(getattr(d.layout, setting))
 
 
-def _other_values(d: Decision, setting: str) -> np.ndarray:
-    """The layouts that differ from the answer in ``setting`` and otherwise as little as they can:
-    the same in every other setting but DP (which the GPU count ties to the rest) and those
-    ``setting`` constrains, or, where no such layout exists, all with another value."""
+def _ordered(d: Decision, setting: str) -> tuple[np.ndarray, int]:
+    """The setting's value in every layout of the table and in the answer, recomputation by
+    its cost (the next value of 'modules' is 'full' above and 'selective' below)."""
+    col = d.table.array(_FIELD.get(setting, setting))
+    if setting == "recompute":
+        return (np.array([RECOMPUTE_BY_COST.index(r) for r in RECOMPUTE])[col],
+                RECOMPUTE_BY_COST.index(d.layout.recompute))
+    return col, _mine(d, setting)
+
+
+def _near(d: Decision, setting: str) -> tuple[np.ndarray, np.ndarray]:
+    """(near, other): the layouts as near the answer as ``setting`` lets them be -- the same in
+    every other setting and HSDP group but DP (which the GPU count ties to the rest) and those
+    ``setting`` constrains -- and of those, the ones with another value of it (where none has
+    another value: every layout with another value)."""
     t = d.table
-    other = t.array(_FIELD.get(setting, setting)) != _mine(d, setting)
-    near = other.copy()
+    col, value = _ordered(d, setting)
+    differ = col != value
+    near = t.array("shard") == d.layout.shard
     for s in SETTINGS:
         if s not in (setting, "dp") + _COUPLED.get(setting, ()):
             near &= t.array(_FIELD.get(s, s)) == _mine(d, s)
-    return near if near.any() else other
+    return (near, near & differ) if (near & differ).any() else (near, differ)
+
+
+def _other_values(d: Decision, setting: str) -> np.ndarray:
+    """The layouts with another value of ``setting`` and otherwise as near the answer as can be."""
+    return _near(d, setting)[1]
 
 
 def _neighbouring_values(d: Decision, setting: str, other: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Of the ``other`` layouts, those whose value of ``setting`` is the next one below the
-    answer's, and those with the next one above (an empty mask where there is none)."""
-    col = d.table.array(_FIELD.get(setting, setting))
-    mine = _mine(d, setting)
-    values = np.unique(col[other])
-    lower, higher = values[values < mine], values[values > mine]
-    below = other & (col == lower.max()) if len(lower) else np.zeros(len(col), dtype=bool)
-    above = other & (col == higher.min()) if len(higher) else np.zeros(len(col), dtype=bool)
+    answer's, and those with the next one above; where no near layout has a value on one side
+    (TP 16 at DP 1 needs other GPUs), the next value there among all layouts."""
+    col, mine = _ordered(d, setting)
+    sides = []
+    for pool in (other, col != mine):
+        values = np.unique(col[pool])
+        lower, higher = values[values < mine], values[values > mine]
+        sides.append((pool & (col == lower.max()) if len(lower) else None,
+                      pool & (col == higher.min()) if len(higher) else None))
+    none = np.zeros(len(col), dtype=bool)
+    (near_below, near_above), (all_below, all_above) = sides
+    below = near_below if near_below is not None else (all_below if all_below is not None else none)
+    above = near_above if near_above is not None else (all_above if all_above is not None else none)
     return below, above
 
 

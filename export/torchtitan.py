@@ -8,7 +8,7 @@ accumulation = global / (local x DP).
 """
 from __future__ import annotations
 
-from .target import Export, Target, dp_dims, shell_command, with_caveats
+from .target import Export, Target, dp_dims, hsdp_caveats, shell_command, with_caveats
 
 # torchtitan model registry entries (torchtitan/models/*/__init__.py of 0.3.0)
 REGISTRY = {
@@ -30,6 +30,7 @@ def flags(tg: Target) -> tuple[list[str], list[str], tuple]:
                        "shape and pass it as MODULE/CONFIG")
         module, conf = "$MODULE", "$CONFIG"
     rep, shard = dp_dims(lay)
+    caveats += hsdp_caveats(lay)
     reshard = {0: "never", 1: "never", 2: "never", 3: "always"}[lay.zero]
     if lay.zero == 1:
         caveats.append("ZeRO-1: torchtitan has none; FSDP2 with reshard never (ZeRO-2: gradients sharded too)")

@@ -9,6 +9,9 @@ from typing import Literal
 # (Megatron-Bridge docs, MoE-specific recomputation: recompute_modules=["moe_act", "layernorm"];
 # kb/memory/activations.py).
 RECOMPUTE = ("none", "selective", "full", "modules")
+# The same modes from the least recomputed to the most: per-module recomputation reruns the
+# attention core, the norms and the expert activation, full the whole layer.
+RECOMPUTE_BY_COST = ("none", "selective", "modules", "full")
 
 Precision = Literal["bf16", "pure-bf16", "fp8"]
 Framework = Literal["megatron", "deepspeed", "fsdp", "hf"]

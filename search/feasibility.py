@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from shardwise.kb.choices import RECOMPUTE_BY_COST
 from shardwise.kb.layout import RECOMPUTE
 
 from .table import Table
@@ -107,9 +108,12 @@ class Feasibility:
         return np.where(low == 99, a["zero"], low)
 
     def _min_recompute(self) -> np.ndarray:
+        """The least recomputation (RECOMPUTE_BY_COST: full is more than modules) at which the
+        same layout is allowed (its own if none)."""
         a = self.table.space.arrays
-        low = self._group_min([f for f in _KEY if f != "rc"], a["rc"], 99)
-        return np.array(RECOMPUTE)[np.where(low == 99, a["rc"], low)]
+        cost = np.array([RECOMPUTE_BY_COST.index(r) for r in RECOMPUTE])[a["rc"]]
+        low = self._group_min([f for f in _KEY if f != "rc"], cost, 99)
+        return np.array(RECOMPUTE_BY_COST)[np.where(low == 99, cost, low)]
 
     def _pp1_fits(self) -> np.ndarray:
         """Whether a PP = 1 layout with the same TP and CP is allowed."""

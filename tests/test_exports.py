@@ -249,7 +249,7 @@ def test_an_hsdp_group_that_splits_cp_groups_is_said_to_shard_wider():
     job = build_job(model="llama-3-70b", gpus=64, seq_len=8192)
     tg = Target(job, Layout(tp=8, pp=1, dp=2, cp=4, zero=3, shard=2, sp=True, mbs=1, grad_accum=64, recompute="full"))
     check_layout(job, tg.layout)
-    for framework in ("fsdp", "accelerate"):
+    for framework in ("fsdp", "accelerate", "torchtitan"):
         assert any("does not hold whole CP groups" in c for c in export(framework, tg).caveats)
 
 

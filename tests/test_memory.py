@@ -253,3 +253,16 @@ def test_zero_over_one_dp_rank_still_shards_an_moe_models_experts():
     assert estimate_memory(job, kept).peak_gib < estimate_memory(job, kept.with_(zero=0)).peak_gib
     gone, notes = resolve_layout(job, "tp=8,ep=8,zero=1,mbs=1,recompute=full")
     assert gone.zero == 0 and any("read as zero=0" in n for n in notes)
+
+
+def test_the_search_and_the_exports_keep_zero_for_an_moe_models_experts_at_one_dp_rank():
+    from shardwise.export import Target, export
+    from shardwise.export.megatron import script_args
+    from shardwise.kb.resolve import global_batch
+    from shardwise.search.space import build_space
+    job = build_job(model="mixtral-8x7b", gpus=8)
+    a = build_space(job, global_batch(job)[0]).arrays
+    assert ((a["dp"] == 1) & (a["tp"] == 8) & (a["ep"] == 2) & (a["zero"] == 1)).any()
+    assert not ((a["dp"] == 1) & (a["tp"] == 8) & (a["ep"] == 8) & (a["zero"] == 1)).any()
+    lay = resolve_layout(job, "tp=8,ep=2,zero=1,mbs=1,recompute=full")[0]
+    assert "--use-distributed-optimizer" in script_args(export("megatron", Target(job, lay)).files["megatron_pretrain.sh"])

@@ -248,3 +248,15 @@ def test_expert_gradients_cross_the_nodes_on_the_expert_data_parallel_group():
     llama = build_job(model="llama-3-8b", gpus=64, gpu="h100-sxm")
     tp8 = resolve_layout(llama, "tp=8,pp=1,zero=0,mbs=1,recompute=full")[0]
     assert _dp_time(llama, tp8.with_(dp=1), 1e9, 0.0, 0.0) == 0.0
+
+
+def test_torchtitans_selective_recomputation_reruns_half_the_forward_matmuls():
+    """torchtitan's per-op checkpointing keeps attention and every other matmul's output, so its
+    recomputation costs a large share of full recomputation's (half the forward GEMMs and the
+    forward elementwise work); Megatron's selective reruns only the attention core."""
+    def share(framework):
+        job = build_job(model="llama-3-8b", gpus=8, seq_len=8192, framework=framework)
+        t = {rc: step_time(job, resolve_layout(job, f"zero=1,mbs=1,recompute={rc}")[0]).step_time_s
+             for rc in ("none", "selective", "full")}
+        return (t["selective"] - t["none"]) / (t["full"] - t["none"])
+    assert share("fsdp") > 0.3 > share("megatron")

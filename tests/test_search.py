@@ -166,6 +166,16 @@ def test_a_variant_the_job_cannot_take_is_its_row_and_the_rest_are_answered(run_
     assert code == 2 and err.count("\n") == 1 and "--mbs 4096 exceeds" in err
 
 
+def test_compare_says_what_its_empty_columns_need(run_cli):
+    code, out, err = run_cli("compare", "--model", "llama-3-8b", "--vary", "gpus=8,16")
+    assert code == 0 and out.rstrip().endswith("(hours and cost need --token-budget, and cost --price-per-gpu-hour too)")
+    code, out, err = run_cli("compare", "--model", "llama-3-8b", "--vary", "gpus=8,16", "--token-budget", "1B")
+    assert out.rstrip().endswith("(cost needs --price-per-gpu-hour)")
+    code, out, err = run_cli("compare", "--model", "llama-3-8b", "--vary", "gpus=8,16", "--token-budget", "1B",
+                             "--price-per-gpu-hour", "2")
+    assert "need" not in out
+
+
 @pytest.mark.parametrize("vary, msg", [("gpus=x", "must be int"), ("colour=red", "SETTING=V1,V2"),
                                        ("gpus=", "no values"),
                                        # a value no job could take is the input's error, not a row

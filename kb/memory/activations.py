@@ -163,6 +163,9 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
         gated = m.mlp in ("swiglu", "geglu")
         mm_out = q + 2 * kv + h + (2 if gated else 1) * (m.ffn / tp) + h
         total = 2.0 * h + _attention_bytes(m, attn_t, q, kv, heads, s_local) + 1.0 * mm_out
+        # ... and TP's two reduce-scatter outputs a layer, the sequence-sharded bf16 h
+        # (torchtitan's save list keeps _c10d_functional.reduce_scatter_tensor; export/fsdp.py)
+        total = total + where(lay.sp, 2 * 2.0 * h / tp, 0.0)
     return total
 
 
