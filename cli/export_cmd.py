@@ -50,15 +50,7 @@ def export(job, to, out, layout, rules, playbook):
         return _export_all(Target(job, lay), out)
     ex = run_export(to, Target(job, lay))
     if out:
-        d = Path(out)
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-            for name, text in ex.files.items():
-                (d / name).write_text(text)
-        except OSError as e:
-            raise InputError(f"-o {out}: cannot write ({e.strerror or e})")
-        for name in ex.files:
-            click.echo(f"wrote {d / name}")
+        _write(Path(out), ex.files, out)
     else:
         for name, text in ex.files.items():
             if len(ex.files) > 1:
@@ -78,14 +70,19 @@ def _export_all(target, out):
         if ex.get("refused"):
             click.echo(f"note: {name}: not written: {ex['refused']}")
             continue
-        d = Path(out) / name
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-            for fname, text in ex["files"].items():
-                (d / fname).write_text(text)
-        except OSError as e:
-            raise InputError(f"-o {out}: cannot write ({e.strerror or e})")
-        for fname in ex["files"]:
-            click.echo(f"wrote {d / fname}")
+        _write(Path(out) / name, ex["files"], out)
         for c in ex["caveats"]:
             click.echo(f"note: {name} cannot express: {c}")
+
+
+def _write(folder: Path, files: dict, out: str) -> None:
+    """Write an export's files into ``folder`` and say so; a folder that cannot be written is
+    the -o argument's error."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (folder / name).write_text(text)
+    except OSError as e:
+        raise InputError(f"-o {out}: cannot write ({e.strerror or e})")
+    for name in files:
+        click.echo(f"wrote {folder / name}")

@@ -47,12 +47,11 @@ def render_memory(result: dict) -> str:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 def memory(job, layout_text, fmt):
     """Memory per GPU (and its breakdown), step time, throughput and MFU for one layout."""
-    from shardwise.kb.facts import evaluate
-    from shardwise.kb.resolve import resolve_layout
-
     from shardwise.decision.memory_rules import broken_memory_rules
+    from shardwise.kb.facts import evaluate
     from shardwise.kb.memory import estimate_memory
     from shardwise.kb.perf import step_time
+    from shardwise.kb.resolve import resolve_layout
 
     lay, assumptions = resolve_layout(job, layout_text)
     mem, st = estimate_memory(job, lay), step_time(job, lay)

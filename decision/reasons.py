@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from shardwise.kb.fact_schema import SETTINGS
-from shardwise.kb.choices import RECOMPUTE_BY_COST
+from shardwise.kb.choices import RECOMPUTE_COST_RANK
 from shardwise.kb.layout import RECOMPUTE
 from shardwise.rules import expr
 from shardwise.search.choice import order_by
@@ -39,10 +39,10 @@ def reasons(d: Decision, setting: str) -> list[dict]:
                     "status": "pinned", "what": src.flag, "text": f"the job fixed it ({src.flag})", "direct": True})
     elif src is not None:
         out.append(dict(_entry(d, src, "pin", "pinned", f"pin {setting} = {d.pins[setting]}"), direct=True))
-    near, other = _near(d, setting)
     col, value = _ordered(d, setting)
+    near, other = _near(d, setting, col != value)
     mine = col == value
-    below, above = _neighbouring_values(d, setting, other)
+    below, above = _next_values(col, value, other, below=True), _next_values(col, value, other, below=False)
     for k, c in enumerate(d.constraints):
         if _reads(c.node, setting):
             # binding: it rules out a layout with the next value of this setting up or down (a
@@ -77,19 +77,16 @@ def _ordered(d: Decision, setting: str) -> tuple[np.ndarray, int]:
     its cost (the next value of 'modules' is 'full' above and 'selective' below)."""
     col = d.table.array(_FIELD.get(setting, setting))
     if setting == "recompute":
-        return (np.array([RECOMPUTE_BY_COST.index(r) for r in RECOMPUTE])[col],
-                RECOMPUTE_BY_COST.index(d.layout.recompute))
+        return np.array(RECOMPUTE_COST_RANK)[col], RECOMPUTE_COST_RANK[RECOMPUTE.index(d.layout.recompute)]
     return col, _mine(d, setting)
 
 
-def _near(d: Decision, setting: str) -> tuple[np.ndarray, np.ndarray]:
+def _near(d: Decision, setting: str, differ: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(near, other): the layouts as near the answer as ``setting`` lets them be -- the same in
     every other setting and HSDP group but DP (which the GPU count ties to the rest) and those
-    ``setting`` constrains -- and of those, the ones with another value of it (where none has
-    another value: every layout with another value)."""
+    ``setting`` constrains -- and of those, the ones that ``differ`` in it (where none does:
+    every layout that differs)."""
     t = d.table
-    col, value = _ordered(d, setting)
-    differ = col != value
     near = t.array("shard") == d.layout.shard
     for s in SETTINGS:
         if s not in (setting, "dp") + _COUPLED.get(setting, ()):
@@ -97,27 +94,16 @@ def _near(d: Decision, setting: str) -> tuple[np.ndarray, np.ndarray]:
     return (near, near & differ) if (near & differ).any() else (near, differ)
 
 
-def _other_values(d: Decision, setting: str) -> np.ndarray:
-    """The layouts with another value of ``setting`` and otherwise as near the answer as can be."""
-    return _near(d, setting)[1]
-
-
-def _neighbouring_values(d: Decision, setting: str, other: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Of the ``other`` layouts, those whose value of ``setting`` is the next one below the
-    answer's, and those with the next one above; where no near layout has a value on one side
-    (TP 16 at DP 1 needs other GPUs), the next value there among all layouts."""
-    col, mine = _ordered(d, setting)
-    sides = []
-    for pool in (other, col != mine):
-        values = np.unique(col[pool])
-        lower, higher = values[values < mine], values[values > mine]
-        sides.append((pool & (col == lower.max()) if len(lower) else None,
-                      pool & (col == higher.min()) if len(higher) else None))
-    none = np.zeros(len(col), dtype=bool)
-    (near_below, near_above), (all_below, all_above) = sides
-    below = near_below if near_below is not None else (all_below if all_below is not None else none)
-    above = near_above if near_above is not None else (all_above if all_above is not None else none)
-    return below, above
+def _next_values(col: np.ndarray, value, other: np.ndarray, below: bool) -> np.ndarray:
+    """The ``other`` layouts whose value in ``col`` is the next one below (or above) ``value``;
+    where none of them has one on that side (TP 16 at DP 1 needs other GPUs), the layouts with
+    the next value there among all."""
+    for pool in (other, col != value):
+        side = col[pool]
+        side = side[side < value] if below else side[side > value]
+        if len(side):
+            return pool & (col == (side.max() if below else side.min()))
+    return np.zeros(len(col), dtype=bool)
 
 
 # settings that cannot keep their value when this one changes: interleaving needs PP > 1,

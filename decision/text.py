@@ -2,18 +2,25 @@
 from __future__ import annotations
 
 
-def pct(x: float) -> str:
-    """A percent difference as people read it: 0.1 or more to one decimal, below that to two, and
-    under 0.005 as 0 (the estimator cannot tell such layouts apart)."""
+def _decimals(x: float) -> int | None:
+    """How many decimals a percent difference is read to: 0.1 or more to one, below that to
+    two, and under 0.005 none (shown as 0: the estimator cannot tell such layouts apart)."""
     x = abs(x)
-    return f"{x:.1f}%" if round(x, 2) >= 0.1 else f"{x:.2f}%" if x >= 0.005 else "0%"
+    return 1 if round(x, 2) >= 0.1 else 2 if x >= 0.005 else None
+
+
+def pct(x: float) -> str:
+    """A percent difference as people read it, unsigned (_decimals)."""
+    n = _decimals(x)
+    return f"{abs(x):.{n}f}%" if n else "0%"
 
 
 def pct_value(x: float) -> float:
     """The number pct() shows, signed: the JSON's percents are rounded with it, so that a
     renderer reading the JSON and one reading the unrounded figure print the same digits
     (rounding to 2 decimals and then to 1 turned -2.749 into 2.8% beside a 2.7%)."""
-    return round(x, 1) if round(abs(x), 2) >= 0.1 else round(x, 2) if abs(x) >= 0.005 else 0.0
+    n = _decimals(x)
+    return round(x, n) if n else 0.0
 
 
 def slower(x: float) -> str:

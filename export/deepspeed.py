@@ -134,8 +134,8 @@ def launch_lines(tg: Target) -> list[str]:
 def check(cfg: dict, dp: int) -> list[str]:
     """Pure-Python check of a ds_config: what DeepSpeedConfig would refuse (and the typos it would not)."""
     errors = [f"unknown top-level key {k}" for k in cfg if k not in TOP_LEVEL]
-    batch = cfg.get("train_batch_size", cfg["train_micro_batch_size_per_gpu"] * cfg["gradient_accumulation_steps"] * dp)
-    if batch != cfg["train_micro_batch_size_per_gpu"] * cfg["gradient_accumulation_steps"] * dp:
+    want = cfg["train_micro_batch_size_per_gpu"] * cfg["gradient_accumulation_steps"] * dp
+    if cfg.get("train_batch_size", want) != want:         # left out: DeepSpeed derives it
         errors.append("train_batch_size != micro-batch x accumulation x DP")
     if cfg["zero_optimization"]["stage"] not in (0, 1, 2, 3):
         errors.append("zero stage outside 0-3")

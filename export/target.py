@@ -33,11 +33,12 @@ class Target:
         t = self.job.training
         return math.ceil(t.token_budget / (self.global_batch * t.seq_len)) if t.token_budget else None
 
-    def steps_comment(self, comment: str = "#") -> str:
-        """Where the exported step count comes from, as a comment line."""
+    def steps_comment(self, comment: str = "#", unset: str = "a placeholder") -> str:
+        """Where the exported step count comes from, as a comment line; ``unset`` names what
+        stands without a budget."""
         t = self.job.training
         if self.train_steps is None:
-            return f"{comment} train steps: a placeholder (give --token-budget and the export counts them)"
+            return f"{comment} train steps: {unset} (give --token-budget and the export counts them)"
         return (f"{comment} train steps: {self.train_steps:,} = --token-budget {t.token_budget:,.0f} tokens / "
                 f"({self.global_batch:,} sequences x {t.seq_len:,} tokens a step)")
 

@@ -88,8 +88,7 @@ def export(tg: Target) -> Export:
         f"# {c.nodes} nodes: run_train.sh starts one; on each node run torchrun --nnodes {c.nodes} "
         f"--nproc_per_node {c.gpus_per_node} --rdzv_backend c10d --rdzv_endpoint $HEAD_NODE:29500 -m torchtitan.train "
         f"--module {module} --config {conf} with these flags (torchtitan's multinode_trainer.slurm)"]
-    lines = with_caveats(tg.header(), caveats) + ([tg.steps_comment()] if tg.train_steps else
-                                                   ["# train steps: torchtitan's default --training.steps (give "
-                                                    "--token-budget and the export counts them)"]) + multi + shell_command(
+    lines = with_caveats(tg.header(), caveats) + [tg.steps_comment(unset="torchtitan's default --training.steps")] \
+        + multi + shell_command(
         f"NGPU={c.gpus_per_node} MODULE={module} CONFIG={conf} ./run_train.sh", f, positional=("activation-",))
     return Export("torchtitan", {"torchtitan_train.sh": "\n".join(lines) + "\n"}, caveats)

@@ -109,7 +109,7 @@ def check_setting(key: str, value) -> None:
             raise _first_error(e, "")
 
 
-# (low, high, integer) of the cluster sizes a value is checked against on its own
+# _in_range's (low, high[, integer, unit]) of the cluster sizes a value is checked against on its own
 RANGES = {"gpus": (1, 16384), "gpus_per_node": (1, 72), "gpu_memory": (8, 320, False, "GiB")}
 
 # Settings a user may leave out whose default build_job states (kb/defaults.py).

@@ -12,6 +12,8 @@ RECOMPUTE = ("none", "selective", "full", "modules")
 # The same modes from the least recomputed to the most: per-module recomputation reruns the
 # attention core, the norms and the expert activation, full the whole layer.
 RECOMPUTE_BY_COST = ("none", "selective", "modules", "full")
+# Each mode of RECOMPUTE's place in RECOMPUTE_BY_COST (index arrays of modes map through it).
+RECOMPUTE_COST_RANK = tuple(RECOMPUTE_BY_COST.index(r) for r in RECOMPUTE)
 
 Precision = Literal["bf16", "pure-bf16", "fp8"]
 Framework = Literal["megatron", "deepspeed", "fsdp", "hf"]

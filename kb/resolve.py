@@ -83,9 +83,10 @@ def resolve_layout(job: Job, text: str) -> tuple[Layout, list[str]]:
         elif lay.global_batch != gb:
             raise InputError(f"layout ga={lay.grad_accum} gives a global batch of {lay.global_batch} sequences, "
                              f"not the {gb} of --global-batch{'-tokens' if job.training.global_batch_tokens else ''}")
-    if lay.canonical(job.model.is_moe) != lay:
+    held = lay.canonical(job.model.is_moe)
+    if held != lay:
         # as the search and the exports hold it, so that memory and export print the same layout
         notes = notes + [f"zero={lay.zero} over one data-parallel rank shards nothing: read as zero=0"]
-        lay = lay.canonical(job.model.is_moe)
+        lay = held
     check_layout(job, lay)
     return lay, notes

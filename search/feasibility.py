@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shardwise.kb.choices import RECOMPUTE_BY_COST
-from shardwise.kb.layout import RECOMPUTE
+from shardwise.kb.choices import RECOMPUTE_BY_COST, RECOMPUTE_COST_RANK
 
 from .table import Table
 
@@ -111,7 +110,7 @@ class Feasibility:
         """The least recomputation (RECOMPUTE_BY_COST: full is more than modules) at which the
         same layout is allowed (its own if none)."""
         a = self.table.space.arrays
-        cost = np.array([RECOMPUTE_BY_COST.index(r) for r in RECOMPUTE])[a["rc"]]
+        cost = np.array(RECOMPUTE_COST_RANK)[a["rc"]]
         low = self._group_min([f for f in _KEY if f != "rc"], cost, 99)
         return np.array(RECOMPUTE_BY_COST)[np.where(low == 99, cost, low)]
 
