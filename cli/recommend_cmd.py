@@ -6,7 +6,7 @@ import textwrap
 
 import click
 
-from shardwise.decision.text import faster, pct, slower
+from shardwise.decision.text import faster, pct, slower_or_faster
 
 from .options import job_options
 from .output import FORMATS, emit
@@ -101,7 +101,7 @@ def render(result: dict, markdown: bool = False) -> str:
     for k in s["kept_despite"]:
         if k["honoured_by"]:
             also = f" and breaks {', '.join(k['also_breaks'])} instead" if k.get("also_breaks") else ""
-            speed = slower(k["slower_pct"]) if k["slower_pct"] >= 0 else faster(-k["slower_pct"])
+            speed = slower_or_faster(k["slower_pct"])
             lines.append(f"  breaks {k['rule']} (worth {k['worth_pct']:g}%): the best layout honouring it "
                          f"is {speed}{also} ({k['honoured_by']})")
     if result["alternatives"]:

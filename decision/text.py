@@ -29,6 +29,11 @@ def slower(x: float) -> str:
     return f"{p} slower" if p != "0%" else "as fast, to 0.01%"
 
 
+def slower_or_faster(x: float) -> str:
+    """How much slower a layout is, ``x`` percent (a negative ``x``: how much faster)."""
+    return slower(x) if x >= 0 else faster(-x)
+
+
 def faster(x: float) -> str:
     """'3.2% faster', or 'as fast (to 0.01%)' when the estimator cannot tell the two apart."""
     p = pct(x)

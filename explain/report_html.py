@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from shardwise.decision.text import faster, pct
+from shardwise.decision.text import faster, pct, slower_or_faster
 from shardwise.kb.fact_schema import SETTING_NAMES, shown_setting
 
 from .memory_chart import chart
@@ -89,9 +89,11 @@ def _decision(s: dict) -> str:
                 + ", ".join(f'{d["rule"]} (worth {d["worth_pct"]:g}%)' for d in s["departures"])
                 + f": {worth:g}% of worth against {pct(s['departures'][0]['cost_pct'])} of speed.")
     rows = [[k["rule"], f'{k["worth_pct"]:g}%', k["honoured_by"] or "no allowed layout honours it",
-             pct(k["slower_pct"]) if k["slower_pct"] is not None else "-"] for k in s["kept_despite"]]
+             slower_or_faster(k["slower_pct"]) if k["slower_pct"] is not None else "-",
+             ", ".join(k["also_breaks"]) or "-"] for k in s["kept_despite"]]
     return f"<p>{_e(text)}</p>" + (_table(rows, ["preference the headline breaks", "worth",
-                                                 "best layout honouring it", "slower by"]) if rows else "")
+                                                 "best layout honouring it", "speed", "which breaks instead"])
+                                   if rows else "")
 
 
 def _stages_note(stages: list, pp: int) -> str:

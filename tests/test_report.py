@@ -140,3 +140,12 @@ def test_chromium_draws_the_trace_and_the_memory_chart(data, page, tmp_path):
         assert COLOURS[group] in in_chart, f"the {group} segment is not painted"
     in_trace = colours(m["trace"])
     assert "#c9ecc9" in in_trace and "#dbe9ff" in in_trace           # honoured preferences (green), settings (blue)
+
+
+def test_a_kept_preference_reads_faster_where_its_honouring_layout_is_faster():
+    """gpt-oss-20b at 32K on 8 GPUs keeps memory.headroom broken though the best layout that
+    honours it is a little faster: it breaks pp.only-when-needed instead, and the report says
+    both, as the recommend table does."""
+    page = report_html.render(report.build(build_job(model="gpt-oss-20b", gpus=8, gpu="h100-sxm", seq_len=32768), []))
+    row = re.search(r"memory\.headroom</td>.*?</tr>", page, re.S).group(0)
+    assert "faster" in row and "slower" not in row and "pp.only-when-needed" in row
