@@ -59,7 +59,12 @@ def _terms():
     mega = profile("megatron")
     dp_time = step._dp_time
     recompute = step.recompute_seconds
+    from shardwise.kb import catalog
+    catalog_gpu = catalog.gpu
+    datasheet = lambda name: catalog_gpu(name).model_copy(update={"sustained_share": 1.0})  # noqa: E731
     return [
+        ("Blackwell sustained share of the datasheet peak (-> 1.0: the datasheet)",
+         lambda: _patched(catalog, gpu=datasheet)),
         ("MoE time per local expert (0.15 ms; the former single 3.5 ms per layer)",
          lambda: _patched(mega, moe_layer_overhead_ms=3.5, moe_expert_overhead_ms=0.0)),
         ("MoE fixed time (layer and per-expert parts, none)",

@@ -164,15 +164,25 @@ class GPUSpec(_Frozen):
     gpus_per_node: int = Field(8, gt=0)
     nvlink_domain: int = Field(0, ge=0, description="GPUs in one NVLink domain; 0 = the node")
     cuda_context_gib: float = Field(0.6, ge=0)
+    sustained_share: float = Field(1.0, gt=0, le=2, description=(
+        "share of the datasheet peak the tensor cores hold through a training step, relative to "
+        "the H100 SXM the compute efficiencies were measured on (kb/perf/compute.py)"))
     source: str = ""
 
     def peak_tflops(self, precision: str) -> float:
-        """Dense peak for the GEMM precision of a recipe (fp8 recipes run GEMMs in fp8)."""
+        """Dense datasheet peak for the GEMM precision of a recipe (fp8 recipes run GEMMs in
+        fp8): the basis of MFU."""
         if precision == "fp8":
             if not self.tflops_fp8:
                 raise ValueError(f"{self.name} has no FP8 tensor cores; use --precision bf16")
             return self.tflops_fp8
         return self.tflops_bf16
+
+    def sustained_tflops(self, precision: str) -> float:
+        """The peak the step-time model divides work by: the datasheet peak x sustained_share.
+        A datasheet peak assumes a clock; under a training step's load the power limit decides
+        the clock (kb/data/gpus.yaml gives each share its evidence)."""
+        return self.peak_tflops(precision) * self.sustained_share
 
 
 class LinkSpec(_Frozen):

@@ -124,13 +124,56 @@ def test_moe_fixed_time_grows_with_the_experts_a_rank_holds():
     assert gain(8) > gain(32) > 1.0
 
 
-def test_published_dense_runs_median_within_10_percent(published):
+def test_published_dense_runs_median_within_7_percent(published):
+    """8.5% with every GPU read at its datasheet peak; 5.5% with the Blackwell parts read at
+    their sustained share of it."""
     rows = [r for r in published if not r["moe"]]
-    assert len(rows) >= 150 and _median(rows) <= 0.10
+    assert len(rows) >= 150 and _median(rows) <= 0.07
 
 
-def test_published_runs_all_median_within_15_percent(published):
-    assert len(published) >= 200 and _median(published) <= 0.15
+def test_published_runs_all_median_within_8_percent(published):
+    """Issue 17's target for the multi-GPU step time: a median of at most 8% on the public rows
+    (10.0% before the sustained share, 7.1% with it)."""
+    assert len(published) >= 200 and _median(published) <= 0.08
+
+
+def test_published_blackwell_runs_are_read_at_their_sustained_peak(published):
+    """At their datasheet peaks the dense B200 and GB200 rows ran 10-15% slower than predicted;
+    with kb/data/gpus.yaml's sustained_share neither is biased by more than 5% either way. (The
+    GB300's share comes from identical jobs, below; its dense rows still run 7% faster than
+    predicted, nearly all of it the Llama 3.1 405B rows.)"""
+    for gpu in ("B200", "GB200"):
+        rows = [r for r in published if r["gpu"] == gpu and not r["moe"] and not r["unmodelled"]]
+        assert len(rows) >= 6
+        assert abs(statistics.median(r["error"] for r in rows)) <= 0.05, gpu
+
+
+def test_gb300_share_is_the_gb200_share_times_what_identical_jobs_measured():
+    """The GB300's sustained share is not fitted to its own rows: it is the GB200's times the
+    median speed ratio of the jobs NVIDIA ran alike on both (benchmarks/sustained_share.py).
+    Editing one share without the other breaks this."""
+    import sustained_share
+    ratios = [x[0] for x in sustained_share.identical_job_ratios("GB300", "GB200")]
+    assert len(ratios) >= 8
+    share = catalog.gpu("gb300").sustained_share / catalog.gpu("gb200").sustained_share
+    assert share == pytest.approx(statistics.median(ratios), rel=0.02)
+
+
+def test_mfu_is_against_the_datasheet_peak_not_the_sustained_one():
+    """MFU keeps its usual meaning (model FLOP/s over the datasheet's dense peak) on a GPU whose
+    step time is computed at a lower sustained peak: the same job on a GB200 with its share set
+    to 1 runs faster, and its MFU rises with the speed, not with the share."""
+    import dataclasses
+    job = build_job(model="llama-3-8b", gpus=8, gpu="gb200", seq_len=8192, global_batch=128, precision="fp8")
+    lay, _ = resolve_layout(job, "dp=8,zero=1,mbs=2,recompute=none")
+    gpu = job.cluster.gpu
+    assert gpu.sustained_share < 1
+    datasheet = dataclasses.replace(job, cluster=job.cluster.model_copy(
+        update={"gpu": gpu.model_copy(update={"sustained_share": 1.0})}))
+    slow, fast = step_time(job, lay), step_time(datasheet, lay)
+    assert fast.tokens_per_s > slow.tokens_per_s
+    for st in (slow, fast):
+        assert st.mfu_pct == pytest.approx(100 * st.model_tflops_per_gpu / gpu.tflops_fp8, rel=1e-9)
 
 
 def test_pipeline_bubble_follows_the_schedule():

@@ -91,7 +91,7 @@ def flash_kernel_rate(t: TrainingSpec, gpu: GPUSpec, blocks: float) -> float:
     """FLOP/s of the fused attention kernel the job runs: the FA3/cuDNN class at E_ATTN of the
     BF16 peak, or FlashAttention-2 capped at FLASH2_TFLOPS; both scaled by how well the
     flash thread blocks fill the GPU (attention_efficiency)."""
-    full = gpu.tflops_bf16 * 1e12 * E_ATTN
+    full = gpu.sustained_tflops("bf16") * 1e12 * E_ATTN
     if t.attention == "flash2":
         full = minimum(full, FLASH2_TFLOPS * 1e12)
     return full * attention_efficiency(blocks) / E_ATTN
@@ -107,7 +107,7 @@ EAGER_BYTES_PER_SCORE = 48.0
 def eager_attention_time(attn_fwd_flops: float, scores: float, gpu: GPUSpec) -> float:
     """Unfused attention: QK^T and AV as ordinary GEMMs (3 x forward FLOPs at the GEMM
     efficiency of a head-dim-sized reduction) plus the s^2 score traffic through HBM."""
-    gemm = 3.0 * attn_fwd_flops / (gpu.tflops_bf16 * 1e12 * gemm_efficiency(128.0))
+    gemm = 3.0 * attn_fwd_flops / (gpu.sustained_tflops("bf16") * 1e12 * gemm_efficiency(128.0))
     return gemm + scores * EAGER_BYTES_PER_SCORE / (gpu.hbm_gbps * 1e9)
 
 
@@ -148,7 +148,7 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     tp = lay.tp
     tokens = lay.mbs * t.seq_len / lay.cp
     h = m.hidden
-    gemm_peak = gpu.peak_tflops(t.precision) * 1e12
+    gemm_peak = gpu.sustained_tflops(t.precision) * 1e12
     fp8 = FP8_EFFICIENCY if t.precision == "fp8" else 1.0
     q, kv, o = m.q_width / tp, maximum(m.kv_width / tp, m.hd), m.attn_out_width / tp
     n_mlp_in = 2 if m.mlp in ("swiglu", "geglu") else 1

@@ -138,7 +138,7 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
     tokens = lay.mbs * t.seq_len / lay.cp
     if last:
         # the LM head is one GEMM (tokens x V/tp x h) in bf16, at the shape-dependent efficiency
-        peak = c.gpu.tflops_bf16 * 1e12
+        peak = c.gpu.sustained_tflops("bf16") * 1e12
         compute += 3.0 * tokens * head_flops(m) / lay.tp / (peak * gemm_efficiency(minimum(tokens, m.vocab / lay.tp, m.hidden)))
     st = comm.strides(lay)
     act_bytes = tokens * m.hidden * 2.0
