@@ -71,6 +71,8 @@ def _terms():
          lambda: _patched(mega, moe_layer_overhead_ms=0.0, moe_expert_overhead_ms=0.0)),
         ("EP all-to-all overlap (0.7 -> 0)",
          lambda: _patched(mega["overlap"], ep=0.0)),
+        ("EP overlap only where Megatron-Core runs it (-> every EP layout)",
+         lambda: _patched(step, megatron_ep_overlap=lambda lay: lay.ep > 1)),
         ("ring collectives across nodes on k NICs (-> one NIC per GPU)",
          lambda: _patched(comm, collective_link=comm.group_link)),
         ("expert DP collectives on the expert-DP group (-> the dense DP group)",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 
+from shardwise.kb.frameworks import megatron_ep_overlap
 from shardwise.kb.memory.states import megatron_grad_bytes
 from shardwise.kb.stages import layers_on_stage, pipeline_slots
 
@@ -173,9 +174,12 @@ def moe_args(m) -> list[str]:
     The shared experts are one MLP of their summed width (--moe-shared-expert-intermediate-size,
     kb/schema.shared_width), gated where the model gates them (Qwen2-MoE). DeepSeek-V3's
     aux-loss-free correction bias is --moe-router-enable-expert-bias, which TransformerConfig
-    accepts only with sigmoid (or sqrtsoftplus) scores: DeepSeek-V3's scoring_func is sigmoid."""
+    accepts only with sigmoid (or sqrtsoftplus) scores: DeepSeek-V3's scoring_func is sigmoid.
+    Tokens reach their experts by all-to-all, which the estimate times (kb/perf/step.py), not by
+    Megatron-LM's default allgather dispatcher (arguments.py: "We recommend using 'alltoall'
+    when applying expert parallelism")."""
     a = ["--num-experts", m.experts, "--moe-router-topk", m.top_k, "--moe-ffn-hidden-size", m.expert_ffn,
-         "--moe-grouped-gemm"]
+         "--moe-grouped-gemm", "--moe-token-dispatcher-type", "alltoall"]
     if m.first_dense:
         a += ["--moe-layer-freq", f"([0]*{m.first_dense}+[1]*{m.moe_layers})"]
     if m.shared_width:
@@ -237,6 +241,11 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
     a = ["--tensor-model-parallel-size", lay.tp]
     if lay.sp:
         a += ["--sequence-parallel"]
+        if lay.tp > 1 and lay.tp <= tg.job.cluster.nvlink_domain:
+            # Transformer Engine's userbuffer overlap of the SP all-gather / reduce-scatter with
+            # the GEMMs, which the estimate's `tp` overlap assumes (kb/data/frameworks.yaml); it
+            # needs sequence parallelism (validate_args) and a TP group inside one NVLink domain
+            a += ["--tp-comm-overlap"]
     a += ["--pipeline-model-parallel-size", lay.pp]
     custom = pipeline_layout(m, lay.pp, lay.vp)
     if custom:
@@ -247,6 +256,9 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
     if lay.vp > 1 and not custom:
         a += ["--num-virtual-stages-per-pipeline-rank", lay.vp]
     a += ["--context-parallel-size", lay.cp, "--expert-model-parallel-size", lay.ep]
+    if m.is_moe and megatron_ep_overlap(lay):
+        # the all-to-all hidden behind another micro-batch, as the estimate's `ep` overlap assumes
+        a += ["--overlap-moe-expert-parallel-comm"]
     if lay.etp != 1 or (m.is_moe and lay.tp > 1):
         a += ["--expert-tensor-parallel-size", lay.etp]
     if lay.zero == 1:

@@ -32,3 +32,14 @@ def autoep_preset(family: str) -> str | None:
 def autoep_families() -> tuple[str, ...]:
     """The model families DeepSpeed AutoEP has a preset for, sorted."""
     return tuple(sorted(package_yaml("frameworks")["autoep"]["presets"]))
+
+
+def megatron_ep_overlap(lay):
+    """Whether Megatron-Core can hide the expert-parallel all-to-all behind another micro-batch's
+    compute (--overlap-moe-expert-parallel-comm, the batch-level 1F1B overlap NVIDIA's MoE recipes
+    run as moe_a2a_overlap): TransformerConfig.__post_init__ accepts it only with EP > 1, an
+    alltoall or flex dispatcher, no full recomputation (nor a recompute method), and interleaved
+    stages when PP > 1. The Megatron export sets it exactly where this holds, and the step time
+    counts the profile's `ep` overlap only there. Works on the search's layout arrays."""
+    from .vec import where
+    return where((lay.ep > 1) & ((lay.pp == 1) | (lay.vp > 1)), lay.recompute != "full", False)

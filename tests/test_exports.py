@@ -305,3 +305,18 @@ def test_megatron_precision_flags_are_the_recipe_the_estimate_sized():
         cache = estimate_memory(job, lay).breakdown_gib["fp8_weight_cache"]
         assert "--grad-reduce-in-bf16" in script
         assert ("--fp8-param-gather" in script) == (zero == 1) == (cache == 0), (zero, cache)
+
+
+def test_megatron_overlaps_tp_communication_where_the_estimate_hides_it():
+    """The estimate takes half the SP all-gather / reduce-scatter as hidden by Transformer
+    Engine's userbuffers inside one NVLink domain and none across it (kb/perf/step.py); the
+    script asks for that overlap (--tp-comm-overlap) exactly there."""
+    job = build_job(model="llama-3-70b", gpus=32, seq_len=4096, global_batch=64)
+
+    def script(tp, pp):
+        dp = 32 // (tp * pp)
+        lay = Layout(tp=tp, pp=pp, dp=dp, zero=1, sp=tp > 1, mbs=1, grad_accum=64 // dp)
+        return export("megatron", Target(job, lay)).files["megatron_pretrain.sh"]
+    assert "--tp-comm-overlap" in script(8, 4)
+    assert "--tp-comm-overlap" not in script(16, 2)
+    assert "--tp-comm-overlap" not in script(1, 4)

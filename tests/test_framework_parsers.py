@@ -129,3 +129,23 @@ def test_accelerate_wraps_a_decoder_layer_class_transformers_has():
     args = [f"{f}:{c}" for f, c in sorted(LAYER_CLASS.items())]
     r = subprocess.run([str(PY), "-c", code, *args], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "MISSING []" in r.stdout, (r.stdout[-2000:], r.stderr[-2000:])
+
+
+@pytest.mark.parametrize("pp,vp,recompute,overlapped", [(1, 1, "selective", True), (2, 2, "none", True),
+                                                        (2, 1, "none", False), (1, 1, "full", False)])
+def test_megatron_hides_the_expert_all_to_all_where_it_can(pp, vp, recompute, overlapped, tmp_path):
+    """The Megatron export of an MoE layout dispatches by all-to-all and asks for the EP overlap
+    (--overlap-moe-expert-parallel-comm) exactly where Megatron-Core's TransformerConfig accepts it
+    -- PP 1, or PP with interleaving; no full recomputation -- and the script passes parse_args,
+    validate_args and TransformerConfig either way."""
+    from shardwise.kb.build import build_job
+    from shardwise.kb.layout import Layout
+    job = build_job(model="mixtral-8x7b", gpus=32, seq_len=4096, global_batch=64)
+    dp = 32 // pp
+    lay = Layout(pp=pp, vp=vp, dp=dp, ep=8, zero=1, mbs=1, grad_accum=64 // dp, recompute=recompute)
+    tg = Target(job, lay)
+    text = export("megatron", tg).files["megatron_pretrain.sh"]
+    assert "--moe-token-dispatcher-type alltoall" in text
+    assert ("--overlap-moe-expert-parallel-comm" in text) == overlapped
+    r = validate("megatron", tg, tmp_path)
+    assert r.returncode == 0 and "OK " in r.stdout, (r.stdout[-2000:], r.stderr[-3000:])

@@ -29,7 +29,7 @@ from . import comm
 from . import param_traffic as pt
 from ..memory.states import lora_params
 from ..params import total_params
-from ..frameworks import profile as framework_profile
+from ..frameworks import megatron_ep_overlap, profile as framework_profile
 from .compute import gemm_efficiency, layer_time, moe_tokens
 from .flops import hardware_flops_per_token, head_flops, model_flops_per_token
 from ..vec import maximum, minimum, where
@@ -157,7 +157,8 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
     if sp.moe_layers:
         ep_link = comm.group_link(c, lay.ep, st["ep"])
         a2a = moe_tokens(tokens, lay) * m.top_k * m.hidden * 2.0
-        kinds["ep"] = sp.moe_layers * 4 * comm.all_to_all(ep_link, lay.ep, a2a) * (1 - ov["ep"])
+        ep_overlap = ov["ep"] if t.framework != "megatron" else where(megatron_ep_overlap(lay), ov["ep"], 0.0)
+        kinds["ep"] = sp.moe_layers * 4 * comm.all_to_all(ep_link, lay.ep, a2a) * (1 - ep_overlap)
     else:
         kinds["ep"] = 0.0
     if lay.pp > 1:

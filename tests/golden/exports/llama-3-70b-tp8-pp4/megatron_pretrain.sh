@@ -21,6 +21,7 @@ torchrun --nnodes 4 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint $HEAD
   --untie-embeddings-and-output-weights \
   --tensor-model-parallel-size 8 \
   --sequence-parallel \
+  --tp-comm-overlap \
   --pipeline-model-parallel-size 4 \
   --context-parallel-size 1 \
   --expert-model-parallel-size 1 \
