@@ -38,7 +38,18 @@ def assumptions(job: Job, layout: Layout | None = None) -> list[str]:
     for global_batch."""
     texts = default_texts(job)
     framework = texts[:1] if "framework" in job.training.defaulted else []
-    return framework + global_batch(job, layout=layout)[1] + texts[len(framework):] + rlhf_scope(job)
+    return (framework + global_batch(job, layout=layout)[1] + texts[len(framework):] + sustained_peak(job)
+            + rlhf_scope(job))
+
+
+def sustained_peak(job: Job) -> list[str]:
+    """Where the step time runs a GPU at other than its datasheet peak (GPUSpec.sustained_share),
+    the output says so: it is why MFU on that GPU reads lower (or higher) than the speed suggests."""
+    g = job.cluster.gpu
+    if g.sustained_share == 1:
+        return []
+    return [f"{g.name} timed at {100 * g.sustained_share:.0f}% of its datasheet peak, the clock its power limit "
+            f"holds under a training step's load (kb/data/gpus.yaml sustained_share); MFU is against the datasheet"]
 
 
 def rlhf_scope(job: Job) -> list[str]:

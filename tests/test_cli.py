@@ -151,3 +151,16 @@ def test_a_gemma3_config_whose_text_config_is_not_an_object_is_refused(run_cli, 
     cfg.write_text(json.dumps({"model_type": "gemma3", "text_config": ["not", "an", "object"]}))
     code, out, err = run_cli("recommend", "--hf-config", str(cfg), "--gpus", "8")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "text_config" in err
+
+
+def test_a_gpu_timed_below_its_datasheet_peak_is_named_in_the_assumptions(run_cli):
+    """A GB200 is timed at its sustained share of the datasheet peak, and the answer says so (it
+    is why its MFU reads low); an H100, timed at its datasheet peak, gets no such line."""
+    def assumptions(gpu):
+        code, out, _ = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--gpu", gpu, "--format", "json")
+        assert code == 0
+        return [a for a in json.loads(out)["assumptions"] if "datasheet peak" in a]
+    assert assumptions("gb200") == ["gb200 timed at 84% of its datasheet peak, the clock its power limit holds under "
+                                    "a training step's load (kb/data/gpus.yaml sustained_share); MFU is against "
+                                    "the datasheet"]
+    assert assumptions("h100-sxm") == []
