@@ -10,6 +10,7 @@ from pathlib import Path
 import yaml
 
 from shardwise.kb.build import build_job
+from shardwise.kb.frameworks import megatron_ep_overlap
 from shardwise.kb.layout import Layout
 from shardwise.kb.memory import activations as act
 from shardwise.kb.memory import estimate_memory
@@ -399,6 +400,12 @@ def _unmodelled(r: dict, lay) -> str | None:
     if r["model_key"] == "deepseek-v3":
         # Megatron-Bridge scripts/performance/configs/deepseek/deepseek_workload_base_configs.py
         return "per-module recompute in NVIDIA's recipe (recompute_modules moe_act / mla_up_proj)"
+    if lay.vp > 1 and megatron_ep_overlap(lay) and r["gpu_type"] != "H100":
+        # Megatron-Bridge scripts/performance/utils/utils.py WorkloadBaseConfig: moe_a2a_overlap
+        # defaults to False, and the qwen3 configs set it True only on H100 (False outright on
+        # B200/B300); the estimate, like the export, runs it, and interleaved it warms up with one
+        # chunk forward more (kb/memory/activations.stage_activations)
+        return "EP all-to-all overlap off in NVIDIA's recipe, which the export turns on (one warm-up forward more)"
     return None
 
 

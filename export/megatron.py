@@ -256,7 +256,7 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
     if lay.vp > 1 and not custom:
         a += ["--num-virtual-stages-per-pipeline-rank", lay.vp]
     a += ["--context-parallel-size", lay.cp, "--expert-model-parallel-size", lay.ep]
-    if m.is_moe and megatron_ep_overlap(lay):
+    if megatron_ep_overlap(lay):
         # the all-to-all hidden behind another micro-batch, as the estimate's `ep` overlap assumes
         a += ["--overlap-moe-expert-parallel-comm"]
     if lay.etp != 1 or (m.is_moe and lay.tp > 1):
@@ -279,7 +279,10 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
         # NVIDIA's recipes set it); plain --bf16 would keep it, and reduce it, in fp32
         a += ["--grad-reduce-in-bf16"]
     if t.precision == "fp8":
-        a += ["--fp8-format", "hybrid", "--fp8-recipe", "delayed"]
+        # per-tensor current scaling ("FP8-CS", as NVIDIA's published Megatron-Bridge runs): delayed
+        # scaling cannot recompute norms or the experts' activation, which per-module recompute
+        # does (TransformerConfig: "Delayed scaling does not support moe_act and layernorm recompute")
+        a += ["--fp8-format", "hybrid", "--fp8-recipe", "tensorwise"]
         if lay.zero >= 1:
             # FP8 primary weights, no bf16 weight + FP8 cache (kb/memory/states.py recipe); needs
             # the distributed optimizer or Megatron-FSDP, so ZeRO-0 is estimated with the cache
@@ -291,6 +294,9 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
     elif lay.recompute == "modules":
         from . import recompute_modules
         a += ["--recompute-granularity", "selective", "--recompute-modules", *recompute_modules(m)]
+        if t.precision == "fp8":
+            caveats.append("FP8 with the norms (and the experts' activation) recomputed needs Transformer Engine "
+                           ">= 2.6 (TransformerConfig checks it)")
     return a, caveats
 
 
@@ -304,15 +310,27 @@ def launch_args(tg: Target) -> tuple[list[str], list[str]]:
     return [str(x) for x in model + par + rest], caveats
 
 
+def connections_line(tg: Target) -> str:
+    """One CUDA connection orders TP/CP communication before compute (Megatron asserts it on
+    Hopper and Ampere when TP or CP > 1); Megatron-FSDP asserts the opposite, and the EP
+    all-to-all overlap wants more (arguments.py: "overlap_moe_expert_parallel_comm requires
+    setting a larger CUDA_DEVICE_MAX_CONNECTIONS"; 32 as NVIDIA's MoE launchers set it) -- which
+    it gets where no TP or CP group needs the one."""
+    lay = tg.layout
+    if lay.zero >= 2:
+        return "unset CUDA_DEVICE_MAX_CONNECTIONS"
+    if megatron_ep_overlap(lay) and lay.tp == 1 and lay.cp == 1:
+        return "export CUDA_DEVICE_MAX_CONNECTIONS=32"
+    return "export CUDA_DEVICE_MAX_CONNECTIONS=1"
+
+
 def export(tg: Target) -> Export:
     args, caveats = launch_args(tg)
     c = tg.job.cluster
     lines = with_caveats(tg.header(), caveats) + [
         "# set TOKENIZER (a Hugging Face tokenizer name or path) and DATA_PREFIX (Megatron .bin/.idx prefix)",
         tg.steps_comment(),
-        # one CUDA connection orders TP/CP communication before compute (Megatron asserts it on
-        # Hopper/Ampere); Megatron-FSDP asserts the opposite
-        "export CUDA_DEVICE_MAX_CONNECTIONS=1" if tg.layout.zero < 2 else "unset CUDA_DEVICE_MAX_CONNECTIONS",
+        connections_line(tg),
     ] + ([f"# {c.nodes} nodes: run this on every node, with HEAD_NODE the first node's address (torchrun's c10d "
           "rendezvous gives each node its rank)"] if c.nodes > 1 else []) + shell_command(
         f"torchrun --nnodes {c.nodes} --nproc-per-node {c.gpus_per_node}"

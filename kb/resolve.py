@@ -48,8 +48,9 @@ def sustained_peak(job: Job) -> list[str]:
     g = job.cluster.gpu
     if g.sustained_share == 1:
         return []
-    return [f"{g.name} timed at {100 * g.sustained_share:.0f}% of its datasheet peak, the clock its power limit "
-            f"holds under a training step's load (kb/data/gpus.yaml sustained_share); MFU is against the datasheet"]
+    return [f"{g.name} timed at {100 * g.sustained_share:.0f}% of its datasheet peak (kb/data/gpus.yaml "
+            f"sustained_share: set from NVIDIA's published runs on it and put down to the clock its power limit "
+            f"holds under training load); MFU is against the datasheet"]
 
 
 def rlhf_scope(job: Job) -> list[str]:

@@ -160,7 +160,7 @@ def test_a_gpu_timed_below_its_datasheet_peak_is_named_in_the_assumptions(run_cl
         code, out, _ = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--gpu", gpu, "--format", "json")
         assert code == 0
         return [a for a in json.loads(out)["assumptions"] if "datasheet peak" in a]
-    assert assumptions("gb200") == ["gb200 timed at 84% of its datasheet peak, the clock its power limit holds under "
-                                    "a training step's load (kb/data/gpus.yaml sustained_share); MFU is against "
-                                    "the datasheet"]
+    assert assumptions("gb200") == ["gb200 timed at 84% of its datasheet peak (kb/data/gpus.yaml sustained_share: "
+                                    "set from NVIDIA's published runs on it and put down to the clock its power "
+                                    "limit holds under training load); MFU is against the datasheet"]
     assert assumptions("h100-sxm") == []

@@ -320,3 +320,35 @@ def test_megatron_overlaps_tp_communication_where_the_estimate_hides_it():
     assert "--tp-comm-overlap" in script(8, 4)
     assert "--tp-comm-overlap" not in script(16, 2)
     assert "--tp-comm-overlap" not in script(1, 4)
+
+
+@pytest.mark.parametrize("pp,vp,ga,tp,recompute,overlap,connections", [
+    (1, 1, 2, 1, "selective", True, "32"),       # PP 1 pairs micro-batches: overlap, many connections
+    (1, 1, 1, 1, "selective", False, "1"),       # one micro-batch a step: nothing to pair with
+    (2, 2, 4, 1, "none", True, "32"),            # interleaved PP
+    (2, 1, 4, 1, "none", False, "1"),            # plain PP: Megatron refuses the overlap
+    (1, 1, 2, 1, "full", False, "1"),            # full recompute: refused too
+    (1, 1, 2, 2, "selective", True, "1"),        # TP needs one connection (Hopper): TP comes first
+])
+def test_megatron_moe_dispatch_and_overlap_flags(pp, vp, ga, tp, recompute, overlap, connections):
+    """MoE tokens go by all-to-all (Megatron-LM defaults to allgather), the EP overlap flag is
+    written exactly where Megatron-Core runs it and the estimate counts it, and the CUDA
+    connection count follows what the layout needs."""
+    job = build_job(model="mixtral-8x7b", gpus=16, seq_len=4096, global_batch=16 // (tp * pp) * ga)
+    dp = 16 // (tp * pp)
+    lay = Layout(tp=tp, pp=pp, vp=vp, dp=dp, ep=8 // tp, zero=1, sp=tp > 1, mbs=1, grad_accum=ga,
+                 recompute=recompute)
+    text = export("megatron", Target(job, lay)).files["megatron_pretrain.sh"]
+    assert "--moe-token-dispatcher-type alltoall" in text
+    assert ("--overlap-moe-expert-parallel-comm" in text) == overlap
+    assert f"export CUDA_DEVICE_MAX_CONNECTIONS={connections}\n" in text
+
+
+def test_megatron_fp8_uses_a_recipe_that_can_recompute_modules():
+    """Megatron-Core refuses per-module recompute of norms and the experts' activation under
+    delayed FP8 scaling; the export scales per tensor at the current step (FP8-CS, as NVIDIA's
+    published runs), which allows it."""
+    job = build_job(model="mixtral-8x7b", gpus=64, seq_len=4096, global_batch=256, precision="fp8")
+    lay = Layout(dp=64, ep=8, zero=1, mbs=1, grad_accum=4, recompute="modules")
+    text = export("megatron", Target(job, lay)).files["megatron_pretrain.sh"]
+    assert "--fp8-recipe tensorwise" in text and "moe_act" in text and "delayed" not in text

@@ -175,17 +175,23 @@ def tokens_local(t: TrainingSpec, lay: Layout) -> float:
 
 
 def stage_activations(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: int, moe_layers: int,
-                      stage: int) -> float:
+                      stage: int, ep_overlap=False) -> float:
     """Bytes of activations a rank of ``stage`` holds at its peak: the per-layer figure x the
     layer activations in flight (kb/stages.layers_in_flight: its layers x the micro-batches in
-    flight, Layout.in_flight, less a shortened chunk's), plus int64 token ids on stage 0."""
+    flight, Layout.in_flight, less a shortened chunk's), plus int64 token ids on stage 0. With
+    Megatron's EP all-to-all overlap an interleaved rank warms up with one more chunk forward
+    (schedules.py get_pp_rank_microbatches: num_warmup_microbatches + 1, so that every 1F1B pair
+    is independent): one chunk's layers more where ``ep_overlap`` (kb/frameworks.megatron_ep_overlap)."""
     s_local = floor(t.seq_len / lay.cp)
     tok = tokens_local(t, lay)
     layers = max(1, dense_layers + moe_layers)
     per_layer = tok * (dense_layers * layer_bytes_per_token(m, t, lay, False, s_local)
                        + moe_layers * (layer_bytes_per_token(m, t, lay, True, s_local) if m.is_moe else 0.0)) / layers
     ids = 8.0 * tok if stage == 0 else 0.0
-    return layers_in_flight(m, lay, stage) * per_layer + lay.in_flight(stage) * ids
+    held = layers_in_flight(m, lay, stage)
+    if lay.pp > 1:
+        held = held + where(ep_overlap, layers / lay.vp, 0.0)
+    return held * per_layer + lay.in_flight(stage) * ids
 
 
 def backward_transient(m: ModelSpec, t: TrainingSpec, lay: Layout, moe_heavy: bool) -> float:

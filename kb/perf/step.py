@@ -122,6 +122,17 @@ def recompute_seconds(framework: str, recompute: str, lt) -> float:
     return 0.0
 
 
+def ep_hidden_share(t, lay: Layout, ov: dict):
+    """Share of the EP all-to-all hidden behind compute: the profile's `ep` overlap; under
+    Megatron only where its export runs the overlap (kb/frameworks.megatron_ep_overlap), and
+    without PP on (m - 1) / m of it, m the micro-batches a step: the first forward and the last
+    backward run alone (pipeline_parallel/combined_1f1b.py, combined_1f1b_schedule_for_no_pipelining)."""
+    if t.framework != "megatron":
+        return ov["ep"]
+    paired = where(lay.pp == 1, (lay.grad_accum - 1) / lay.grad_accum, 1.0)
+    return where(megatron_ep_overlap(lay), ov["ep"] * paired, 0.0)
+
+
 def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
     """Seconds of one micro-batch on a stage: compute and exposed communication by kind."""
     m, t, c = job.model, job.training, job.cluster
@@ -148,8 +159,13 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
     n_ar = 4 + (2 if lay.recompute == "full" else 0)
     # Transformer Engine's userbuffer overlap maps the TP group's buffers with CUDA IPC /
     # multicast handles, which exist only inside one NVLink domain (TransformerEngine#1071;
-    # multi-node NVLink since TransformerEngine#1470): a TP group that crosses it is not overlapped
-    tp_overlap = where(lay.tp > c.nvlink_domain, 0.0, ov["tp"])
+    # multi-node NVLink since TransformerEngine#1470): a TP group that crosses it is not
+    # overlapped. Megatron runs it (--tp-comm-overlap) only with sequence parallelism
+    # (arguments.py validate_args), and its export asks for it exactly there.
+    overlappable = lay.tp <= c.nvlink_domain
+    if t.framework == "megatron":
+        overlappable = overlappable & lay.sp
+    tp_overlap = where(overlappable, ov["tp"], 0.0)
     kinds["tp"] = layers * n_ar * comm.all_reduce(tp_link, lay.tp, act_bytes) * (1 - tp_overlap)
     cp_link = comm.group_link(c, lay.cp, st["cp"])
     kv_bytes = tokens * 2 * maximum(m.kv_width / lay.tp, m.hd) * 2.0
@@ -157,8 +173,7 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
     if sp.moe_layers:
         ep_link = comm.group_link(c, lay.ep, st["ep"])
         a2a = moe_tokens(tokens, lay) * m.top_k * m.hidden * 2.0
-        ep_overlap = ov["ep"] if t.framework != "megatron" else where(megatron_ep_overlap(lay), ov["ep"], 0.0)
-        kinds["ep"] = sp.moe_layers * 4 * comm.all_to_all(ep_link, lay.ep, a2a) * (1 - ep_overlap)
+        kinds["ep"] = sp.moe_layers * 4 * comm.all_to_all(ep_link, lay.ep, a2a) * (1 - ep_hidden_share(t, lay, ov))
     else:
         kinds["ep"] = 0.0
     if lay.pp > 1:
