@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from shardwise.kb.build import build_job
-from shardwise.kb.frameworks import megatron_ep_overlap
+from shardwise.kb.frameworks import megatron_ep_overlap_share
 from shardwise.kb.layout import Layout
 from shardwise.kb.memory import activations as act
 from shardwise.kb.memory import estimate_memory
@@ -283,16 +283,21 @@ def _unmodelled_speed(r: dict) -> str | None:
     return None
 
 
+def compared(case: dict, st) -> tuple[float, float, str]:
+    """(measured, predicted, unit) of a throughput case against a StepTime: tokens/s per GPU,
+    or model TFLOP/s per GPU where the row gives only that."""
+    if case["measured_tps"]:
+        return case["measured_tps"], st.tokens_per_s_per_gpu, "tok/s/GPU"
+    return case["measured_tflops"], st.model_tflops_per_gpu, "TFLOP/s/GPU"
+
+
 def throughput_rows() -> list[dict]:
     from shardwise.kb.perf import step_time
     out = []
     for c in throughput_cases():
         st = step_time(c["job"], c["layout"])
         r = c["row"]
-        if c["measured_tps"]:
-            meas, pred, what = c["measured_tps"], st.tokens_per_s_per_gpu, "tok/s/GPU"
-        else:
-            meas, pred, what = c["measured_tflops"], st.model_tflops_per_gpu, "TFLOP/s/GPU"
+        meas, pred, what = compared(c, st)
         out.append({"id": r["id"], "gpu": r["gpu_type"], "precision": c["job"].training.precision,
                     "moe": c["job"].model.is_moe, "measured": meas, "predicted": pred, "what": what,
                     "error": pred / meas - 1, "artefact": None, "layout": c["layout"].describe(),
@@ -400,7 +405,7 @@ def _unmodelled(r: dict, lay) -> str | None:
     if r["model_key"] == "deepseek-v3":
         # Megatron-Bridge scripts/performance/configs/deepseek/deepseek_workload_base_configs.py
         return "per-module recompute in NVIDIA's recipe (recompute_modules moe_act / mla_up_proj)"
-    if lay.vp > 1 and megatron_ep_overlap(lay) and r["gpu_type"] != "H100":
+    if lay.vp > 1 and megatron_ep_overlap_share(lay) > 0 and r["gpu_type"] != "H100":
         # Megatron-Bridge scripts/performance/utils/utils.py WorkloadBaseConfig: moe_a2a_overlap
         # defaults to False, and the qwen3 configs set it True only on H100 (False outright on
         # B200/B300); the estimate, like the export, runs it, and interleaved it warms up with one

@@ -38,20 +38,17 @@ def grid() -> None:
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import calibration
+    from throughput import _patched
     from shardwise.kb.frameworks import profile
     mega = profile("megatron")
-    shipped = mega["moe_layer_overhead_ms"], mega["moe_expert_overhead_ms"]
     points = []
-    try:
-        for layer in [0.5 * i for i in range(8)]:
-            for expert in [round(0.05 * j, 2) for j in range(9)]:
-                mega["moe_layer_overhead_ms"], mega["moe_expert_overhead_ms"] = layer, expert
+    for layer in [0.5 * i for i in range(8)]:
+        for expert in [round(0.05 * j, 2) for j in range(9)]:
+            with _patched(mega, moe_layer_overhead_ms=layer, moe_expert_overhead_ms=expert):
                 moe = [abs(r["error"]) for r in calibration.throughput_rows() if r["moe"]]
                 checks = [pred / meas - 1 for _, _, meas, pred in predictions()]
-                points.append((statistics.median(moe), layer, expert, checks))
-    finally:
-        mega["moe_layer_overhead_ms"], mega["moe_expert_overhead_ms"] = shipped
-    print(f"shipped: {shipped[0]} ms per layer + {shipped[1]} ms per local expert")
+            points.append((statistics.median(moe), layer, expert, checks))
+    print(f"shipped: {mega['moe_layer_overhead_ms']} ms per layer + {mega['moe_expert_overhead_ms']} ms per local expert")
     print("best points whose checks stay within 10%:")
     for med, layer, expert, checks in sorted(p for p in points if max(abs(c) for c in p[3]) <= 0.10)[:5]:
         print(f"  {layer:.1f} ms + {expert:.2f} ms: MoE median |error| {100 * med:.1f}%, checks "

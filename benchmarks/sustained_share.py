@@ -51,10 +51,8 @@ def _error(case: dict, share: float | None) -> float:
     if share is not None:
         gpu = job.cluster.gpu.model_copy(update={"sustained_share": share})
         job = dataclasses.replace(job, cluster=job.cluster.model_copy(update={"gpu": gpu}))
-    st = step_time(job, case["layout"])
-    if case["measured_tps"]:
-        return st.tokens_per_s_per_gpu / case["measured_tps"] - 1
-    return st.model_tflops_per_gpu / case["measured_tflops"] - 1
+    measured, predicted, _ = calibration.compared(case, step_time(job, case["layout"]))
+    return predicted / measured - 1
 
 
 def best_share(cases: list[dict]) -> float:

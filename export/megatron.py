@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from shardwise.kb.frameworks import megatron_ep_overlap
+from shardwise.kb.frameworks import megatron_ep_overlap_share, megatron_tp_overlap
 from shardwise.kb.memory.states import megatron_grad_bytes
 from shardwise.kb.stages import layers_on_stage, pipeline_slots
 
@@ -241,11 +241,8 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
     a = ["--tensor-model-parallel-size", lay.tp]
     if lay.sp:
         a += ["--sequence-parallel"]
-        if lay.tp > 1 and lay.tp <= tg.job.cluster.nvlink_domain:
-            # Transformer Engine's userbuffer overlap of the SP all-gather / reduce-scatter with
-            # the GEMMs, which the estimate's `tp` overlap assumes (kb/data/frameworks.yaml); it
-            # needs sequence parallelism (validate_args) and a TP group inside one NVLink domain
-            a += ["--tp-comm-overlap"]
+    if megatron_tp_overlap(lay, tg.job.cluster):
+        a += ["--tp-comm-overlap"]           # the estimate's `tp` overlap (kb/frameworks.py)
     a += ["--pipeline-model-parallel-size", lay.pp]
     custom = pipeline_layout(m, lay.pp, lay.vp)
     if custom:
@@ -256,9 +253,8 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
     if lay.vp > 1 and not custom:
         a += ["--num-virtual-stages-per-pipeline-rank", lay.vp]
     a += ["--context-parallel-size", lay.cp, "--expert-model-parallel-size", lay.ep]
-    if megatron_ep_overlap(lay):
-        # the all-to-all hidden behind another micro-batch, as the estimate's `ep` overlap assumes
-        a += ["--overlap-moe-expert-parallel-comm"]
+    if megatron_ep_overlap_share(lay) > 0:
+        a += ["--overlap-moe-expert-parallel-comm"]  # the estimate's `ep` overlap (kb/frameworks.py)
     if lay.etp != 1 or (m.is_moe and lay.tp > 1):
         a += ["--expert-tensor-parallel-size", lay.etp]
     if lay.zero == 1:
@@ -319,7 +315,7 @@ def connections_line(tg: Target) -> str:
     lay = tg.layout
     if lay.zero >= 2:
         return "unset CUDA_DEVICE_MAX_CONNECTIONS"
-    if megatron_ep_overlap(lay) and lay.tp == 1 and lay.cp == 1:
+    if megatron_ep_overlap_share(lay) > 0 and lay.tp == 1 and lay.cp == 1:
         return "export CUDA_DEVICE_MAX_CONNECTIONS=32"
     return "export CUDA_DEVICE_MAX_CONNECTIONS=1"
 

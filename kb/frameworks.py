@@ -3,6 +3,7 @@ how much communication it hides. One place answers "does this framework have X".
 from __future__ import annotations
 
 from .package_data import package_yaml
+from .vec import where
 
 
 def _profiles() -> dict:
@@ -34,16 +35,29 @@ def autoep_families() -> tuple[str, ...]:
     return tuple(sorted(package_yaml("frameworks")["autoep"]["presets"]))
 
 
-def megatron_ep_overlap(lay):
-    """Whether the Megatron export hides the expert-parallel all-to-all behind another
+def megatron_tp_overlap(lay, cluster):
+    """Whether Megatron overlaps the TP group's SP all-gather / reduce-scatter with its GEMMs
+    (Transformer Engine's userbuffers, --tp-comm-overlap): only with sequence parallelism
+    (arguments.py validate_args; sp needs TP > 1) and a TP group inside one NVLink domain, whose
+    CUDA IPC / multicast handles the buffers need (TransformerEngine#1071; multi-node NVLink since
+    #1470). The export sets the flag exactly here, and the step time counts the profile's `tp`
+    overlap only here. Works on the search's layout arrays."""
+    return lay.sp & (lay.tp <= cluster.nvlink_domain)
+
+
+def megatron_ep_overlap_share(lay):
+    """Share of a step's expert-parallel all-to-all that Megatron can hide behind another
     micro-batch's compute (--overlap-moe-expert-parallel-comm, the batch-level 1F1B overlap
-    NVIDIA's recipes call moe_a2a_overlap), and so whether the estimate counts the profile's `ep`
-    overlap (kb/perf/step.ep_hidden_share) and the extra warm-up forward it costs in memory
-    (kb/memory/activations.stage_activations): wherever Megatron-Core accepts it. That is EP > 1,
-    an alltoall or flex dispatcher, no full recomputation (nor a recompute method), interleaved
-    stages when PP > 1 (TransformerConfig.__post_init__); without PP it pairs one micro-batch's
-    forward with another's backward (pipeline_parallel/combined_1f1b.py), so a step of one
-    micro-batch has nothing to pair.
+    NVIDIA's recipes call moe_a2a_overlap): 1 with interleaved stages; (m - 1) / m without PP,
+    m the micro-batches a step, where it pairs one micro-batch's forward with another's backward
+    and the first forward and last backward run alone (pipeline_parallel/combined_1f1b.py,
+    combined_1f1b_schedule_for_no_pipelining); 0 where Megatron-Core refuses it -- EP 1, full
+    recomputation (or a recompute method), PP without interleaving (TransformerConfig.
+    __post_init__; it also needs an alltoall or flex dispatcher, which the export writes).
+
+    Where it is above 0 the export sets the flag, the step time hides the profile's `ep` overlap
+    times this share (kb/perf/step.ep_hidden_share), and an interleaved rank holds one more
+    warm-up forward (kb/memory/activations.stage_activations).
 
     NVIDIA turns it on where the all-to-all crosses nodes (Qwen3-235B and DeepSeek-V3 on H100,
     Megatron-Bridge's qwen3 and deepseek workload configs; Megatron-MoE-ModelZoo: 19.7 s ->
@@ -52,6 +66,6 @@ def megatron_ep_overlap(lay):
     all-to-all in full read them 9-14% too slow (Qwen3-30B, DeepSeek-V3 on GB200 and B200): the
     faster dispatch hides about as much, so the estimate takes the overlap on every layout
     Megatron allows. Works on the search's layout arrays."""
-    from .vec import where
-    pairs = ((lay.pp == 1) & (lay.grad_accum > 1)) | ((lay.pp > 1) & (lay.vp > 1))
-    return where((lay.ep > 1) & pairs, lay.recompute != "full", False)
+    accepted = (lay.ep > 1) & ((lay.pp == 1) | (lay.vp > 1)) & (lay.recompute != "full")
+    paired = where(lay.pp == 1, (lay.grad_accum - 1) / lay.grad_accum, 1.0)
+    return where(accepted, paired, 0.0)

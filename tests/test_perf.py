@@ -335,7 +335,7 @@ def test_compute_runs_at_the_sustained_peak_in_every_kernel():
 
 def test_expert_all_to_all_is_hidden_only_where_megatron_can_overlap_it():
     """Megatron-Core overlaps the EP all-to-all with another micro-batch only with PP 1 or
-    interleaved stages and no full recomputation (kb/frameworks.megatron_ep_overlap, the flag
+    interleaved stages and no full recomputation (kb/frameworks.megatron_ep_overlap_share, the flag
     the export sets): without interleaving the same layout pays the all-to-all in full."""
     from shardwise.kb.frameworks import profile
     job = build_job(model="mixtral-8x7b", gpus=32, seq_len=4096, global_batch=64)

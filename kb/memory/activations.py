@@ -181,7 +181,7 @@ def stage_activations(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: 
     flight, Layout.in_flight, less a shortened chunk's), plus int64 token ids on stage 0. With
     Megatron's EP all-to-all overlap an interleaved rank warms up with one more chunk forward
     (schedules.py get_pp_rank_microbatches: num_warmup_microbatches + 1, so that every 1F1B pair
-    is independent): one chunk's layers more where ``ep_overlap`` (kb/frameworks.megatron_ep_overlap)."""
+    is independent): one chunk's layers more where ``ep_overlap`` (kb/frameworks.megatron_ep_overlap_share)."""
     s_local = floor(t.seq_len / lay.cp)
     tok = tokens_local(t, lay)
     layers = max(1, dense_layers + moe_layers)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..defaults import ADAPTERS
-from ..frameworks import megatron_ep_overlap
+from ..frameworks import megatron_ep_overlap_share
 from ..job import Job
 from ..layout import Layout
 from ..params import layer_params, total_params
@@ -150,7 +150,7 @@ def _peak(job: Job, lay):
     for sp in all_stages(m, lay):
         s = _states(job, lay, sp)
         a = act.stage_activations(m, t, lay, sp.dense_layers, sp.moe_layers, sp.stage,
-                                  ep_overlap=megatron_ep_overlap(lay) if t.framework == "megatron" else False)
+                                  ep_overlap=megatron_ep_overlap_share(lay) > 0 if t.framework == "megatron" else False)
         moe_heavy = sp.moe_layers > 0
         transient = act.backward_transient(m, t, lay, moe_heavy)
         last = sp.stage == lay.pp - 1

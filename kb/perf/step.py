@@ -29,7 +29,7 @@ from . import comm
 from . import param_traffic as pt
 from ..memory.states import lora_params
 from ..params import total_params
-from ..frameworks import megatron_ep_overlap, profile as framework_profile
+from ..frameworks import megatron_ep_overlap_share, megatron_tp_overlap, profile as framework_profile
 from .compute import gemm_efficiency, layer_time, moe_tokens
 from .flops import hardware_flops_per_token, head_flops, model_flops_per_token
 from ..vec import maximum, minimum, where
@@ -123,14 +123,11 @@ def recompute_seconds(framework: str, recompute: str, lt) -> float:
 
 
 def ep_hidden_share(t, lay: Layout, ov: dict):
-    """Share of the EP all-to-all hidden behind compute: the profile's `ep` overlap; under
-    Megatron only where its export runs the overlap (kb/frameworks.megatron_ep_overlap), and
-    without PP on (m - 1) / m of it, m the micro-batches a step: the first forward and the last
-    backward run alone (pipeline_parallel/combined_1f1b.py, combined_1f1b_schedule_for_no_pipelining)."""
+    """Share of the EP all-to-all hidden behind compute: the profile's `ep` overlap, under
+    Megatron on the share of the step its export overlaps (kb/frameworks.megatron_ep_overlap_share)."""
     if t.framework != "megatron":
         return ov["ep"]
-    paired = where(lay.pp == 1, (lay.grad_accum - 1) / lay.grad_accum, 1.0)
-    return where(megatron_ep_overlap(lay), ov["ep"] * paired, 0.0)
+    return ov["ep"] * megatron_ep_overlap_share(lay)
 
 
 def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
@@ -157,14 +154,9 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
     kinds = {}
     tp_link = comm.collective_link(c, lay.tp, st["tp"])
     n_ar = 4 + (2 if lay.recompute == "full" else 0)
-    # Transformer Engine's userbuffer overlap maps the TP group's buffers with CUDA IPC /
-    # multicast handles, which exist only inside one NVLink domain (TransformerEngine#1071;
-    # multi-node NVLink since TransformerEngine#1470): a TP group that crosses it is not
-    # overlapped. Megatron runs it (--tp-comm-overlap) only with sequence parallelism
-    # (arguments.py validate_args), and its export asks for it exactly there.
-    overlappable = lay.tp <= c.nvlink_domain
-    if t.framework == "megatron":
-        overlappable = overlappable & lay.sp
+    # a TP group that leaves the NVLink domain is not overlapped (userbuffers need CUDA IPC /
+    # multicast handles inside it); Megatron's overlap needs sequence parallelism too
+    overlappable = megatron_tp_overlap(lay, c) if t.framework == "megatron" else lay.tp <= c.nvlink_domain
     tp_overlap = where(overlappable, ov["tp"], 0.0)
     kinds["tp"] = layers * n_ar * comm.all_reduce(tp_link, lay.tp, act_bytes) * (1 - tp_overlap)
     cp_link = comm.group_link(c, lay.cp, st["cp"])
