@@ -14,7 +14,7 @@ from typing import get_args
 
 import click
 
-from shardwise.kb.choices import RECOMPUTE_CHOICES, Attention, Framework, Optimizer, Precision, TrainingType
+from shardwise.kb.choices import RECOMPUTE_CHOICES, Attention, CudaGraphs, Framework, Optimizer, Precision, TrainingType
 from shardwise.kb.errors import InputError
 
 from .progress import search_progress
@@ -23,7 +23,8 @@ JOB_KEYS = {
     "model": str, "hf_config": str, "params": str, "gpu": str, "gpu_memory": float, "gpus": int,
     "gpus_per_node": int, "interconnect": str, "seq_len": str, "mbs": int, "global_batch": int,
     "global_batch_tokens": str, "training": str, "precision": str, "optimizer": str, "recompute": str,
-    "attention": str, "framework": str, "token_budget": str, "price_per_gpu_hour": float, "lora_rank": int,
+    "attention": str, "cuda_graphs": str, "framework": str, "token_budget": str, "price_per_gpu_hour": float,
+    "lora_rank": int,
 }
 
 
@@ -31,7 +32,7 @@ def _choice(values):
     return click.Choice(values, case_sensitive=False)
 
 
-LOWERCASE = ("precision", "training", "framework", "recompute", "attention", "optimizer")
+LOWERCASE = ("precision", "training", "framework", "recompute", "attention", "cuda_graphs", "optimizer")
 
 
 def job_options(f=None, *, raw: bool = False):
@@ -59,6 +60,9 @@ def job_options(f=None, *, raw: bool = False):
         click.option("--recompute", type=_choice(list(RECOMPUTE_CHOICES)),
                      help="auto lets the advisor choose; modules = Megatron's --recompute-modules"),
         click.option("--attention", type=_choice(list(get_args(Attention)))),
+        click.option("--cuda-graphs", type=_choice(list(get_args(CudaGraphs))),
+                     help="full-iteration: Megatron-Core captures each training step in one CUDA graph "
+                          "(default none)"),
         click.option("--framework", type=_choice(list(get_args(Framework)))),
         click.option("--token-budget", help="tokens to train, decimal: 100B = 10^11"),
         click.option("--price-per-gpu-hour", type=float, help="price of one GPU-hour, for cost"),

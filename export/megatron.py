@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 import shlex
 
-from shardwise.kb.frameworks import megatron_ep_overlap_share, megatron_tp_overlap
+from shardwise.kb.frameworks import RANK_CAPACITY_FACTOR, megatron_ep_overlap_share, megatron_tp_overlap
+from shardwise.kb.memory.activations import PAGED_STASH_FACTOR
 from shardwise.kb.memory.states import megatron_grad_bytes
 from shardwise.kb.stages import layers_on_stage, pipeline_slots
 
@@ -63,7 +64,7 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
     if not m.tied:
         a += ["--untie-embeddings-and-output-weights"]
     if m.is_moe:
-        a += moe_args(m)
+        a += moe_args(m, graphs=tg.job.training.cuda_graphs == "full-iteration")
     if m.parallel_attn:
         caveats.append("parallel attention and MLP (one shared input norm): Megatron-Core's GPT layer runs them in "
                        "sequence; the same weights bar one norm a layer, a different model")
@@ -164,7 +165,7 @@ def mla_args(m) -> list[str]:
     return a + (["--q-lora-rank", m.q_lora_rank] if m.q_lora_rank else [])
 
 
-def moe_args(m) -> list[str]:
+def moe_args(m, graphs: bool = False) -> list[str]:
     """Experts, router and shared experts of the MoE layers, the local experts run as one grouped
     GEMM (--moe-grouped-gemm, as NVIDIA's MoE recipes run them and as the estimate's per-expert
     overhead assumes, kb/perf/step.moe_layer_overhead).
@@ -177,9 +178,12 @@ def moe_args(m) -> list[str]:
     accepts only with sigmoid (or sqrtsoftplus) scores: DeepSeek-V3's scoring_func is sigmoid.
     Tokens reach their experts by all-to-all, which the estimate times (kb/perf/step.py), not by
     Megatron-LM's default allgather dispatcher (arguments.py: "We recommend using 'alltoall'
-    when applying expert parallelism")."""
+    when applying expert parallelism"). Under full-iteration CUDA graphs (``graphs``) the
+    dispatcher is the flex one on HybridEP, the backend that pads to a per-rank capacity
+    (cuda_graph_args)."""
+    dispatch = ["flex", "--moe-flex-dispatcher-backend", "hybridep"] if graphs else ["alltoall"]
     a = ["--num-experts", m.experts, "--moe-router-topk", m.top_k, "--moe-ffn-hidden-size", m.expert_ffn,
-         "--moe-grouped-gemm", "--moe-token-dispatcher-type", "alltoall"]
+         "--moe-grouped-gemm", "--moe-token-dispatcher-type", *dispatch]
     if m.first_dense:
         a += ["--moe-layer-freq", f"([0]*{m.first_dense}+[1]*{m.moe_layers})"]
     if m.shared_width:
@@ -296,9 +300,32 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
     return a, caveats
 
 
+def cuda_graph_args(tg: Target) -> tuple[list, list[str]]:
+    """--cuda-graphs full-iteration: the whole step captured in one graph (--cuda-graph-impl
+    full_iteration, which validate_args requires to run without the NaN check), and for MoE what
+    makes the layer's shapes fixed, as Megatron-Bridge's full-iteration recipes set it
+    (set_full_iter_cg_configs): HybridEP's per-rank capacity (kb/frameworks.RANK_CAPACITY_FACTOR;
+    TransformerConfig requires the Transformer Engine op fuser with it) and the paged stash for
+    the routed activations (kb/memory/activations.PAGED_STASH_FACTOR)."""
+    m = tg.job.model
+    if tg.job.training.cuda_graphs != "full-iteration":
+        return [], []
+    a = ["--cuda-graph-impl", "full_iteration", "--no-check-for-nan-in-loss-and-grad"]
+    if not m.is_moe:
+        return a, []
+    a += ["--use-transformer-engine-op-fuser", "--moe-expert-rank-capacity-factor", RANK_CAPACITY_FACTOR,
+          "--moe-paged-stash", "--moe-paged-stash-buffer-size-factor-cuda", PAGED_STASH_FACTOR]
+    return a, [f"full-iteration CUDA graphs with MoE: HybridEP (DeepEP's hybrid-ep kernels) and Transformer Engine "
+               f">= 2.14 for the fused grouped MLP, as in NVIDIA's NeMo containers from 26.06; tokens past "
+               f"{RANK_CAPACITY_FACTOR}x a rank's balanced share are dropped"]
+
+
 def launch_args(tg: Target) -> tuple[list[str], list[str]]:
     model, caveats = model_args(tg)
     par, more = parallel_args(tg)
+    caveats += more
+    graphs, more = cuda_graph_args(tg)
+    par += graphs
     caveats += more
     # schedule placeholders from framework-configs.md's verified example: the user sets their own
     rest = ["--train-iters", tg.train_steps or 100000, "--lr", "1.5e-4", "--min-lr", "1.5e-5", "--lr-decay-style", "cosine",

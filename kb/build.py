@@ -176,6 +176,11 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
     if tspec.training == "qlora" and tspec.framework not in QLORA_FRAMEWORKS:
         raise InputError(f"--framework {tspec.framework}: QLoRA's 4-bit base weights (bitsandbytes + PEFT) do not "
                          f"run on it; allowed for --training qlora: {', '.join(QLORA_FRAMEWORKS)} (default hf)")
+    if tspec.cuda_graphs == "full-iteration" and tspec.framework != "megatron":
+        # full-iteration capture is Megatron-Core's (--cuda-graph-impl full_iteration); torch.compile's
+        # CUDA graphs (torchtitan, the Trainer) stop at graph breaks and are not modelled
+        raise InputError(f"--cuda-graphs full-iteration: only Megatron-Core captures a whole training step in one "
+                         f"CUDA graph; allowed with --framework {tspec.framework}: none (or --framework megatron)")
     modes = recompute_modes(tspec.framework)
     if tspec.recompute != "auto" and tspec.recompute not in modes:
         raise InputError(f"--recompute {tspec.recompute}: --framework {tspec.framework} cannot run it; allowed: "

@@ -24,6 +24,10 @@ TrainingType = Literal["pretrain", "finetune", "lora", "qlora", "rlhf"]
 # flash-attn 2 package, transformers' attn_implementation="flash_attention_2", PyTorch SDPA's
 # flash backend, its default before cuDNN); "eager" the unfused matmul-softmax-matmul.
 Attention = Literal["flash", "sdpa", "flash2", "eager"]
+# CUDA graphs: "none", or Megatron-Core's capture of the whole training iteration in one graph
+# (--cuda-graph-impl full_iteration), which NVIDIA's MoE recipes run from the NeMo 26.06 stack on
+# (kb/perf/step.moe_layer_overhead says what it removes, kb/memory/activations what it adds).
+CudaGraphs = Literal["none", "full-iteration"]
 # The optimizer and its implementation (kb/memory/optimizers.py models each one's states and
 # step temporaries). "adamw" is the framework profile's own AdamW (optimizers.FRAMEWORK_ADAMW:
 # fused in all four profiles); the others name one implementation whatever the framework.

@@ -21,7 +21,7 @@ def job_summary(job: Job) -> dict:
         "gpu": c.gpu.name, "gpus": c.gpus, "gpus_per_node": c.gpus_per_node, "nodes": c.nodes,
         "intra_link": c.intra.name, "inter_link": c.inter.name,
         "seq_len": t.seq_len, "training": t.training, "precision": t.precision,
-        "framework": t.framework, "attention": t.attention,
+        "framework": t.framework, "attention": t.attention, "cuda_graphs": t.cuda_graphs,
     }
 
 

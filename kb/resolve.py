@@ -39,7 +39,7 @@ def assumptions(job: Job, layout: Layout | None = None) -> list[str]:
     texts = default_texts(job)
     framework = texts[:1] if "framework" in job.training.defaulted else []
     return (framework + global_batch(job, layout=layout)[1] + texts[len(framework):] + sustained_peak(job)
-            + rlhf_scope(job))
+            + cuda_graph_terms(job) + rlhf_scope(job))
 
 
 def sustained_peak(job: Job) -> list[str]:
@@ -51,6 +51,23 @@ def sustained_peak(job: Job) -> list[str]:
     return [f"{g.name} timed at {100 * g.sustained_share:.0f}% of its datasheet peak (kb/data/gpus.yaml "
             f"sustained_share: set from NVIDIA's published runs on it and put down to the clock its power limit "
             f"holds under training load); MFU is against the datasheet"]
+
+
+def cuda_graph_terms(job: Job) -> list[str]:
+    """What --cuda-graphs full-iteration changes in the answer, and what it asks of the run: the
+    MoE host time it removes (kb/perf/step.moe_layer_overhead), the paged stash it adds
+    (kb/memory/activations.paged_stash_factor), and the capacity past which tokens are dropped
+    (kb/frameworks.RANK_CAPACITY_FACTOR, which the Megatron export writes)."""
+    if job.training.cuda_graphs != "full-iteration":
+        return []
+    if not job.model.is_moe:
+        return ["cuda graphs full-iteration: no step-time change for a dense model (the step time has no host "
+                "launch term to remove)"]
+    from .memory.activations import PAGED_STASH_FACTOR
+    from .frameworks import RANK_CAPACITY_FACTOR
+    return [f"cuda graphs full-iteration: no host-side MoE dispatch or launch time; each rank's routed tokens are "
+            f"padded to {RANK_CAPACITY_FACTOR}x its balanced share and tokens past it are dropped; the routed "
+            f"activations are kept in a paged stash of {PAGED_STASH_FACTOR}x the balanced load"]
 
 
 def rlhf_scope(job: Job) -> list[str]:

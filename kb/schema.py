@@ -9,7 +9,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .choices import RECOMPUTE_CHOICES, Attention, Framework, Optimizer, Precision, TrainingType
+from .choices import RECOMPUTE_CHOICES, Attention, CudaGraphs, Framework, Optimizer, Precision, TrainingType
 
 
 class _Frozen(BaseModel):
@@ -240,6 +240,7 @@ class TrainingSpec(_Frozen):
     optimizer: Optimizer = "adamw"
     recompute: Literal[RECOMPUTE_CHOICES] = "auto"
     attention: Attention = "flash"
+    cuda_graphs: CudaGraphs = "none"
     framework: Framework = "megatron"
     token_budget: Optional[float] = Field(None, gt=0, allow_inf_nan=False)
     lora_rank: int = Field(16, gt=0)

@@ -319,6 +319,13 @@ def check_layout(job, lay: Layout) -> None:
         raise InputError(f"layout: etp={lay.etp} does not divide the expert FFN width {job.model.expert_ffn}")
     if lay.etp > 1 and not job.model.is_moe:
         raise InputError(f"layout: etp={lay.etp} but {job.model.name} has no experts; use etp=1")
+    if job.training.cuda_graphs == "full-iteration" and job.model.is_moe and lay.etp > 1:
+        # the padded per-rank capacity that lets the graph capture the MoE layer needs the fused
+        # grouped MLP, which runs without expert TP (Megatron-Core moe/experts.py
+        # _is_fused_impl_supported: "Tensor parallelism is not supported")
+        raise InputError(f"layout: etp={lay.etp} with --cuda-graphs full-iteration: the padded expert capacity "
+                         "runs on Megatron's fused grouped MLP, which has no expert tensor parallelism; use etp=1, "
+                         "or --cuda-graphs none")
     a = settings_of(lay)
     for rule in VALIDITY:
         if not bool(rule.ok(job, a)):

@@ -15,6 +15,8 @@ import yaml
 from shardwise.export import FRAMEWORKS, Target, export, export_all
 from shardwise.export.deepspeed import check as ds_check
 from shardwise.export.megatron import script_args
+from shardwise.kb.frameworks import RANK_CAPACITY_FACTOR
+from shardwise.kb.memory.activations import PAGED_STASH_FACTOR
 from shardwise.kb.build import build_job
 from shardwise.kb.validity import check_layout
 from shardwise.kb.layout import Layout
@@ -62,6 +64,8 @@ def layouts():
     native_moe = build_job(model="gpt-oss-20b", gpus=16, framework="deepspeed")
     # the Trainer at 32K with its sequence split four ways: DeepSpeed's Ulysses, counted without an mpu
     trainer_long = build_job(model="llama-3-8b", gpus=16, training="finetune", seq_len=32768)
+    # full-iteration CUDA graphs: HybridEP capacity, op fuser and paged stash beside the EP overlap
+    graphed_moe = build_job(model="qwen3-30b-a3b", gpus=64, cuda_graphs="full-iteration")
     return [
         Target(big, Layout(tp=4, pp=16, vp=4, dp=4, zero=1, sp=True, mbs=1, grad_accum=192, recompute="none")),
         Target(dense, Layout(tp=4, pp=8, vp=5, dp=2, zero=1, sp=True, mbs=1, grad_accum=64, recompute="none")),
@@ -83,6 +87,7 @@ def layouts():
         Target(deepspeed_moe, Layout(dp=16, ep=8, zero=0, mbs=1, grad_accum=4, recompute="full")),
         Target(native_moe, Layout(dp=16, ep=8, zero=2, mbs=1, grad_accum=4, recompute="full")),
         Target(trainer_long, Layout(dp=4, cp=4, zero=3, mbs=1, grad_accum=8, recompute="full")),
+        Target(graphed_moe, Layout(tp=1, pp=2, vp=2, dp=32, ep=8, zero=1, mbs=1, grad_accum=32)),
     ]
 
 
@@ -352,3 +357,27 @@ def test_megatron_fp8_uses_a_recipe_that_can_recompute_modules():
     lay = Layout(dp=64, ep=8, zero=1, mbs=1, grad_accum=4, recompute="modules")
     text = export("megatron", Target(job, lay)).files["megatron_pretrain.sh"]
     assert "--fp8-recipe tensorwise" in text and "moe_act" in text and "delayed" not in text
+
+
+def test_megatron_runs_full_iteration_cuda_graphs_as_the_estimate_times_them():
+    """--cuda-graphs full-iteration: the script captures the step in one graph (without the NaN
+    check validate_args refuses beside it), and for MoE pads each rank to the capacity and keeps
+    the paged stash the estimate sized, on HybridEP with the op fuser they need; a dense model
+    gets the graph alone, and a job without graphs none of it."""
+    def args(model, graphs, lay):
+        job = build_job(model=model, gpus=8, seq_len=4096, global_batch=64, cuda_graphs=graphs)
+        return script_args(export("megatron", Target(job, lay)).files["megatron_pretrain.sh"])
+
+    def value(a, flag):
+        return a[a.index(flag) + 1]
+    moe_lay = Layout(dp=8, ep=8, zero=1, mbs=1, grad_accum=8)
+    a = args("qwen3-30b-a3b", "full-iteration", moe_lay)
+    assert value(a, "--cuda-graph-impl") == "full_iteration" and "--no-check-for-nan-in-loss-and-grad" in a
+    assert value(a, "--moe-token-dispatcher-type") == "flex" and value(a, "--moe-flex-dispatcher-backend") == "hybridep"
+    assert float(value(a, "--moe-expert-rank-capacity-factor")) == RANK_CAPACITY_FACTOR
+    assert float(value(a, "--moe-paged-stash-buffer-size-factor-cuda")) == PAGED_STASH_FACTOR
+    assert "--moe-paged-stash" in a and "--use-transformer-engine-op-fuser" in a
+    dense = args("llama-3-8b", "full-iteration", Layout(dp=8, zero=1, mbs=1, grad_accum=8))
+    assert value(dense, "--cuda-graph-impl") == "full_iteration" and "--moe-paged-stash" not in dense
+    plain = args("qwen3-30b-a3b", "none", moe_lay)
+    assert "--cuda-graph-impl" not in plain and value(plain, "--moe-token-dispatcher-type") == "alltoall"

@@ -302,6 +302,20 @@ def test_recompute_modes_a_framework_cannot_run_are_refused_and_never_searched(r
     assert "recompute=modules: no valid layout (validity: recompute-framework)" in out
 
 
+def test_full_iteration_cuda_graphs_are_megatron_only_and_need_expert_tp_1(run_cli):
+    """Only Megatron-Core captures a whole training step in one graph: under another framework
+    --cuda-graphs full-iteration is refused in one line naming what is allowed, from a flag or a
+    job file; and a MoE layout with expert TP cannot run the padded capacity graphs need."""
+    err = refused(run_cli, "recommend", "--model", "llama-3-8b", "--gpus", "8", "--framework", "fsdp",
+                  "--cuda-graphs", "full-iteration")
+    assert "--cuda-graphs full-iteration" in err and "allowed with --framework fsdp: none" in err
+    err = refused(run_cli, "memory", "--model", "mixtral-8x7b", "--gpus", "8", "--cuda-graphs", "full-iteration",
+                  "--layout", "tp=2,sp=on,dp=4,ep=2,etp=2,zero=1")
+    assert "etp=2 with --cuda-graphs full-iteration" in err and "etp=1" in err
+    err = refused(run_cli, "recommend", "--model", "llama-3-8b", "--cuda-graphs", "partial")
+    assert "--cuda-graphs" in err and "full-iteration" in err
+
+
 def test_sp_on_for_a_framework_without_it_is_refused(run_cli):
     assert not frameworks.has_sequence_parallel("hf")
     err = refused(run_cli, "memory", "--model", "llama-3-70b", "--gpus", "8", "--framework", "hf",

@@ -123,6 +123,21 @@ def test_moe_experts_are_divided_by_ep():
     assert w8 < w1 / 4
 
 
+def test_full_iteration_cuda_graphs_keep_the_routed_activations_in_a_padded_stash():
+    """Under full-iteration CUDA graphs Megatron keeps the routed experts' activations in a paged
+    stash preallocated at 1.2x the balanced load: a MoE layout holds more activation memory than
+    without graphs, but less than 1.2x all of it (attention and norms are not stashed); a dense
+    layout holds the same."""
+    from shardwise.kb.memory.activations import PAGED_STASH_FACTOR
+
+    def acts(model, layout, graphs):
+        return mem(build_job(model=model, gpus=8, seq_len=4096, cuda_graphs=graphs),
+                   layout).breakdown_gib["activations"]
+    plain, graphed = (acts("qwen3-30b-a3b", "dp=8,ep=8,zero=1,mbs=2", g) for g in ("none", "full-iteration"))
+    assert plain < graphed < PAGED_STASH_FACTOR * plain
+    assert acts("llama-3-8b", "dp=8,zero=1,mbs=1", "none") == acts("llama-3-8b", "dp=8,zero=1,mbs=1", "full-iteration")
+
+
 def test_peak_is_a_sum_of_its_breakdown():
     e = mem(job70(), "tp=8,pp=4,zero=1,mbs=1,recompute=selective")
     assert sum(e.breakdown_gib.values()) == pytest.approx(e.peak_gib)

@@ -49,6 +49,21 @@ BACKWARD_TRANSIENT_H = 16.0
 RECOMPUTE_EXTRA_H = 8.0
 
 
+# Megatron-Core's paged stash under full-iteration CUDA graphs keeps the routed experts'
+# activations for backward in a buffer preallocated at this multiple of the balanced load
+# (TransformerConfig.moe_paged_stash_buffer_size_factor_cuda: "positive = avg-based, magnitude
+# is headroom"), as Megatron-Bridge's full-iteration recipes set it (set_full_iter_cg_configs:
+# moe_paged_stash_buffer_size_factor_cuda = 1.2) and the Megatron export writes it.
+PAGED_STASH_FACTOR = 1.2
+
+
+def paged_stash_factor(t: TrainingSpec) -> float:
+    """Bytes the routed experts' kept activations take over the balanced-load figure: the paged
+    stash's preallocated headroom (PAGED_STASH_FACTOR) under full-iteration CUDA graphs, else 1
+    (dropless routing keeps what it routed; the balanced load is what the estimate assumes)."""
+    return PAGED_STASH_FACTOR if t.cuda_graphs == "full-iteration" else 1.0
+
+
 def profile(t: TrainingSpec) -> str:
     """Which implementation's activations apply: Megatron (TE), torch-native (FSDP/torchtitan)
     or transformers (HF Trainer and DeepSpeed, which trains transformers models)."""
@@ -150,6 +165,7 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
         # with fp32 weights under autocast, Mixtral-style experts are fp32 parameters autocast
         # does not cast for the expert matmuls: their inputs, intermediates and outputs are fp32,
         # twice the bytes (their GEMMs run at the fp32 rate too, kb/perf/compute.expert_gemm_rate)
+        routed = routed * paged_stash_factor(t)
         mlp = routed_share * (8.0 * m.experts + where(fp32_weights_under_autocast(t, lay), 2.0, 1.0) * routed)
         if m.shared_width:
             mlp += _mlp_bytes(m, prof, m.shared_width / tp)

@@ -89,13 +89,24 @@ def trained_fraction(m, t) -> float:
     return lora_params(m, t.lora_rank) / total_params(m)
 
 
-def moe_layer_overhead(framework: str, local_experts) -> float:
+def moe_layer_overhead(t, local_experts) -> float:
     """Seconds per MoE layer per micro-batch (forward + backward) that scale with neither the
     tokens nor the GPU: a part per layer (the dispatcher's host sync, the routing and
     permutation kernels) and a part per expert the rank holds (one GEMM per local expert in
     Transformer Engine's grouped linear, each with its launches and casts) --
-    kb/data/frameworks.yaml, moe_layer_overhead_ms and moe_expert_overhead_ms, with their fit."""
-    prof = framework_profile(framework)
+    kb/data/frameworks.yaml, moe_layer_overhead_ms and moe_expert_overhead_ms, with their fit.
+
+    None under full-iteration CUDA graphs (``t.cuda_graphs``): the step is replayed from one
+    graph, so no kernel is launched from the host, and the dispatcher pads each rank's tokens
+    to a fixed capacity (--moe-expert-rank-capacity-factor) instead of syncing the counts to the
+    host (Megatron-Bridge perf recipes, set_full_iter_cg_configs: "Dropless MoE produces
+    variable-shaped per-expert tensors that CG cannot capture; we pad to a fixed capacity").
+    Both causes of this time are gone; nothing is fitted. Checked on NVIDIA's published runs
+    from the NeMo 26.06 stack, which turned it on for the MXFP8 MoE recipes on GB200/GB300
+    (benchmarks/throughput.py; Megatron-Bridge README, 06/16/2026)."""
+    if t.cuda_graphs == "full-iteration":
+        return 0.0
+    prof = framework_profile(t.framework)
     return (prof["moe_layer_overhead_ms"] + prof["moe_expert_overhead_ms"] * local_experts) / 1e3
 
 
@@ -142,7 +153,7 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
             continue
         compute += n * (lt.total + recompute_seconds(t.framework, lay.recompute, lt))
     # full recomputation runs each layer's forward -- its dispatch and sync included -- again
-    compute += sp.moe_layers * moe_layer_overhead(t.framework, m.experts / lay.ep) * (4.0 / 3.0 if lay.recompute == "full" else 1.0)
+    compute += sp.moe_layers * moe_layer_overhead(t, m.experts / lay.ep) * (4.0 / 3.0 if lay.recompute == "full" else 1.0)
     tokens = lay.mbs * t.seq_len / lay.cp
     if last:
         # the LM head is one GEMM (tokens x V/tp x h) in bf16, at the shape-dependent efficiency
