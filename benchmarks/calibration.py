@@ -181,6 +181,31 @@ def _attention_kernel(r: dict) -> str:
     return "flash2" if r.get("source_family") == "torchtitan_benchmarks" else "flash"
 
 
+# The MoE recipes that run full-iteration CUDA graphs (--cuda-graphs full-iteration) with MXFP8 on
+# GB200 and GB300, from the first NeMo container that shipped them: Megatron-Bridge v0.5.0, the
+# 26.06 stack ("integrates full-iteration CUDA graphs, HybridEP/router optimizations, all-to-all
+# overlap, MXFP8 attention", README.md, 06/16/2026), whose scripts/performance/configs set
+# cuda_graph_impl="full_iteration" in DEEPSEEK_V3_PRETRAIN_CONFIG_{GB200,GB300}_FP8_MX_V1,
+# QWEN3_235B_A22B_PRETRAIN_CONFIG_{GB200,GB300}_FP8_MX_V2, QWEN3_30B_A3B_PRETRAIN_CONFIG_{GB200,
+# GB300}_FP8_MX_V1 and GPT_OSS_120B_PRETRAIN_CONFIG_{GB200,GB300}_FP8_MX_V2; v0.4.2 (26.04.01)
+# sets it in no MoE config. The containers map to releases as scripts/performance/README.md says
+# ("If using 26.04 container, then execute git switch r0.4.0").
+FULL_ITERATION_GRAPHS = {("deepseek-v3", "GB200"), ("deepseek-v3", "GB300"), ("qwen3-235b-a22b", "GB200"),
+                         ("qwen3-235b-a22b", "GB300"), ("qwen3-30b-a3b", "GB200"), ("qwen3-30b-a3b", "GB300"),
+                         ("gpt-oss-120b", "GB200"), ("gpt-oss-120b", "GB300")}
+
+
+def _cuda_graphs(r: dict) -> str:
+    """The CUDA graphs a row's recipe ran: full-iteration for the MXFP8 MoE recipes of
+    FULL_ITERATION_GRAPHS from the NeMo 26.06 container on, none otherwise (the step time has no
+    term a dense model's graphs would remove)."""
+    import re
+    version = re.search(r"container (\d+)\.(\d+)", str(r.get("software_version") or ""))
+    newer = version is not None and (int(version.group(1)), int(version.group(2))) >= (26, 6)
+    mxfp8 = "mxfp8" in str(r.get("precision") or "").lower()
+    return "full-iteration" if newer and mxfp8 and (r["model_key"], r["gpu_type"]) in FULL_ITERATION_GRAPHS else "none"
+
+
 def throughput_cases() -> list[dict]:
     """Every full-model published row with a layout we can rebuild, as (job, layout, measured)."""
     from shardwise.kb.job import Job
@@ -232,7 +257,7 @@ def throughput_cases() -> list[dict]:
             continue
         rc = _recompute(r)
         t = TrainingSpec(seq_len=r["seq_len"], precision=_precision(r["precision"]), framework=fw,
-                         attention=_attention_kernel(r))
+                         attention=_attention_kernel(r), cuda_graphs=_cuda_graphs(r))
         try:
             lay = Layout(tp=tp, pp=pp, vp=vp, dp=dp, cp=cp, ep=ep if m.is_moe else 1, zero=zero, shard=shard,
                          sp=tp > 1 and r.get("sequence_parallel", True), mbs=mbs,

@@ -65,6 +65,8 @@ def _terms():
     return [
         ("Blackwell sustained share of the datasheet peak (-> 1.0: the datasheet)",
          lambda: _patched(catalog, gpu=datasheet)),
+        ("full-iteration CUDA graphs of the NeMo 26.06+ MXFP8 MoE recipes (-> none)",
+         lambda: _patched(calibration, _cuda_graphs=lambda r: "none")),
         ("MoE time per local expert (0.15 ms; the former single 3.5 ms per layer)",
          lambda: _patched(mega, moe_layer_overhead_ms=3.5, moe_expert_overhead_ms=0.0)),
         ("MoE fixed time (layer and per-expert parts, none)",

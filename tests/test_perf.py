@@ -93,13 +93,51 @@ def test_published_runs_h100_fp8_median_within_10_percent(published):
     assert len(rows) >= 70 and _median(rows) <= 0.10
 
 
-def test_published_moe_runs_median_within_17_percent(published):
+def test_published_moe_runs_median_within_10_percent(published):
     """MoE was 39% off before the fixed MoE layer time and the DeepEP overlap, 22.8% with one
     fixed time per layer, 15.3% with its part per local expert, 14.2% with the overlap counted
-    only where Megatron runs it and the Blackwell sustained share; this keeps the family from
-    sliding back."""
+    only where Megatron runs it and the Blackwell sustained share, 7.8% with the full-iteration
+    CUDA graphs of NVIDIA's 26.06+ recipes; this keeps the family from sliding back."""
     rows = [r for r in published if r["moe"]]
-    assert len(rows) >= 60 and _median(rows) <= 0.15
+    assert len(rows) >= 60 and _median(rows) <= 0.10
+
+
+def test_published_runs_p90_within_20_percent_without_the_rows_set_apart(published):
+    """Issue 17's p90 target, on the rows that ran under conditions the model knows (the others,
+    power-capped GPUs, a named regression, Paxml, are reported apart by benchmarks/throughput.py):
+    21.7% before the full-iteration CUDA graphs, 17.7% with them."""
+    errs = sorted(abs(r["error"]) for r in published if not r["unmodelled"])
+    assert len(errs) >= 200 and errs[int(round(0.9 * (len(errs) - 1)))] <= 0.20
+
+
+def test_runs_on_full_iteration_cuda_graphs_are_read_without_the_moe_host_time(published):
+    """NVIDIA's MXFP8 MoE recipes from the NeMo 26.06 stack capture the whole step in one CUDA
+    graph: DeepSeek-V3, Qwen3-30B-A3B and Qwen3-235B-A22B on GB200/GB300 ran 13-34% faster than
+    the same layouts timed with the host-side MoE time; read without it, every one is within 12%
+    (GPT-OSS 120B aside, 50%+ too fast on every container, graphs or not)."""
+    graphed = {c["row"]["id"] for c in calibration.throughput_cases() if c["job"].training.cuda_graphs != "none"}
+    rows = [r for r in published if r["id"] in graphed and "gpt-oss" not in r["id"]]
+    assert len(rows) >= 12 and max(abs(r["error"]) for r in rows) <= 0.12
+
+
+def test_full_iteration_cuda_graphs_remove_the_moe_host_time_and_nothing_else():
+    """The same MoE job and layout: the graphed step is shorter by exactly the MoE layers' fixed
+    time (kb/perf/step.moe_layer_overhead), and a dense model's step does not change."""
+    from shardwise.kb.layout import Layout
+    from shardwise.kb.perf import step_time
+    from shardwise.kb.perf.step import moe_layer_overhead
+    lay = Layout(tp=1, pp=1, dp=8, ep=8, zero=1, mbs=4, grad_accum=16)
+    plain = build_job(model="qwen3-30b-a3b", gpus=8, gpu="gb200", precision="fp8", global_batch=512)
+    graphed = build_job(model="qwen3-30b-a3b", gpus=8, gpu="gb200", precision="fp8", global_batch=512,
+                        cuda_graphs="full-iteration")
+    m = plain.model
+    host = m.moe_layers * moe_layer_overhead(plain.training, m.experts / lay.ep) * lay.grad_accum
+    assert host > 0
+    assert step_time(plain, lay).step_time_s - step_time(graphed, lay).step_time_s == pytest.approx(host, rel=1e-6)
+    dense = Layout(tp=1, pp=1, dp=8, zero=1, mbs=1, grad_accum=128)
+    times = [step_time(build_job(model="llama-3-8b", gpus=8, cuda_graphs=g), dense).step_time_s
+             for g in ("none", "full-iteration")]
+    assert times[0] == times[1]
 
 
 def test_moe_layer_time_holds_on_runs_outside_the_fit():
