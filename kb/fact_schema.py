@@ -38,7 +38,8 @@ JOB = {
     "cluster.nvlink_domain": N, "cluster.gpu_memory_gib": N, "cluster.intra": S, "cluster.intra_kind": S,
     "cluster.inter": S, "cluster.inter_kind": S,
     "train.seq_len": N, "train.global_batch": N, "train.training": S, "train.precision": S,
-    "train.framework": S, "train.attention": S, "train.optimizer": S, "train.sequence_parallel": B,
+    "train.framework": S, "train.attention": S, "train.cuda_graphs": S, "train.optimizer": S,
+    "train.sequence_parallel": B,
     "train.mbs_given": B, "train.recompute_given": B,
 }
 LAYOUT = {
@@ -50,7 +51,7 @@ ESTIMATE = {
     "memory.peak_gib": N, "memory.capacity_gib": N, "memory.used_pct": N, "memory.headroom_gib": N,
     "memory.fits": B,
     "metrics.step_time_s": N, "metrics.tokens_per_s": N, "metrics.tokens_per_s_per_gpu": N,
-    "metrics.mfu_pct": N, "metrics.bubble_pct": N, "metrics.comm_overhead_pct": N,
+    "metrics.mfu_pct": N, "metrics.bubble_pct": N, "metrics.comm_overhead_pct": N, "metrics.moe_host_pct": N,
 }
 FEASIBILITY = {
     "fit.any": B, "fit.count": N, "fit.without_pp": B, "fit.in_one_node": B, "fit.without_cp": B,
@@ -85,6 +86,7 @@ DESCRIPTIONS = {
     "train.seq_len": "tokens per sequence", "train.global_batch": "sequences per optimizer step",
     "train.training": "pretrain, finetune, lora, qlora or rlhf", "train.precision": "bf16, pure-bf16 or fp8",
     "train.framework": "megatron, deepspeed, fsdp or hf", "train.attention": "flash, sdpa, flash2 or eager",
+    "train.cuda_graphs": "none, or full-iteration (Megatron's whole-step CUDA graph)",
     "train.optimizer": "the optimizer and its implementation (adamw = the framework's default)",
     "layout.tp": "tensor-parallel degree", "layout.pp": "pipeline stages",
     "layout.vp": "virtual stages (model chunks) per pipeline rank", "layout.dp": "data-parallel replicas",
@@ -101,6 +103,8 @@ DESCRIPTIONS = {
     "metrics.mfu_pct": "model FLOPs utilisation, % of the GPUs' dense peak",
     "metrics.bubble_pct": "pipeline bubble, % of the step",
     "metrics.comm_overhead_pct": "communication not hidden behind compute, % of the step",
+    "metrics.moe_host_pct": "the MoE layers' host-side dispatch and launch time, % of the step "
+                            "(what --cuda-graphs full-iteration removes)",
     "fit.any": "some layout meets every hard constraint (the memory margin included)",
     "fit.count": "how many layouts meet every hard constraint",
     "fit.without_pp": "some layout with PP = 1 meets every hard constraint",

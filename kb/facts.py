@@ -58,7 +58,7 @@ def job_facts(job: Job, global_batch: int) -> dict:
         "cluster.inter_kind": c.inter.name.split("-")[0],
         "train.seq_len": t.seq_len, "train.global_batch": global_batch, "train.training": t.training,
         "train.precision": t.precision, "train.framework": t.framework, "train.attention": t.attention,
-        "train.optimizer": t.optimizer, "train.sequence_parallel": has_sequence_parallel(t.framework),
+        "train.cuda_graphs": t.cuda_graphs, "train.optimizer": t.optimizer, "train.sequence_parallel": has_sequence_parallel(t.framework),
         "train.mbs_given": bool(t.mbs), "train.recompute_given": t.recompute != "auto",
     }
 
@@ -85,4 +85,5 @@ def estimate_facts(job: Job, mem, st) -> dict:
         "metrics.step_time_s": mt["step_time_s"], "metrics.tokens_per_s": mt["tokens_per_s"],
         "metrics.tokens_per_s_per_gpu": mt["tokens_per_s_per_gpu"], "metrics.mfu_pct": mt["mfu_pct"],
         "metrics.bubble_pct": mt["bubble_pct"], "metrics.comm_overhead_pct": mt["comm_overhead_pct"],
+        "metrics.moe_host_pct": mt["moe_host_pct"],
     }

@@ -14,7 +14,7 @@ from shardwise.kb.perf.step import step_time
 
 from .space import Space
 
-SCORES = ("peak_gib", "step_time_s", "tokens_per_s", "mfu_pct", "bubble_pct", "comm_overhead_pct")
+SCORES = ("peak_gib", "step_time_s", "tokens_per_s", "mfu_pct", "bubble_pct", "comm_overhead_pct", "moe_host_pct")
 
 
 def score(job: Job, space: Space, progress=None) -> dict:
@@ -30,6 +30,7 @@ def score(job: Job, space: Space, progress=None) -> dict:
         out["mfu_pct"][idx] = st.mfu_pct
         out["bubble_pct"][idx] = 100 * st.bubble_s / st.step_time_s
         out["comm_overhead_pct"][idx] = 100 * st.comm_exposed_s / st.step_time_s
+        out["moe_host_pct"][idx] = 100 * st.moe_host_s / st.step_time_s
         if progress is not None:
             done += len(idx)
             progress(done, len(space))

@@ -69,6 +69,21 @@ def test_moe_spreads_its_experts():
     assert any("low confidence" in w for w in r["warnings"])
 
 
+def test_a_moe_headline_says_what_full_iteration_cuda_graphs_would_remove():
+    """Mixtral 8x7B on 16 H100s under Megatron: the MoE layers' host-side time is a tenth of the
+    headline's step, and the answer names it and the setting that removes it, with its
+    price; a job already on the graphs, or a dense one, is told nothing of the kind."""
+    host = lambda r: [n for n in r["notes"] if "host-side dispatch" in n]  # noqa: E731
+    r = rec(model="mixtral-8x7b", gpus=16, seq_len=4096)
+    share = r["metrics"]["moe_host_pct"]
+    assert share >= 10 and host(r) == [host(r)[0]]
+    assert f"{share:.0f}% of this step" in host(r)[0] and "--cuda-graphs full-iteration" in host(r)[0]
+    assert "drops the tokens" in host(r)[0]
+    graphed = rec(model="mixtral-8x7b", gpus=16, seq_len=4096, cuda_graphs="full-iteration")
+    assert graphed["metrics"]["moe_host_pct"] == 0 and host(graphed) == []
+    assert host(rec(model="llama-3-8b", gpus=16)) == []
+
+
 def test_a_sequence_past_the_trained_context_is_warned_about(tmp_path):
     """Seed 004 puts a 7B model at 128K tokens: Llama 2 was trained for 4,096 positions, so the
     answer says the run is context extension; Llama 3.1 (131,072) is not warned about, and a

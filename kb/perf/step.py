@@ -50,6 +50,7 @@ class StepTime:
     mfu_pct: float
     hfu_pct: float
     model_tflops_per_gpu: float
+    moe_host_s: float = 0.0     # the MoE layers' host-side time in the step (moe_host_seconds)
 
     def metrics(self, job: Job) -> dict:
         t, c = job.training, job.cluster
@@ -62,6 +63,7 @@ class StepTime:
             "hfu_pct": round(self.hfu_pct, 2),
             "comm_overhead_pct": round(100 * self.comm_exposed_s / self.step_time_s, 2),
             "bubble_pct": round(100 * self.bubble_s / self.step_time_s, 2),
+            "moe_host_pct": round(100 * self.moe_host_s / self.step_time_s, 2),
             "comm_exposed_s": {k: round(v, 4) for k, v in self.comm_by_kind_s.items()},
             "mfu_basis": f"{t.precision if t.precision == 'fp8' else 'bf16'} dense peak "
                          f"{c.gpu.peak_tflops(t.precision):.0f} TFLOP/s; model FLOPs = "
@@ -110,6 +112,13 @@ def moe_layer_overhead(t, local_experts) -> float:
     return (prof["moe_layer_overhead_ms"] + prof["moe_expert_overhead_ms"] * local_experts) / 1e3
 
 
+def moe_host_seconds(t, lay: Layout, moe_layers: int, experts: int) -> float:
+    """Seconds of one micro-batch on a stage that are its MoE layers' host-side time
+    (moe_layer_overhead), their forward run again under full recomputation -- what
+    --cuda-graphs full-iteration removes."""
+    return moe_layers * moe_layer_overhead(t, experts / lay.ep) * where(lay.recompute == "full", 4.0 / 3.0, 1.0)
+
+
 def recompute_seconds(framework: str, recompute: str, lt) -> float:
     """Seconds one layer's recomputation adds to its forward + backward ``lt`` (compute.LayerTime).
 
@@ -153,7 +162,7 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
             continue
         compute += n * (lt.total + recompute_seconds(t.framework, lay.recompute, lt))
     # full recomputation runs each layer's forward -- its dispatch and sync included -- again
-    compute += sp.moe_layers * moe_layer_overhead(t, m.experts / lay.ep) * (4.0 / 3.0 if lay.recompute == "full" else 1.0)
+    compute += moe_host_seconds(t, lay, sp.moe_layers, m.experts)
     tokens = lay.mbs * t.seq_len / lay.cp
     if last:
         # the LM head is one GEMM (tokens x V/tp x h) in bf16, at the shape-dependent efficiency
@@ -244,17 +253,19 @@ def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compu
 def step_time(job: Job, lay: Layout) -> StepTime:
     m, t, c = job.model, job.training, job.cluster
     stages = all_stages(m, lay)
-    t_max = t_sum = compute_mb = dense_rank = expert_rank = kinds_max = None
+    t_max = t_sum = compute_mb = dense_rank = expert_rank = kinds_max = host_max = None
     for sp in stages:
         compute, kinds = _stage_time(job, lay, sp, sp.stage == lay.pp - 1)
+        host = moe_host_seconds(t, lay, sp.moe_layers, m.experts)
         total_mb = compute + sum(kinds.values())
         if t_max is None:
-            t_max, t_sum, compute_mb, kinds_max = total_mb, total_mb, compute, kinds
+            t_max, t_sum, compute_mb, kinds_max, host_max = total_mb, total_mb, compute, kinds, host
             dense_rank, expert_rank = sp.dense, sp.experts
             continue
         # the slowest stage sets the pace (the later one on a tie); middle stages are like stage 1
         later = total_mb >= t_max
         kinds_max = {k: where(later, v, kinds_max[k]) for k, v in kinds.items()}
+        host_max = where(later, host, host_max)
         t_max = maximum(t_max, total_mb)
         t_sum = t_sum + total_mb
         compute_mb = maximum(compute_mb, compute)
@@ -284,4 +295,5 @@ def step_time(job: Job, lay: Layout) -> StepTime:
     return StepTime(step_time_s=total, compute_s=mcount * compute_mb, bubble_s=bubble,
                     comm_exposed_s=sum(comm_kinds.values()), comm_by_kind_s=comm_kinds, optimizer_s=opt,
                     tokens_per_s=tps, tokens_per_s_per_gpu=per_gpu, mfu_pct=100 * mf * per_gpu / peak,
-                    hfu_pct=100 * hf * per_gpu / peak, model_tflops_per_gpu=mf * per_gpu / 1e12)
+                    hfu_pct=100 * hf * per_gpu / peak, model_tflops_per_gpu=mf * per_gpu / 1e12,
+                    moe_host_s=mcount * host_max)
