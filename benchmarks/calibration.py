@@ -181,18 +181,18 @@ def _attention_kernel(r: dict) -> str:
     return "flash2" if r.get("source_family") == "torchtitan_benchmarks" else "flash"
 
 
-# The MoE recipes that run full-iteration CUDA graphs (--cuda-graphs full-iteration) with MXFP8 on
-# GB200 and GB300, from the first NeMo container that shipped them: Megatron-Bridge v0.5.0, the
-# 26.06 stack ("integrates full-iteration CUDA graphs, HybridEP/router optimizations, all-to-all
-# overlap, MXFP8 attention", README.md, 06/16/2026), whose scripts/performance/configs set
+# The MoE recipes that run full-iteration CUDA graphs (--cuda-graphs full-iteration) with MXFP8,
+# from the first NeMo container that shipped them, 26.06, which carries Megatron-Bridge 0.5.0
+# (docs/releases/software-versions.md; the 06/16/2026 news item of the README at v0.6.0: "the
+# NeMo 26.06 training stack that integrates full-iteration CUDA graphs, HybridEP/router
+# optimizations, all-to-all overlap, MXFP8 attention"). v0.5.0's scripts/performance/configs set
 # cuda_graph_impl="full_iteration" in DEEPSEEK_V3_PRETRAIN_CONFIG_{GB200,GB300}_FP8_MX_V1,
 # QWEN3_235B_A22B_PRETRAIN_CONFIG_{GB200,GB300}_FP8_MX_V2, QWEN3_30B_A3B_PRETRAIN_CONFIG_{GB200,
-# GB300}_FP8_MX_V1 and GPT_OSS_120B_PRETRAIN_CONFIG_{GB200,GB300}_FP8_MX_V2; v0.4.2 (26.04.01)
-# sets it in no MoE config. The containers map to releases as scripts/performance/README.md says
-# ("If using 26.04 container, then execute git switch r0.4.0").
+# GB300,B300}_FP8_MX_V1 and GPT_OSS_120B_PRETRAIN_CONFIG_{GB200,GB300}_FP8_MX_V2; v0.4.2
+# (26.04.01) sets it in no MoE config.
 FULL_ITERATION_GRAPHS = {("deepseek-v3", "GB200"), ("deepseek-v3", "GB300"), ("qwen3-235b-a22b", "GB200"),
                          ("qwen3-235b-a22b", "GB300"), ("qwen3-30b-a3b", "GB200"), ("qwen3-30b-a3b", "GB300"),
-                         ("gpt-oss-120b", "GB200"), ("gpt-oss-120b", "GB300")}
+                         ("qwen3-30b-a3b", "B300"), ("gpt-oss-120b", "GB200"), ("gpt-oss-120b", "GB300")}
 
 
 def _cuda_graphs(r: dict) -> str:

@@ -63,6 +63,11 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
         a += ["--add-qkv-bias"]
     if not m.tied:
         a += ["--untie-embeddings-and-output-weights"]
+    # no dropout, where Megatron defaults to 0.1 for both: the memory estimate keeps no dropout
+    # masks, today's LLMs pre-train without (Llama 3, Qwen3, DeepSeek-V3 config.json:
+    # attention_dropout 0.0), and under a full-iteration graph recomputation refuses it
+    # (TransformerConfig: "attention dropout is not supported with graphed attention recomputation")
+    a += ["--attention-dropout", 0.0, "--hidden-dropout", 0.0]
     if m.is_moe:
         a += moe_args(m, graphs=tg.job.training.cuda_graphs == "full-iteration")
     if m.parallel_attn:
@@ -300,33 +305,51 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
     return a, caveats
 
 
-def cuda_graph_args(tg: Target) -> tuple[list, list[str]]:
+def cuda_graph_args(tg: Target) -> list:
     """--cuda-graphs full-iteration: the whole step captured in one graph (--cuda-graph-impl
     full_iteration, which validate_args requires to run without the NaN check), and for MoE what
-    makes the layer's shapes fixed, as Megatron-Bridge's full-iteration recipes set it
-    (set_full_iter_cg_configs): HybridEP's per-rank capacity (kb/frameworks.RANK_CAPACITY_FACTOR;
-    TransformerConfig requires the Transformer Engine op fuser with it) and the paged stash for
-    the routed activations (kb/memory/activations.PAGED_STASH_FACTOR)."""
+    makes the layer's shapes fixed, as Megatron-Bridge v0.5.0's full-iteration recipes set it
+    (set_full_iter_cg_configs; utils/overrides.py cutedsl_fused_grouped_mlp): HybridEP's per-rank
+    capacity (kb/frameworks.RANK_CAPACITY_FACTOR), which TransformerConfig accepts only with the
+    Transformer Engine op fuser, whose fused grouped MLP reads GLU weights interleaved in blocks
+    of 32 (--moe-mlp-glu-interleave-size; graph_environment turns the fused kernel on), and the
+    paged stash for the routed activations (kb/memory/activations.PAGED_STASH_FACTOR) with a
+    host buffer it spills to rather than rerun the step."""
     m = tg.job.model
     if tg.job.training.cuda_graphs != "full-iteration":
-        return [], []
+        return []
     a = ["--cuda-graph-impl", "full_iteration", "--no-check-for-nan-in-loss-and-grad"]
-    if not m.is_moe:
-        return a, []
-    a += ["--use-transformer-engine-op-fuser", "--moe-expert-rank-capacity-factor", RANK_CAPACITY_FACTOR,
-          "--moe-paged-stash", "--moe-paged-stash-buffer-size-factor-cuda", PAGED_STASH_FACTOR]
-    return a, [f"full-iteration CUDA graphs with MoE: HybridEP (DeepEP's hybrid-ep kernels) and Transformer Engine "
-               f">= 2.14 for the fused grouped MLP, as in NVIDIA's NeMo containers from 26.06; tokens past "
-               f"{RANK_CAPACITY_FACTOR}x a rank's balanced share are dropped"]
+    if m.is_moe:
+        a += ["--use-transformer-engine-op-fuser", "--moe-mlp-glu-interleave-size", 32,
+              "--moe-expert-rank-capacity-factor", RANK_CAPACITY_FACTOR, "--moe-paged-stash",
+              "--moe-paged-stash-buffer-size-factor-cuda", PAGED_STASH_FACTOR,
+              "--moe-paged-stash-buffer-size-factor-cpu", 1.0]
+    return a
+
+
+def graph_environment(tg: Target) -> list[str]:
+    """The environment Megatron-Bridge's launcher sets for a full-iteration graph
+    (perf_plugins.py v0.5.0: the allocator may reuse stream-recorded blocks during capture, and
+    NCCL must record its streams) and, for MoE, for the fused grouped MLP
+    (NVTE_CUTEDSL_FUSED_GROUPED_MLP, without which Megatron-Core's experts refuse the op fuser:
+    moe/experts.py _is_fused_impl_supported) -- with what the run needs installed."""
+    if tg.job.training.cuda_graphs != "full-iteration":
+        return []
+    lines = ["export PYTORCH_CUDA_ALLOC_CONF=graph_capture_record_stream_reuse:True",
+             "export TORCH_NCCL_AVOID_RECORD_STREAMS=0"]
+    if tg.job.model.is_moe:
+        lines = [f"# full-iteration CUDA graphs with MoE need HybridEP (DeepEP's hybrid-ep kernels) and Transformer "
+                 f"Engine's CuTe DSL fused grouped MLP (TE >= 2.14), as NVIDIA runs them with MXFP8 on GB200/GB300 "
+                 f"(NeMo 26.06 container); a step whose routing overflows a rank's {RANK_CAPACITY_FACTOR}x capacity is "
+                 f"run again without it"] + lines + ["export NVTE_CUTEDSL_FUSED_GROUPED_MLP=1"]
+    return lines
 
 
 def launch_args(tg: Target) -> tuple[list[str], list[str]]:
     model, caveats = model_args(tg)
     par, more = parallel_args(tg)
     caveats += more
-    graphs, more = cuda_graph_args(tg)
-    par += graphs
-    caveats += more
+    par += cuda_graph_args(tg)
     # schedule placeholders from framework-configs.md's verified example: the user sets their own
     rest = ["--train-iters", tg.train_steps or 100000, "--lr", "1.5e-4", "--min-lr", "1.5e-5", "--lr-decay-style", "cosine",
             "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "$TOKENIZER", "--data-path", "$DATA_PREFIX"]
@@ -354,7 +377,7 @@ def export(tg: Target) -> Export:
         "# set TOKENIZER (a Hugging Face tokenizer name or path) and DATA_PREFIX (Megatron .bin/.idx prefix)",
         tg.steps_comment(),
         connections_line(tg),
-    ] + ([f"# {c.nodes} nodes: run this on every node, with HEAD_NODE the first node's address (torchrun's c10d "
+    ] + graph_environment(tg) + ([f"# {c.nodes} nodes: run this on every node, with HEAD_NODE the first node's address (torchrun's c10d "
           "rendezvous gives each node its rank)"] if c.nodes > 1 else []) + shell_command(
         f"torchrun --nnodes {c.nodes} --nproc-per-node {c.gpus_per_node}"
         + (" --rdzv-backend c10d --rdzv-endpoint $HEAD_NODE:29500" if c.nodes > 1 else "") + " pretrain_gpt.py", args)

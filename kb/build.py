@@ -181,6 +181,12 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
         # CUDA graphs (torchtitan, the Trainer) stop at graph breaks and are not modelled
         raise InputError(f"--cuda-graphs full-iteration: only Megatron-Core captures a whole training step in one "
                          f"CUDA graph; allowed with --framework {tspec.framework}: none (or --framework megatron)")
+    if tspec.cuda_graphs == "full-iteration" and m.is_moe and m.mlp not in ("swiglu", "geglu"):
+        # the padded capacity needs the fused grouped MLP, which fuses gated units only
+        # (Megatron-Core moe/experts.py _is_fused_impl_supported: SwiGLU or quick GeGLU)
+        raise InputError(f"--cuda-graphs full-iteration: {m.name}'s experts are a plain {m.mlp} MLP, and Megatron's "
+                         "fused grouped MLP, which the graph's fixed expert shapes need, runs gated ones (SwiGLU, "
+                         "GeGLU) only; allowed: none")
     modes = recompute_modes(tspec.framework)
     if tspec.recompute != "auto" and tspec.recompute not in modes:
         raise InputError(f"--recompute {tspec.recompute}: --framework {tspec.framework} cannot run it; allowed: "

@@ -73,10 +73,11 @@ def megatron_ep_overlap_share(lay):
 
 # Under full-iteration CUDA graphs (--cuda-graphs full-iteration) Megatron's MoE dispatcher pads
 # each rank's routed tokens to this multiple of its balanced share -- a fixed shape the graph can
-# capture -- and drops the tokens past it (TransformerConfig.moe_expert_rank_capacity_factor:
-# "With the 'hybridep' backend, tokens exceeding this budget are dropped"); 1.5 as
-# Megatron-Bridge's full-iteration MoE recipes set it (set_full_iter_cg_configs). The fused
-# grouped MLP reads the real per-expert counts on the device (token_dispatcher.py: "a fused
-# grouped GEMM that consumes ragged per-expert counts"), so the padding costs no GEMM time; the
-# estimate assumes balanced routing, under which nothing is dropped.
+# capture (TransformerConfig.moe_expert_rank_capacity_factor); 1.5 as Megatron-Bridge's
+# full-iteration MoE recipes set it (set_full_iter_cg_configs). A step whose routing overflows it
+# is not cut short: the training loop's PagedStashRunner runs it again without the capacity or
+# the stash, eagerly (training.py; moe/paged_stash.py prepare_for_rerun), so imbalanced routing
+# costs time, not tokens. The fused grouped MLP reads the real per-expert counts on the device
+# (token_dispatcher.py: "a fused grouped GEMM that consumes ragged per-expert counts"), so the
+# padding costs no GEMM time; the estimate assumes balanced routing, which never overflows.
 RANK_CAPACITY_FACTOR = 1.5

@@ -56,7 +56,7 @@ def sustained_peak(job: Job) -> list[str]:
 def cuda_graph_terms(job: Job) -> list[str]:
     """What --cuda-graphs full-iteration changes in the answer, and what it asks of the run: the
     MoE host time it removes (kb/perf/step.moe_layer_overhead), the paged stash it adds
-    (kb/memory/activations.paged_stash_factor), and the capacity past which tokens are dropped
+    (kb/memory/activations.paged_stash_factor), and the capacity past which a step is run again
     (kb/frameworks.RANK_CAPACITY_FACTOR, which the Megatron export writes)."""
     if job.training.cuda_graphs != "full-iteration":
         return []
@@ -66,8 +66,9 @@ def cuda_graph_terms(job: Job) -> list[str]:
     from .memory.activations import PAGED_STASH_FACTOR
     from .frameworks import RANK_CAPACITY_FACTOR
     return [f"cuda graphs full-iteration: no host-side MoE dispatch or launch time; each rank's routed tokens are "
-            f"padded to {RANK_CAPACITY_FACTOR}x its balanced share and tokens past it are dropped; the routed "
-            f"activations are kept in a paged stash of {PAGED_STASH_FACTOR}x the balanced load"]
+            f"padded to {RANK_CAPACITY_FACTOR}x its balanced share (a step whose routing overflows it runs again "
+            f"without the graph, which the estimate, at balanced routing, does not count); the routed activations are "
+            f"kept in a paged stash of {PAGED_STASH_FACTOR}x the balanced load"]
 
 
 def rlhf_scope(job: Job) -> list[str]:

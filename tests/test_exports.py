@@ -87,7 +87,8 @@ def layouts():
         Target(deepspeed_moe, Layout(dp=16, ep=8, zero=0, mbs=1, grad_accum=4, recompute="full")),
         Target(native_moe, Layout(dp=16, ep=8, zero=2, mbs=1, grad_accum=4, recompute="full")),
         Target(trainer_long, Layout(dp=4, cp=4, zero=3, mbs=1, grad_accum=8, recompute="full")),
-        Target(graphed_moe, Layout(tp=1, pp=2, vp=2, dp=32, ep=8, zero=1, mbs=1, grad_accum=32)),
+        # per-module recompute under the graph: Megatron refuses it with dropout, which the export turns off
+        Target(graphed_moe, Layout(tp=1, pp=2, vp=2, dp=32, ep=8, zero=1, mbs=1, grad_accum=32, recompute="modules")),
     ]
 
 
@@ -364,9 +365,12 @@ def test_megatron_runs_full_iteration_cuda_graphs_as_the_estimate_times_them():
     check validate_args refuses beside it), and for MoE pads each rank to the capacity and keeps
     the paged stash the estimate sized, on HybridEP with the op fuser they need; a dense model
     gets the graph alone, and a job without graphs none of it."""
-    def args(model, graphs, lay):
+    def script(model, graphs, lay):
         job = build_job(model=model, gpus=8, seq_len=4096, global_batch=64, cuda_graphs=graphs)
-        return script_args(export("megatron", Target(job, lay)).files["megatron_pretrain.sh"])
+        return export("megatron", Target(job, lay)).files["megatron_pretrain.sh"]
+
+    def args(model, graphs, lay):
+        return script_args(script(model, graphs, lay))
 
     def value(a, flag):
         return a[a.index(flag) + 1]
@@ -377,7 +381,37 @@ def test_megatron_runs_full_iteration_cuda_graphs_as_the_estimate_times_them():
     assert float(value(a, "--moe-expert-rank-capacity-factor")) == RANK_CAPACITY_FACTOR
     assert float(value(a, "--moe-paged-stash-buffer-size-factor-cuda")) == PAGED_STASH_FACTOR
     assert "--moe-paged-stash" in a and "--use-transformer-engine-op-fuser" in a
+    # the fused grouped MLP the op fuser needs: GLU interleaved by 32 and its kernel switched on
+    assert value(a, "--moe-mlp-glu-interleave-size") == "32"
+    assert float(value(a, "--moe-paged-stash-buffer-size-factor-cpu")) == 1.0
+    text = script("qwen3-30b-a3b", "full-iteration", moe_lay)
+    assert "export NVTE_CUTEDSL_FUSED_GROUPED_MLP=1\n" in text
+    assert "export PYTORCH_CUDA_ALLOC_CONF=graph_capture_record_stream_reuse:True\n" in text
+    assert "cannot express" not in text
     dense = args("llama-3-8b", "full-iteration", Layout(dp=8, zero=1, mbs=1, grad_accum=8))
     assert value(dense, "--cuda-graph-impl") == "full_iteration" and "--moe-paged-stash" not in dense
+    dense_text = script("llama-3-8b", "full-iteration", Layout(dp=8, zero=1, mbs=1, grad_accum=8))
+    assert "PYTORCH_CUDA_ALLOC_CONF" in dense_text and "NVTE_CUTEDSL_FUSED_GROUPED_MLP" not in dense_text
     plain = args("qwen3-30b-a3b", "none", moe_lay)
     assert "--cuda-graph-impl" not in plain and value(plain, "--moe-token-dispatcher-type") == "alltoall"
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in script("qwen3-30b-a3b", "none", moe_lay)
+
+
+def test_megatron_trains_without_dropout_as_the_memory_estimate_counts():
+    """Megatron defaults to 0.1 attention and hidden dropout; the estimate keeps no dropout masks
+    (and graphed recomputation refuses dropout), so every script turns both off."""
+    a = script_args(export("megatron", seed_target("llama-3-70b-tp8-pp4")).files["megatron_pretrain.sh"])
+    assert a[a.index("--attention-dropout") + 1] == "0.0" and a[a.index("--hidden-dropout") + 1] == "0.0"
+
+
+def test_other_frameworks_say_they_run_without_megatrons_cuda_graphs():
+    """A job timed on Megatron's full-iteration CUDA graph exported to a framework without one
+    says so, and for MoE that the host time the estimate left out is back; without graphs, no such note."""
+    lay = Layout(dp=8, ep=8, zero=1, mbs=1, grad_accum=8)
+    for graphs in ("full-iteration", "none"):
+        job = build_job(model="qwen3-30b-a3b", gpus=8, seq_len=4096, global_batch=64, cuda_graphs=graphs)
+        for fw in ("deepspeed", "torchtitan", "fsdp", "accelerate"):
+            notes = [c for c in export(fw, Target(job, lay)).caveats if "--cuda-graphs" in c]
+            assert (notes != []) == (graphs == "full-iteration"), (fw, graphs)
+            assert all("host-side time" in c for c in notes)
+        assert not [c for c in export("megatron", Target(job, lay)).caveats if "--cuda-graphs" in c]

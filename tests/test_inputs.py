@@ -302,7 +302,7 @@ def test_recompute_modes_a_framework_cannot_run_are_refused_and_never_searched(r
     assert "recompute=modules: no valid layout (validity: recompute-framework)" in out
 
 
-def test_full_iteration_cuda_graphs_are_megatron_only_and_need_expert_tp_1(run_cli):
+def test_full_iteration_cuda_graphs_are_megatron_only_and_need_expert_tp_1(run_cli, tmp_path):
     """Only Megatron-Core captures a whole training step in one graph: under another framework
     --cuda-graphs full-iteration is refused in one line naming what is allowed, from a flag or a
     job file; and a MoE layout with expert TP cannot run the padded capacity graphs need."""
@@ -314,6 +314,10 @@ def test_full_iteration_cuda_graphs_are_megatron_only_and_need_expert_tp_1(run_c
     assert "etp=2 with --cuda-graphs full-iteration" in err and "etp=1" in err
     err = refused(run_cli, "recommend", "--model", "llama-3-8b", "--cuda-graphs", "partial")
     assert "--cuda-graphs" in err and "full-iteration" in err
+    job = tmp_path / "job.yaml"
+    job.write_text("model: llama-3-8b\ngpus: 8\nframework: hf\ncuda_graphs: full-iteration\n")
+    assert "allowed with --framework hf: none" in refused(run_cli, "recommend", "-f", str(job))
+    assert "--vary" in refused(run_cli, "compare", "--model", "llama-3-8b", "--vary", "cuda_graphs=on,none")
 
 
 def test_sp_on_for_a_framework_without_it_is_refused(run_cli):

@@ -22,10 +22,13 @@ JOBS = [
     dict(model="qwen3-30b-a3b", gpus=16, precision="fp8", framework="deepspeed"),
     dict(model="llama-3-70b", gpus=8, gpu="a100-80gb", training="lora", framework="fsdp"),
     dict(model="llama-3-8b", gpus=16, gpu="h200", training="rlhf", recompute="full"),
+    dict(model="qwen3-235b-a22b", gpus=256, gpu="gb200", precision="fp8"),
+    dict(model="qwen3-235b-a22b", gpus=256, gpu="gb200", precision="fp8", cuda_graphs="full-iteration"),
 ]
 
 
-@pytest.mark.parametrize("kw", JOBS, ids=lambda kw: f"{kw['model']}-{kw['gpus']}-{kw.get('framework', 'megatron')}")
+@pytest.mark.parametrize("kw", JOBS, ids=lambda kw: f"{kw['model']}-{kw['gpus']}-{kw.get('framework', 'megatron')}"
+                                                 f"{'-graphs' if kw.get('cuda_graphs') else ''}")
 def test_vectorised_scores_equal_the_single_layout_estimators(kw):
     job = build_job(**kw)
     gb, _ = global_batch(job)
@@ -40,6 +43,7 @@ def test_vectorised_scores_equal_the_single_layout_estimators(kw):
         assert sc["peak_gib"][i] == pytest.approx(mem.peak_gib, rel=1e-12)
         assert sc["tokens_per_s"][i] == pytest.approx(st.tokens_per_s, rel=1e-12)
         assert sc["mfu_pct"][i] == pytest.approx(st.mfu_pct, rel=1e-12)
+        assert sc["moe_host_pct"][i] == pytest.approx(100 * st.moe_host_s / st.step_time_s, rel=1e-12, abs=1e-12)
         assert sc["bubble_pct"][i] == pytest.approx(100 * st.bubble_s / st.step_time_s, rel=1e-9, abs=1e-12)
         assert sc["comm_overhead_pct"][i] == pytest.approx(100 * st.comm_exposed_s / st.step_time_s, rel=1e-9, abs=1e-12)
 

@@ -161,11 +161,10 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
         # --recompute-modules moe_act: the expert activation's output (fc2's input, 2 bytes per
         # unit of the expert width) is freed and recomputed the same way (experts.py)
         act_out = 2.0 * exp_w if rc == "modules" else 0.0
-        routed = k * (2.0 * h + _mlp_bytes(m, prof, exp_w) - act_out + out_kept)
+        routed = k * (2.0 * h + _mlp_bytes(m, prof, exp_w) - act_out + out_kept) * paged_stash_factor(t)
         # with fp32 weights under autocast, Mixtral-style experts are fp32 parameters autocast
         # does not cast for the expert matmuls: their inputs, intermediates and outputs are fp32,
         # twice the bytes (their GEMMs run at the fp32 rate too, kb/perf/compute.expert_gemm_rate)
-        routed = routed * paged_stash_factor(t)
         mlp = routed_share * (8.0 * m.experts + where(fp32_weights_under_autocast(t, lay), 2.0, 1.0) * routed)
         if m.shared_width:
             mlp += _mlp_bytes(m, prof, m.shared_width / tp)

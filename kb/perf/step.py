@@ -50,7 +50,7 @@ class StepTime:
     mfu_pct: float
     hfu_pct: float
     model_tflops_per_gpu: float
-    moe_host_s: float = 0.0     # the MoE layers' host-side time in the step (moe_host_seconds)
+    moe_host_s: float = 0.0     # the MoE layers' host-side time in the step, its share of the bubble included
 
     def metrics(self, job: Job) -> dict:
         t, c = job.training, job.cluster
@@ -105,7 +105,7 @@ def moe_layer_overhead(t, local_experts) -> float:
     variable-shaped per-expert tensors that CG cannot capture; we pad to a fixed capacity").
     Both causes of this time are gone; nothing is fitted. Checked on NVIDIA's published runs
     from the NeMo 26.06 stack, which turned it on for the MXFP8 MoE recipes on GB200/GB300
-    (benchmarks/throughput.py; Megatron-Bridge README, 06/16/2026)."""
+    (benchmarks/throughput.py; Megatron-Bridge v0.6.0 README, news of 06/16/2026)."""
     if t.cuda_graphs == "full-iteration":
         return 0.0
     prof = framework_profile(t.framework)
@@ -253,19 +253,20 @@ def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compu
 def step_time(job: Job, lay: Layout) -> StepTime:
     m, t, c = job.model, job.training, job.cluster
     stages = all_stages(m, lay)
-    t_max = t_sum = compute_mb = dense_rank = expert_rank = kinds_max = host_max = None
+    t_max = t_sum = compute_mb = dense_rank = expert_rank = kinds_max = host_max = host_sum = None
     for sp in stages:
         compute, kinds = _stage_time(job, lay, sp, sp.stage == lay.pp - 1)
         host = moe_host_seconds(t, lay, sp.moe_layers, m.experts)
         total_mb = compute + sum(kinds.values())
         if t_max is None:
-            t_max, t_sum, compute_mb, kinds_max, host_max = total_mb, total_mb, compute, kinds, host
+            t_max, t_sum, compute_mb, kinds_max, host_max, host_sum = total_mb, total_mb, compute, kinds, host, host
             dense_rank, expert_rank = sp.dense, sp.experts
             continue
         # the slowest stage sets the pace (the later one on a tie); middle stages are like stage 1
         later = total_mb >= t_max
         kinds_max = {k: where(later, v, kinds_max[k]) for k, v in kinds.items()}
         host_max = where(later, host, host_max)
+        host_sum = host_sum + host
         t_max = maximum(t_max, total_mb)
         t_sum = t_sum + total_mb
         compute_mb = maximum(compute_mb, compute)
@@ -296,4 +297,4 @@ def step_time(job: Job, lay: Layout) -> StepTime:
                     comm_exposed_s=sum(comm_kinds.values()), comm_by_kind_s=comm_kinds, optimizer_s=opt,
                     tokens_per_s=tps, tokens_per_s_per_gpu=per_gpu, mfu_pct=100 * mf * per_gpu / peak,
                     hfu_pct=100 * hf * per_gpu / peak, model_tflops_per_gpu=mf * per_gpu / 1e12,
-                    moe_host_s=mcount * host_max)
+                    moe_host_s=mcount * host_max + (lay.pp - 1) * host_sum / len(stages) / lay.vp)

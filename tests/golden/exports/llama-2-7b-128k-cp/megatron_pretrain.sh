@@ -16,6 +16,8 @@ torchrun --nnodes 8 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint $HEAD
   --swiglu \
   --disable-bias-linear \
   --untie-embeddings-and-output-weights \
+  --attention-dropout 0.0 \
+  --hidden-dropout 0.0 \
   --tensor-model-parallel-size 8 \
   --sequence-parallel \
   --tp-comm-overlap \
