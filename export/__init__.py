@@ -34,17 +34,19 @@ def export(framework: str, target):
     """The framework's export; a layout with per-module recomputation goes to the others as
     selective recomputation, their nearest, and says so; so does a job timed on Megatron's
     full-iteration CUDA graphs, which the others cannot run."""
-    if target.layout.recompute != "modules" or framework == "megatron":
-        ex = module(framework).export(target)
-    else:
-        nearest = type(target)(target.job, target.layout.with_(recompute="selective"))
-        ex = module(framework).export(nearest)
-        ex.caveats.insert(0, f"per-module recomputation ({' '.join(recompute_modules(target.job.model))}) is "
-                             "Megatron-Core's --recompute-modules; exported as selective recomputation, the nearest")
-    if framework != "megatron" and target.job.training.cuda_graphs != "none":
-        ex.caveats.insert(0, "--cuda-graphs full-iteration is Megatron-Core's whole-step CUDA graph; this runs without "
-                             "it" + (", so the MoE layers' host-side time, which the estimate left out, is back"
-                                     if target.job.model.is_moe else ""))
+    if framework == "megatron":
+        return module(framework).export(target)
+    carried, lay = [], target.layout
+    if target.job.training.cuda_graphs != "none":
+        carried.append("--cuda-graphs full-iteration is Megatron-Core's whole-step CUDA graph; this runs without "
+                       "it" + (", so the MoE layers' host-side time, which the estimate left out, is back"
+                               if target.job.model.is_moe else ""))
+    if lay.recompute == "modules":
+        lay = lay.with_(recompute="selective")
+        carried.append(f"per-module recomputation ({' '.join(recompute_modules(target.job.model))}) is "
+                       "Megatron-Core's --recompute-modules; exported as selective recomputation, the nearest")
+    ex = module(framework).export(type(target)(target.job, lay, tuple(carried)))
+    ex.caveats[:0] = carried
     return ex
 
 

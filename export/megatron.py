@@ -283,7 +283,15 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
         # the gradient buffer the estimate sized (kb/data/frameworks.yaml grad_buffer_bytes, as
         # NVIDIA's recipes set it); plain --bf16 would keep it, and reduce it, in fp32
         a += ["--grad-reduce-in-bf16"]
-    if t.precision == "fp8":
+    if t.precision == "fp8" and graphed_moe(tg):
+        # MXFP8, the only recipe the fused grouped MLP of a captured MoE layer runs (cuda_graph_args),
+        # as Megatron-Bridge's bf16_with_mxfp8_mixed: E4M3, FP8 primary weights gathered through the
+        # gradient buffer (its 1 + 1 bytes of row- and column-wise data, plus a scale per 32, are
+        # the 2 bytes kb/memory/states.py counts)
+        a += ["--fp8-format", "e4m3", "--fp8-recipe", "mxfp8"]
+        if lay.zero >= 1:
+            a += ["--fp8-param-gather"] + (["--reuse-grad-buf-for-mxfp8-param-ag"] if lay.zero == 1 else [])
+    elif t.precision == "fp8":
         # per-tensor current scaling ("FP8-CS", as NVIDIA's published Megatron-Bridge runs): delayed
         # scaling cannot recompute norms or the experts' activation, which per-module recompute
         # does (TransformerConfig: "Delayed scaling does not support moe_act and layernorm recompute")
@@ -303,6 +311,11 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
             caveats.append("FP8 with the norms (and the experts' activation) recomputed needs Transformer Engine "
                            ">= 2.6 (TransformerConfig checks it)")
     return a, caveats
+
+
+def graphed_moe(tg: Target) -> bool:
+    """A MoE job on full-iteration CUDA graphs (kb/build.py admits it with MXFP8 on Blackwell only)."""
+    return tg.job.model.is_moe and tg.job.training.cuda_graphs == "full-iteration"
 
 
 def cuda_graph_args(tg: Target) -> list:
@@ -335,13 +348,17 @@ def graph_environment(tg: Target) -> list[str]:
     moe/experts.py _is_fused_impl_supported) -- with what the run needs installed."""
     if tg.job.training.cuda_graphs != "full-iteration":
         return []
-    lines = ["export PYTORCH_CUDA_ALLOC_CONF=graph_capture_record_stream_reuse:True",
+    lines = ["export PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:+$PYTORCH_CUDA_ALLOC_CONF,}"
+             "graph_capture_record_stream_reuse:True",
              "export TORCH_NCCL_AVOID_RECORD_STREAMS=0"]
     if tg.job.model.is_moe:
         lines = [f"# full-iteration CUDA graphs with MoE need HybridEP (DeepEP's hybrid-ep kernels) and Transformer "
-                 f"Engine's CuTe DSL fused grouped MLP (TE >= 2.14), as NVIDIA runs them with MXFP8 on GB200/GB300 "
-                 f"(NeMo 26.06 container); a step whose routing overflows a rank's {RANK_CAPACITY_FACTOR}x capacity is "
-                 f"run again without it"] + lines + ["export NVTE_CUTEDSL_FUSED_GROUPED_MLP=1"]
+                 f"Engine's CuTe DSL fused grouped MLP (TE >= 2.14), with MXFP8 on Blackwell, as NVIDIA runs them "
+                 f"(NeMo 26.06 container); a step whose routing overflows a rank's {RANK_CAPACITY_FACTOR}x capacity or "
+                 f"the stash is run again without the graph (and the next steps until it is captured again)",
+                 "# --moe-mlp-glu-interleave-size 32 keeps the experts' gate and up weights interleaved in blocks of 32: "
+                 "a checkpoint converted from Hugging Face, or one read by a run without it, needs that layout "
+                 "converted (Megatron-Bridge's checkpointing does it; pretrain_gpt.py does not)"] + lines + ["export NVTE_CUTEDSL_FUSED_GROUPED_MLP=1"]
     return lines
 
 

@@ -17,6 +17,9 @@ from shardwise.kb.layout import Layout
 class Target:
     job: Job
     layout: Layout
+    # what the export as a whole cannot carry to this framework, decided before its own module
+    # runs (export/__init__.export), so that the file's header says it too
+    carried: tuple = ()
 
     def __post_init__(self):
         # exported as ZeRO-0 rather than as an optimizer sharding set up for one rank
@@ -47,7 +50,8 @@ class Target:
         where = f"{c.nodes} nodes of {c.gpus_per_node}" if c.nodes > 1 else "one node"
         return [f"{comment} shardwise export: {m.name} on {c.gpus} x {c.gpu.name} ({where}), "
                 f"seq {t.seq_len}, {t.training} {t.precision}",
-                f"{comment} layout: {lay.describe()}; global batch {lay.global_batch} sequences"]
+                f"{comment} layout: {lay.describe()}; global batch {lay.global_batch} sequences"] + \
+            [f"{comment} cannot express: {c}" for c in self.carried]
 
 
 @dataclass

@@ -181,12 +181,14 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
         # CUDA graphs (torchtitan, the Trainer) stop at graph breaks and are not modelled
         raise InputError(f"--cuda-graphs full-iteration: only Megatron-Core captures a whole training step in one "
                          f"CUDA graph; allowed with --framework {tspec.framework}: none (or --framework megatron)")
-    if tspec.cuda_graphs == "full-iteration" and m.is_moe and m.mlp not in ("swiglu", "geglu"):
-        # the padded capacity needs the fused grouped MLP, which fuses gated units only
-        # (Megatron-Core moe/experts.py _is_fused_impl_supported: SwiGLU or quick GeGLU)
-        raise InputError(f"--cuda-graphs full-iteration: {m.name}'s experts are a plain {m.mlp} MLP, and Megatron's "
-                         "fused grouped MLP, which the graph's fixed expert shapes need, runs gated ones (SwiGLU, "
-                         "GeGLU) only; allowed: none")
+    if tspec.cuda_graphs == "full-iteration" and m.is_moe and not (tspec.precision == "fp8" and g.mxfp8):
+        # a captured MoE layer needs the fused grouped MLP (the unfused GroupedLinear syncs its
+        # split sizes to the host), and Transformer Engine fuses it only for MXFP8 on Blackwell
+        # (fuse_grouped_mlp_ops; the CuTe DSL kernel needs sm100) -- as NVIDIA runs it
+        blackwell = [n for n in catalog.gpu_names() if catalog.gpu(n).mxfp8]
+        raise InputError(f"--cuda-graphs full-iteration with {m.name}: a captured MoE layer needs Megatron's fused "
+                         f"grouped MLP, which Transformer Engine runs in MXFP8 on Blackwell only; allowed: --precision "
+                         f"fp8 with --gpu {', '.join(blackwell)}, or --cuda-graphs none")
     modes = recompute_modes(tspec.framework)
     if tspec.recompute != "auto" and tspec.recompute not in modes:
         raise InputError(f"--recompute {tspec.recompute}: --framework {tspec.framework} cannot run it; allowed: "

@@ -55,7 +55,7 @@ def job_facts(job: Job, global_batch: int) -> dict:
         "cluster.gpu": c.gpu.name, "cluster.gpus": c.gpus, "cluster.gpus_per_node": c.gpus_per_node,
         "cluster.nodes": c.nodes, "cluster.nvlink_domain": c.nvlink_domain, "cluster.gpu_memory_gib": c.gpu.memory_gib,
         "cluster.intra": c.intra.name, "cluster.intra_kind": _intra_kind(c.intra.name), "cluster.inter": c.inter.name,
-        "cluster.inter_kind": c.inter.name.split("-")[0],
+        "cluster.inter_kind": c.inter.name.split("-")[0], "cluster.mxfp8": c.gpu.mxfp8,
         "train.seq_len": t.seq_len, "train.global_batch": global_batch, "train.training": t.training,
         "train.precision": t.precision, "train.framework": t.framework, "train.attention": t.attention,
         "train.cuda_graphs": t.cuda_graphs, "train.optimizer": t.optimizer, "train.sequence_parallel": has_sequence_parallel(t.framework),

@@ -164,6 +164,7 @@ class GPUSpec(_Frozen):
     gpus_per_node: int = Field(8, gt=0)
     nvlink_domain: int = Field(0, ge=0, description="GPUs in one NVLink domain; 0 = the node")
     cuda_context_gib: float = Field(0.6, ge=0)
+    mxfp8: bool = Field(False, description="tensor cores with microscaled (OCP MX) FP8: Blackwell, sm100 and later")
     sustained_share: float = Field(1.0, gt=0, le=2, description=(
         "share of the datasheet peak the tensor cores hold through a training step, relative to "
         "the H100 SXM the compute efficiencies were measured on (kb/perf/compute.py)"))

@@ -65,7 +65,7 @@ def layouts():
     # the Trainer at 32K with its sequence split four ways: DeepSpeed's Ulysses, counted without an mpu
     trainer_long = build_job(model="llama-3-8b", gpus=16, training="finetune", seq_len=32768)
     # full-iteration CUDA graphs: HybridEP capacity, op fuser and paged stash beside the EP overlap
-    graphed_moe = build_job(model="qwen3-30b-a3b", gpus=64, cuda_graphs="full-iteration")
+    graphed_moe = build_job(model="qwen3-30b-a3b", gpus=64, gpu="gb200", precision="fp8", cuda_graphs="full-iteration")
     return [
         Target(big, Layout(tp=4, pp=16, vp=4, dp=4, zero=1, sp=True, mbs=1, grad_accum=192, recompute="none")),
         Target(dense, Layout(tp=4, pp=8, vp=5, dp=2, zero=1, sp=True, mbs=1, grad_accum=64, recompute="none")),
@@ -219,14 +219,15 @@ def test_megatron_keeps_its_flags_where_they_build_the_split():
 
 
 def test_what_a_framework_cannot_express_is_said_in_the_file():
-    tg = layouts()[0]          # vp 5, ZeRO-1, PP 8
-    out = export_all(tg)
+    out = export_all(layouts()[0])          # vp 5, ZeRO-1, PP 8
     assert any("interleaved" in c for c in out["nanotron"]["caveats"])
     assert any("pipeline parallelism" in c for c in out["accelerate"]["caveats"])
     assert any("ZeRO-1" in c for c in out["torchtitan"]["caveats"])
-    for fw, ex in out.items():
-        for c in ex["caveats"]:
-            assert any(c in text for text in ex["files"].values()), (fw, c)
+    # every layout, per-module recompute and CUDA graphs carried to the others included
+    for tg in layouts():
+        for fw, ex in export_all(tg).items():
+            for c in ex["caveats"]:
+                assert any(c in text for text in ex["files"].values()), (fw, tg.layout.describe(), c)
 
 
 @pytest.mark.parametrize("scenario", sorted(SEEDS))
@@ -366,7 +367,8 @@ def test_megatron_runs_full_iteration_cuda_graphs_as_the_estimate_times_them():
     the paged stash the estimate sized, on HybridEP with the op fuser they need; a dense model
     gets the graph alone, and a job without graphs none of it."""
     def script(model, graphs, lay):
-        job = build_job(model=model, gpus=8, seq_len=4096, global_batch=64, cuda_graphs=graphs)
+        job = build_job(model=model, gpus=8, gpu="gb200", precision="fp8", seq_len=4096, global_batch=64,
+                        cuda_graphs=graphs)
         return export("megatron", Target(job, lay)).files["megatron_pretrain.sh"]
 
     def args(model, graphs, lay):
@@ -381,12 +383,17 @@ def test_megatron_runs_full_iteration_cuda_graphs_as_the_estimate_times_them():
     assert float(value(a, "--moe-expert-rank-capacity-factor")) == RANK_CAPACITY_FACTOR
     assert float(value(a, "--moe-paged-stash-buffer-size-factor-cuda")) == PAGED_STASH_FACTOR
     assert "--moe-paged-stash" in a and "--use-transformer-engine-op-fuser" in a
+    # MXFP8, the recipe the fused grouped MLP runs, where an ungraphed FP8 job gets per-tensor scaling
+    assert value(a, "--fp8-recipe") == "mxfp8" and "--reuse-grad-buf-for-mxfp8-param-ag" in a
+    assert value(args("qwen3-30b-a3b", "none", moe_lay), "--fp8-recipe") == "tensorwise"
+    assert value(args("llama-3-8b", "full-iteration", Layout(dp=8, zero=1, mbs=1, grad_accum=8)),
+                 "--fp8-recipe") == "tensorwise"
     # the fused grouped MLP the op fuser needs: GLU interleaved by 32 and its kernel switched on
     assert value(a, "--moe-mlp-glu-interleave-size") == "32"
     assert float(value(a, "--moe-paged-stash-buffer-size-factor-cpu")) == 1.0
     text = script("qwen3-30b-a3b", "full-iteration", moe_lay)
     assert "export NVTE_CUTEDSL_FUSED_GROUPED_MLP=1\n" in text
-    assert "export PYTORCH_CUDA_ALLOC_CONF=graph_capture_record_stream_reuse:True\n" in text
+    assert "graph_capture_record_stream_reuse:True\n" in text and "interleaved in blocks of 32" in text
     assert "cannot express" not in text
     dense = args("llama-3-8b", "full-iteration", Layout(dp=8, zero=1, mbs=1, grad_accum=8))
     assert value(dense, "--cuda-graph-impl") == "full_iteration" and "--moe-paged-stash" not in dense
@@ -409,7 +416,8 @@ def test_other_frameworks_say_they_run_without_megatrons_cuda_graphs():
     says so, and for MoE that the host time the estimate left out is back; without graphs, no such note."""
     lay = Layout(dp=8, ep=8, zero=1, mbs=1, grad_accum=8)
     for graphs in ("full-iteration", "none"):
-        job = build_job(model="qwen3-30b-a3b", gpus=8, seq_len=4096, global_batch=64, cuda_graphs=graphs)
+        job = build_job(model="qwen3-30b-a3b", gpus=8, gpu="gb200", precision="fp8", seq_len=4096, global_batch=64,
+                        cuda_graphs=graphs)
         for fw in ("deepspeed", "torchtitan", "fsdp", "accelerate"):
             notes = [c for c in export(fw, Target(job, lay)).caveats if "--cuda-graphs" in c]
             assert (notes != []) == (graphs == "full-iteration"), (fw, graphs)

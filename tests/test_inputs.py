@@ -305,13 +305,18 @@ def test_recompute_modes_a_framework_cannot_run_are_refused_and_never_searched(r
 def test_full_iteration_cuda_graphs_are_megatron_only_and_need_expert_tp_1(run_cli, tmp_path):
     """Only Megatron-Core captures a whole training step in one graph: under another framework
     --cuda-graphs full-iteration is refused in one line naming what is allowed, from a flag or a
-    job file; and a MoE layout with expert TP cannot run the padded capacity graphs need."""
+    job file; and a MoE job needs MXFP8 on Blackwell, and a layout without expert TP, for the
+    fused grouped MLP the padded capacity runs on."""
     err = refused(run_cli, "recommend", "--model", "llama-3-8b", "--gpus", "8", "--framework", "fsdp",
                   "--cuda-graphs", "full-iteration")
     assert "--cuda-graphs full-iteration" in err and "allowed with --framework fsdp: none" in err
-    err = refused(run_cli, "memory", "--model", "mixtral-8x7b", "--gpus", "8", "--cuda-graphs", "full-iteration",
-                  "--layout", "tp=2,sp=on,dp=4,ep=2,etp=2,zero=1")
+    err = refused(run_cli, "memory", "--model", "mixtral-8x7b", "--gpus", "8", "--gpu", "gb200", "--precision", "fp8",
+                  "--cuda-graphs", "full-iteration", "--layout", "tp=2,sp=on,dp=4,ep=2,etp=2,zero=1")
     assert "etp=2 with --cuda-graphs full-iteration" in err and "etp=1" in err
+    # a captured MoE layer needs the fused grouped MLP: MXFP8 on Blackwell
+    for flags in (["--gpu", "h100-sxm", "--precision", "fp8"], ["--gpu", "gb200", "--precision", "bf16"]):
+        err = refused(run_cli, "recommend", "--model", "mixtral-8x7b", "--cuda-graphs", "full-iteration", *flags)
+        assert "MXFP8 on Blackwell" in err and "--precision fp8 with --gpu b200, b300, gb200, gb300" in err
     err = refused(run_cli, "recommend", "--model", "llama-3-8b", "--cuda-graphs", "partial")
     assert "--cuda-graphs" in err and "full-iteration" in err
     job = tmp_path / "job.yaml"

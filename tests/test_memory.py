@@ -131,7 +131,7 @@ def test_full_iteration_cuda_graphs_keep_the_routed_activations_in_a_padded_stas
     from shardwise.kb.memory.activations import PAGED_STASH_FACTOR
 
     def acts(model, layout, graphs):
-        return mem(build_job(model=model, gpus=8, seq_len=4096, cuda_graphs=graphs),
+        return mem(build_job(model=model, gpus=8, gpu="gb200", precision="fp8", seq_len=4096, cuda_graphs=graphs),
                    layout).breakdown_gib["activations"]
     plain, graphed = (acts("qwen3-30b-a3b", "dp=8,ep=8,zero=1,mbs=2", g) for g in ("none", "full-iteration"))
     assert plain < graphed < PAGED_STASH_FACTOR * plain

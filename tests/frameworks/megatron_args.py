@@ -25,6 +25,15 @@ def parse(script: str, world: str):
     os.environ.pop("CUDA_DEVICE_MAX_CONNECTIONS", None)
     if "export CUDA_DEVICE_MAX_CONNECTIONS=1" in text:
         os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
+    if "--fp8-recipe mxfp8" in text:
+        # an MXFP8 script is for Blackwell, where NVIDIA runs it with Transformer Engine 2.16 (NeMo
+        # 26.06, Megatron-Bridge docs/releases/software-versions.md); TE does not install on CPU, so
+        # its version checks are told that one, and the GPU checks a Blackwell's compute capability
+        import megatron.core.utils as U
+        from packaging.version import Version
+        U._te_version = Version("2.16")
+        A.get_device_arch_version = lambda: 10
+        A.torch.cuda.get_device_capability = lambda *a: (10, 0)
     body = os.path.expandvars(text.split("pretrain_gpt.py", 1)[1].replace("\\\n", " "))
     # Transformer Engine is not installable on CPU; RoPE fusion is a TE kernel, so this machine
     # turns it off (a GPU node with TE keeps the exported default)
