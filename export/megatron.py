@@ -358,7 +358,8 @@ def graph_environment(tg: Target) -> list[str]:
                  f"the stash is run again without the graph (and the next steps until it is captured again)",
                  "# --moe-mlp-glu-interleave-size 32 keeps the experts' gate and up weights interleaved in blocks of 32: "
                  "a checkpoint converted from Hugging Face, or one read by a run without it, needs that layout "
-                 "converted (Megatron-Bridge's checkpointing does it; pretrain_gpt.py does not)"] + lines + ["export NVTE_CUTEDSL_FUSED_GROUPED_MLP=1"]
+                 "converted (Megatron-Bridge's checkpointing does it; Megatron-LM's own training script does not)"] \
+            + lines + ["export NVTE_CUTEDSL_FUSED_GROUPED_MLP=1"]
     return lines
 
 
@@ -403,5 +404,6 @@ def export(tg: Target) -> Export:
 
 def script_args(text: str) -> list[str]:
     """The pretrain_gpt.py arguments of an exported script, environment variables left as names."""
-    body = text.split("pretrain_gpt.py", 1)[1].replace("\\\n", " ")
+    # the launch line's, not a comment's: the command starts at torchrun
+    body = text[text.index("\ntorchrun "):].split("pretrain_gpt.py", 1)[1].replace("\\\n", " ")
     return shlex.split(body, comments=True)

@@ -379,6 +379,7 @@ def test_megatron_runs_full_iteration_cuda_graphs_as_the_estimate_times_them():
     moe_lay = Layout(dp=8, ep=8, zero=1, mbs=1, grad_accum=8)
     a = args("qwen3-30b-a3b", "full-iteration", moe_lay)
     assert value(a, "--cuda-graph-impl") == "full_iteration" and "--no-check-for-nan-in-loss-and-grad" in a
+    assert a[0] == "--num-layers"          # the launch line's arguments only, whatever the comments name
     assert value(a, "--moe-token-dispatcher-type") == "flex" and value(a, "--moe-flex-dispatcher-backend") == "hybridep"
     assert float(value(a, "--moe-expert-rank-capacity-factor")) == RANK_CAPACITY_FACTOR
     assert float(value(a, "--moe-paged-stash-buffer-size-factor-cuda")) == PAGED_STASH_FACTOR

@@ -34,7 +34,7 @@ def parse(script: str, world: str):
         U._te_version = Version("2.16")
         A.get_device_arch_version = lambda: 10
         A.torch.cuda.get_device_capability = lambda *a: (10, 0)
-    body = os.path.expandvars(text.split("pretrain_gpt.py", 1)[1].replace("\\\n", " "))
+    body = os.path.expandvars(text[text.index("\ntorchrun "):].split("pretrain_gpt.py", 1)[1].replace("\\\n", " "))
     # Transformer Engine is not installable on CPU; RoPE fusion is a TE kernel, so this machine
     # turns it off (a GPU node with TE keeps the exported default)
     sys.argv = ["pretrain_gpt.py"] + shlex.split(body, comments=True) + ["--no-rope-fusion"]
