@@ -69,7 +69,7 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
     # (TransformerConfig: "attention dropout is not supported with graphed attention recomputation")
     a += ["--attention-dropout", 0.0, "--hidden-dropout", 0.0]
     if m.is_moe:
-        a += moe_args(m, graphs=tg.job.training.cuda_graphs == "full-iteration")
+        a += moe_args(m, graphs=graphed_moe(tg))
     if m.parallel_attn:
         caveats.append("parallel attention and MLP (one shared input norm): Megatron-Core's GPT layer runs them in "
                        "sequence; the same weights bar one norm a layer, a different model")
@@ -328,11 +328,10 @@ def cuda_graph_args(tg: Target) -> list:
     of 32 (--moe-mlp-glu-interleave-size; graph_environment turns the fused kernel on), and the
     paged stash for the routed activations (kb/memory/activations.PAGED_STASH_FACTOR) with a
     host buffer it spills to rather than rerun the step."""
-    m = tg.job.model
     if tg.job.training.cuda_graphs != "full-iteration":
         return []
     a = ["--cuda-graph-impl", "full_iteration", "--no-check-for-nan-in-loss-and-grad"]
-    if m.is_moe:
+    if graphed_moe(tg):
         a += ["--use-transformer-engine-op-fuser", "--moe-mlp-glu-interleave-size", 32,
               "--moe-expert-rank-capacity-factor", RANK_CAPACITY_FACTOR, "--moe-paged-stash",
               "--moe-paged-stash-buffer-size-factor-cuda", PAGED_STASH_FACTOR,
@@ -351,13 +350,14 @@ def graph_environment(tg: Target) -> list[str]:
     lines = ["export PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:+$PYTORCH_CUDA_ALLOC_CONF,}"
              "graph_capture_record_stream_reuse:True",
              "export TORCH_NCCL_AVOID_RECORD_STREAMS=0"]
-    if tg.job.model.is_moe:
+    if graphed_moe(tg):
         lines = [f"# full-iteration CUDA graphs with MoE need HybridEP (DeepEP's hybrid-ep kernels) and Transformer "
                  f"Engine's CuTe DSL fused grouped MLP (TE >= 2.14), with MXFP8 on Blackwell, as NVIDIA runs them "
-                 f"(NeMo 26.06 container); a step whose routing overflows a rank's {RANK_CAPACITY_FACTOR}x capacity or "
-                 f"the stash is run again without the graph (and the next steps until it is captured again)",
-                 "# --moe-mlp-glu-interleave-size 32 keeps the experts' gate and up weights interleaved in blocks of 32: "
-                 "a checkpoint converted from Hugging Face, or one read by a run without it, needs that layout "
+                 f"(NeMo 26.06 container); a step whose routing overflows a rank's {RANK_CAPACITY_FACTOR}x "
+                 f"capacity or the stash is run again without the graph (and the next steps until it is captured "
+                 f"again)",
+                 "# --moe-mlp-glu-interleave-size 32 keeps the experts' gate and up weights interleaved in blocks of "
+                 "32: a checkpoint converted from Hugging Face, or one read by a run without it, needs that layout "
                  "converted (Megatron-Bridge's checkpointing does it; Megatron-LM's own training script does not)"] \
             + lines + ["export NVTE_CUTEDSL_FUSED_GROUPED_MLP=1"]
     return lines
@@ -395,8 +395,9 @@ def export(tg: Target) -> Export:
         "# set TOKENIZER (a Hugging Face tokenizer name or path) and DATA_PREFIX (Megatron .bin/.idx prefix)",
         tg.steps_comment(),
         connections_line(tg),
-    ] + graph_environment(tg) + ([f"# {c.nodes} nodes: run this on every node, with HEAD_NODE the first node's address (torchrun's c10d "
-          "rendezvous gives each node its rank)"] if c.nodes > 1 else []) + shell_command(
+    ] + graph_environment(tg) + (
+        [f"# {c.nodes} nodes: run this on every node, with HEAD_NODE the first node's address (torchrun's c10d "
+         "rendezvous gives each node its rank)"] if c.nodes > 1 else []) + shell_command(
         f"torchrun --nnodes {c.nodes} --nproc-per-node {c.gpus_per_node}"
         + (" --rdzv-backend c10d --rdzv-endpoint $HEAD_NODE:29500" if c.nodes > 1 else "") + " pretrain_gpt.py", args)
     return Export("megatron", {"megatron_pretrain.sh": "\n".join(lines) + "\n"}, caveats)

@@ -58,7 +58,8 @@ def job_facts(job: Job, global_batch: int) -> dict:
         "cluster.inter_kind": c.inter.name.split("-")[0], "cluster.mxfp8": c.gpu.mxfp8,
         "train.seq_len": t.seq_len, "train.global_batch": global_batch, "train.training": t.training,
         "train.precision": t.precision, "train.framework": t.framework, "train.attention": t.attention,
-        "train.cuda_graphs": t.cuda_graphs, "train.optimizer": t.optimizer, "train.sequence_parallel": has_sequence_parallel(t.framework),
+        "train.cuda_graphs": t.cuda_graphs, "train.optimizer": t.optimizer,
+        "train.sequence_parallel": has_sequence_parallel(t.framework),
         "train.mbs_given": bool(t.mbs), "train.recompute_given": t.recompute != "auto",
     }
 

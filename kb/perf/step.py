@@ -98,7 +98,7 @@ def moe_layer_overhead(t, local_experts) -> float:
     Transformer Engine's grouped linear, each with its launches and casts) --
     kb/data/frameworks.yaml, moe_layer_overhead_ms and moe_expert_overhead_ms, with their fit.
 
-    None under full-iteration CUDA graphs (``t.cuda_graphs``): the step is replayed from one
+    Zero under full-iteration CUDA graphs (``t.cuda_graphs``): the step is replayed from one
     graph, so no kernel is launched from the host, and the dispatcher pads each rank's tokens
     to a fixed capacity (--moe-expert-rank-capacity-factor) instead of syncing the counts to the
     host (Megatron-Bridge perf recipes, set_full_iter_cg_configs: "Dropless MoE produces
@@ -150,8 +150,9 @@ def ep_hidden_share(t, lay: Layout, ov: dict):
     return ov["ep"] * megatron_ep_overlap_share(lay)
 
 
-def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
-    """Seconds of one micro-batch on a stage: compute and exposed communication by kind."""
+def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict, float]:
+    """Seconds of one micro-batch on a stage: compute, exposed communication by kind, and the
+    part of the compute that is MoE host-side time (moe_host_seconds)."""
     m, t, c = job.model, job.training, job.cluster
     ov = framework_profile(t.framework)["overlap"]
     dense_t = layer_time(m, t, lay, c.gpu, False) if sp.dense_layers else None
@@ -162,7 +163,8 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
             continue
         compute += n * (lt.total + recompute_seconds(t.framework, lay.recompute, lt))
     # full recomputation runs each layer's forward -- its dispatch and sync included -- again
-    compute += moe_host_seconds(t, lay, sp.moe_layers, m.experts)
+    host = moe_host_seconds(t, lay, sp.moe_layers, m.experts)
+    compute += host
     tokens = lay.mbs * t.seq_len / lay.cp
     if last:
         # the LM head is one GEMM (tokens x V/tp x h) in bf16, at the shape-dependent efficiency
@@ -193,7 +195,7 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict]:
         kinds["pp"] = 2 * lay.vp * comm.p2p(pp_link, act_bytes / where(lay.sp, lay.tp, 1)) * (1 - ov["pp"])
     else:
         kinds["pp"] = 0.0
-    return compute, kinds
+    return compute, kinds, host
 
 
 def _group_collectives(c, params, n, ns, stride, grad_bytes) -> dict:
@@ -255,8 +257,7 @@ def step_time(job: Job, lay: Layout) -> StepTime:
     stages = all_stages(m, lay)
     t_max = t_sum = compute_mb = dense_rank = expert_rank = kinds_max = host_max = host_sum = None
     for sp in stages:
-        compute, kinds = _stage_time(job, lay, sp, sp.stage == lay.pp - 1)
-        host = moe_host_seconds(t, lay, sp.moe_layers, m.experts)
+        compute, kinds, host = _stage_time(job, lay, sp, sp.stage == lay.pp - 1)
         total_mb = compute + sum(kinds.values())
         if t_max is None:
             t_max, t_sum, compute_mb, kinds_max, host_max, host_sum = total_mb, total_mb, compute, kinds, host, host
