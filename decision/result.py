@@ -26,10 +26,18 @@ def trace(d: Decision) -> list[dict]:
             for c in d.book.changes]
     for f in d.firings:
         out.append({"seq": f.seq, "rule": f.rule.id, "title": f.rule.title, "file": f.rule.file, "line": f.rule.line,
-                    "stratum": f.stratum, "facts": f.facts, "added": f.added,
+                    "stratum": f.stratum, "facts": f.facts, "added": [_shown(d, a) for a in f.added],
                     "because": " ".join(d.render(f.rule.because).split()) if d.layout else
                     " ".join(f.rule.because.split())})
     return out
+
+
+def _shown(d: Decision, added: dict) -> dict:
+    """One thing a firing added, as the trace shows it: a warning or note with its facts filled in,
+    as the answer's warnings[] and notes[] print it (run._texts), where there is an answer."""
+    if added["kind"] in ("warn", "note") and d.layout:
+        return dict(added, text=d.render(added["text"]))
+    return added
 
 
 def entry(d: Decision, i: int, rank: int) -> dict:
