@@ -55,7 +55,7 @@ def _patched(obj, **values):
 def _terms():
     """(name, context manager factory) of each term the ablation takes out."""
     from shardwise.kb.frameworks import profile
-    from shardwise.kb.perf import comm, compute, step
+    from shardwise.kb.perf import comm, compute, step, unfused
     mega = profile("megatron")
     dp_time = step._dp_time
     recompute = step.recompute_seconds
@@ -69,6 +69,8 @@ def _terms():
          lambda: _patched(calibration, _cuda_graphs=lambda r: "none")),
         ("MoE time per local expert (0.15 ms; the former single 3.5 ms per layer)",
          lambda: _patched(mega, moe_layer_overhead_ms=3.5, moe_expert_overhead_ms=0.0)),
+        ("Megatron's eager ops where its fused kernels stop: YaRN RoPE, expert biases, clamped GLU (-> none)",
+         lambda: _patched(unfused, UNFUSED_ROPE_EXTRA_BYTES=0.0, EXPERT_BIAS_BYTES=0.0, GLU_CLAMP_BYTES=0.0)),
         ("MoE fixed time (layer and per-expert parts, none)",
          lambda: _patched(mega, moe_layer_overhead_ms=0.0, moe_expert_overhead_ms=0.0)),
         ("EP all-to-all overlap (0.7 -> 0)",

@@ -210,6 +210,9 @@ def read_hf_config(path: str) -> ModelSpec:
     if mt in ("mixtral", "gpt_oss"):
         spec.update(experts=_field(cfg, path, "num_local_experts", least=1),
                     top_k=_field(cfg, path, "num_experts_per_tok", least=1), expert_ffn=spec["ffn"])
+    if mt == "gpt_oss":
+        # GptOssConfig's default swiglu_limit is 7.0 (transformers configuration_gpt_oss.py)
+        spec["glu_limit"] = float(_field(cfg, path, "swiglu_limit", required=False, default=7.0, kind=float))
     if mt in ("qwen3_moe", "qwen2_moe"):
         spec.update(experts=_field(cfg, path, "num_experts", least=1),
                     top_k=_field(cfg, path, "num_experts_per_tok", least=1),

@@ -52,6 +52,10 @@ class ModelSpec(_Frozen):
     sandwich_norm: bool = False
     embed_norm: bool = False
     attn_sinks: bool = False
+    # clamped GLU: gate and up are clamped to this limit before the activation (config.json's
+    # swiglu_limit, gpt-oss 7.0); 0 none. Megatron-Core clamps them in eager ops outside its
+    # fused activation (kb/perf/unfused.glu_clamp_bytes).
+    glu_limit: float = Field(0.0, ge=0)
     # sliding-window (local) attention: each query sees the last sliding_window tokens, itself
     # included (Hugging Face's sliding_window); 0 none. full_attn_every = N keeps every Nth layer
     # (1-based) full and slides the rest, as Megatron-Core's window_attn_skip_freq reads it

@@ -97,9 +97,13 @@ def test_published_moe_runs_median_within_10_percent(published):
     """MoE was 39% off before the fixed MoE layer time and the DeepEP overlap, 22.8% with one
     fixed time per layer, 15.3% with its part per local expert, 14.2% with the overlap counted
     only where Megatron runs it and the Blackwell sustained share, 7.8% with the full-iteration
-    CUDA graphs of NVIDIA's 26.06+ recipes; this keeps the family from sliding back."""
+    CUDA graphs of NVIDIA's 26.06+ recipes; this keeps the family from sliding back. Its p90 on
+    the rows the model knows was 63% until gpt-oss's eager Megatron ops were priced (kb/perf/
+    unfused.py), 38% with them."""
     rows = [r for r in published if r["moe"]]
     assert len(rows) >= 60 and _median(rows) <= 0.10
+    kept = sorted(abs(r["error"]) for r in rows if not r["unmodelled"])
+    assert kept[int(round(0.9 * (len(kept) - 1)))] <= 0.40
 
 
 def test_published_runs_p90_within_20_percent_without_the_rows_set_apart(published):
@@ -114,7 +118,7 @@ def test_runs_on_full_iteration_cuda_graphs_are_read_without_the_moe_host_time(p
     """NVIDIA's MXFP8 MoE recipes from the NeMo 26.06 stack capture the whole step in one CUDA
     graph: DeepSeek-V3, Qwen3-30B-A3B and Qwen3-235B-A22B on GB200/GB300 ran 13-34% faster than
     the same layouts timed with the host-side MoE time; read without it, every one is within 12%
-    (GPT-OSS 120B aside, 50%+ too fast on every container, graphs or not)."""
+    (GPT-OSS 120B aside, 36-50% too fast on every container, graphs or not)."""
     graphed = {c["row"]["id"] for c in calibration.throughput_cases() if c["job"].training.cuda_graphs != "none"}
     rows = [r for r in published if r["id"] in graphed and "gpt-oss" not in r["id"]]
     assert len(rows) >= 12 and max(abs(r["error"]) for r in rows) <= 0.12
@@ -322,6 +326,56 @@ def test_sliding_window_layers_cost_only_their_window():
         trainer = "dp=8,zero=3,mbs=1,recompute=full"
         assert step(mistral, 8192, kernel, trainer).step_time_s == pytest.approx(
             step(full, 8192, kernel, trainer).step_time_s, rel=1e-12)
+
+
+def test_megatrons_eager_paths_cost_their_memory_traffic(tmp_path):
+    """Where Megatron-Core's fused kernels stop, gpt-oss pays for eager PyTorch ops: RoPE whose
+    YaRN factor is not 1 (gpt-oss: 0.1 ln 32 + 1), the experts' output bias times the router
+    probability in fp32, the clamped GLU's clamps. Each adds its bytes over the HBM bandwidth
+    to the layer, exactly; none applies under the fused grouped MLP of full-iteration graphs
+    (the RoPE one still does), in another framework, or to a model without the feature; a
+    config.json's swiglu_limit is read, and a bad one refused."""
+    from shardwise.kb.errors import InputError
+    from shardwise.kb.hf_config import read_hf_config
+    from shardwise.kb.perf import unfused
+    from shardwise.kb.perf.compute import layer_time
+
+    oss = catalog.model("gpt-oss-120b")
+    assert unfused.yarn_concentration(oss) == pytest.approx(1.3466, abs=1e-4)
+    ds_style = oss.model_copy(update={"rope_params": {"mscale": 1.0, "mscale_all_dim": 1.0}})
+    assert unfused.yarn_concentration(ds_style) == 1.0
+    assert unfused.yarn_concentration(catalog.model("llama-3.1-8b")) == 1.0
+
+    job = build_job(model="gpt-oss-120b", gpu="gb200", gpus=64, seq_len=4096, global_batch=1280)
+    lay = resolve_layout(job, "tp=1,pp=1,dp=64,ep=64,zero=1,mbs=4,recompute=none")[0]
+    gpu, t = job.cluster.gpu, job.training
+    tokens, hbm = 4 * 4096, gpu.hbm_gbps * 1e9
+
+    def ew(model, training=t):
+        return layer_time(model, training, lay, gpu, True).elementwise
+
+    plain = oss.model_copy(update={"glu_limit": 0.0, "rope_scaling": "", "rope_factor": 0.0})
+    rope = tokens * (64 + 8) * 64 * unfused.UNFUSED_ROPE_EXTRA_BYTES / hbm
+    clamp = tokens * 4 * unfused.GLU_CLAMP_BYTES * 2 * 2880 / hbm
+    bias = tokens * 4 * unfused.EXPERT_BIAS_BYTES * 2880 / hbm
+    assert ew(oss) - ew(plain) == pytest.approx(rope + clamp, rel=1e-9)
+    no_bias = plain.model_copy(update={"linear_bias": False})
+    assert ew(plain) - ew(no_bias) == pytest.approx(bias, rel=1e-9)
+    graphed = t.model_copy(update={"precision": "fp8", "cuda_graphs": "full-iteration"})
+    assert ew(oss, graphed) - ew(no_bias, graphed) == pytest.approx(rope, rel=1e-9)
+    fsdp = t.model_copy(update={"framework": "fsdp"})
+    assert ew(oss, fsdp) == pytest.approx(ew(no_bias, fsdp), rel=1e-12)
+
+    p = tmp_path / "config.json"
+    cfg = {"model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880, "num_hidden_layers": 24,
+           "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64, "vocab_size": 201088,
+           "num_local_experts": 32, "num_experts_per_tok": 4}
+    for limit, read in ((5.5, 5.5), (None, 7.0)):
+        p.write_text(json.dumps(dict(cfg, swiglu_limit=limit)))
+        assert read_hf_config(str(p)).glu_limit == read
+    p.write_text(json.dumps(dict(cfg, swiglu_limit="seven")))
+    with pytest.raises(InputError, match="field 'swiglu_limit' must be a positive number"):
+        read_hf_config(str(p))
 
 
 def test_expert_gradients_cross_the_nodes_on_the_expert_data_parallel_group():

@@ -12,7 +12,8 @@
   with 8 query heads against 608/488 with 32). FlashAttention-2 (--attention flash2) runs at
   most FLASH2_TFLOPS x the same occupancy factor (see flash_kernel_rate).
 * elementwise bytes per token = the framework profile's figure x hidden (kb/data/frameworks.yaml),
-  divided by TP only with sequence parallelism.
+  divided by TP only with sequence parallelism; plus the eager ops Megatron-Core runs where
+  its fused kernels do not apply (kb/perf/unfused.py: YaRN RoPE, expert biases, clamped GLU).
 
 Constants, fitted on benchmarks/calibration/h100_hf_layer_compute.jsonl (all 24 rows: Llama 3
 8B/70B/405B layer shapes at TP 1/2/4/8, seq 4k/8k; least squares on log time, rms 2.6%,
@@ -33,6 +34,7 @@ from ..layout import Layout
 from ..schema import GPUSpec, ModelSpec, TrainingSpec
 from ..vec import maximum, minimum, where
 from .flops import attention_flops, attention_work
+from .unfused import expert_bias_bytes, glu_clamp_bytes, unfused_rope_bytes
 
 E_GEMM = 0.645
 D0 = 195.0
@@ -197,6 +199,10 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     if t.precision == "fp8":
         ew *= FP8_ELEMENTWISE_FACTOR
     ew += tokens * fp32_residual_bytes(t, lay) * h / (gpu.hbm_gbps * 1e9)
+    ew += tokens * unfused_rope_bytes(m, t) / tp / (gpu.hbm_gbps * 1e9)
+    if moe:
+        copies = moe_tokens(tokens, lay) * m.top_k
+        ew += copies * (expert_bias_bytes(m, t) + glu_clamp_bytes(m, t, lay.etp)) / (gpu.hbm_gbps * 1e9)
     if t.training in ADAPTERS:
         gemm *= FROZEN_GEMM_SHARE
         ew += tokens * lora_bytes_per_token(m, moe, adapters_in_fp32(t, lay)) / tp / (gpu.hbm_gbps * 1e9)
