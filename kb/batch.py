@@ -2,12 +2,13 @@
 the training type; every conversion and default said in one text (DESIGN.md, "Batch").
 
 A token batch becomes a whole number of sequences. The exact quotient rarely matters to
-within a few percent, but its factors decide which data-parallel degrees a layout may take
-(mbs x DP must divide the batch): 31 sequences, a prime, leaves DP = 1 on any cluster. So a
-token batch is taken as the sequence count **within 5% of the exact quotient that the most
-data-parallel degrees of the cluster divide** -- the divisors d of the GPU count with
-mbs x d dividing the count (mbs = 1 when the advisor chooses it) -- ties to the count
-nearest the quotient, then to the smaller. A count that is already best stays as it is;
+within a few percent, but its factors decide which data-parallel degrees and micro-batches a
+layout may take (mbs x DP must divide the batch): 31 sequences, a prime, leaves DP = 1 on any
+cluster, and 20,968 = 8 x 2,621 leaves 8 GPUs only micro-batch 1. So a token batch is taken
+as the sequence count **within 5% of the exact quotient that the most splits mbs x d divide**
+-- d a divisor of the GPU count, mbs the user's micro-batch or, when the advisor chooses it,
+each micro-batch the search tries (powers of two up to MBS_MAX) -- ties to the count nearest
+the quotient, then to the smaller. A count that is already best stays as it is;
 a token batch is never refused for rounding. Below 10 sequences no whole count may be
 within 5%: the two around the quotient compete (at least one sequence). For a layout the
 user fixed (``memory --layout``), only its own mbs x DP counts: the count within 5% it
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import math
 
+from .choices import MBS_MAX
 from .counts import binary_label
 
 # DESIGN.md "Batch": a token batch may move to a workable sequence count within 5%.
@@ -46,23 +48,35 @@ def dp_degrees(sequences: int, gpus: int, mbs: int = 1) -> list[int]:
     return [d for d in _divisors(gpus) if sequences % (mbs * d) == 0]
 
 
-def workable_count(exact: float, gpus: int, mbs: int = 1) -> int:
+# The micro-batches the search tries when the user gives none (search/space.py)
+ADVISOR_MBS = tuple(2 ** i for i in range(MBS_MAX.bit_length()) if 2 ** i <= MBS_MAX)
+
+
+def splits(sequences: int, gpus: int, mbs_options: tuple[int, ...]) -> int:
+    """How many (micro-batch, data-parallel degree) pairs this batch allows: mbs from
+    ``mbs_options``, d a divisor of the GPU count, mbs x d dividing the batch."""
+    return sum(len(dp_degrees(sequences, gpus, m)) for m in mbs_options)
+
+
+def workable_count(exact: float, gpus: int, mbs: int | None = 1) -> int:
     """The sequence count a token batch of ``exact`` sequences is taken as (module docstring):
     among whole counts within 5% of ``exact`` (or, when none is, the two around it), the one
-    the most data-parallel degrees divide; ties to the nearest, then the smaller.
+    the most (micro-batch, DP degree) splits divide -- ``mbs`` the user's micro-batch, or None
+    when the advisor chooses it among ADVISOR_MBS; ties to the nearest, then the smaller.
 
-    The degrees that divide n are the divisors of G = gcd(n / mbs, gpus) (a set closed under
-    lcm), so the best count is a multiple of mbs x G for some divisor G of the GPU count, and
-    the nearest such multiples are the only candidates to compare (no scan of the range)."""
+    Which splits divide n depends only on q = gcd(n, M), M = the largest mbs x the GPU count
+    (every mbs x d divides M), and the multiple of q nearest ``exact`` is at least as near as
+    n: so the best count is among the two multiples around ``exact`` of each divisor q of M
+    (no scan of the range)."""
+    options = ADVISOR_MBS if mbs is None else (mbs,)
     lo, hi = max(1, math.ceil(exact * (1 - TOLERANCE))), math.floor(exact * (1 + TOLERANCE))
     if lo > hi:
         lo, hi = max(1, math.floor(exact)), max(1, math.ceil(exact))
     cands = {min(max(round(exact), lo), hi), lo, hi}
-    for g in _divisors(gpus):
-        step = mbs * g
-        cands.update(k * step for k in (math.floor(exact / step), math.ceil(exact / step)))
+    for q in _divisors(max(options) * gpus):
+        cands.update(k * q for k in (math.floor(exact / q), math.ceil(exact / q)))
     cands = [n for n in cands if lo <= n <= hi]
-    return min(cands, key=lambda n: (-len(dp_degrees(n, gpus, mbs)), abs(n - exact), n))
+    return min(cands, key=lambda n: (-splits(n, gpus, options), abs(n - exact), n))
 
 
 def _degrees_text(ds: list[int]) -> str:
@@ -73,13 +87,14 @@ def _degrees_text(ds: list[int]) -> str:
     return f"{len(ds)}: {shown}"
 
 
-def take(exact: float, gpus: int, mbs: int = 1, dp: int | None = None) -> tuple[int, str]:
-    """The whole count for ``exact`` sequences, and the text when it moved ('' when not).
+def take(exact: float, gpus: int, mbs: int | None = 1, dp: int | None = None) -> tuple[int, str]:
+    """The whole count for ``exact`` sequences, and the text when it moved ('' when not);
+    ``mbs`` None when the advisor chooses the micro-batch.
     With ``dp`` (a layout already fixed) the degrees that count are those of that DP alone,
     so the best count is one that mbs x DP divides."""
     n = workable_count(exact, dp or gpus, mbs)
     whole_only = abs(n - exact) > TOLERANCE * exact      # no whole count within 5% (under 10 sequences)
-    unit = mbs * (dp or 1)
+    unit = (mbs or 1) * (dp or 1)
     if n % unit and exact >= unit:  # a fixed layout that no count within 5% fits: its nearest multiple
         n = round(exact / unit) * unit
     if n == exact:
@@ -91,6 +106,13 @@ def take(exact: float, gpus: int, mbs: int = 1, dp: int | None = None) -> tuple[
     if dp:
         far = abs(n - exact) > TOLERANCE * exact
         return n, f"{head}, the nearest count {'' if far else 'within 5% '}that mbs x DP = {mbs} x {dp} divides"
+    if mbs is None:
+        total = splits(gpus * MBS_MAX, gpus, ADVISOR_MBS)
+        why = (f"the count within 5% that the most micro-batch x data-parallel splits of {gpus:,} GPUs divide "
+               f"({splits(n, gpus, ADVISOR_MBS)} of {total}, micro-batches 1-{MBS_MAX}")
+        if whole:
+            why += f"; {int(exact):,} allows {splits(int(exact), gpus, ADVISOR_MBS)}"
+        return n, f"{head}, {why})"
     at = f" at mbs {mbs}" if mbs > 1 else ""
     why = f"the count within 5% that the most data-parallel degrees of {gpus:,} GPUs divide{at} " \
           f"({_degrees_text(dp_degrees(n, gpus, mbs))}"
@@ -99,7 +121,7 @@ def take(exact: float, gpus: int, mbs: int = 1, dp: int | None = None) -> tuple[
     return n, f"{head}, {why})"
 
 
-def from_tokens(tokens: float, seq_len: int, gpus: int, mbs: int = 1, dp: int | None = None) -> tuple[int, str]:
+def from_tokens(tokens: float, seq_len: int, gpus: int, mbs: int | None = 1, dp: int | None = None) -> tuple[int, str]:
     """Sequences for a token batch, and the text that says how they were counted."""
     exact = tokens / seq_len
     n, moved = take(exact, gpus, mbs, dp)
@@ -111,7 +133,7 @@ def from_tokens(tokens: float, seq_len: int, gpus: int, mbs: int = 1, dp: int | 
     return n, f"{said} = {exact:,.{places}f} sequences of {seq_len:,} tokens, {moved}"
 
 
-def default_batch(training: str, seq_len: int, gpus: int, mbs: int = 1, dp: int | None = None) -> tuple[int, str]:
+def default_batch(training: str, seq_len: int, gpus: int, mbs: int | None = 1, dp: int | None = None) -> tuple[int, str]:
     """The batch a job of this training type gets when the user gives none, and its text. A
     default is an assumption, so it moves within 5% like a token batch."""
     hint = "--global-batch or --global-batch-tokens to set it"

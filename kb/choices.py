@@ -34,3 +34,6 @@ CudaGraphs = Literal["none", "full-iteration"]
 Optimizer = Literal["adamw", "adamw-fused", "adamw-foreach", "adamw-single", "adamw-8bit", "adafactor", "sgd"]
 # --recompute: "auto" lets the advisor choose among the layout's modes (kb/layout.RECOMPUTE)
 RECOMPUTE_CHOICES = ("auto",) + RECOMPUTE
+# The largest micro-batch the search tries (powers of two up to it): micro-batches above 64
+# sequences appear in none of the published runs (benchmarks/calibration/published_runs.yaml)
+MBS_MAX = 64

@@ -21,7 +21,7 @@ def global_batch(job: Job, layout: Layout | None = None) -> tuple[int, list[str]
     layout the user fixed) it moves to a count that the layout's mbs x DP divides, where one is
     within 5%."""
     t = job.training
-    gpus, mbs, dp = job.cluster.gpus, (layout.mbs if layout else t.mbs or 1), (layout.dp if layout else None)
+    gpus, mbs, dp = job.cluster.gpus, (layout.mbs if layout else t.mbs), (layout.dp if layout else None)
     if t.global_batch:
         return t.global_batch, []
     if t.global_batch_tokens:

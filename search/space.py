@@ -19,14 +19,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from shardwise.kb.choices import MBS_MAX
 from shardwise.kb.job import Job, divisors
 from shardwise.kb.layout import RECOMPUTE, Derived, Layout
 from shardwise.kb.validity import VALIDITY, first_failure
 FIELDS = ("tp", "pp", "vp", "dp", "cp", "ep", "zero", "shard", "sp", "mbs", "grad_accum", "rc")
-# VP up to 16 covers NVIDIA's tuned layouts (published_runs.yaml: VP up to 14, Mixtral 8x22B);
-# micro-batches above 64 sequences appear in none of the published runs
+# VP up to 16 covers NVIDIA's tuned layouts (published_runs.yaml: VP up to 14, Mixtral 8x22B)
 VP_MAX = 16
-MBS_MAX = 64
 
 
 @dataclass(frozen=True)

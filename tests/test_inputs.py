@@ -62,7 +62,7 @@ def test_a_prime_sequence_count_moves_within_five_percent_and_says_so(run_cli):
     job = build_job(model="llama-2-7b", gpus=64, seq_len=131072, global_batch_tokens="4000000")
     n, (text,) = global_batch(job)                                            # no layout: DP still open
     assert n == 32 and abs(n - 4e6 / 131072) <= TOLERANCE * 4e6 / 131072
-    assert "taken as 32 (+4.86%" in text and "6: 1, 2, 4, ..., 32" in text
+    assert "taken as 32 (+4.86%" in text and "splits of 64 GPUs divide (21 of 49" in text
     # a fixed layout with DP = 1: every count works, so the nearest (31) is kept
     d = memory(run_cli, "--model", "llama-2-7b", "--gpus", "64", "--seq-len", "131072",
                "--global-batch-tokens", "4000000", "--layout", "tp=8,cp=8")
@@ -91,24 +91,40 @@ def test_budgets_stay_decimal():
 
 def _brute(exact, gpus, mbs):
     """The criterion of kb/batch.py by enumeration: whole counts within 5% (else the two
-    around the quotient), most data-parallel degrees, then nearest, then smaller."""
+    around the quotient), most micro-batch x data-parallel splits (the given micro-batch, or
+    every power of two up to 64 when the advisor chooses it), then nearest, then smaller."""
     lo, hi = max(1, math.ceil(exact * (1 - TOLERANCE))), math.floor(exact * (1 + TOLERANCE))
     if lo > hi:
         lo, hi = max(1, math.floor(exact)), max(1, math.ceil(exact))
-    return min(range(lo, hi + 1), key=lambda n: (-len(dp_degrees(n, gpus, mbs)), abs(n - exact), n))
+    options = [1, 2, 4, 8, 16, 32, 64] if mbs is None else [mbs]
+    return min(range(lo, hi + 1),
+               key=lambda n: (-sum(len(dp_degrees(n, gpus, m)) for m in options), abs(n - exact), n))
 
 
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(exact=st.one_of(st.floats(0.01, 20), st.floats(20, 20000), st.integers(1, 20000).map(float)),
        gpus=st.sampled_from([1, 2, 3, 8, 12, 24, 64, 96, 100, 1024, 6144, 16384]),
-       mbs=st.sampled_from([1, 2, 3, 4, 8]))
+       mbs=st.sampled_from([None, 1, 2, 3, 4, 8]))
 def test_the_workable_count_is_the_documented_criterion(exact, gpus, mbs):
     n = workable_count(exact, gpus, mbs)
     assert n == _brute(exact, gpus, mbs)
     if exact >= 20:
         assert abs(n - exact) <= TOLERANCE * exact
-    if exact == int(exact) and int(exact) % (mbs * gpus) == 0:
-        assert n == exact                                    # every degree already divides it: kept
+    if exact == int(exact) and int(exact) % ((mbs or 64) * gpus) == 0:
+        assert n == exact                                    # every split already divides it: kept
+
+
+def test_a_token_batch_keeps_the_micro_batches_open(run_cli):
+    """4M tokens of 200 are 20,971.5 sequences. The nearest count that every DP degree of 8 GPUs
+    divides, 20,968 = 8 x 2,621 (a prime), left those 8 GPUs micro-batch 1 only, and the headline
+    was 41% slower than at 20,992 = 512 x 41 (0.1% further), which every micro-batch up to 64
+    at every DP degree divides and which the advisor now takes."""
+    code, out, err = run_cli("recommend", "--model", "qwen2.5-0.5b", "--gpus", "8", "--seq-len", "200",
+                             "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["layout"]["global_batch"] == 20992 and d["layout"]["mbs"] > 1
+    assert "the most micro-batch x data-parallel splits of 8 GPUs divide (28 of 28" in " ".join(d["assumptions"])
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
