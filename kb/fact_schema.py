@@ -18,6 +18,10 @@ its value is known (rules/loader.py checks this at load, with file:line):
 """
 from __future__ import annotations
 
+from typing import get_args
+
+from .choices import RECOMPUTE, Attention, CudaGraphs, Framework, Optimizer, Precision, TrainingType
+
 N, S, B = "num", "str", "bool"
 
 # The settings a decision explains, in the order people read them (explain --why takes these)
@@ -59,6 +63,16 @@ FEASIBILITY = {
     "best.tokens_per_s": N, "best.pp1.tokens_per_s": N, "best.cp1.tokens_per_s": N,
 }
 NEIGHBOUR = {"same.min_zero": N, "same.min_recompute": S, "same.pp1_fits": B}
+
+# The values a string fact takes where they are a closed set (kb/choices.py): a rule that
+# compares one with anything else ('ful', 'Megatron') can never match it, a typo that
+# rules/loader.py refuses with file:line rather than a rule that silently never fires.
+VALUES: dict[str, tuple[str, ...]] = {
+    "train.training": get_args(TrainingType), "train.precision": get_args(Precision),
+    "train.framework": get_args(Framework), "train.attention": get_args(Attention),
+    "train.cuda_graphs": get_args(CudaGraphs), "train.optimizer": get_args(Optimizer),
+    "layout.recompute": RECOMPUTE, "same.min_recompute": RECOMPUTE,
+}
 
 GROUPS = {"job": JOB, "layout": LAYOUT, "estimate": ESTIMATE, "feasibility": FEASIBILITY, "neighbour": NEIGHBOUR}
 SCHEMA: dict[str, str] = {p: t for g in GROUPS.values() for p, t in g.items()}

@@ -243,9 +243,20 @@ def paths(node: Node) -> set[str]:
     return out
 
 
-def typecheck(node: Node, schema: dict[str, str]) -> str:
+def _check_values(path_node: Node, literals, values: dict | None) -> None:
+    """A string fact with a closed set of values (kb/fact_schema.VALUES) compared with a
+    literal outside it can never match: refused, naming the allowed values."""
+    if not values or path_node.op != "path" or path_node.value not in values:
+        return
+    allowed = values[path_node.value]
+    for v in literals:
+        if isinstance(v, str) and v not in allowed:
+            raise ExprError(f"{path_node.value} is never {v!r}; it is one of {', '.join(allowed)}")
+
+
+def typecheck(node: Node, schema: dict[str, str], values: dict | None = None) -> str:
     """Return 'num', 'str' or 'bool'; raise ExprError naming the problem. ``schema`` maps each
-    fact path to its type."""
+    fact path to its type; ``values`` the string facts with a closed set of values to theirs."""
     op = node.op
     if op in ("num", "str", "bool"):
         return op
@@ -257,41 +268,45 @@ def typecheck(node: Node, schema: dict[str, str]) -> str:
             raise ExprError(f"unknown fact {node.value!r}{hint}")
         return schema[node.value]
     if op == "neg":
-        if typecheck(node.args[0], schema) != "num":
+        if typecheck(node.args[0], schema, values) != "num":
             raise ExprError("'-' needs a number")
         return "num"
     if op == "arith":
         for a in node.args:
-            if typecheck(a, schema) != "num":
+            if typecheck(a, schema, values) != "num":
                 raise ExprError(f"'{node.value}' needs numbers on both sides")
         return "num"
     if op == "call":
         for a in node.args:
-            if typecheck(a, schema) != "num":
+            if typecheck(a, schema, values) != "num":
                 raise ExprError(f"{node.value}() takes numbers")
         return "num"
     if op == "not":
-        if typecheck(node.args[0], schema) != "bool":
+        if typecheck(node.args[0], schema, values) != "bool":
             raise ExprError("'not' needs a true/false value")
         return "bool"
     if op in ("and", "or"):
         for a in node.args:
-            if typecheck(a, schema) != "bool":
+            if typecheck(a, schema, values) != "bool":
                 raise ExprError(f"'{op}' needs true/false values on both sides")
         return "bool"
     if op == "cmp":
-        lt, rt = typecheck(node.args[0], schema), typecheck(node.args[1], schema)
+        lt, rt = typecheck(node.args[0], schema, values), typecheck(node.args[1], schema, values)
         if lt != rt:
             raise ExprError(f"cannot compare a {lt} with a {rt} ({_name(lt)} vs {_name(rt)})")
         if lt != "num" and node.value not in ("==", "!="):
             raise ExprError(f"'{node.value}' compares numbers only")
+        a, b = node.args
+        _check_values(a, [b.value] if b.op == "str" else [], values)
+        _check_values(b, [a.value] if a.op == "str" else [], values)
         return "bool"
     if op == "in":
-        t = typecheck(node.args[0], schema)
+        t = typecheck(node.args[0], schema, values)
         for v in node.value:
             vt = "bool" if isinstance(v, bool) else "num" if isinstance(v, (int, float)) else "str"
             if vt != t:
                 raise ExprError(f"'in' list holds a {_name(vt)} but the left side is a {_name(t)}")
+        _check_values(node.args[0], node.value, values)
         return "bool"
     raise ExprError(f"unknown node {op}")
 

@@ -13,8 +13,7 @@ import math
 from pathlib import Path
 
 from shardwise.kb.errors import InputError
-from shardwise.kb.fact_schema import GROUP_OF
-from shardwise.kb.layout import RECOMPUTE
+from shardwise.kb.fact_schema import GROUP_OF, VALUES
 
 from . import expr
 from .loader import Rule, SOFT, expand, read_rule_file
@@ -22,8 +21,9 @@ from .loader import Rule, SOFT, expand, read_rule_file
 # The objective is tokens/s x (1 - worths broken), clipped at 0 (search/choice.py): past 100%
 # in all, a layout breaking them scores 0 whatever its speed.
 MAX_WORTH_SUM = 100.0
-# Facts with a known finite set of values: a test for any other value can never hold.
-DOMAINS = {"layout.recompute": set(RECOMPUTE), "same.min_recompute": set(RECOMPUTE)}
+# Facts with a known finite set of values: a test excluding all of them can never hold (a test
+# for any other value is refused at load, kb/fact_schema.VALUES).
+DOMAINS = {path: set(values) for path, values in VALUES.items()}
 # Numeric facts with a known range (kb/schema.py, kb/layout.py bounds): a comparison outside
 # it can never hold. Counts and degrees are at least 1; ZeRO is a stage 0-3.
 _COUNT = (1, math.inf)

@@ -38,7 +38,7 @@ import yaml
 from shardwise.kb.errors import InputError
 from shardwise.kb.user_yaml import UserYamlLoader, load_user_yaml
 
-from shardwise.kb.fact_schema import GROUP_OF, SCHEMA
+from shardwise.kb.fact_schema import GROUP_OF, SCHEMA, VALUES
 from shardwise.kb.layout import RECOMPUTE
 
 from . import expr
@@ -345,7 +345,7 @@ def _expr(text, want: str, file: str, line: int, rid: str, where: str):
         _fail(file, line, f"rule {rid}: '{where}' must be an expression (text)")
     try:
         node = expr.parse(text)
-        got = expr.typecheck(node, SCHEMA)
+        got = expr.typecheck(node, SCHEMA, VALUES)
     except expr.ExprError as e:
         _fail(file, line, f"rule {rid}: {where}: {e}")
     except RecursionError:

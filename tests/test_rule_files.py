@@ -317,7 +317,7 @@ LINT_BAD = """rules:
     because: x
   - id: odd-mode
     priority: 500
-    then: [{avoid: "layout.recompute == 'fulll'", worth: 2}]
+    then: [{avoid: "layout.recompute == 'full' and layout.recompute != 'full'", worth: 2}]
     because: x
   - id: greedy
     priority: 500
@@ -335,9 +335,24 @@ def test_lint_finds_rules_that_cannot_fire_conflicting_pins_flat_constraints_and
     assert f"{p}:7: rule pin-a pins mbs = 1, but pin-b ({p}:12) pins mbs = 2" in out
     assert "pin-apart" not in out          # its condition excludes the others': never together
     assert f"{p}:24: rule flat: require 'cluster.gpus > 1' reads no layout" in out
-    assert "odd-mode: avoid 'layout.recompute == 'fulll'' is never broken" in out
+    assert "odd-mode: avoid 'layout.recompute == 'full' and layout.recompute != 'full'' is never broken" in out
     # 90 + the playbook's worths pass 100 in all
     assert f"{p}:30: rule greedy: worth 90 brings the preferences' worths to" in out
+
+
+@pytest.mark.parametrize("test", ["layout.recompute == 'fulll'", "train.framework != 'Megatron'",
+                                  "layout.recompute in ['full', 'selectiv']"])
+def test_a_value_a_fact_never_takes_is_refused_where_the_rule_is_read(run_cli, tmp_path, test):
+    """A misspelt value ('fulll', 'Megatron') made a rule that silently never fired, or always
+    did, in recommend while only lint said so: every command that reads the rule file now
+    refuses it, naming the file, the line and the values the fact takes."""
+    p = write(tmp_path, GOOD.replace("layout.tp < 2", test))
+    fact, bad = test.split()[0], test.split("'")[-2] if "[" not in test else "selectiv"
+    for cmd in (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--rules", str(p)], ["rules", "lint", str(p)]):
+        code, out, err = run_cli(*cmd)
+        said = err if cmd[0] == "recommend" else out
+        assert code == (2 if cmd[0] == "recommend" else 1), said
+        assert f"{p}:" in said and f"{fact} is never {bad!r}; it is one of " in said, said
 
 
 def test_lint_finds_comparisons_outside_a_facts_range(run_cli, tmp_path):
