@@ -143,6 +143,11 @@ def decide(job: Job, extra_rules: list[str] | None = None, playbook_dir: str | N
     table = scored_table(job, gb, pins, progress=progress)
     table.facts = jf.__getitem__
     allowed, masks = apply_constraints(table, constraints)
+    # A layout whose estimated peak passes the GPU's memory cannot run whatever the rules say:
+    # with the playbook's memory.fit-margin disabled, or a rule file without it, the rules
+    # would let one be the answer
+    over_memory = allowed & (table.peak_gib > table.capacity)
+    allowed = allowed & ~over_memory
     feas = Feasibility(table, allowed)
 
     def lookup(path):
@@ -162,6 +167,11 @@ def decide(job: Job, extra_rules: list[str] | None = None, playbook_dir: str | N
     d = Decision(job, gb, assumptions(job), book, firings, constraints, pins, sources, prefs, table, allowed, masks,
                  feas, broken, choice)
     d._answer = dict(jf)
+    if over_memory.any():
+        d.warnings.append(f"the rules allow {int(over_memory.sum()):,} layouts whose estimated peak passes the "
+                          f"{table.capacity:.1f} GiB of the GPU (no hard rule keeps memory.used_pct at or below "
+                          "100: the playbook's memory.fit-margin is disabled or missing); they were left out, as "
+                          "they cannot run")
     if choice is None:
         return _nothing_allowed(d)
     lay = table.layout(choice.index)
@@ -197,7 +207,7 @@ def _nothing_allowed(d: Decision) -> Decision:
     else:
         memory_rules = {c.rule.id for c in d.constraints if not d.book.is_policy(c.rule)
                         and any(p.startswith("memory.") for p in expr.paths(c.node))}
-        fits_memory = _fits_memory(d, memory_rules)
+        fits_memory = _fits_memory(d, memory_rules) & (t.peak_gib <= t.capacity)
         if fits_memory.any():               # memory is not the limit: the other rules are
             fastest = int(np.flatnonzero(fits_memory)[np.argmax(t.tokens_per_s[fits_memory])])
             block = d.constraints[d.broken_at(fastest)[0]]
@@ -207,7 +217,7 @@ def _nothing_allowed(d: Decision) -> Decision:
             margin = ", ".join(f"{c.rule.id}: {c.kind} '{c.text}'" for c in d.constraints if c.rule.id in memory_rules)
             d.nothing_allowed = (f"no layout fits in memory on {d.job.cluster.gpus} x {d.job.cluster.gpu.name} "
                                  f"(the smallest peak is {float(t.peak_gib.min()):.1f} GiB of {t.capacity:.1f}, "
-                                 f"against {margin})")
+                                 f"against {margin or 'the GPU memory itself'})")
             house = any(d.book.is_policy(c.rule) for c in d.constraints)
             d.sizing = sizing(d.job, d.constraints, d.pins, policies=house)
             d.nothing_allowed += f"; {d.sizing['summary']}"

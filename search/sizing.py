@@ -34,11 +34,12 @@ def with_cluster(job: Job, gpus: int, gpu=None) -> Job:
 
 
 def _fits(job: Job, constraints, pins=None) -> bool:
-    """Whether some layout of micro-batch 1 meets every hard constraint on this cluster."""
+    """Whether some layout of micro-batch 1 meets every hard constraint on this cluster, and
+    fits in the GPU's memory whatever the rules say (decision/run.py)."""
     gb, _ = global_batch(job)
     t = scored_table(job, gb, pins, fit_only=True)
     t.facts = job_facts(job, gb).__getitem__
-    return bool(len(t)) and bool(apply_constraints(t, constraints)[0].any())
+    return bool(len(t)) and bool((apply_constraints(t, constraints)[0] & (t.peak_gib <= t.capacity)).any())
 
 
 def smallest_count(job: Job, constraints=(), pins=None) -> int | None:

@@ -227,6 +227,19 @@ def test_disable_of_playbook_preferences_removes_them_from_the_trace_and_changes
     assert d.layout.describe() == fastest != base.layout.describe()
 
 
+def test_no_rule_set_makes_a_layout_that_does_not_fit_the_answer(tmp_path):
+    """With the playbook's memory margin disabled, the rules allowed layouts far past the GPU's
+    memory and the headline needed 6,360 GiB of 79.7: the answer now fits whatever the rules,
+    says what was left out, and a job that fits nowhere is sized against the GPU's memory."""
+    off = write(tmp_path, "disable: [memory.fit-margin]\nrules: []\n", "off.yaml")
+    d = decide(build_job(model="llama-3.1-70b", gpus=8, training="lora"), [str(off)])
+    assert d.memory.peak_gib <= d.memory.capacity_gib
+    assert any("whose estimated peak passes the 79.7 GiB of the GPU" in w and "left out" in w for w in d.warnings)
+    d = decide(build_job(model="llama-3.1-70b", gpus=8), [str(off)])
+    assert d.layout is None and "against the GPU memory itself" in d.nothing_allowed
+    assert d.sizing["smallest_gpus"] > 8 and "a10" not in d.sizing["gpus_that_fit"]
+
+
 def test_disable_of_a_house_rule_by_a_later_file(tmp_path):
     job = build_job(**SMALL)
     base = decide(job)
