@@ -176,6 +176,12 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
     if tspec.training == "qlora" and tspec.framework not in QLORA_FRAMEWORKS:
         raise InputError(f"--framework {tspec.framework}: QLoRA's 4-bit base weights (bitsandbytes + PEFT) do not "
                          f"run on it; allowed for --training qlora: {', '.join(QLORA_FRAMEWORKS)} (default hf)")
+    if tspec.training == "qlora" and tspec.precision == "fp8":
+        # bitsandbytes' Linear4bit dequantizes NF4 to bnb_4bit_compute_dtype (bf16/fp16) for each
+        # matmul; neither Transformer Engine nor torchao's float8 training converts a 4-bit layer
+        raise InputError("--precision fp8 with --training qlora: QLoRA's 4-bit base weights are dequantized to bf16 "
+                         "for their matmuls (bitsandbytes Linear4bit); no FP8 path runs them; allowed: bf16, "
+                         "pure-bf16, or --training lora")
     if tspec.cuda_graphs == "full-iteration" and tspec.framework != "megatron":
         # full-iteration capture is Megatron-Core's (--cuda-graph-impl full_iteration); torch.compile's
         # CUDA graphs (torchtitan, the Trainer) stop at graph breaks and are not modelled

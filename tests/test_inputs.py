@@ -181,6 +181,10 @@ def test_a_given_framework_is_respected(run_cli):
     err = refused(run_cli, "memory", "--model", "llama-3-70b", "--gpus", "8", "--training", "qlora",
                   "--framework", "megatron", "--layout", "tp=8")
     assert "QLoRA" in err and "hf" in err
+    # nor in FP8 on any framework: the 4-bit layers are dequantized to bf16 for their matmuls
+    err = refused(run_cli, "recommend", "--model", "llama-3.1-8b", "--gpus", "8", "--training", "qlora",
+                  "--precision", "fp8")
+    assert "--precision fp8 with --training qlora" in err and "allowed: bf16, pure-bf16" in err
 
 
 def test_assumptions_are_one_list_in_a_fixed_order():
