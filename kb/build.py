@@ -70,6 +70,13 @@ def resolve_links(gpu_intra: str, interconnect: Optional[str]) -> tuple:
     return catalog.link(intra_name), catalog.link(inter_name)
 
 
+def names_inter_node_link(interconnect: str) -> bool:
+    """Whether --interconnect (already accepted by resolve_links) names the link between nodes,
+    rather than the one inside a node (nvlink, pcie, a catalog intra-node link)."""
+    word = interconnect.strip().lower()
+    return word not in ("nvlink", "pcie") and catalog.link(word).kind != "intra"
+
+
 def _in_range(flag: str, value, lo, hi, integer: bool = True, unit: str = ""):
     """A count or size given on its own: an integer (or number) from lo to hi, or one line naming both."""
     kind = int if integer else (int, float)
@@ -137,6 +144,10 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
                     *RANGES["gpus_per_node"])
     gpn = min(gpn, gpus)
     intra, inter = resolve_links(g.intra_link, interconnect)
+    if interconnect is not None and not names_inter_node_link(interconnect):
+        # a word for the link inside a node (nvlink, pcie) leaves the one between nodes at its
+        # default, which the answer states like any other
+        given.discard("interconnect")
     try:
         cluster = ClusterSpec(gpu=g, gpus=gpus, gpus_per_node=gpn, intra=intra, inter=inter,
                               price_per_gpu_hour=price_per_gpu_hour)

@@ -285,6 +285,10 @@ def test_the_default_interconnect_is_stated_only_where_a_job_crosses_nodes():
     assert "between nodes" not in defaults_line(gpus=8)
     assert "between nodes" not in defaults_line(gpus=64, gpu="gb200")
     assert "between nodes" not in defaults_line(gpus=64, interconnect="roce")
+    # a word for the link inside a node leaves the one between nodes a default, and says so
+    for inside in ("nvlink", "pcie", "NVLink"):
+        assert "infiniband-ndr between nodes" in defaults_line(gpus=64, interconnect=inside), inside
+    assert "between nodes" not in defaults_line(gpus=64, interconnect="infiniband")
 
 
 def test_a_lora_rank_on_a_job_without_adapters_is_refused(run_cli):
