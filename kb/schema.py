@@ -212,7 +212,9 @@ class ClusterSpec(_Frozen):
     gpus_per_node: int = Field(gt=0)
     intra: LinkSpec
     inter: LinkSpec
-    price_per_gpu_hour: Optional[float] = Field(None, ge=0, allow_inf_nan=False)
+    # up to $1,000 a GPU-hour: list prices are a few dollars to tens (kb/data/gpus.yaml); a
+    # larger figure is a typo, and its cost would print with hundreds of digits
+    price_per_gpu_hour: Optional[float] = Field(None, ge=0, le=1000, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _check(self) -> "ClusterSpec":
@@ -247,7 +249,9 @@ class TrainingSpec(_Frozen):
     attention: Attention = "flash"
     cuda_graphs: CudaGraphs = "none"
     framework: Framework = "megatron"
-    token_budget: Optional[float] = Field(None, gt=0, allow_inf_nan=False)
+    # up to 10^15 tokens (1,000T), 25x the largest published pre-training (Llama 4 Scout: about 40T
+    # tokens, Meta's model card)
+    token_budget: Optional[float] = Field(None, gt=0, le=1e15, allow_inf_nan=False)
     lora_rank: int = Field(16, gt=0)
     rlhf_models: int = Field(4, ge=2, le=4, description="PPO holds policy, value, reference and reward")
     defaulted: tuple[str, ...] = Field((), description="settings the user left out and build_job filled in "
