@@ -4,12 +4,16 @@ A job file (``-f job.yaml``) holds the same settings as the flags, with undersco
 ``model: llama-3-70b``, ``gpus: 32``, ``seq_len: 32k`` ... Flags given on the command line
 override the file. Counts are read as kb/counts.py says: ``seq_len`` and
 ``global_batch_tokens`` binary (32k = 32,768; 4M = 4 x 2^20), ``params`` and ``token_budget``
-decimal (100B = 10^11).
+decimal (100B = 10^11); numbers only as plain decimals (kb/user_yaml.JobYamlLoader: YAML 1.1
+reads ``010`` as 8). Choices take any case, as the flags do. A relative ``hf_config`` is read
+from the job file's folder (an absolute one as it is), so a job file and its config.json move
+together.
 """
 from __future__ import annotations
 
 import difflib
 import functools
+import os
 from typing import get_args
 
 import click
@@ -95,9 +99,9 @@ def job_options(f=None, *, raw: bool = False):
 
 def load_job_file(path: str) -> dict:
     from shardwise.kb.errors import read_input_file
-    from shardwise.kb.user_yaml import load_user_yaml
+    from shardwise.kb.user_yaml import JobYamlLoader, load_user_yaml
     text = read_input_file(path, "-f")
-    data = load_user_yaml(text, path)
+    data = load_user_yaml(text, path, JobYamlLoader)
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -118,8 +122,18 @@ def load_job_file(path: str) -> dict:
             v = str(v)
         if not isinstance(v, want) or isinstance(v, bool):
             raise InputError(f"{path}: '{k}' must be {want.__name__}, got {v!r}")
-        out[key] = v
+        out[key] = _as_flag_reads(key, v, path)
     return out
+
+
+def _as_flag_reads(key: str, v, path: str):
+    """A job file's value as the same flag's value would be read: choices in any case (click's
+    case_sensitive=False, then lower-cased in job_options), and hf_config beside the job file."""
+    if key in LOWERCASE:
+        return v.lower()
+    if key == "hf_config":
+        return os.path.join(os.path.dirname(path), v)     # an absolute v is kept as it is
+    return v
 
 
 def parse_vary(texts: tuple) -> list[tuple[str, list]]:

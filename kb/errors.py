@@ -4,6 +4,7 @@ Everything a user can get wrong (a flag, a job file, a rule file, a config.json)
 ``InputError`` whose message is one line: what is wrong, and what is allowed. The command
 line prints it on stderr and exits with status 2 (cli/main.py).
 """
+import sys
 
 
 class InputError(ValueError):
@@ -13,14 +14,37 @@ class InputError(ValueError):
         super().__init__(" ".join(str(message).split()))
 
 
-def read_input_file(path: str, flag: str) -> str:
+# The most a file the user names may hold. A real config.json is a few kB, a job file or a rule
+# file well under 1 MB (rules/loader.py's MAX_FILE_BYTES); the margin is for generated files.
+# Reading stops here, so /dev/zero or an endless pipe is refused instead of filling memory.
+INPUT_MAX_BYTES = 16 * 2 ** 20
+
+
+def read_input_file(path: str, flag: str, limit: int = INPUT_MAX_BYTES) -> str:
     """The text of a file the user named, or an InputError saying why it cannot be read."""
-    from pathlib import Path
     try:
-        return Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            raw = f.read(limit + 1)         # one byte past the limit tells "too large" from "exactly full"
     except FileNotFoundError:
         raise InputError(f"{flag}: no such file '{path}'")
-    except UnicodeDecodeError:
-        raise InputError(f"{flag}: '{path}' is not UTF-8 text")
     except OSError as e:
         raise InputError(f"{flag}: cannot read '{path}': {e.strerror or e.__class__.__name__}")
+    if len(raw) > limit:
+        raise InputError(f"{flag}: '{path}' is larger than {_size(limit)}; input files may hold at most "
+                         f"{_size(limit)}")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{flag}: '{path}' is not UTF-8 text")
+
+
+def _size(n: int) -> str:
+    return f"{n // 2 ** 20} MiB" if n % 2 ** 20 == 0 else f"{n:,} bytes"
+
+
+def too_long_number(name: str, where: str = "") -> InputError:
+    """The refusal of an integer longer than Python converts from text (sys.int_info's
+    str_digits_check_threshold: 4300 digits by default, CVE-2020-10735): JSON and YAML
+    parsers raise a bare ValueError for it, which would otherwise read as an internal error."""
+    return InputError(f"{name}{where}: a number is too long; numbers may have at most "
+                      f"{sys.get_int_max_str_digits()} digits")

@@ -9,7 +9,7 @@ import json
 import os
 from pathlib import Path
 
-from .errors import InputError, read_input_file
+from .errors import InputError, read_input_file, too_long_number
 from .params import total_params
 from .schema import ModelSpec
 
@@ -37,8 +37,20 @@ SUPPORTED = {
 
 
 # rope_theta where config.json leaves it out: the config class's default_theta (transformers 5:
-# MixtralConfig 1e6, GptOssConfig 150000, PreTrainedConfig 10000 for the rest)
-ROPE_THETA_DEFAULT = {"mixtral": 1e6, "gpt_oss": 150000.0}
+# MixtralConfig 1e6, GptOssConfig 150000, Gemma3TextConfig 1e6 for its global layers,
+# PreTrainedConfig 10000 for the rest)
+ROPE_THETA_DEFAULT = {"mixtral": 1e6, "gpt_oss": 150000.0, "gemma3_text": 1e6}
+
+# The shape fields a Gemma 3 multimodal config.json leaves out of its text_config: Gemma3Config
+# builds Gemma3TextConfig(**text_config), so the class's __init__ defaults fill them (transformers
+# configuration_gemma3.py, 4.50 to 5). google/gemma-3-4b-it gives only the hidden, MLP and layer
+# sizes. sliding_window_pattern is left to _default_sliding: filled here it would shadow an
+# _sliding_window_pattern the file does give.
+GEMMA3_TEXT_DEFAULTS = {
+    "vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131_072,
+    "sliding_window": 4096,
+}
 
 
 # No shape field of a real model comes near 2^31 (vocabularies ~2^18, hidden sizes ~2^14); a
@@ -162,6 +174,30 @@ def config_name(p: Path) -> str:
 WRAPPERS = ("gemma3",)
 
 
+def _parse_json(text: str, path: str) -> dict:
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"--hf-config: '{path}' is not valid JSON (line {e.lineno}: {e.msg})")
+    except ValueError:          # json.loads' only other ValueError: an integer past Python's digit limit
+        raise too_long_number(f"--hf-config: '{path}'")
+    if not isinstance(cfg, dict):
+        raise InputError(f"--hf-config: '{path}' must hold a JSON object")
+    return cfg
+
+
+def _text_config(cfg: dict, path: str) -> dict:
+    """A wrapper's language model: its text_config, with the fields a gemma3_text one leaves out
+    filled as transformers fills them (GEMMA3_TEXT_DEFAULTS)."""
+    text = cfg.get("text_config")
+    if not isinstance(text, dict):
+        raise InputError(f"--hf-config: '{path}': text_config must be a JSON object (the language model's "
+                         f"config), got {text!r:.40}")
+    if text.get("model_type") == "gemma3_text":
+        return {**GEMMA3_TEXT_DEFAULTS, **text}     # a field the file gives, even null, is the file's
+    return text
+
+
 def read_hf_config(path: str) -> ModelSpec:
     p = Path(path)
     if p.is_dir():
@@ -170,17 +206,9 @@ def read_hf_config(path: str) -> ModelSpec:
             raise InputError(f"--hf-config: '{path}' is a folder without a config.json; give the config.json's path")
         p = p / "config.json"
         path = str(p)
-    text = read_input_file(path, "--hf-config")
-    try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"--hf-config: '{path}' is not valid JSON (line {e.lineno}: {e.msg})")
-    if not isinstance(cfg, dict):
-        raise InputError(f"--hf-config: '{path}' must hold a JSON object")
+    cfg = _parse_json(read_input_file(path, "--hf-config"), path)
     if cfg.get("model_type") in WRAPPERS:
-        cfg = cfg.get("text_config", cfg)
-        if not isinstance(cfg, dict):
-            raise InputError(f"--hf-config: '{path}': text_config must be a JSON object")
+        cfg = _text_config(cfg, path)
     mt = cfg.get("model_type")
     if not isinstance(mt, str) or mt not in SUPPORTED:
         raise InputError(f"{path}: model_type {mt!r} is not supported; supported: "

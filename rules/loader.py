@@ -135,7 +135,8 @@ def read_rule_file(path: Path, display: str | None = None,
     once; a file that does not load at all still raises."""
     name = display or str(path)
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)        # never more: /dev/zero is refused, not read whole
     except OSError as e:
         raise InputError(f"{name}: cannot read rule file ({e.strerror})")
     if len(raw) > MAX_FILE_BYTES:
