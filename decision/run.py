@@ -27,7 +27,7 @@ from shardwise.kb.resolve import assumptions, global_batch
 from shardwise.rules import expr, playbook
 from shardwise.rules.constraints import Constraint, Preference, from_firings
 from shardwise.rules.engine import Firing, run_stratum
-from shardwise.rules.loader import pin_problem
+from shardwise.rules.loader import Action, Rule, pin_problem
 from shardwise.search.choice import Choice, choose
 from shardwise.search.feasibility import Feasibility
 from shardwise.search.table import Table, apply_constraints, scored_table
@@ -131,6 +131,23 @@ def _stratum_facts(book: playbook.Rulebook, stratum: int, base: dict, lookup) ->
     return facts
 
 
+def _fits_the_gpu() -> Constraint:
+    """The one hard constraint that is not a rule file's: a layout whose estimated peak passes
+    the GPU's memory cannot run, whatever the rules say. The playbook's memory.fit-margin (95%)
+    implies it; with that rule disabled, or a playbook copy without rules/memory.yaml, the
+    decision adds it, so that no rule set makes such a layout the answer."""
+    text = "memory.fits"
+    node = expr.parse(text)
+    rule = Rule(id="memory.fits-the-gpu", title="A layout must fit in the GPU's memory", priority=1000,
+                when_text="true", when=expr.parse("true"), actions=[Action("require", expr_text=text, node=node)],
+                because="a layout whose estimated peak passes the GPU's memory runs out of memory",
+                file="shardwise:decision/run.py", line=0)
+    return Constraint("require", node, text, rule)
+
+
+FITS_THE_GPU = _fits_the_gpu()
+
+
 def decide(job: Job, extra_rules: list[str] | None = None, playbook_dir: str | None = None,
            engine: str = "durable", progress=None) -> Decision:
     book = playbook.load(extra_rules, playbook_dir)
@@ -143,11 +160,10 @@ def decide(job: Job, extra_rules: list[str] | None = None, playbook_dir: str | N
     table = scored_table(job, gb, pins, progress=progress)
     table.facts = jf.__getitem__
     allowed, masks = apply_constraints(table, constraints)
-    # A layout whose estimated peak passes the GPU's memory cannot run whatever the rules say:
-    # with the playbook's memory.fit-margin disabled, or a rule file without it, the rules
-    # would let one be the answer
     over_memory = allowed & (table.peak_gib > table.capacity)
-    allowed = allowed & ~over_memory
+    if over_memory.any():
+        constraints.append(FITS_THE_GPU)
+        allowed, masks = apply_constraints(table, constraints)
     feas = Feasibility(table, allowed)
 
     def lookup(path):
@@ -170,8 +186,8 @@ def decide(job: Job, extra_rules: list[str] | None = None, playbook_dir: str | N
     if over_memory.any():
         d.warnings.append(f"the rules allow {int(over_memory.sum()):,} layouts whose estimated peak passes the "
                           f"{table.capacity:.1f} GiB of the GPU (no hard rule keeps memory.used_pct at or below "
-                          "100: the playbook's memory.fit-margin is disabled or missing); they were left out, as "
-                          "they cannot run")
+                          f"100: the playbook's memory.fit-margin is disabled or missing); {FITS_THE_GPU.rule.id} "
+                          "left them out, as they cannot run")
     if choice is None:
         return _nothing_allowed(d)
     lay = table.layout(choice.index)
@@ -207,7 +223,7 @@ def _nothing_allowed(d: Decision) -> Decision:
     else:
         memory_rules = {c.rule.id for c in d.constraints if not d.book.is_policy(c.rule)
                         and any(p.startswith("memory.") for p in expr.paths(c.node))}
-        fits_memory = _fits_memory(d, memory_rules) & (t.peak_gib <= t.capacity)
+        fits_memory = _fits_memory(d, memory_rules | {FITS_THE_GPU.rule.id})
         if fits_memory.any():               # memory is not the limit: the other rules are
             fastest = int(np.flatnonzero(fits_memory)[np.argmax(t.tokens_per_s[fits_memory])])
             block = d.constraints[d.broken_at(fastest)[0]]

@@ -5,10 +5,13 @@ A token batch becomes a whole number of sequences. The exact quotient rarely mat
 within a few percent, but its factors decide which data-parallel degrees and micro-batches a
 layout may take (mbs x DP must divide the batch): 31 sequences, a prime, leaves DP = 1 on any
 cluster, and 20,968 = 8 x 2,621 leaves 8 GPUs only micro-batch 1. So a token batch is taken
-as the sequence count **within 5% of the exact quotient that the most splits mbs x d divide**
--- d a divisor of the GPU count, mbs the user's micro-batch or, when the advisor chooses it,
-each micro-batch the search tries (powers of two up to MBS_MAX) -- ties to the count nearest
-the quotient, then to the smaller. A count that is already best stays as it is;
+as the sequence count **within 5% of the exact quotient that the most data-parallel degrees of
+the cluster divide** -- the divisors d of the GPU count with mbs x d dividing the count (the
+user's mbs, else 1) -- then the one that the most splits mbs x d divide (mbs each micro-batch
+the search tries, powers of two up to MBS_MAX, when the advisor chooses it), then the count
+nearest the quotient, then the smaller. DP comes first: a framework without pipelining needs
+DP = GPUs / TP, and 128 sequences on 24 GPUs (DP 1-8 only) leave it no layout where 132 allows
+DP 12. A count that is already best stays as it is;
 a token batch is never refused for rounding. Below 10 sequences no whole count may be
 within 5%: the two around the quotient compete (at least one sequence). For a layout the
 user fixed (``memory --layout``), only its own mbs x DP counts: the count within 5% it
@@ -61,13 +64,14 @@ def splits(sequences: int, gpus: int, mbs_options: tuple[int, ...]) -> int:
 def workable_count(exact: float, gpus: int, mbs: int | None = 1) -> int:
     """The sequence count a token batch of ``exact`` sequences is taken as (module docstring):
     among whole counts within 5% of ``exact`` (or, when none is, the two around it), the one
-    the most (micro-batch, DP degree) splits divide -- ``mbs`` the user's micro-batch, or None
-    when the advisor chooses it among ADVISOR_MBS; ties to the nearest, then the smaller.
+    the most DP degrees divide (at ``mbs``, or 1 when it is None), then the most (micro-batch,
+    DP degree) splits -- ``mbs`` the user's micro-batch, or None when the advisor chooses it
+    among ADVISOR_MBS; ties to the nearest, then the smaller.
 
-    Which splits divide n depends only on q = gcd(n, M), M = the largest mbs x the GPU count
-    (every mbs x d divides M), and the multiple of q nearest ``exact`` is at least as near as
-    n: so the best count is among the two multiples around ``exact`` of each divisor q of M
-    (no scan of the range)."""
+    Both counts depend only on q = gcd(n, M), M = the largest mbs x the GPU count (every
+    mbs x d divides M), and the multiple of q nearest ``exact`` is at least as near as n: so
+    the best count is among the two multiples around ``exact`` of each divisor q of M (no scan
+    of the range)."""
     options = ADVISOR_MBS if mbs is None else (mbs,)
     lo, hi = max(1, math.ceil(exact * (1 - TOLERANCE))), math.floor(exact * (1 + TOLERANCE))
     if lo > hi:
@@ -76,7 +80,8 @@ def workable_count(exact: float, gpus: int, mbs: int | None = 1) -> int:
     for q in _divisors(max(options) * gpus):
         cands.update(k * q for k in (math.floor(exact / q), math.ceil(exact / q)))
     cands = [n for n in cands if lo <= n <= hi]
-    return min(cands, key=lambda n: (-splits(n, gpus, options), abs(n - exact), n))
+    return min(cands, key=lambda n: (-len(dp_degrees(n, gpus, mbs or 1)), -splits(n, gpus, options),
+                                     abs(n - exact), n))
 
 
 def _degrees_text(ds: list[int]) -> str:
@@ -106,18 +111,17 @@ def take(exact: float, gpus: int, mbs: int | None = 1, dp: int | None = None) ->
     if dp:
         far = abs(n - exact) > TOLERANCE * exact
         return n, f"{head}, the nearest count {'' if far else 'within 5% '}that mbs x DP = {mbs} x {dp} divides"
+    gpus_text = f"{gpus:,} GPU{'s' if gpus > 1 else ''}"
+    at = f" at mbs {mbs}" if mbs and mbs > 1 else ""
+    why = f"the count within 5% that the most data-parallel degrees of {gpus_text} divide{at} " \
+          f"({_degrees_text(dp_degrees(n, gpus, mbs or 1))}"
+    if whole:
+        why += f"; {int(exact):,} allows {_degrees_text(dp_degrees(int(exact), gpus, mbs or 1))}"
     if mbs is None:
-        total = splits(gpus * MBS_MAX, gpus, ADVISOR_MBS)
-        why = (f"the count within 5% that the most micro-batch x data-parallel splits of {gpus:,} GPUs divide "
-               f"({splits(n, gpus, ADVISOR_MBS)} of {total}, micro-batches 1-{MBS_MAX}")
+        why += (f"), then the most micro-batch x DP splits ({splits(n, gpus, ADVISOR_MBS)} of "
+                f"{splits(gpus * MBS_MAX, gpus, ADVISOR_MBS)}, micro-batches 1-{MBS_MAX}")
         if whole:
             why += f"; {int(exact):,} allows {splits(int(exact), gpus, ADVISOR_MBS)}"
-        return n, f"{head}, {why})"
-    at = f" at mbs {mbs}" if mbs > 1 else ""
-    why = f"the count within 5% that the most data-parallel degrees of {gpus:,} GPUs divide{at} " \
-          f"({_degrees_text(dp_degrees(n, gpus, mbs))}"
-    if whole:
-        why += f"; {int(exact):,} allows {_degrees_text(dp_degrees(int(exact), gpus, mbs))}"
     return n, f"{head}, {why})"
 
 

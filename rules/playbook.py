@@ -34,7 +34,9 @@ class Rulebook:
     changes: tuple = ()          # overrides and disables of earlier rules, for the trace
 
     def is_policy(self, rule: Rule) -> bool:
-        return rule.file not in self.playbook
+        """A house policy: a rule from a file the user added, not the playbook's nor the
+        decision's own (decision/run.FITS_THE_GPU, file shardwise:decision/run.py)."""
+        return rule.file not in self.playbook and rule.file != "shardwise:decision/run.py"
 
 
 def shipped_dir() -> Path:

@@ -62,7 +62,7 @@ def test_a_prime_sequence_count_moves_within_five_percent_and_says_so(run_cli):
     job = build_job(model="llama-2-7b", gpus=64, seq_len=131072, global_batch_tokens="4000000")
     n, (text,) = global_batch(job)                                            # no layout: DP still open
     assert n == 32 and abs(n - 4e6 / 131072) <= TOLERANCE * 4e6 / 131072
-    assert "taken as 32 (+4.86%" in text and "splits of 64 GPUs divide (21 of 49" in text
+    assert "taken as 32 (+4.86%" in text and "6: 1, 2, 4, ..., 32" in text and "splits (21 of 49" in text
     # a fixed layout with DP = 1: every count works, so the nearest (31) is kept
     d = memory(run_cli, "--model", "llama-2-7b", "--gpus", "64", "--seq-len", "131072",
                "--global-batch-tokens", "4000000", "--layout", "tp=8,cp=8")
@@ -91,14 +91,15 @@ def test_budgets_stay_decimal():
 
 def _brute(exact, gpus, mbs):
     """The criterion of kb/batch.py by enumeration: whole counts within 5% (else the two
-    around the quotient), most micro-batch x data-parallel splits (the given micro-batch, or
-    every power of two up to 64 when the advisor chooses it), then nearest, then smaller."""
+    around the quotient), most data-parallel degrees, then most micro-batch x data-parallel
+    splits (the given micro-batch, or every power of two up to 64 when the advisor chooses it),
+    then nearest, then smaller."""
     lo, hi = max(1, math.ceil(exact * (1 - TOLERANCE))), math.floor(exact * (1 + TOLERANCE))
     if lo > hi:
         lo, hi = max(1, math.floor(exact)), max(1, math.ceil(exact))
     options = [1, 2, 4, 8, 16, 32, 64] if mbs is None else [mbs]
-    return min(range(lo, hi + 1),
-               key=lambda n: (-sum(len(dp_degrees(n, gpus, m)) for m in options), abs(n - exact), n))
+    return min(range(lo, hi + 1), key=lambda n: (-len(dp_degrees(n, gpus, mbs or 1)),
+                                                 -sum(len(dp_degrees(n, gpus, m)) for m in options), abs(n - exact), n))
 
 
 @settings(max_examples=400, deadline=None, derandomize=True)
@@ -124,7 +125,14 @@ def test_a_token_batch_keeps_the_micro_batches_open(run_cli):
     assert code == 0, err
     d = json.loads(out)
     assert d["layout"]["global_batch"] == 20992 and d["layout"]["mbs"] > 1
-    assert "the most micro-batch x data-parallel splits of 8 GPUs divide (28 of 28" in " ".join(d["assumptions"])
+    assert "then the most micro-batch x DP splits (28 of 28" in " ".join(d["assumptions"])
+    # the DP degrees come first: 128 sequences on 24 GPUs allow DP 1-8 only, which leaves the
+    # Trainer (no pipeline: DP = 24 / TP) no layout; 132 allows DP 12
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "24", "--training", "lora",
+                             "--format", "json")
+    assert code == 0, err
+    lay = json.loads(out)["layout"]
+    assert lay["global_batch"] == 132 and lay["dp"] * lay["tp"] * lay["cp"] == 24
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
