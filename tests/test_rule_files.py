@@ -234,9 +234,12 @@ def test_no_rule_set_makes_a_layout_that_does_not_fit_the_answer(tmp_path):
     off = write(tmp_path, "disable: [memory.fit-margin]\nrules: []\n", "off.yaml")
     d = decide(build_job(model="llama-3.1-70b", gpus=8, training="lora"), [str(off)])
     assert d.memory.peak_gib <= d.memory.capacity_gib
-    assert any("whose estimated peak passes the 79.7 GiB of the GPU" in w and "left out" in w for w in d.warnings)
+    assert any("whose estimated peak passes the 79.7 GiB of the GPU" in w and "memory.fits-the-gpu left them out"
+               in w for w in d.warnings)
+    # a constraint of its own, so that a layout it left out is never shown as an allowed alternative
+    assert [c.rule.id for c in d.constraints if c.rule.file == "shardwise:decision/run.py"] == ["memory.fits-the-gpu"]
     d = decide(build_job(model="llama-3.1-70b", gpus=8), [str(off)])
-    assert d.layout is None and "against the GPU memory itself" in d.nothing_allowed
+    assert d.layout is None and "against memory.fits-the-gpu: require 'memory.fits'" in d.nothing_allowed
     assert d.sizing["smallest_gpus"] > 8 and "a10" not in d.sizing["gpus_that_fit"]
 
 
