@@ -72,6 +72,9 @@ VALUES: dict[str, tuple[str, ...]] = {
     "train.framework": get_args(Framework), "train.attention": get_args(Attention),
     "train.cuda_graphs": get_args(CudaGraphs), "train.optimizer": get_args(Optimizer),
     "layout.recompute": RECOMPUTE, "same.min_recompute": RECOMPUTE,
+    # the kinds of kb/data/links.yaml's links, as kb/facts.py names them (tests/test_catalogs.py
+    # checks that these are all of them)
+    "cluster.intra_kind": ("nvlink", "pcie", "infinity-fabric"), "cluster.inter_kind": ("infiniband", "roce", "ethernet"),
 }
 
 GROUPS = {"job": JOB, "layout": LAYOUT, "estimate": ESTIMATE, "feasibility": FEASIBILITY, "neighbour": NEIGHBOUR}

@@ -32,6 +32,16 @@ def test_every_catalog_entry_has_a_source():
             assert catalog.raw(section)[section][n].get("source"), f"{section}/{n} has no source"
 
 
+def test_the_link_kinds_rules_may_compare_are_those_of_the_catalog():
+    """kb/fact_schema.VALUES lists the values of cluster.intra_kind / inter_kind so that a rule
+    comparing them with a typo is refused; a link added to the catalog must be added there."""
+    from shardwise.kb.fact_schema import VALUES
+    from shardwise.kb.facts import _intra_kind
+    links = [catalog.link(n) for n in catalog.link_names()]
+    assert set(VALUES["cluster.intra_kind"]) == {_intra_kind(ln.name) for ln in links if ln.kind == "intra"}
+    assert set(VALUES["cluster.inter_kind"]) == {ln.name.split("-")[0] for ln in links if ln.kind == "inter"}
+
+
 def test_unknown_names_suggest_the_nearest():
     with pytest.raises(InputError, match="did you mean .*h100-sxm"):
         catalog.gpu("h100-sxn")

@@ -199,7 +199,7 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     if t.precision == "fp8":
         ew *= FP8_ELEMENTWISE_FACTOR
     ew += tokens * fp32_residual_bytes(t, lay) * h / (gpu.hbm_gbps * 1e9)
-    ew += tokens * unfused_rope_bytes(m, t) / tp / (gpu.hbm_gbps * 1e9)
+    ew += tokens * unfused_rope_bytes(m, t, tp) / (gpu.hbm_gbps * 1e9)
     if moe:
         copies = moe_tokens(tokens, lay) * m.top_k
         ew += copies * (expert_bias_bytes(m, t) + glu_clamp_bytes(m, t, lay.etp)) / (gpu.hbm_gbps * 1e9)

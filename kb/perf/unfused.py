@@ -6,16 +6,16 @@ permutation. Three model features send Megatron-Core down an unfused path instea
 chain of whole-tensor PyTorch ops whose reads and writes are counted below from the source
 (Megatron-Core 0.19.2). Each function returns bytes per token (per routed token copy for the
 experts) over forward and backward, already zero where the path does not run; the step-time
-model divides them by the HBM bandwidth (kb/perf/compute.layer_time). Nothing is fitted.
+model divides them by the HBM bandwidth (kb/perf/compute.layer_time). Nothing is fitted;
+recomputation's repeat of them is not counted.
 
 Other frameworks run these models through their own code (transformers' GptOssExperts, ...):
 not priced here, so zero for them.
 """
 from __future__ import annotations
 
-import math
-
 from ..schema import ModelSpec, TrainingSpec
+from ..vec import maximum
 
 # Per q/k element, bf16: the unfused RoPE (rope_utils._apply_rotary_pos_emb_bshd) runs
 # forward -x2 (2: read + write of half the elements, 2 bytes each), cat of the rotated halves
@@ -26,13 +26,14 @@ from ..schema import ModelSpec, TrainingSpec
 UNFUSED_ROPE_EXTRA_BYTES = 36.0
 
 # Per element of a routed token copy's expert output (hidden wide): MoE experts'
-# _apply_bias (transformer/moe/experts.py) adds bias x router probability per expert in fp32,
-# the probabilities being fp32: forward b * p written in fp32 (4), t + that (2 + 4 read, 4
-# written), the cat over experts (4 + 4) and the cast back to bf16 (4 + 2) -- 28 bytes;
-# backward the cast's gradient to fp32 (2 + 4), the bf16 gradient of t (4 + 2), and the
-# products for the bias and probability gradients, each a read, a written product and its
-# reduction (12 + 12) -- 36 bytes.
-EXPERT_BIAS_BYTES = 64.0
+# _apply_bias (transformer/moe/experts.py) adds bias x router probability per expert, in the
+# probabilities' dtype: bf16, the router's input dtype, unless --moe-router-dtype fp32
+# (router.py gating; moe_utils.topk_routing_with_score_function: probs.type_as(logits)), which
+# neither NVIDIA's gpt-oss recipes nor the Megatron export set. Forward b * p written (2),
+# t + that (2 + 2 read, 2 written), the cat over experts (2 + 2); the cast to bf16 is then a
+# no-op -- 12 bytes; backward the products for the bias and probability gradients, each a
+# read, a written product and its reduction (6 + 6) -- 12 bytes. (In fp32: 64.)
+EXPERT_BIAS_BYTES = 24.0
 
 # Per element of the first expert GEMM's output (2 x expert FFN wide, gate and up): the
 # clamped GLU (fusions/fused_bias_geglu.py weighted_bias_quick_geglu_impl, clamp_value) clamps
@@ -53,34 +54,20 @@ def _fused_experts(t: TrainingSpec) -> bool:
     return t.cuda_graphs == "full-iteration"
 
 
-def yarn_concentration(m: ModelSpec) -> float:
-    """YaRN's attention factor that scales cos and sin: 0.1 ln(factor) + 1, or with config.json's
-    mscale and mscale_all_dim the ratio of the two (Megatron-Core
-    yarn_rotary_pos_embedding._yarn_get_concentration_factor; the YaRN paper, Peng et al. 2023,
-    eq. 22). 1 for any other RoPE."""
-    f = m.rope_factor
-    if m.rope_scaling != "yarn" or f <= 1:
-        return 1.0
-
-    def get(ms: float) -> float:
-        return 0.1 * ms * math.log(f) + 1.0
-
-    ms, ms_all = m.rope_param("mscale"), m.rope_param("mscale_all_dim")
-    if ms is None or ms_all is None:
-        return get(1.0)
-    return get(ms) / get(ms_all)
-
-
-def unfused_rope_bytes(m: ModelSpec, t: TrainingSpec) -> float:
-    """Bytes per token per layer (whole layer, before TP) that RoPE costs above the fused
-    kernel: Megatron-Core falls back to its unfused RoPE when the YaRN factor is not 1
-    (rope_utils.apply_rotary_pos_emb: "mscale=... is not supported by TE's fused RoPE. Using
-    unfused implementation."), gpt-oss (factor 32, 1.35) and Qwen with YaRN among them. It
-    rotates every query and key head: (heads + kv_heads) x head_dim elements. MLA models take
-    their own fused YaRN kernel (fusions/fused_mla_yarn_rope_apply.py): not counted."""
-    if not _megatron_eager(t) or m.is_mla or yarn_concentration(m) == 1.0:
+def unfused_rope_bytes(m: ModelSpec, t: TrainingSpec, tp=1):
+    """Bytes per token per layer on one rank that RoPE costs above the fused kernel. Megatron
+    runs YaRN unfused: Megatron-LM turns RoPE fusion off for any --position-embedding-type other
+    than rope (megatron/training/arguments.py validate_args: "if args.position_embedding_type !=
+    'rope': args.apply_rope_fusion = False"), which the Megatron export writes for a YaRN model,
+    and Megatron-Core itself falls back where the YaRN attention factor is not 1, as gpt-oss's
+    0.1 ln 32 + 1 = 1.35 under Megatron-Bridge (rope_utils.apply_rotary_pos_emb: "mscale=... is
+    not supported by TE's fused RoPE. Using unfused implementation."). It rotates every query
+    and key head the rank holds: heads / TP, and kv_heads / TP but at least one (a KV head is
+    replicated where TP passes the KV heads). MLA models take their own fused YaRN kernel
+    (fusions/fused_mla_yarn_rope_apply.py): not counted."""
+    if not _megatron_eager(t) or m.is_mla or m.rope_scaling != "yarn":
         return 0.0
-    return (m.heads + m.kv_heads) * m.hd * UNFUSED_ROPE_EXTRA_BYTES
+    return (m.heads / tp + maximum(m.kv_heads / tp, 1)) * m.hd * UNFUSED_ROPE_EXTRA_BYTES
 
 
 def expert_bias_bytes(m: ModelSpec, t: TrainingSpec) -> float:
