@@ -30,13 +30,53 @@ def recompute_modules(model) -> tuple[str, ...]:
     return ("core_attn", "layernorm") + (("moe_act",) if model.is_moe else ())
 
 
+# Exports that are a whole training run with no adapter path: Megatron-LM's pretrain_gpt.py,
+# torchtitan and Nanotron train every weight of the model, from random weights unless told to
+# load a checkpoint. The others (DeepSpeed, FSDP2, Accelerate) configure the parallelism of the
+# user's own training script, which sets up PEFT.
+WHOLE_RUNS = ("megatron", "torchtitan", "nanotron")
+
+
+def training_carried(framework: str, job) -> list[str]:
+    """What the job's training type needs that this export does not set up (said in the file
+    and the output); an adapter job to an export that trains every weight is refused: the layout
+    was sized for frozen weights, with no gradients or optimizer states, and would run out of
+    memory as a full run."""
+    from shardwise.kb.defaults import ADAPTERS
+    from shardwise.kb.errors import InputError
+    t = job.training
+    qlora = t.training == "qlora"
+    if t.training in ADAPTERS and framework in WHOLE_RUNS:
+        allowed = ", ".join(f for f in FRAMEWORKS if f not in WHOLE_RUNS)
+        raise InputError(f"export --to {framework}: its launch trains every weight, with no LoRA adapters"
+                         f"{' or 4-bit base weights' if qlora else ''}, and this layout was sized for "
+                         f"{t.training}'s frozen weights (no gradients or optimizer states for them); allowed for "
+                         f"--training {t.training}: {allowed}")
+    if t.training in ADAPTERS:
+        return [f"the LoRA adapters (rank {t.lora_rank}) are your PEFT script's (peft.LoraConfig(r={t.lora_rank}))"
+                + (", and the 4-bit base weights its bitsandbytes config (BitsAndBytesConfig(load_in_4bit=True, "
+                   "bnb_4bit_quant_type='nf4'))" if qlora else "") + "; this file sets the parallelism"]
+    out = []
+    if t.training in ("finetune", "rlhf") and framework in WHOLE_RUNS:
+        load = "--load <Megatron checkpoint> --finetune" if framework == "megatron" else "its checkpoint settings"
+        out.append(f"the run starts from random weights: a {t.training} loads the model's checkpoint ({load})")
+    if t.training == "rlhf":
+        out.append("RLHF's PPO holds four models (policy, value, reference, reward), as the estimate counts them; "
+                   "this file launches the policy's training alone")
+    return out
+
+
 def export(framework: str, target):
     """The framework's export; a layout with per-module recomputation goes to the others as
     selective recomputation, their nearest, and says so; so does a job timed on Megatron's
-    full-iteration CUDA graphs, which the others cannot run."""
+    full-iteration CUDA graphs, which the others cannot run. What the training type needs beyond
+    the parallelism (adapters, a checkpoint to load) is said, or refused (training_carried)."""
+    trained = training_carried(framework, target.job)
     if framework == "megatron":
-        return module(framework).export(target)
-    carried, lay = [], target.layout
+        ex = module(framework).export(type(target)(target.job, target.layout, tuple(trained)))
+        ex.caveats[:0] = trained
+        return ex
+    carried, lay = list(trained), target.layout
     if target.job.training.cuda_graphs != "none":
         carried.append("--cuda-graphs full-iteration is Megatron-Core's whole-step CUDA graph; this runs without "
                        "it" + (", so the MoE layers' host-side time, which the estimate left out, is back"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from shardwise.kb.errors import InputError
 from shardwise.kb.frameworks import autoep_preset
 from shardwise.kb.validity import autoep_runs
 
@@ -23,6 +24,13 @@ TOP_LEVEL = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_acc
 
 def export(tg: Target) -> Export:
     lay, t = tg.layout, tg.job.training
+    if t.framework == "hf" and lay.tp > 1:
+        # the Trainer's TP is Accelerate's ParallelismConfig; its DeepSpeed path counts every rank
+        # as data-parallel and refuses a train_batch_size over the DP ranks alone
+        # (integrations/deepspeed.py trainer_config_process)
+        raise InputError(f"export --to deepspeed: tp={lay.tp} under the transformers Trainer is Accelerate's "
+                         "ParallelismConfig, which the Trainer's DeepSpeed integration does not run (it counts every "
+                         "rank as data-parallel); allowed for this layout: --to accelerate, or a layout with tp=1")
     caveats = []
     # buckets and optimizer settings as in framework-configs.md's verified DeepSpeed example
     zero = {"stage": lay.zero, "overlap_comm": True, "contiguous_gradients": True,

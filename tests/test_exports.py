@@ -276,6 +276,31 @@ def test_export_refuses_moe_for_nanotron_in_one_line(run_cli):
     assert code == 2 and "experts" in err and len(err.strip().splitlines()) == 1
 
 
+def test_an_export_says_what_the_training_type_needs_beyond_the_parallelism():
+    """Exports carried only the layout: a QLoRA job went to Megatron as a from-scratch pretraining
+    script of every weight, which the layout (sized for frozen weights) cannot hold. An adapter
+    job is refused by the exports that train every weight (Megatron-LM, torchtitan, Nanotron) and
+    told to the others as its PEFT script's; a fine-tune to Megatron is told to load its
+    checkpoint; the Trainer's DeepSpeed path, which has no TP, refuses a TP layout."""
+    for training in ("lora", "qlora"):
+        job = build_job(model="llama-3-8b", gpus=8, training=training)
+        out = export_all(Target(job, Layout(dp=8, zero=1, mbs=1, grad_accum=16)))
+        for fw in ("megatron", "torchtitan", "nanotron"):
+            assert out[fw]["refused"].startswith(f"export --to {fw}: its launch trains every weight"), fw
+            assert f"allowed for --training {training}: deepspeed, fsdp, accelerate" in out[fw]["refused"]
+        for fw in ("deepspeed", "fsdp", "accelerate"):
+            said = [c for c in out[fw]["caveats"] if "your PEFT script's (peft.LoraConfig(r=16))" in c]
+            assert said and any(said[0] in text for text in out[fw]["files"].values()), fw
+            assert ("BitsAndBytesConfig(load_in_4bit=True" in said[0]) == (training == "qlora")
+    tune = export("megatron", Target(build_job(model="llama-3-8b", gpus=8, training="finetune"),
+                                     Layout(dp=8, zero=1, mbs=1, grad_accum=16)))
+    assert any("--load <Megatron checkpoint> --finetune" in c for c in tune.caveats)
+    assert "--load <Megatron checkpoint> --finetune" in tune.files["megatron_pretrain.sh"]
+    lora_tp = Target(build_job(model="llama-3-70b", gpus=16, training="lora"),
+                     Layout(tp=2, dp=8, zero=3, mbs=1, grad_accum=16))
+    assert "the Trainer's DeepSpeed integration does not run" in export_all(lora_tp)["deepspeed"]["refused"]
+
+
 def test_recommend_json_carries_the_exports(run_cli):
     code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--format", "json")
     assert code == 0, err
