@@ -213,6 +213,12 @@ def _adapter_megatron(job, a):
     return _all(a)
 
 
+def _qlora_tp(job, a):
+    if job.training.training == "qlora":
+        return a["tp"] == 1
+    return _all(a)
+
+
 VALIDITY = [
     Validity("tp-divides-heads", "TP must divide the attention heads, and the KV heads must divide TP or it "
              "them (Megatron-Core TransformerConfig)", _tp_heads, _tp_heads_refusal),
@@ -298,6 +304,11 @@ VALIDITY = [
              lambda job, lay: f"shard={lay.shard} (HSDP) needs zero=3, must split dp x cp = {lay.dp * lay.cp} "
                               f"into more than one replica, and shard x tp = {lay.shard * lay.tp} must be a "
                               f"multiple of ep x etp = {lay.ep * lay.etp}"),
+    Validity("qlora-no-tp", "QLoRA's 4-bit base weights (bitsandbytes Linear4bit: NF4 values packed two to a "
+             "byte, with per-block scales) have no tensor-parallel sharding; they are sharded by ZeRO-3/FSDP only "
+             "(Answer.AI's FSDP + QLoRA, with bnb_4bit_quant_storage in bf16), so TP 1", _qlora_tp,
+             lambda job, lay: f"tp={lay.tp} with --training qlora: bitsandbytes' 4-bit weights have no tensor-parallel "
+                              "sharding; use tp=1 (zero=3 shards them), or --training lora"),
     Validity("adapters-megatron-zero", "LoRA with Megatron's distributed optimizer is not modelled",
              _adapter_megatron,
              lambda job, lay: "LoRA/QLoRA with Megatron's distributed optimizer is not modelled; use --framework hf, "

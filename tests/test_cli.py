@@ -96,6 +96,8 @@ BAD = [
     (["recommend", "--model", "llama-3-8b", "--price-per-gpu-hour", "1e300"],
      "--price-per-gpu-hour: got 1e+300; input should be less than or equal to 1000"),
     (["recommend", "--model", "llama-3-8b", "--token-budget", "1e30"], "--token-budget: got 1e+30"),
+    (["memory", "--model", "llama-3.1-70b", "--gpus", "2", "--gpu", "a100-80gb", "--training", "qlora",
+      "--layout", "tp=2"], "tp=2 with --training qlora: bitsandbytes' 4-bit weights have no tensor-parallel"),
     (["frobnicate"], "No such command"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--price-per-gpu-hour", "inf", "--token-budget", "1B"], "finite"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--seq-len", "99999999999999999999"], "--seq-len"),

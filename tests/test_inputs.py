@@ -166,8 +166,10 @@ def test_the_default_batch_is_stated_and_not_inflated(run_cli):
 
 @pytest.mark.parametrize("training", ["finetune", "lora", "qlora", "rlhf"])
 def test_fine_tuning_gets_a_fine_tuning_batch_and_profile(run_cli, training):
+    # QLoRA's 4-bit weights take no TP: ZeRO-3 shards them instead (kb/validity qlora-no-tp)
+    layout = "tp=1,zero=3" if training == "qlora" else "tp=8"
     d = memory(run_cli, "--model", "llama-3-70b", "--gpus", "8", "--gpu", "a100-80gb",
-               "--training", training, "--layout", "tp=8")
+               "--training", training, "--layout", layout)
     assert d["job"]["framework"] == "hf" and d["layout"]["global_batch"] == 128
     text = " ".join(d["assumptions"])
     assert "framework not given: hf" in text and "fine-tuning default (Stanford Alpaca" in text and "128 sequences" in text

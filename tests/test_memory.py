@@ -99,13 +99,13 @@ def test_large_vocab_logits_make_the_last_stage_the_peak_at_long_sequences():
 
 def test_training_types_change_what_has_to_fit():
     full = mem(build_job(model="llama-3-70b", gpus=8, gpu="a100-80gb", framework="hf", training="finetune"),
-               "tp=8,mbs=1,recompute=full")
+               "dp=8,zero=3,mbs=1,recompute=full")
     lora = mem(build_job(model="llama-3-70b", gpus=8, gpu="a100-80gb", framework="hf", training="lora"),
-               "tp=8,mbs=1,recompute=full")
+               "dp=8,zero=3,mbs=1,recompute=full")
     qlora = mem(build_job(model="llama-3-70b", gpus=8, gpu="a100-80gb", framework="hf", training="qlora"),
-                "tp=8,mbs=1,recompute=full")
+                "dp=8,zero=3,mbs=1,recompute=full")
     rlhf = mem(build_job(model="llama-3-70b", gpus=8, gpu="a100-80gb", framework="hf", training="rlhf"),
-               "tp=8,mbs=1,recompute=full")
+               "dp=8,zero=3,mbs=1,recompute=full")
     assert not full.fits and lora.fits
     assert qlora.peak_gib < lora.peak_gib < full.peak_gib < rlhf.peak_gib
 
