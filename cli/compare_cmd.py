@@ -9,7 +9,7 @@ import itertools
 
 import click
 
-from .options import job_options, parse_vary
+from .options import job_options, override, parse_vary
 from .output import FORMATS, emit, table
 
 
@@ -24,7 +24,9 @@ def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
     keys = [k for k, _ in vary]
     for combo in itertools.product(*[vals for _, vals in vary]):
         variant = dict(zip(keys, combo))
-        given = {**settings, **variant}
+        given = dict(settings)
+        for k, v in variant.items():
+            override(given, k, v)
         if "training" in variant and variant["training"] not in ADAPTERS:
             given.pop("lora_rank", None)        # --vary training=lora,finetune: the rank is the lora row's
         try:

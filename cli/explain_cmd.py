@@ -12,7 +12,8 @@ from .output import FORMATS, emit
 
 @click.command()
 @job_options
-@click.option("--why", "setting", type=click.Choice(SETTINGS), required=True, help="the setting to explain")
+@click.option("--why", "setting", type=click.Choice(SETTINGS, case_sensitive=False), required=True,
+              help="the setting to explain")
 @click.option("--graph", "graph", help="also draw the decision trace: out.dot, out.svg or out.png",
               callback=checked_graph_path)
 @click.option("--rules", "rules", multiple=True, help="house-policy rule file or folder (repeatable)")

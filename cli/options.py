@@ -39,6 +39,20 @@ def _choice(values):
 LOWERCASE = ("precision", "training", "framework", "recompute", "attention", "cuda_graphs", "optimizer")
 
 
+# Settings that exclude each other: one of them names the model, one the batch. A later source
+# (a flag over the job file, a --vary value over the base job) that gives one replaces the others.
+EXCLUSIVE = (("model", "hf_config", "params"), ("global_batch", "global_batch_tokens"))
+
+
+def override(settings: dict, key: str, value) -> None:
+    """Set ``key`` in ``settings``, dropping the settings it excludes (EXCLUSIVE)."""
+    for group in EXCLUSIVE:
+        if key in group:
+            for other in group:
+                settings.pop(other, None)
+    settings[key] = value
+
+
 def job_options(f=None, *, raw: bool = False):
     """Decorate a click command with the job flags; the command receives ``job`` (a kb.Job), or
     with ``raw`` the checked ``settings`` dict (for commands that vary them)."""
@@ -79,14 +93,20 @@ def job_options(f=None, *, raw: bool = False):
 
         with search_progress():                      # a bar on a terminal when the search is long
             settings = load_job_file(job_file) if job_file else {}
+            flags = {}
             for k in JOB_KEYS:
                 v = kwargs.pop(k, None)
                 if v is not None:
-                    settings[k] = v.lower() if isinstance(v, str) and k in LOWERCASE else v
+                    flags[k] = v.lower() if isinstance(v, str) and k in LOWERCASE else v
+            for k, v in flags.items():          # over the file's settings; two flags that exclude
+                override(settings, k, v)        # each other stay both, for build_job to refuse
+            settings.update(flags)
             if raw:
                 # refuse a bad base job before any variant; a --lora-rank waits for the variants,
-                # which may vary the training type into one that takes it
-                build_job(**{k: v for k, v in settings.items() if k != "lora_rank"})
+                # which may vary the training type into one that takes it, and a job without a
+                # model for a --vary that names one (compare_variants refuses it if none does)
+                if any(k in settings for k in EXCLUSIVE[0]):
+                    build_job(**{k: v for k, v in settings.items() if k != "lora_rank"})
                 kwargs["settings"] = settings
             else:
                 kwargs["job"] = build_job(**settings)
@@ -132,7 +152,7 @@ def _as_flag_reads(key: str, v, path: str):
     if key in LOWERCASE:
         return v.lower()
     if key == "hf_config":
-        return os.path.join(os.path.dirname(path), v)     # an absolute v is kept as it is
+        return os.path.join(os.path.dirname(path), os.path.expanduser(v))   # an absolute (or ~) one as it is
     return v
 
 

@@ -151,7 +151,7 @@ def init(directory):
 @_RULES
 @_PLAYBOOK
 @click.option("--setting", type=click.Choice(list(rule_graph.SETTINGS)), help="the rules that bear on this setting")
-@click.option("--graph", "graph", help="draw it: out.dot, out.svg or out.png (with --setting: what bears on it)",
+@click.option("--graph", "-o", "graph", help="draw it: out.dot, out.svg or out.png (with --setting: what bears on it)",
               callback=checked_graph_path)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 def graph(extra, playbook_dir, setting, graph, fmt):

@@ -42,6 +42,9 @@ class UserYamlLoader(yaml.SafeLoader):
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":       # '<<:' merges a mapping: not a key
                 continue
+            if not isinstance(key_node, yaml.ScalarNode):        # '? [a]' or '? {a: 1}': no name a user means
+                raise Refused(problem="a key must be a plain name, not a list or a mapping",
+                              problem_mark=key_node.start_mark)
             key = self.construct_object(key_node, deep=True)
             if isinstance(key, (str, int, float, bool)) and (type(key), key) in seen:   # 1 and true differ
                 raise yaml.constructor.ConstructorError(None, None, f"key {key!r} given twice",

@@ -218,3 +218,27 @@ def test_a_job_files_hf_config_is_read_from_the_job_files_folder(run_cli, tmp_pa
     missing = tmp_path / "jobs" / "missing.yaml"
     missing.write_text("hf_config: config.json\ngpu: h100-sxm\ngpus: 8\n")
     assert str(tmp_path / "jobs" / "config.json") in refused(run_cli, *base, "-f", str(missing))
+
+
+@pytest.mark.parametrize("key", ["? [a]\n: 1", "? {a: 1}\n: 1"])
+def test_a_list_or_mapping_as_a_key_is_one_line(run_cli, tmp_path, key):
+    """A YAML key that is a list or a mapping crashed the duplicate-key check (unhashable) with
+    an internal error, in job files and rule files alike."""
+    job = tmp_path / "job.yaml"
+    job.write_text(f"model: llama-3-8b\n{key}\n")
+    assert f"{job}:2: a key must be a plain name, not a list or a mapping" in refused(run_cli, "recommend", "-f", str(job))
+    rules = tmp_path / "house.yaml"
+    rules.write_text(f"rules:\n  - {key.replace(chr(10), chr(10) + '    ')}\n")
+    assert "a key must be a plain name" in refused(run_cli, "recommend", "--model", "llama-3-8b", "--rules", str(rules))
+
+
+def test_a_flag_replaces_the_job_files_model_and_batch(run_cli, tmp_path):
+    """Flags override the job file, also where the flag names the model or the batch another way
+    than the file did: --model over hf_config:, --global-batch-tokens over global_batch:."""
+    job = tmp_path / "job.yaml"
+    job.write_text("params: 13B\nglobal_batch: 512\n")
+    code, out, err = run_cli("recommend", "-f", str(job), "--model", "llama-3-8b", "--global-batch-tokens", "1M",
+                             "--gpus", "8", "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["job"]["model"] == "llama-3-8b" and d["layout"]["global_batch"] == 256

@@ -120,6 +120,10 @@ def test_rules_graph_renders_svg(run_cli, tmp_path):
     assert code == 0, err
     svg = (tmp_path / "g.svg").read_text()
     assert "<svg" in svg and "pp.only&#45;when&#45;needed" in svg      # SVG escapes '-' in text
+    # DESIGN.md's spelling, `rules graph -o FILE`, draws the same
+    code, out, err = run_cli("rules", "graph", "--setting", "pp", "-o", str(tmp_path / "o.svg"))
+    assert code == 0, err
+    assert (tmp_path / "o.svg").read_text() == svg
 
 
 def test_rules_graph_refuses_an_unknown_drawing_format_before_printing_anything(run_cli, tmp_path):

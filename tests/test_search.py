@@ -160,6 +160,20 @@ def test_compare_gives_one_row_per_variant(run_cli):
     assert h100[128]["time_to_train_h"] < h100[64]["time_to_train_h"]
 
 
+def test_compare_varies_the_model_itself(run_cli):
+    """--vary model=... needs no --model, and --vary params=... replaces the base's --model: both
+    were refused as two or no model sources."""
+    code, out, err = run_cli("compare", "--gpus", "8", "--vary", "model=llama-3-8b,qwen3-8b", "--format", "json")
+    assert code == 0, err
+    assert [v["variant"]["model"] for v in json.loads(out)["variants"]] == ["llama-3-8b", "qwen3-8b"]
+    code, out, err = run_cli("compare", "--model", "llama-3-8b", "--gpus", "8", "--vary", "params=7B,13B",
+                             "--format", "json")
+    assert code == 0, err
+    assert all(v["best"] for v in json.loads(out)["variants"])
+    code, out, err = run_cli("compare", "--gpus", "8", "--vary", "gpus=8,16")
+    assert code == 2 and "give exactly one of --model NAME" in err
+
+
 def test_a_variant_the_job_cannot_take_is_its_row_and_the_rest_are_answered(run_cli):
     code, out, err = run_cli("compare", "--model", "llama-3-8b", "--gpus", "8", "--vary", "mbs=1,2048",
                              "--format", "json")
