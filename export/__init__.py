@@ -51,16 +51,20 @@ def training_carried(framework: str, job) -> list[str]:
         raise InputError(f"export --to {framework}: its launch trains every weight, with no LoRA adapters"
                          f"{' or 4-bit base weights' if qlora else ''}, and this layout was sized for "
                          f"{t.training}'s frozen weights (no gradients or optimizer states for them); allowed for "
-                         f"--training {t.training}: {allowed}")
+                         f"--training {t.training}: {allowed}, which configure your own PEFT training script")
     if t.training in ADAPTERS:
+        # FSDP / ZeRO-3 shard the 4-bit weights only in a float storage dtype (bitsandbytes'
+        # FSDP-QLoRA guide: bnb_4bit_quant_storage=torch.bfloat16)
         return [f"the LoRA adapters (rank {t.lora_rank}) are your PEFT script's (peft.LoraConfig(r={t.lora_rank}))"
                 + (", and the 4-bit base weights its bitsandbytes config (BitsAndBytesConfig(load_in_4bit=True, "
-                   "bnb_4bit_quant_type='nf4'))" if qlora else "") + "; this file sets the parallelism"]
+                   "bnb_4bit_quant_type='nf4', bnb_4bit_quant_storage=torch.bfloat16), the storage dtype that lets "
+                   "ZeRO-3 / FSDP shard them)" if qlora else "") + "; this file sets the parallelism"]
     out = []
     if t.training in ("finetune", "rlhf") and framework in WHOLE_RUNS:
         load = "--load <Megatron checkpoint> --finetune" if framework == "megatron" else "its checkpoint settings"
-        out.append(f"the run starts from random weights: a {t.training} loads the model's checkpoint ({load})")
-    if t.training == "rlhf":
+        out.append(f"the run starts from random weights: {'fine-tuning' if t.training == 'finetune' else 'RLHF'} "
+                   f"loads the model's checkpoint ({load})")
+    if t.training == "rlhf" and framework in WHOLE_RUNS:
         out.append("RLHF's PPO holds four models (policy, value, reference, reward), as the estimate counts them; "
                    "this file launches the policy's training alone")
     return out

@@ -25,12 +25,14 @@ TOP_LEVEL = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_acc
 def export(tg: Target) -> Export:
     lay, t = tg.layout, tg.job.training
     if t.framework == "hf" and lay.tp > 1:
-        # the Trainer's TP is Accelerate's ParallelismConfig; its DeepSpeed path counts every rank
-        # as data-parallel and refuses a train_batch_size over the DP ranks alone
-        # (integrations/deepspeed.py trainer_config_process)
-        raise InputError(f"export --to deepspeed: tp={lay.tp} under the transformers Trainer is Accelerate's "
-                         "ParallelismConfig, which the Trainer's DeepSpeed integration does not run (it counts every "
-                         "rank as data-parallel); allowed for this layout: --to accelerate, or a layout with tp=1")
+        # the Trainer's TP here is Accelerate's ParallelismConfig; under DeepSpeed it would be
+        # AutoTP (tensor_parallel.autotp_size, transformers integrations/deepspeed.py), which this
+        # export does not write -- without it the Trainer counts every rank as data-parallel and
+        # refuses a train_batch_size over the DP ranks alone (trainer_config_process)
+        raise InputError(f"export --to deepspeed: tp={lay.tp} under the transformers Trainer is exported as "
+                         "Accelerate's ParallelismConfig, not as DeepSpeed's AutoTP (tensor_parallel.autotp_size), "
+                         "which this export does not write; allowed for this layout: --to accelerate or fsdp, or a "
+                         "layout with tp=1")
     caveats = []
     # buckets and optimizer settings as in framework-configs.md's verified DeepSpeed example
     zero = {"stage": lay.zero, "overlap_comm": True, "contiguous_gradients": True,

@@ -215,7 +215,7 @@ def _adapter_megatron(job, a):
 
 def _qlora_tp(job, a):
     if job.training.training == "qlora":
-        return a["tp"] == 1
+        return (a["tp"] == 1) & (np.asarray(a.get("etp", 1)) == 1)
     return _all(a)
 
 
@@ -306,9 +306,9 @@ VALIDITY = [
                               f"multiple of ep x etp = {lay.ep * lay.etp}"),
     Validity("qlora-no-tp", "QLoRA's 4-bit base weights (bitsandbytes Linear4bit: NF4 values packed two to a "
              "byte, with per-block scales) have no tensor-parallel sharding; they are sharded by ZeRO-3/FSDP only "
-             "(Answer.AI's FSDP + QLoRA, with bnb_4bit_quant_storage in bf16), so TP 1", _qlora_tp,
-             lambda job, lay: f"tp={lay.tp} with --training qlora: bitsandbytes' 4-bit weights have no tensor-parallel "
-                              "sharding; use tp=1 (zero=3 shards them), or --training lora"),
+             "(Answer.AI's FSDP + QLoRA, with bnb_4bit_quant_storage in bf16), so TP 1 and expert TP 1", _qlora_tp,
+             lambda job, lay: f"tp={lay.tp}, etp={lay.etp} with --training qlora: bitsandbytes' 4-bit weights have no "
+                              "tensor-parallel sharding; use tp=1 and etp=1 (zero=3 shards them), or --training lora"),
     Validity("adapters-megatron-zero", "LoRA with Megatron's distributed optimizer is not modelled",
              _adapter_megatron,
              lambda job, lay: "LoRA/QLoRA with Megatron's distributed optimizer is not modelled; use --framework hf, "

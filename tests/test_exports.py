@@ -291,14 +291,14 @@ def test_an_export_says_what_the_training_type_needs_beyond_the_parallelism():
         for fw in ("deepspeed", "fsdp", "accelerate"):
             said = [c for c in out[fw]["caveats"] if "your PEFT script's (peft.LoraConfig(r=16))" in c]
             assert said and any(said[0] in text for text in out[fw]["files"].values()), fw
-            assert ("BitsAndBytesConfig(load_in_4bit=True" in said[0]) == (training == "qlora")
+            assert ("bnb_4bit_quant_storage=torch.bfloat16" in said[0]) == (training == "qlora")
     tune = export("megatron", Target(build_job(model="llama-3-8b", gpus=8, training="finetune"),
                                      Layout(dp=8, zero=1, mbs=1, grad_accum=16)))
     assert any("--load <Megatron checkpoint> --finetune" in c for c in tune.caveats)
     assert "--load <Megatron checkpoint> --finetune" in tune.files["megatron_pretrain.sh"]
     lora_tp = Target(build_job(model="llama-3-70b", gpus=16, training="lora"),
                      Layout(tp=2, dp=8, zero=3, mbs=1, grad_accum=16))
-    assert "the Trainer's DeepSpeed integration does not run" in export_all(lora_tp)["deepspeed"]["refused"]
+    assert "not as DeepSpeed's AutoTP" in export_all(lora_tp)["deepspeed"]["refused"]
 
 
 def test_recommend_json_carries_the_exports(run_cli):
