@@ -143,6 +143,10 @@ def load_job_file(path: str) -> dict:
         if not isinstance(v, want) or isinstance(v, bool):
             raise InputError(f"{path}: '{k}' must be {want.__name__}, got {v!r}")
         out[key] = _as_flag_reads(key, v, path)
+    for group in EXCLUSIVE:             # a flag may replace one of these; two in the file are a conflict
+        both = [k for k in group if k in out]
+        if len(both) > 1:
+            raise InputError(f"{path}: {' and '.join(both)} name the same thing; give one of {', '.join(group)}")
     return out
 
 

@@ -150,7 +150,8 @@ def init(directory):
 @rules.command()
 @_RULES
 @_PLAYBOOK
-@click.option("--setting", type=click.Choice(list(rule_graph.SETTINGS)), help="the rules that bear on this setting")
+@click.option("--setting", type=click.Choice(list(rule_graph.SETTINGS), case_sensitive=False),
+              help="the rules that bear on this setting")
 @click.option("--graph", "-o", "graph", help="draw it: out.dot, out.svg or out.png (with --setting: what bears on it)",
               callback=checked_graph_path)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)

@@ -40,8 +40,11 @@ class UserYamlLoader(yaml.SafeLoader):
         # would silently run the second -- refuse it, naming the line of the repeat
         seen = set()
         for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":       # '<<:' merges a mapping: not a key
-                continue
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                # '<<:' merges a mapping in after these checks; without aliases it only rewrites
+                # keys a file can write out, and could hide a repeat or a bad key
+                raise Refused(problem="merge keys ('<<:') are not allowed; write the keys out",
+                              problem_mark=key_node.start_mark)
             if not isinstance(key_node, yaml.ScalarNode):        # '? [a]' or '? {a: 1}': no name a user means
                 raise Refused(problem="a key must be a plain name, not a list or a mapping",
                               problem_mark=key_node.start_mark)

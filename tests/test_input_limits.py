@@ -242,3 +242,22 @@ def test_a_flag_replaces_the_job_files_model_and_batch(run_cli, tmp_path):
     assert code == 0, err
     d = json.loads(out)
     assert d["job"]["model"] == "llama-3-8b" and d["layout"]["global_batch"] == 256
+
+
+def test_a_job_file_that_names_the_model_twice_is_refused_even_under_a_flag(run_cli, tmp_path):
+    """A flag replaces the file's model or batch; a file that itself names two is a conflict, refused
+    whatever the flags (a flag or a --vary replacing one of them hid it)."""
+    job = tmp_path / "job.yaml"
+    job.write_text("params: 13B\nmodel: llama-3-8b\n")
+    assert "model and params name the same thing" in refused(run_cli, "recommend", "-f", str(job), "--model", "llama-3-8b")
+    job.write_text("model: llama-3-8b\nglobal_batch: 64\nglobal_batch_tokens: 1M\n")
+    assert "global_batch and global_batch_tokens" in refused(run_cli, "compare", "-f", str(job), "--vary",
+                                                             "global_batch=64,128")
+
+
+def test_merge_keys_are_refused(run_cli, tmp_path):
+    """'<<:' merged its mapping in after the duplicate and key checks, so '<<: {gpus: 8, gpus: 16}'
+    ran on 16 GPUs silently; without aliases it only rewrites keys a file can write out."""
+    job = tmp_path / "job.yaml"
+    job.write_text("model: llama-3-8b\n<<: {gpus: 8, gpus: 16}\n")
+    assert f"{job}:2: merge keys ('<<:') are not allowed" in refused(run_cli, "recommend", "-f", str(job))
