@@ -25,8 +25,7 @@ def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
     for combo in itertools.product(*[vals for _, vals in vary]):
         variant = dict(zip(keys, combo))
         given = dict(settings)
-        for k, v in variant.items():
-            override(given, k, v)
+        override(given, variant)
         if "training" in variant and variant["training"] not in ADAPTERS:
             given.pop("lora_rank", None)        # --vary training=lora,finetune: the rank is the lora row's
         try:

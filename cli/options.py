@@ -44,13 +44,15 @@ LOWERCASE = ("precision", "training", "framework", "recompute", "attention", "cu
 EXCLUSIVE = (("model", "hf_config", "params"), ("global_batch", "global_batch_tokens"))
 
 
-def override(settings: dict, key: str, value) -> None:
-    """Set ``key`` in ``settings``, dropping the settings it excludes (EXCLUSIVE)."""
-    for group in EXCLUSIVE:
-        if key in group:
-            for other in group:
-                settings.pop(other, None)
-    settings[key] = value
+def override(settings: dict, given: dict) -> None:
+    """Put ``given`` over ``settings``, dropping from ``settings`` what a given key excludes
+    (EXCLUSIVE); two keys of ``given`` that exclude each other stay both, for build_job to refuse."""
+    for key in given:
+        for group in EXCLUSIVE:
+            if key in group:
+                for other in group:
+                    settings.pop(other, None)
+    settings.update(given)
 
 
 def job_options(f=None, *, raw: bool = False):
@@ -98,9 +100,7 @@ def job_options(f=None, *, raw: bool = False):
                 v = kwargs.pop(k, None)
                 if v is not None:
                     flags[k] = v.lower() if isinstance(v, str) and k in LOWERCASE else v
-            for k, v in flags.items():          # over the file's settings; two flags that exclude
-                override(settings, k, v)        # each other stay both, for build_job to refuse
-            settings.update(flags)
+            override(settings, flags)
             if raw:
                 # refuse a bad base job before any variant; a --lora-rank waits for the variants,
                 # which may vary the training type into one that takes it, and a job without a

@@ -141,7 +141,7 @@ def _fits_the_gpu() -> Constraint:
     rule = Rule(id="memory.fits-the-gpu", title="A layout must fit in the GPU's memory", priority=1000,
                 when_text="true", when=expr.parse("true"), actions=[Action("require", expr_text=text, node=node)],
                 because="a layout whose estimated peak passes the GPU's memory runs out of memory",
-                file="shardwise:decision/run.py", line=0)
+                file=playbook.BUILT_IN, line=0)
     return Constraint("require", node, text, rule)
 
 
@@ -223,7 +223,7 @@ def _nothing_allowed(d: Decision) -> Decision:
     else:
         memory_rules = {c.rule.id for c in d.constraints if not d.book.is_policy(c.rule)
                         and any(p.startswith("memory.") for p in expr.paths(c.node))}
-        fits_memory = _fits_memory(d, memory_rules | {FITS_THE_GPU.rule.id})
+        fits_memory = _fits_memory(d, memory_rules)
         if fits_memory.any():               # memory is not the limit: the other rules are
             fastest = int(np.flatnonzero(fits_memory)[np.argmax(t.tokens_per_s[fits_memory])])
             block = d.constraints[d.broken_at(fastest)[0]]
@@ -242,8 +242,9 @@ def _nothing_allowed(d: Decision) -> Decision:
 
 
 def _fits_memory(d: Decision, memory_rules: set) -> np.ndarray:
-    """Layouts that every memory constraint allows (whatever the other constraints say)."""
-    ok = np.ones(len(d.table), dtype=bool)
+    """Layouts that fit in the GPU's memory and that every memory constraint allows (whatever
+    the other constraints say)."""
+    ok = d.table.peak_gib <= d.table.capacity
     for c in d.constraints:
         if c.rule.id in memory_rules:
             ok &= c.allows(d.table.column, len(d.table))

@@ -75,17 +75,12 @@ def export(framework: str, target):
     selective recomputation, their nearest, and says so; so does a job timed on Megatron's
     full-iteration CUDA graphs, which the others cannot run. What the training type needs beyond
     the parallelism (adapters, a checkpoint to load) is said, or refused (training_carried)."""
-    trained = training_carried(framework, target.job)
-    if framework == "megatron":
-        ex = module(framework).export(type(target)(target.job, target.layout, tuple(trained)))
-        ex.caveats[:0] = trained
-        return ex
-    carried, lay = list(trained), target.layout
-    if target.job.training.cuda_graphs != "none":
+    carried, lay = training_carried(framework, target.job), target.layout
+    if framework != "megatron" and target.job.training.cuda_graphs != "none":
         carried.append("--cuda-graphs full-iteration is Megatron-Core's whole-step CUDA graph; this runs without "
                        "it" + (", so the MoE layers' host-side time, which the estimate left out, is back"
                                if target.job.model.is_moe else ""))
-    if lay.recompute == "modules":
+    if framework != "megatron" and lay.recompute == "modules":
         lay = lay.with_(recompute="selective")
         carried.append(f"per-module recomputation ({' '.join(recompute_modules(target.job.model))}) is "
                        "Megatron-Core's --recompute-modules; exported as selective recomputation, the nearest")

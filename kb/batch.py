@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 
-from .choices import MBS_MAX
+from .choices import MBS_CHOICES, MBS_MAX
 from .counts import binary_label
 
 # DESIGN.md "Batch": a token batch may move to a workable sequence count within 5%.
@@ -51,10 +51,6 @@ def dp_degrees(sequences: int, gpus: int, mbs: int = 1) -> list[int]:
     return [d for d in _divisors(gpus) if sequences % (mbs * d) == 0]
 
 
-# The micro-batches the search tries when the user gives none (search/space.py)
-ADVISOR_MBS = tuple(2 ** i for i in range(MBS_MAX.bit_length()) if 2 ** i <= MBS_MAX)
-
-
 def splits(sequences: int, gpus: int, mbs_options: tuple[int, ...]) -> int:
     """How many (micro-batch, data-parallel degree) pairs this batch allows: mbs from
     ``mbs_options``, d a divisor of the GPU count, mbs x d dividing the batch."""
@@ -66,13 +62,13 @@ def workable_count(exact: float, gpus: int, mbs: int | None = 1) -> int:
     among whole counts within 5% of ``exact`` (or, when none is, the two around it), the one
     the most DP degrees divide (at ``mbs``, or 1 when it is None), then the most (micro-batch,
     DP degree) splits -- ``mbs`` the user's micro-batch, or None when the advisor chooses it
-    among ADVISOR_MBS; ties to the nearest, then the smaller.
+    among MBS_CHOICES, the micro-batches the search tries; ties to the nearest, then the smaller.
 
     Both counts depend only on q = gcd(n, M), M = the largest mbs x the GPU count (every
     mbs x d divides M), and the multiple of q nearest ``exact`` is at least as near as n: so
     the best count is among the two multiples around ``exact`` of each divisor q of M (no scan
     of the range)."""
-    options = ADVISOR_MBS if mbs is None else (mbs,)
+    options = MBS_CHOICES if mbs is None else (mbs,)
     lo, hi = max(1, math.ceil(exact * (1 - TOLERANCE))), math.floor(exact * (1 + TOLERANCE))
     if lo > hi:
         lo, hi = max(1, math.floor(exact)), max(1, math.ceil(exact))
@@ -118,10 +114,10 @@ def take(exact: float, gpus: int, mbs: int | None = 1, dp: int | None = None) ->
     if whole:
         why += f"; {int(exact):,} allows {_degrees_text(dp_degrees(int(exact), gpus, mbs or 1))}"
     if mbs is None:
-        why += (f"), then the most micro-batch x DP splits ({splits(n, gpus, ADVISOR_MBS)} of "
-                f"{splits(gpus * MBS_MAX, gpus, ADVISOR_MBS)}, micro-batches 1-{MBS_MAX}")
+        why += (f"), then the most micro-batch x DP splits ({splits(n, gpus, MBS_CHOICES)} of "
+                f"{splits(gpus * MBS_MAX, gpus, MBS_CHOICES)}, micro-batches 1-{MBS_MAX}")
         if whole:
-            why += f"; {int(exact):,} allows {splits(int(exact), gpus, ADVISOR_MBS)}"
+            why += f"; {int(exact):,} allows {splits(int(exact), gpus, MBS_CHOICES)}"
     return n, f"{head}, {why})"
 
 

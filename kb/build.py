@@ -45,13 +45,14 @@ def resolve_model(model: Optional[str], hf_config: Optional[str], params: Option
 
 
 def resolve_links(gpu_intra: str, interconnect: Optional[str]) -> tuple:
-    """--interconnect names the fabric: a word (nvlink|infiniband|roce|ethernet|pcie) or a
+    """(intra-node link, inter-node link, whether --interconnect named the inter-node one).
+    --interconnect names the fabric: a word (nvlink|infiniband|roce|ethernet|pcie) or a
     catalog link (e.g. infiniband-hdr). nvlink/pcie set how GPUs inside a node talk (inter-node
     then defaults to InfiniBand NDR); infiniband/roce/ethernet set the inter-node fabric."""
     intra_name, inter_name = gpu_intra, "infiniband"
     if interconnect is None:                 # the GPU's own intra-node link, InfiniBand between nodes
-        return catalog.link(intra_name), catalog.link(inter_name)
-    word = interconnect.strip().lower()
+        return catalog.link(intra_name), catalog.link(inter_name), False
+    word, inter_named = interconnect.strip().lower(), False
     if word == "nvlink":
         if gpu_intra.startswith("pcie"):
             raise InputError("--interconnect nvlink: this GPU has no NVLink between all GPUs of a node; "
@@ -63,18 +64,11 @@ def resolve_links(gpu_intra: str, interconnect: Optional[str]) -> tuple:
         if ln.kind == "intra":
             intra_name = ln.name
         else:
-            inter_name = ln.name
+            inter_name, inter_named = ln.name, True
     else:
         raise InputError(f"--interconnect: unknown '{interconnect}'; allowed: {', '.join(INTERCONNECTS)} "
                          f"or a link of `shardwise kb links`")
-    return catalog.link(intra_name), catalog.link(inter_name)
-
-
-def names_inter_node_link(interconnect: str) -> bool:
-    """Whether --interconnect (already accepted by resolve_links) names the link between nodes,
-    rather than the one inside a node (nvlink, pcie, a catalog intra-node link)."""
-    word = interconnect.strip().lower()
-    return word not in ("nvlink", "pcie") and catalog.link(word).kind != "intra"
+    return catalog.link(intra_name), catalog.link(inter_name), inter_named
 
 
 def _in_range(flag: str, value, lo, hi, integer: bool = True, unit: str = ""):
@@ -143,8 +137,8 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
     gpn = _in_range("--gpus-per-node", g.gpus_per_node if gpus_per_node is None else gpus_per_node,
                     *RANGES["gpus_per_node"])
     gpn = min(gpn, gpus)
-    intra, inter = resolve_links(g.intra_link, interconnect)
-    if interconnect is not None and not names_inter_node_link(interconnect):
+    intra, inter, inter_named = resolve_links(g.intra_link, interconnect)
+    if not inter_named:
         # a word for the link inside a node (nvlink, pcie) leaves the one between nodes at its
         # default, which the answer states like any other
         given.discard("interconnect")

@@ -37,3 +37,4 @@ RECOMPUTE_CHOICES = ("auto",) + RECOMPUTE
 # The largest micro-batch the search tries (powers of two up to it): micro-batches above 64
 # sequences appear in none of the published runs (benchmarks/calibration/published_runs.yaml)
 MBS_MAX = 64
+MBS_CHOICES = tuple(2 ** i for i in range(MBS_MAX.bit_length()) if 2 ** i <= MBS_MAX)

@@ -98,7 +98,7 @@ DESCRIPTIONS = {
     "cluster.gpus_per_node": "GPUs per node", "cluster.nodes": "nodes in the job",
     "cluster.nvlink_domain": "GPUs that share the fast intra-node link (a whole NVL72 rack on GB200)",
     "cluster.gpu_memory_gib": "memory of one GPU, GiB", "cluster.intra": "the link inside a node (catalog name)",
-    "cluster.intra_kind": "its kind: nvlink or pcie", "cluster.inter": "the link between nodes (catalog name)",
+    "cluster.intra_kind": "its kind: nvlink, pcie or infinity-fabric", "cluster.inter": "the link between nodes (catalog name)",
     "cluster.inter_kind": "its kind: infiniband, roce or ethernet",
     "cluster.mxfp8": "the GPU's tensor cores run microscaled FP8 (Blackwell)",
     "train.seq_len": "tokens per sequence", "train.global_batch": "sequences per optimizer step",

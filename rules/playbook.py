@@ -25,6 +25,10 @@ STRATA = (1, 2, 3)
 _BOOKS: dict = {}
 
 
+# The file named by the hard constraint the decision adds itself (decision/run.FITS_THE_GPU)
+BUILT_IN = "shardwise:decision/run.py"
+
+
 @dataclass(frozen=True)
 class Rulebook:
     rules: list[Rule]
@@ -35,8 +39,8 @@ class Rulebook:
 
     def is_policy(self, rule: Rule) -> bool:
         """A house policy: a rule from a file the user added, not the playbook's nor the
-        decision's own (decision/run.FITS_THE_GPU, file shardwise:decision/run.py)."""
-        return rule.file not in self.playbook and rule.file != "shardwise:decision/run.py"
+        decision's own (decision/run.FITS_THE_GPU, whose file is BUILT_IN)."""
+        return rule.file not in self.playbook and rule.file != BUILT_IN
 
 
 def shipped_dir() -> Path:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shardwise.kb.choices import MBS_MAX
+from shardwise.kb.choices import MBS_CHOICES
 from shardwise.kb.job import Job, divisors
 from shardwise.kb.layout import RECOMPUTE, Derived, Layout
 from shardwise.kb.validity import VALIDITY, first_failure
@@ -126,7 +126,7 @@ def build_space(job: Job, gb: int, pins: dict | None = None, fit_only: bool = Fa
         return _empty(pins)
     tp, pp, cp = (np.array(x, dtype=np.int64) for x in zip(*triples))
     dp = g // (tp * pp * cp)
-    mbs = [1] if fit_only and "mbs" not in pins else [2 ** i for i in range(MBS_MAX.bit_length()) if 2 ** i <= MBS_MAX]
+    mbs = [1] if fit_only and "mbs" not in pins else list(MBS_CHOICES)
     dims = {
         "vp": pinned(list(range(1, VP_MAX + 1)), "vp", pins),
         "ep": pinned(divisors(m.experts) if m.is_moe else [1], "ep", pins),

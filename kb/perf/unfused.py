@@ -71,7 +71,7 @@ def unfused_rope_bytes(m: ModelSpec, t: TrainingSpec, tp=1):
 
 
 def expert_bias_bytes(m: ModelSpec, t: TrainingSpec) -> float:
-    """Bytes per routed token copy of the experts' output bias applied in fp32 eager ops
+    """Bytes per routed token copy of the experts' output bias applied in eager ops
     (EXPERT_BIAS_BYTES per hidden unit): MoE models with biases on their linears (gpt-oss)
     outside the fused grouped MLP."""
     if not (_megatron_eager(t) and m.is_moe and m.linear_bias) or _fused_experts(t):
