@@ -39,9 +39,10 @@ def explain(job, setting, graph, rules, playbook, fmt):
 
 def render(r: dict) -> str:
     from shardwise.kb.fact_schema import shown_setting
+    from shardwise.rules.loader import location
     lines = [f"{r['setting']} = {shown_setting(r['value'])}   (layout: {r['layout']})", "", "rules that bear on it:"]
     for x in r["reasons"]:
-        where = f"{x['file']}:{x['line']}" if x["line"] else x["file"]
+        where = location(x["file"], x["line"])
         lines.append(f"  {x['rule']} ({where}; {x['kind']}, {x['status']}){': ' + x['what'] if x.get('what') else ''}")
         lines.append(f"      {x['text']}")
     if not r["reasons"]:

@@ -162,7 +162,10 @@ def decide(job: Job, extra_rules: list[str] | None = None, playbook_dir: str | N
     allowed, masks = apply_constraints(table, constraints)
     over_memory = allowed & (table.peak_gib > table.capacity)
     if over_memory.any():
+        # in the trace too, as a stratum-1 firing, so that the graph and the report draw it
         constraints.append(FITS_THE_GPU)
+        firings.append(Firing(len(firings) + 1, FITS_THE_GPU.rule, 1, {},
+                              [{"kind": "require", "text": FITS_THE_GPU.text}]))
         allowed, masks = apply_constraints(table, constraints)
     feas = Feasibility(table, allowed)
 

@@ -6,6 +6,7 @@ from html import escape
 
 from shardwise.decision.text import faster, pct, slower_or_faster
 from shardwise.kb.fact_schema import SETTING_NAMES, shown_setting
+from shardwise.rules.loader import location
 
 from .memory_chart import chart
 from .why import shown_value
@@ -60,7 +61,7 @@ def _setting(s: dict) -> str:
     out = [f'<div class="setting" id="why-{s["setting"]}"><h3>{_e(SETTING_NAMES[s["setting"]])} = '
            f'{_e(shown_setting(s["value"]))}</h3>']
     if s["reasons"]:
-        out.append(_table([[r["rule"], f'{r["file"]}:{r["line"] or ""}', r["kind"], r["status"],
+        out.append(_table([[r["rule"], location(r["file"], r["line"]), r["kind"], r["status"],
                             r.get("what", ""), r["text"]] for r in s["reasons"]],
                           ["rule", "where", "kind", "status", "adds", "because"]))
     else:
@@ -158,7 +159,7 @@ def render(r: dict) -> str:
         'preferences honoured, red: broken) &rarr; the search &rarr; one row per setting. The dashed box is the '
         'fastest layout, when the headline is not it.</p>',
         f'<div class="figure" id="trace">{r["trace_svg"]}</div>',
-        _table([[t["seq"], t["rule"], f'{t["file"]}:{t["line"] or ""}', t["stratum"],
+        _table([[t["seq"], t["rule"], location(t["file"], t["line"]), t["stratum"],
                  "; ".join(f"{k} = {shown_value(v)}" for k, v in t["facts"].items()),
                  "; ".join((f'{a["kind"]} {a.get("setting", "")}={a["value"]}' if a["kind"] == "pin" else
                             f'{a["kind"]} {a["text"]}' + (f' (worth {a["worth"]:g}%)' if "worth" in a else ""))

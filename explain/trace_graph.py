@@ -12,6 +12,8 @@ import graphviz
 
 from shardwise.decision.text import faster
 
+from shardwise.rules.loader import location
+
 from .why import shown_value, unit
 
 ORDER = ("tp", "sp", "pp", "vp", "cp", "ep", "dp", "zero", "mbs", "recompute")
@@ -47,7 +49,7 @@ def trace_graph(result: dict, only: str | None = None) -> graphviz.Digraph:
     for n, t in enumerate(shown):
         rid = f"r{n}"
         rules.append(rid)
-        where = f"{t['file']}:{t['line']}" if t["line"] else t["file"]
+        where = location(t["file"], t["line"])
         stratum = f"  (stratum {t['stratum']})" if t["stratum"] else ""
         g.node(rid, f"{t['rule']}\n{where.replace('shardwise:', '')}{stratum}", shape="box",
                style="rounded,filled", fillcolor="white", tooltip=_short(t["because"], 300))

@@ -60,6 +60,12 @@ MAX_PIN = 16384          # no degree or micro-batch past the largest cluster (kb
 MAX_RULES = 400          # durable-rules: more distinct literals at one alpha node hang (reference P18)
 
 
+def location(file: str, line: int) -> str:
+    """Where a rule is written: file:line, or the file alone for the decision's own constraint,
+    which has no line (decision/run.FITS_THE_GPU)."""
+    return f"{file}:{line}" if line else file
+
+
 @dataclass
 class Action:
     kind: str
@@ -88,7 +94,7 @@ class Rule:
 
     @property
     def where(self) -> str:
-        return f"{self.file}:{self.line}"
+        return location(self.file, self.line)
 
     @property
     def kind(self) -> str:

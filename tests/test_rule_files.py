@@ -238,6 +238,9 @@ def test_no_rule_set_makes_a_layout_that_does_not_fit_the_answer(tmp_path):
                in w for w in d.warnings)
     # a constraint of its own, so that a layout it left out is never shown as an allowed alternative
     assert [c.rule.id for c in d.constraints if c.rule.file == "shardwise:decision/run.py"] == ["memory.fits-the-gpu"]
+    # and in the trace, which the graph and the report draw, with no line to name
+    row = next(t for t in trace(d) if t["rule"] == "memory.fits-the-gpu")
+    assert (row["stratum"], row["added"], row["line"]) == (1, [{"kind": "require", "text": "memory.fits"}], 0)
     d = decide(build_job(model="llama-3.1-70b", gpus=8), [str(off)])
     assert d.layout is None and "against memory.fits-the-gpu: require 'memory.fits'" in d.nothing_allowed
     assert d.sizing["smallest_gpus"] > 8 and "a10" not in d.sizing["gpus_that_fit"]
