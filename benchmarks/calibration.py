@@ -14,7 +14,7 @@ from shardwise.kb.frameworks import megatron_ep_overlap_share
 from shardwise.kb.layout import Layout
 from shardwise.kb.memory import activations as act
 from shardwise.kb.memory import estimate_memory
-from shardwise.kb.memory.logits import logits_bytes
+from shardwise.kb.memory.logits import HELD_OUTPUT_PER_LOGIT, logits_bytes
 from shardwise.kb.schema import ModelSpec, TrainingSpec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,11 +57,30 @@ def activation_rows() -> list[dict]:
 
 
 def logits_rows() -> list[dict]:
+    """measure.py's logits rows: a one-layer bf16 model with the vocabulary V less the same
+    model with 256 entries, after the forward (kept) and at the fwd+bwd peak. Its script holds
+    the model output (the bf16 logits) through backward, which a training step does not; and a
+    difference of two peaks is not the logits' peak where the small model peaks elsewhere (in a
+    layer's backward), so the peak is predicted the same way: the whole estimate of each model,
+    like for like, subtracted."""
+    from shardwise.kb.job import Job
     out = []
+    cluster = _one_gpu("h100-sxm", TRAINER_CAPACITY_GIB)
     for r in _jsonl("h100_hf_logits.jsonl"):
-        m = ModelSpec(name="calib", layers=1, hidden=r["h"], ffn=8192, heads=32, kv_heads=8, vocab=r["vocab"])
-        t = TrainingSpec(seq_len=r["seq"], framework="hf")
-        saved, peak = logits_bytes(m, t, Layout(mbs=r["mbs"]))
+        t = TrainingSpec(seq_len=r["seq"], framework="hf", precision="pure-bf16", training="finetune")
+        lay = Layout(mbs=r["mbs"])
+        held = HELD_OUTPUT_PER_LOGIT * r["seq"] * r["mbs"] * r["vocab"]
+        alloc = {}
+        for vocab in (r["vocab"], 256):
+            m = ModelSpec(name="calib", layers=1, hidden=r["h"], ffn=8192, heads=32, kv_heads=8, head_dim=64, vocab=vocab)
+            est = estimate_memory(Job(model=m, cluster=cluster, training=t), lay)
+            bd = est.breakdown_gib
+            # above the model, as the script reads it (no optimizer ever ran there)
+            alloc[vocab] = (est.peak_gib - bd["cuda_context"] - bd["fragmentation"] - bd["weights"]
+                            - bd["optimizer"] - bd["master_weights"]) * 2 ** 30
+        m = ModelSpec(name="calib", layers=1, hidden=r["h"], ffn=8192, heads=32, kv_heads=8, head_dim=64, vocab=r["vocab"])
+        saved = logits_bytes(m, t, lay)[0] + held
+        peak = alloc[r["vocab"]] - alloc[256] + held
         for what, meas, pred in (("kept", r["saved_extra_bytes"], saved), ("peak", r["peak_extra_bytes"], peak)):
             out.append({"id": f"V={r['vocab']} s={r['seq']} {what}", "measured": meas, "predicted": pred,
                         "error": pred / meas - 1, "artefact": None})
@@ -369,17 +388,31 @@ def trainer_holdout(row_id: str) -> bool:
     return int(row_id[1:]) % 3 == 0
 
 
-def trainer_case(r: dict):
+# The plain PyTorch loops of h200_torch_loops.jsonl (measure_loops.py): the released 1B and 3B
+# tie their embeddings there, unlike the Trainer rows above.
+_LOOP_MODELS = dict(_TRAINER_MODELS, **{
+    "qwen2.5-0.5b": dict(layers=24, hidden=896, ffn=4864, heads=14, kv_heads=2, vocab=151936, tied=True, qkv_bias=True),
+    "llama3.2-1b": dict(_TRAINER_MODELS["llama3.2-1b"], tied=True),
+    "llama3.2-3b": dict(_TRAINER_MODELS["llama3.2-3b"], tied=True),
+})
+# torch.cuda.mem_get_info's total on the H200 that measured them, 150109880320 bytes (README.md here)
+H200_CAPACITY_GIB = 150109880320 / 2 ** 30
+
+
+def _one_gpu(name: str, capacity_gib: float):
+    from shardwise.kb import catalog
+    from shardwise.kb.schema import ClusterSpec
+    g = catalog.gpu(name).model_copy(update={"memory_gib": capacity_gib})
+    return ClusterSpec(gpu=g, gpus=1, gpus_per_node=1, intra=catalog.link(g.intra_link),
+                       inter=catalog.link("infiniband-ndr"))
+
+
+def trainer_case(r: dict, gpu: str = "h100-sxm", capacity_gib: float = TRAINER_CAPACITY_GIB):
     """(job, layout) of one Trainer row: fp32 weights under bf16 autocast = the hf 'bf16' recipe;
     a model loaded in bf16 = pure-bf16; LoRA via peft (all linear layers); the Trainer's
     optimizer (fused AdamW by default on torch >= 2.8, foreach with optim=adamw_torch)."""
     from shardwise.kb.job import Job
-    from shardwise.kb import catalog
-    from shardwise.kb.schema import ClusterSpec
     m = ModelSpec(name=r["model"], **_TRAINER_MODELS[r["model"]])
-    g = catalog.gpu("h100-sxm").model_copy(update={"memory_gib": TRAINER_CAPACITY_GIB})
-    cluster = ClusterSpec(gpu=g, gpus=1, gpus_per_node=1, intra=catalog.link(g.intra_link),
-                          inter=catalog.link("infiniband-ndr"))
     lora = r["mode"].startswith("lora")
     precision = "bf16" if r["weights"] == "fp32" else "pure-bf16"
     optimizer = "adamw-foreach" if r["optim"] == "adamw_torch" else "adamw-fused"
@@ -389,30 +422,73 @@ def trainer_case(r: dict):
         kw["lora_rank"] = int(r["mode"][4:])
     t = TrainingSpec(**kw)
     lay = Layout(mbs=r["mbs"], recompute="full" if r["ckpt"] else "none")
-    return Job(model=m, cluster=cluster, training=t), lay
+    return Job(model=m, cluster=_one_gpu(gpu, capacity_gib), training=t), lay
 
 
-def trainer_rows() -> list[dict]:
-    """Like for like: the estimate less CUDA context and fragmentation (outside or above
-    torch.cuda.max_memory_allocated) against the measured peak; OOM rows are judged by fits."""
+def loop_holdout(r: dict) -> bool:
+    """Rows a fit may not use: every configuration whose number is a multiple of 3 (L03, L06,
+    ...: single-tensor and foreach AdamW, 8-bit AdamW, LoRA, SGD and 0.5B pure bf16 fall in the
+    held-out part; fused AdamW, set_to_none False and QLoRA in the other)."""
+    return int(r["config"][1:]) % 3 == 0
+
+
+def loop_case(r: dict):
+    """(job, layout) of one plain-loop row: fp32 weights under bf16 autocast = the hf 'bf16'
+    recipe, a bf16 model = pure-bf16; the optimizer as run; set_to_none False keeps the grads."""
+    from shardwise.kb.job import Job
+    m = ModelSpec(name=r["model"], **_LOOP_MODELS[r["model"]])
+    adapters = {"full": "finetune", "lora16": "lora", "qlora16": "qlora"}[r["mode"]]
+    kw = dict(seq_len=r["seq"], framework="hf", precision="bf16" if r["weights"] == "fp32" else "pure-bf16",
+              attention=r["attn"], training=adapters, optimizer=r["optimizer"],
+              zero_grad="set-to-none" if r["set_to_none"] else "zeros")
+    if adapters != "finetune":
+        kw["lora_rank"] = 16
+    lay = Layout(mbs=r["mbs"], recompute="full" if r["ckpt"] else "none")
+    return Job(model=m, cluster=_one_gpu("h200", H200_CAPACITY_GIB), training=TrainingSpec(**kw)), lay
+
+
+def _judged(job, lay, r: dict, label: str, held_out: bool) -> dict:
+    """One measured step against the estimate, like for like (less CUDA context and
+    fragmentation); a row that ran out of memory is judged by fits."""
     from shardwise.kb.perf import step_time
+    est = estimate_memory(job, lay)
+    bd = est.breakdown_gib
+    alloc = est.peak_gib - bd["cuda_context"] - bd["fragmentation"]
+    meas = r.get("peak_allocated_bytes")
+    row = {"id": label, "held_out": held_out, "fits_measured": "error" not in r, "fits_predicted": est.fits,
+           "predicted_gib": alloc, "peak_gib": est.peak_gib, "phase": est.phase,
+           "capacity_gib": job.cluster.gpu.memory_gib,
+           "measured_gib": meas / 2**30 if meas else None,
+           "error": alloc / (meas / 2**30) - 1 if meas else None, "artefact": None}
+    if r.get("step_s"):
+        st = step_time(job, lay)
+        row.update(step_measured=r["step_s"], step_predicted=st.step_time_s, step_error=st.step_time_s / r["step_s"] - 1)
+    return row
+
+
+def loop_rows() -> list[dict]:
     out = []
-    for r in _jsonl("h100_hf_trainer_steps.jsonl"):
-        job, lay = trainer_case(r)
-        est = estimate_memory(job, lay)
-        bd = est.breakdown_gib
-        alloc = est.peak_gib - bd["cuda_context"] - bd["fragmentation"]
-        meas = r.get("peak_allocated_bytes")
-        row = {"id": f"{r['id']} {r['model']} {r['mode']} {r['weights']} s={r['seq']} b={r['mbs']}"
-                     f"{' ckpt' if r['ckpt'] else ''}{' foreach' if r['optim'] == 'adamw_torch' else ''}",
-               "held_out": trainer_holdout(r["id"]), "fits_measured": "error" not in r, "fits_predicted": est.fits,
-               "predicted_gib": alloc, "peak_gib": est.peak_gib, "phase": est.phase,
-               "measured_gib": meas / 2**30 if meas else None,
-               "error": alloc / (meas / 2**30) - 1 if meas else None, "artefact": None}
-        if r.get("step_s"):
-            st = step_time(job, lay)
-            row.update(step_measured=r["step_s"], step_predicted=st.step_time_s, step_error=st.step_time_s / r["step_s"] - 1)
-        out.append(row)
+    for r in _jsonl("h200_torch_loops.jsonl"):
+        job, lay = loop_case(r)
+        label = (f"{r['config']} {r['model']} {r['mode']} {r['weights']} {r['optimizer']}"
+                 f"{'' if r['set_to_none'] else ' zeros'}{' ckpt' if r['ckpt'] else ''} {r['attn']}"
+                 f" b={r['mbs']} s={r['seq']}")
+        out.append(_judged(job, lay, r, label, loop_holdout(r)))
+    return out
+
+
+def trainer_rows(gpu: str = "h100") -> list[dict]:
+    """Like for like: the estimate less CUDA context and fragmentation (outside or above
+    torch.cuda.max_memory_allocated) against the measured peak; OOM rows are judged by fits.
+    ``gpu``: h100 (h100_hf_trainer_steps.jsonl) or h200 (the same steps rerun on an H200,
+    h200_hf_trainer_steps.jsonl, where the rows the H100 could not hold have peaks)."""
+    card, capacity = {"h100": ("h100-sxm", TRAINER_CAPACITY_GIB), "h200": ("h200", H200_CAPACITY_GIB)}[gpu]
+    out = []
+    for r in _jsonl(f"{gpu}_hf_trainer_steps.jsonl"):
+        job, lay = trainer_case(r, card, capacity)
+        label = (f"{r['id']} {r['model']} {r['mode']} {r['weights']} s={r['seq']} b={r['mbs']}"
+                 f"{' ckpt' if r['ckpt'] else ''}{' foreach' if r['optim'] == 'adamw_torch' else ''}")
+        out.append(_judged(job, lay, r, label, trainer_holdout(r["id"])))
     return out
 
 

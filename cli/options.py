@@ -18,7 +18,8 @@ from typing import get_args
 
 import click
 
-from shardwise.kb.choices import RECOMPUTE_CHOICES, Attention, CudaGraphs, Framework, Optimizer, Precision, TrainingType
+from shardwise.kb.choices import (RECOMPUTE_CHOICES, Attention, CudaGraphs, Framework, Optimizer, Precision,
+                                   TrainingType, ZeroGrad)
 from shardwise.kb.errors import InputError
 
 from .progress import search_progress
@@ -28,7 +29,7 @@ JOB_KEYS = {
     "gpus_per_node": int, "interconnect": str, "seq_len": str, "mbs": int, "global_batch": int,
     "global_batch_tokens": str, "training": str, "precision": str, "optimizer": str, "recompute": str,
     "attention": str, "cuda_graphs": str, "framework": str, "token_budget": str, "price_per_gpu_hour": float,
-    "lora_rank": int,
+    "lora_rank": int, "zero_grad": str,
 }
 
 
@@ -36,7 +37,7 @@ def _choice(values):
     return click.Choice(values, case_sensitive=False)
 
 
-LOWERCASE = ("precision", "training", "framework", "recompute", "attention", "cuda_graphs", "optimizer")
+LOWERCASE = ("precision", "training", "framework", "recompute", "attention", "cuda_graphs", "optimizer", "zero_grad")
 
 
 # Settings that exclude each other: one of them names the model, one the batch. A later source
@@ -84,6 +85,9 @@ def job_options(f=None, *, raw: bool = False):
                      help="full-iteration: Megatron-Core captures each training step in one CUDA graph "
                           "(default none)"),
         click.option("--framework", type=_choice(list(get_args(Framework)))),
+        click.option("--zero-grad", type=_choice(list(get_args(ZeroGrad))),
+                     help="hf/fsdp loops: set-to-none frees the gradients between steps (PyTorch's default), "
+                          "zeros keeps them (zero_grad(set_to_none=False))"),
         click.option("--token-budget", help="tokens to train, decimal: 100B = 10^11"),
         click.option("--price-per-gpu-hour", type=float, help="price of one GPU-hour, for cost"),
         click.option("--lora-rank", type=int, help="LoRA rank (default 16)"),

@@ -28,6 +28,10 @@ Attention = Literal["flash", "sdpa", "flash2", "eager"]
 # (--cuda-graph-impl full_iteration), which NVIDIA's MoE recipes run from the NeMo 26.06 stack on
 # (kb/perf/step.moe_layer_overhead says what it removes, kb/memory/activations what it adds).
 CudaGraphs = Literal["none", "full-iteration"]
+# What optimizer.zero_grad does between steps in a PyTorch loop (hf, fsdp): "set-to-none" frees
+# the gradients (set_to_none=True, PyTorch's default since 2.0, the Trainer's and torchtitan's),
+# "zeros" fills them with zeros and keeps them for the whole run (set_to_none=False).
+ZeroGrad = Literal["set-to-none", "zeros"]
 # The optimizer and its implementation (kb/memory/optimizers.py models each one's states and
 # step temporaries). "adamw" is the framework profile's own AdamW (optimizers.FRAMEWORK_ADAMW:
 # fused in all four profiles); the others name one implementation whatever the framework.

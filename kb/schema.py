@@ -9,7 +9,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .choices import RECOMPUTE_CHOICES, Attention, CudaGraphs, Framework, Optimizer, Precision, TrainingType
+from .choices import RECOMPUTE_CHOICES, Attention, CudaGraphs, Framework, Optimizer, Precision, TrainingType, ZeroGrad
 
 
 class _Frozen(BaseModel):
@@ -248,6 +248,7 @@ class TrainingSpec(_Frozen):
     recompute: Literal[RECOMPUTE_CHOICES] = "auto"
     attention: Attention = "flash"
     cuda_graphs: CudaGraphs = "none"
+    zero_grad: ZeroGrad = "set-to-none"
     framework: Framework = "megatron"
     # up to 10^15 tokens (1,000T), 25x the largest published pre-training (Llama 4 Scout: about 40T
     # tokens, Meta's model card)

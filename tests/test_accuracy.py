@@ -19,16 +19,26 @@ def test_per_layer_activations_within_5_percent_of_every_measured_row():
             assert abs(r["error"]) < 0.05, r["id"]
 
 
-def test_logits_within_5_percent():
+def test_logits_within_2_percent():
+    """measure.py's rows, predicted as that script measured them (it holds the model output
+    through backward; the peak is a difference of two models' peaks): 12 bytes per logit at the
+    loss's backward peak of a training step, 4 kept, read from the ops, not fitted."""
     rows = calibration.logits_rows()
     assert len(rows) == 8
-    assert max(abs(r["error"]) for r in rows) < 0.05
+    assert max(abs(r["error"]) for r in rows) < 0.02
 
 
 def test_torchtitan_whole_step_peaks():
+    """Published peaks (reserved memory) of torchtitan runs. Median within 7.5%: it was 4.8% while
+    the loss was charged 13.35 bytes per logit, a figure measured with the model output held
+    through backward, which torchtitan's train step deletes first (del pred); at the 12 its ops
+    hold, the full-AC long-context rows read 10-12% under their reserved peaks, as the 20-30% of
+    the dynamic memory that the caching allocator holds above allocated under checkpointing in
+    h200_torch_loops.jsonl (L04, L05, L07, L10, L12) predicts: the estimate's fragmentation is
+    the 8% that judges fits near capacity (tests below), not the reserved excess far from it."""
     rows = calibration.torchtitan_peak_rows()
     assert len(rows) == 16
-    assert statistics.median(abs(r["error"]) for r in rows) < 0.06
+    assert statistics.median(abs(r["error"]) for r in rows) < 0.075
     # every row, the 405B ones read with torchtitan's pipeline micro-batches (calibration.
     # torchtitan_batching: 4 sequences each, not 1; the worst was 24% before)
     assert max(abs(r["error"]) for r in rows) < 0.15
@@ -42,17 +52,50 @@ def test_trainer_steps_memory_like_for_like():
     issue's targets, median within 5% and none beyond 10%, on both."""
     rows = calibration.trainer_rows()
     assert len(rows) == 24
-    for held_out, med, top in ((False, 0.025, 0.06), (True, 0.02, 0.10)):
+    for held_out, med, top in ((False, 0.01, 0.03), (True, 0.015, 0.07)):
         errs = [abs(r["error"]) for r in rows if r["error"] is not None and r["held_out"] == held_out]
         assert statistics.median(errs) < med and max(errs) < top, (held_out, errs)
 
 
 def test_trainer_steps_fits_or_oom():
-    """Every run but t02 is judged right. t02 (1B, 32k tokens x 128k vocab = 4.2e9 logits, past
-    2^31 elements) needed at least 69.3 GiB in use + 15.7 GiB asked = 85 GiB; the estimate, whose
-    logits term was measured up to 1.05e9 logits, is 71.7 GiB (reported, not hidden)."""
+    """Every run but t02 is judged right. t02 ran on the H200: 68.9 GiB allocated at its peak
+    (estimate 68.4). On the H100 it asked for the loss's 15.7 GiB with 69.3 GiB reserved and 53
+    allocated: 16 GiB held in partly used blocks, twice the estimate's fragmentation (reported,
+    not hidden)."""
     wrong = [r["id"].split()[0] for r in calibration.trainer_rows() if r["fits_measured"] != r["fits_predicted"]]
     assert wrong == ["t02"]
+
+
+def test_h200_trainer_steps_memory_and_fits():
+    """The same 24 Trainer steps on an H200 (h200_hf_trainer_steps.jsonl): 21 ran, among them
+    the five the H100 could not hold, and three ran out of memory; every one is judged right."""
+    rows = calibration.trainer_rows("h200")
+    assert len(rows) == 24
+    errs = [abs(r["error"]) for r in rows if r["error"] is not None]
+    assert len(errs) == 21 and statistics.median(errs) < 0.01 and max(errs) < 0.07
+    assert [r["id"] for r in rows if r["fits_measured"] != r["fits_predicted"]] == []
+
+
+def test_torch_loops_memory_like_for_like():
+    """h200_torch_loops.jsonl: 68 plain PyTorch steps that ran (fused, foreach, single-tensor and
+    8-bit AdamW, SGD, Adafactor; set_to_none True and False; SDPA and eager; full, LoRA, QLoRA;
+    0.5B-8B; 512-32K tokens), with the fit and held-out configurations apart: the issue's
+    targets are a median within 5% and none beyond 10%."""
+    rows = calibration.loop_rows()
+    assert len(rows) == 91
+    for held_out in (False, True):
+        errs = [abs(r["error"]) for r in rows if r["error"] is not None and r["held_out"] == held_out]
+        assert len(errs) >= 20 and statistics.median(errs) < 0.01 and max(errs) < 0.03, held_out
+
+
+def test_torch_loops_fits_or_oom():
+    """91 runs, 23 of them out of memory, bisected to the boundary. Judged wrong: two runs that fit
+    at 95% of capacity (L06, L13), which the 8% fragmentation allowance calls out of memory, and
+    Adafactor with checkpointing (L12) running out at an estimated 84-91% of capacity, asking
+    for its 28-31 GiB of logits with 20% of the dynamic memory in partly used blocks."""
+    rows = calibration.loop_rows()
+    wrong = sorted(r["id"].split()[0] + " " + r["id"].split()[-1] for r in rows if r["fits_measured"] != r["fits_predicted"])
+    assert wrong == ["L06 s=23552", "L12 s=29696", "L12 s=30720", "L12 s=32768", "L13 s=9216"]
 
 
 def test_published_megatron_layouts_fit():

@@ -426,3 +426,22 @@ def test_hf_config_takes_a_model_folder(run_cli, tmp_path):
     (tmp_path / "empty").mkdir()
     code, out, err = run_cli("memory", "--hf-config", str(tmp_path / "empty"), "--gpus", "8", "--layout", "tp=1")
     assert code == 2 and "without a config.json" in err and len(err.strip().splitlines()) == 1
+
+
+def test_zero_grad_zeros_keeps_the_gradients_and_applies_to_pytorch_loops(run_cli, tmp_path):
+    """--zero-grad zeros (optimizer.zero_grad(set_to_none=False)) keeps the fp32 gradients of a
+    Trainer-style job from the first step on, so the forward holds them too; Megatron and
+    DeepSpeed keep their gradient buffers either way, and the setting is refused there in one
+    line, from a flag or a job file."""
+    args = ("--model", "llama-3.2-1b", "--gpus", "1", "--framework", "hf", "--training", "finetune",
+            "--seq-len", "2048", "--global-batch", "1", "--layout", "mbs=1,recompute=full")
+    freed = memory(run_cli, *args)["memory"]["phases"]["forward"]["live_gib"]
+    kept = memory(run_cli, *args, "--zero-grad", "ZEROS")["memory"]["phases"]["forward"]["live_gib"]
+    assert "gradients" not in freed
+    assert kept["gradients"] == pytest.approx(kept["weights"], rel=1e-3)      # fp32 grads of fp32 weights
+    err = refused(run_cli, "recommend", "--model", "llama-3-8b", "--gpus", "8", "--framework", "megatron",
+                  "--zero-grad", "zeros")
+    assert "--zero-grad zeros" in err and "--framework hf or fsdp" in err
+    job = tmp_path / "job.yaml"
+    job.write_text("model: llama-3-8b\ngpus: 8\nframework: deepspeed\nzero_grad: zeros\n")
+    assert "--zero-grad zeros" in refused(run_cli, "recommend", "-f", str(job))

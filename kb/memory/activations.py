@@ -47,6 +47,12 @@ BACKWARD_TRANSIENT_H = 16.0
 # With full recomputation the backward also holds the recomputed layer: checkpointed rows
 # show peak - saved = one layer's activations + 8-10 h (same file, ckpt=true rows >= 16k tokens).
 RECOMPUTE_EXTRA_H = 8.0
+# Eager attention's backward, per attention score (head x query x key) of one layer, on top of
+# the 6 bytes it saved: transformers' eager_attention_forward computes softmax(..., dtype=fp32)
+# and casts to bf16, so its backward holds the bf16 gradient of the probabilities (2), its fp32
+# cast (4) and the softmax's fp32 input gradient (4) at once. Measured 9.5-10.0 at >= 20k
+# tokens (h200_torch_loops.jsonl L09: peak less the estimate without it, over the scores).
+EAGER_BACKWARD_PER_SCORE = 10.0
 
 
 # Megatron-Core's paged stash under full-iteration CUDA graphs keeps the routed experts'
@@ -97,6 +103,21 @@ def fp32_residual_extra(t: TrainingSpec, lay: Layout):
     return where(fp32_weights_under_autocast(t, lay), 2.0, 0.0)
 
 
+def autocast_input_casts(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
+    """Extra bytes per token per layer with fp32 weights under autocast: autocast caches the
+    bf16 casts of leaf weights only (torch/csrc/autograd/autocast_mode.cpp, cached_cast), so an
+    fp32 activation feeding several linears is cast once per linear, and each saves its own
+    copy for its weight's gradient. transformers' attention runs q_proj, k_proj and v_proj on
+    the same normed input (MLA: q_a_proj and kv_a_proj_with_mqa), a gated MLP gate_proj and
+    up_proj: 2 bytes x h per projection past the first, which a bf16 model shares. MoE experts
+    keep fp32 inputs (counted in their own term). Measured: 6.6 h on qwen2.5-0.5b against 6 h
+    (h200_torch_loops.jsonl L01: activations left after states and logits)."""
+    attn = 2 if m.is_mla else 3
+    mlp = 0 if moe else (2 if m.mlp in ("swiglu", "geglu") else 1)
+    extra = 2.0 * ((attn - 1) + max(0, mlp - 1)) * m.hidden
+    return where(fp32_weights_under_autocast(t, lay), extra, 0.0)
+
+
 def _attention_bytes(m: ModelSpec, t: TrainingSpec, q: float, kv: float, heads: float, s_local: int) -> float:
     """Per token: what attention keeps (q, kv are per-rank widths; heads per rank)."""
     if m.is_mla:
@@ -127,7 +148,8 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
     h = m.hidden
     seq_shard = where(lay.sp, tp, 1)
     if rc == "full":
-        return 2.0 * h / seq_shard
+        # the checkpointed layer input: the residual stream, fp32 with fp32 weights under autocast
+        return where(fp32_weights_under_autocast(t, lay), 4.0, 2.0) * h / seq_shard
     q, kv, heads = m.q_width / tp, maximum(m.kv_width / tp, m.hd if not m.is_mla else 0), m.heads / tp
     n_norms = 4 if m.sandwich_norm else 2
     norms = n_norms * (_norm_bytes(m, prof) + fp32_residual_extra(t, lay)) * h
@@ -140,7 +162,7 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
         # its consumer saved it and recomputes it in backward (megatron/core/tensor_parallel/
         # random.py CheckpointWithoutOutput, transformer_layer.py): only the input stays
         norms -= n_norms * norm_out * h
-    norms /= seq_shard
+    norms = (norms + autocast_input_casts(m, t, lay, moe)) / seq_shard
     if m.qk_norm:
         norms += (q + kv) * (_norm_bytes(m, prof) - 2.0)
     attn_t = t if rc not in ("selective", "modules") else t.model_copy(update={"attention": "flash"})
@@ -215,8 +237,9 @@ def backward_transient(m: ModelSpec, t: TrainingSpec, lay: Layout, moe_heavy: bo
     s_local = floor(t.seq_len / lay.cp)
     tok = tokens_local(t, lay)
     seq_shard = where(lay.sp, lay.tp, 1)
-    base = tok * BACKWARD_TRANSIENT_H * m.hidden / seq_shard
+    eager = EAGER_BACKWARD_PER_SCORE * m.heads / lay.tp * s_local if t.attention == "eager" else 0.0
+    base = tok * (BACKWARD_TRANSIENT_H * m.hidden / seq_shard + eager)
     if lay.recompute == "full":
         one = layer_bytes_per_token(m, t, lay, moe_heavy and m.is_moe, s_local, recompute="none")
-        return tok * (one + RECOMPUTE_EXTRA_H * m.hidden / seq_shard)
+        return tok * (one + RECOMPUTE_EXTRA_H * m.hidden / seq_shard + eager)
     return base

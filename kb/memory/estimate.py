@@ -3,7 +3,9 @@
 The peak is the maximum over the phases of a step, each with the tensors the framework holds
 then (``phase_live``), not a sum of averages:
   forward: persistent states + the activations in flight + the bf16 weight copies autocast saved
-      + the logits and loss kept (last stage). Gradients exist only where the framework keeps
+      + the loss's forward (last stage: logits, their fp32 copy and log-softmax at once). With
+      fp32 weights under autocast every weight's cast is cached until the autocast region ends,
+      after the loss, even under full recomputation, which saves none of them for backward. Gradients exist only where the framework keeps
       them: Megatron's and DeepSpeed's persistent buffers, or grads accumulated from earlier
       micro-batches. With zero_grad(set_to_none=True) -- PyTorch's default since 2.0 and the
       Trainer's, torch/optim/optimizer.py zero_grad -- the previous step's grads are gone.
@@ -32,7 +34,7 @@ from . import activations as act
 from . import optimizers as opt
 from . import overheads as ovh
 from . import states as st
-from .logits import logits_bytes
+from .logits import logits_bytes, logits_forward_bytes
 from ..vec import both, maximum, minimum, where
 
 GIB = 2.0 ** 30
@@ -116,7 +118,7 @@ def saved_weight_copies(s: st.States, lay, layer_rank: float, head_rank: float, 
     return where(both(lay.recompute == "full", s.accumulated_grads <= 0), s.compute_copy * share, s.compute_copy)
 
 
-def phase_live(s: st.States, lay, acts, copies, logits_kept, logits_peak, transient, head_grads) -> dict:
+def phase_live(s: st.States, lay, acts, copies, fwd_copies, logits_fwd, logits_peak, transient, head_grads) -> dict:
     """Bytes of each dynamic component live in each phase (see the module docstring). Gradients
     that the framework frees between steps (``s.persistent_grads`` False) are held from the first
     micro-batch on when a step accumulates several; FSDP under pipelining accumulates unsharded
@@ -127,7 +129,7 @@ def phase_live(s: st.States, lay, acts, copies, logits_kept, logits_peak, transi
     first_bwd = new_head + transient
     spike = logits_peak >= first_bwd
     return {
-        "forward": dict(activations=acts, compute_copies=copies, logits=logits_kept, late_grads=held,
+        "forward": dict(activations=acts, compute_copies=fwd_copies, logits=logits_fwd, late_grads=held,
                         backward_working_set=0.0, optimizer_temporaries=0.0),
         "backward-start": dict(activations=acts, compute_copies=copies, logits=where(spike, logits_peak, 0.0),
                                late_grads=held + where(spike, 0.0, new_head),
@@ -154,7 +156,8 @@ def _peak(job: Job, lay):
         moe_heavy = sp.moe_layers > 0
         transient = act.backward_transient(m, t, lay, moe_heavy)
         last = sp.stage == lay.pp - 1
-        kept, spike = logits_bytes(m, t, lay) if last else (0.0, 0.0)
+        spike = logits_bytes(m, t, lay)[1] if last else 0.0
+        logits_fwd = logits_forward_bytes(m, t, lay) if last else 0.0
         lp = layer_params(m, moe_heavy and m.is_moe)
         layer_rank = lp.tp_sharded / lay.tp + lp.replicated + lp.experts / (lay.ep * lay.etp)
         head_rank = m.vocab * m.hidden / lay.tp if last else 0.0
@@ -166,7 +169,10 @@ def _peak(job: Job, lay):
         copies = saved_weight_copies(s, lay, layer_rank, head_rank, sp.total)
         # the LM head's gradient, in the recipe's gradient bytes per parameter
         head_grads = s.grads * head_rank / maximum(1.0, sp.total)
-        phases = phase_live(s, lay, a, copies, kept, spike, transient, head_grads)
+        # autocast's cache of weight casts lives through the whole forward (torch.autocast
+        # clears it on leaving the region: torch/amp/autocast_mode.py __exit__)
+        fwd_copies = where(act.fp32_weights_under_autocast(t, lay), s.compute_copy, copies)
+        phases = phase_live(s, lay, a, copies, fwd_copies, logits_fwd, spike, transient, head_grads)
         for name, ph in phases.items():
             dynamic = sum(ph.values())
             allocated = persistent + buffers + dequant + dynamic

@@ -1,10 +1,17 @@
 """Logits and loss on the last pipeline stage.
 
 At long sequences and large vocabularies this dominates (Llama 3: 128,256 entries per token).
-* transformers / torch-native loss (``hf``, ``torch``): bf16 logits, then ``.float()`` for
-  cross-entropy: 5.95-5.99 bytes per token per vocab entry kept after the forward, 12.95-13.74
-  at the backward peak (benchmarks/calibration/h100_hf_logits.jsonl, 4 rows; 13.35 is their
-  mean, within 3.1% of each).
+* transformers / torch-native loss (``hf``, ``torch``): bf16 logits from the LM head, then
+  ``.float()`` and cross-entropy (transformers loss_utils.ForCausalLMLoss; F.cross_entropy is
+  log_softmax + nll_loss). A training step keeps only the loss (the Trainer's compute_loss
+  returns ``outputs["loss"]``; a plain loop reads ``.loss``), so the bf16 logits and their fp32
+  copy are freed after the forward: kept is the fp32 log-softmax that nll_loss saves, 4 bytes
+  per token per vocab entry. The backward peak is that plus nll_loss's dense fp32 gradient and
+  log_softmax's fp32 input gradient, 4 + 4 + 4 = 12, before the cast back to bf16 frees them.
+  Measured: 12.2-12.3 at the backward peak of plain bf16 loops (h200_torch_loops.jsonl L04,
+  L06: peak less states and activations, over the logits); h100_hf_logits.jsonl, whose script
+  holds the model output through backward (2 bytes more), gives 5.95-5.99 kept and 12.95-13.74
+  at the peak, i.e. 4.0 and 11.0-11.7 without it.
 * Megatron's vocab-parallel cross-entropy (megatron/core/tensor_parallel/cross_entropy.py):
   VocabParallelCrossEntropy.calculate_logits_max casts the bf16 logits to fp32 (.float()), the
   forward turns that copy into the softmax in place (torch.exp(..., out=exp_logits),
@@ -20,8 +27,16 @@ from ..layout import Layout
 from ..schema import ModelSpec, TrainingSpec
 from .activations import profile, tokens_local
 
-HF_SAVED_PER_LOGIT = 6.0          # h100_hf_logits.jsonl saved_extra_over_sv: 5.952-5.988
-HF_PEAK_PER_LOGIT = 13.35         # h100_hf_logits.jsonl peak_extra_over_sv: 12.95-13.74, mean
+HF_SAVED_PER_LOGIT = 4.0          # the fp32 log-softmax nll_loss saves (see above)
+HF_PEAK_PER_LOGIT = 12.0          # it, its gradient and the logits' fp32 gradient (see above)
+# what a caller that holds the model output through backward keeps on top: the bf16 logits
+# (h100_hf_logits.jsonl's script does; benchmarks/calibration.logits_rows adds it there)
+HELD_OUTPUT_PER_LOGIT = 2.0
+# While the loss's forward runs, the bf16 logits, their fp32 copy and the log-softmax are all
+# live: 2 + 4 + 4 = 10 (measured 10.2-10.3 at the forward peak of the same loops); Megatron's
+# bf16 logits and the fp32 copy it turns into the softmax in place: 2 + 4 = 6.
+HF_FORWARD_PER_LOGIT = 10.0
+MEGATRON_FORWARD_PER_LOGIT = 6.0
 MEGATRON_SAVED_PER_LOGIT = 4.0    # the fp32 softmax (cross_entropy.py, see above)
 MEGATRON_PEAK_PER_LOGIT = 6.0     # fp32 gradient in place of it + its bf16 cast
 
@@ -33,3 +48,9 @@ def logits_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> tuple[float, flo
     if profile(t) == "megatron":
         return MEGATRON_SAVED_PER_LOGIT * n / lay.tp, MEGATRON_PEAK_PER_LOGIT * n / lay.tp
     return HF_SAVED_PER_LOGIT * n / lay.tp, HF_PEAK_PER_LOGIT * n / lay.tp
+
+
+def logits_forward_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> float:
+    """What the loss's forward holds at once for one micro-batch on one rank (see the constants)."""
+    n = tokens_local(t, lay) * m.vocab
+    return (MEGATRON_FORWARD_PER_LOGIT if profile(t) == "megatron" else HF_FORWARD_PER_LOGIT) * n / lay.tp

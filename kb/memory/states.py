@@ -95,7 +95,7 @@ def _recipe(t: TrainingSpec, fw: str) -> Recipe:
     """
     if t.precision == "pure-bf16":
         return Recipe(weights=2, grads=2, master=0, moments=opt.state_bytes(t, 2.0), state_dtype=2.0,
-                      persistent_grads=fw in ("megatron", "deepspeed"))
+                      persistent_grads=fw in ("megatron", "deepspeed") or grads_kept(t))
     mom = opt.state_bytes(t, 4.0)
     fp8 = 2.0 if t.precision == "fp8" and fw == "deepspeed" else 0.0
     if fw == "megatron":
@@ -103,7 +103,15 @@ def _recipe(t: TrainingSpec, fw: str) -> Recipe:
         return Recipe(weights=2, grads=g, master=4, moments=mom, fp8_cache=fp8, main_grad_copy=4.0 if g < 4 else 0.0)
     if fw == "deepspeed":
         return Recipe(weights=2, grads=2, grads_fp32=4, master=4, moments=mom, fp8_cache=fp8)
-    return Recipe(weights=4, grads=4, master=0, moments=mom, compute_copy=2, persistent_grads=False)
+    return Recipe(weights=4, grads=4, master=0, moments=mom, compute_copy=2, persistent_grads=grads_kept(t))
+
+
+def grads_kept(t: TrainingSpec) -> bool:
+    """Whether a PyTorch loop keeps its gradients between steps: optimizer.zero_grad(
+    set_to_none=False) fills them with zeros in place (torch/optim/optimizer.py zero_grad), so
+    they are allocated from the first backward to the end of the run, forward included.
+    Measured: h200_torch_loops.jsonl L02, L05, L11, L13 (forward-phase peaks hold the gradients)."""
+    return t.zero_grad == "zeros"
 
 
 @dataclass(frozen=True)
@@ -206,7 +214,7 @@ def adapter_states(m: ModelSpec, t: TrainingSpec, params_rank: float, block_line
     temp = opt.step_temporaries(t, _shard(ad, zero >= 1, group), largest, 4.0)
     return States(weights=_shard(ad * 4, zero >= 3, group), grads=_shard(ad * 4, zero >= 2, group), master=0.0,
                   optimizer=_shard(ad * mom, zero >= 1, group), compute_copy=ad * 2, fp8_cache=0.0, frozen=base,
-                  persistent_grads=False, optimizer_temp=temp)
+                  persistent_grads=grads_kept(t), optimizer_temp=temp)
 
 
 def frozen_bf16(params_rank: float, zero: int, group: int) -> float:
