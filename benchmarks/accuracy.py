@@ -29,6 +29,15 @@ def main() -> None:
     summarize("per-layer activations, h100_hf_activations.jsonl", calibration.activation_rows())
     summarize("logits and loss, h100_hf_logits.jsonl", calibration.logits_rows())
     summarize("whole-step peak, torchtitan rows of published_runs.yaml", calibration.torchtitan_peak_rows(), unit="GiB")
+    print("\n== whole steps on one GPU, like for like (row by row: python benchmarks/trainer_steps.py)")
+    for name, rows in (("Trainer, H100, h100_hf_trainer_steps.jsonl", calibration.trainer_rows("h100")),
+                       ("Trainer, H200, h200_hf_trainer_steps.jsonl", calibration.trainer_rows("h200")),
+                       ("plain loops, H200, h200_torch_loops.jsonl", calibration.loop_rows())):
+        for part, sel in (("fit", [r for r in rows if not r["held_out"]]), ("held out", [r for r in rows if r["held_out"]])):
+            errs = [abs(r["error"]) for r in sel if r["error"] is not None]
+            wrong = sum(r["fits_measured"] != r["fits_predicted"] for r in sel)
+            print(f"  {name:<46} {part:<9} {len(errs):3} ran  median |error| {100 * statistics.median(errs):5.2f}%"
+                  f"  max {100 * max(errs):5.2f}%   fits/OOM wrong {wrong} of {len(sel)}")
 
 
 if __name__ == "__main__":

@@ -111,10 +111,25 @@ def test_published_megatron_layouts_fit():
 
 
 def test_trainer_steps_time():
-    """step_s of the same rows (one GPU, no communication): median within 13% over all, 14% on the
-    held-out rows, none beyond 19% (21.5%, 35% and 84% before issue 17)."""
+    """step_s of the same rows (one GPU, no communication): median within 9% over all, 14% on the
+    held-out rows, none beyond 15% (12.9%, 13.6% and 18.8% before the loss's memory traffic was
+    counted; 21.5%, 35% and 84% before issue 17). The issue's target is a median within 15%."""
     rows = [r for r in calibration.trainer_rows() if "step_error" in r]
     assert len(rows) == 14
-    assert statistics.median(abs(r["step_error"]) for r in rows) < 0.13
+    assert statistics.median(abs(r["step_error"]) for r in rows) < 0.09
     assert statistics.median(abs(r["step_error"]) for r in rows if r["held_out"]) < 0.14
-    assert max(abs(r["step_error"]) for r in rows) < 0.19
+    assert max(abs(r["step_error"]) for r in rows) < 0.15
+
+
+def test_torch_loops_step_time():
+    """step_s of the 68 plain loops that ran, on the H200: median within 12% on the fit and on the
+    held-out configurations, nine in ten within 25%. The rest is what the note lists: eager
+    attention 15-36% slow, foreach AdamW's step on an 8B bf16 model (up to 42% at 512 tokens),
+    models under 2B parameters 12-29% slow at short sequences."""
+    rows = [r for r in calibration.loop_rows() if "step_error" in r]
+    assert len(rows) == 68
+    for held_out in (False, True):
+        errs = sorted(abs(r["step_error"]) for r in rows if r["held_out"] == held_out)
+        assert statistics.median(errs) < 0.12, held_out
+    errs = sorted(abs(r["step_error"]) for r in rows)
+    assert errs[int(0.9 * len(errs))] < 0.25

@@ -426,7 +426,9 @@ def test_compute_runs_at_the_sustained_peak_in_every_kernel():
         stage = all_stages(job.model, lay)[-1]
 
         def head(j):
-            return step._stage_time(j, lay, stage, True)[0] - step._stage_time(j, lay, stage, False)[0]
+            # the LM head's GEMM; the loss after it is memory traffic, the same at any share
+            loss = compute.loss_time(j.model, j.training, lay, j.cluster.gpu)
+            return step._stage_time(j, lay, stage, True)[0] - step._stage_time(j, lay, stage, False)[0] - loss
         assert head(job) == pytest.approx(head(full) / share, rel=1e-9)
     # eager attention: its GEMMs slow down with the share, its score traffic through HBM does not
     assert fast.attention < slow.attention < fast.attention / share
@@ -465,3 +467,23 @@ def test_megatron_hides_tp_communication_only_with_sequence_parallelism():
     on = run(job, "tp=8,pp=4,sp=on,mbs=1,recompute=selective").comm_by_kind_s["tp"]
     off = run(job, "tp=8,pp=4,sp=off,mbs=1,recompute=selective").comm_by_kind_s["tp"]
     assert off == pytest.approx(on / (1 - hidden), rel=1e-6)
+
+
+def test_the_torch_native_loss_is_timed_as_its_memory_traffic_and_eager_scores_as_a_square():
+    """transformers' and torchtitan's cross-entropy (logits.float(), log_softmax, nll_loss and
+    their backward) moves 44 bytes per logit through HBM on the last stage; Megatron's runs fused
+    in the recipes it is timed on. Eager attention computes and moves the whole square of scores,
+    the causal mask added to it, not the causal half."""
+    from shardwise.kb.perf import compute
+    for framework, expected in (("hf", 44.0), ("fsdp", 44.0), ("megatron", 0.0)):
+        job = build_job(model="llama-3-8b", gpus=8, seq_len=4096, global_batch=64, framework=framework)
+        lay, _ = resolve_layout(job, "dp=8,zero=1,mbs=2,recompute=none")
+        g = job.cluster.gpu
+        seconds = compute.loss_time(job.model, job.training, lay, g)
+        assert seconds == pytest.approx(expected * 2 * 4096 * 128256 / (g.hbm_gbps * 1e9 * compute.HBM_EFFICIENCY))
+    job = build_job(model="llama-3-8b", gpus=8, seq_len=8192, global_batch=64, framework="hf", attention="eager")
+    lay, _ = resolve_layout(job, "dp=8,zero=1,mbs=1,recompute=none")
+    g = job.cluster.gpu
+    attention = compute.layer_time(job.model, job.training, lay, g, False).attention
+    square = 8192 * 8192 * job.model.heads
+    assert attention > square * compute.EAGER_BYTES_PER_SCORE / (g.hbm_gbps * 1e9 * compute.HBM_EFFICIENCY)

@@ -58,6 +58,8 @@ PERMUTE_PASSES = 8          # FlashAttention-2 paper: backward does 2.5x the for
 FP8_EFFICIENCY = 0.82
 
 
+HBM_EFFICIENCY = 0.8      # streaming kernels reach ~90% of HBM peak (memory-models.md section 10: 3.0 of 3.35 TB/s); 0.8 with launch gaps
+
 # FP32 (non-tensor-core) over dense BF16 throughput: 67 / 989 TFLOP/s on the H100 SXM (NVIDIA
 # H100 datasheet; the A100's 19.5 / 312 is close: 0.0625).
 FP32_OVER_BF16 = 67.0 / 989.0
@@ -99,18 +101,41 @@ def flash_kernel_rate(t: TrainingSpec, gpu: GPUSpec, blocks: float) -> float:
     return full * attention_efficiency(blocks) / E_ATTN
 
 
-# Eager attention materialises the causal score matrix: per score, forward writes bf16 QK^T (2),
-# the softmax reads it and writes fp32 (2 + 4), the cast to bf16 reads and writes (4 + 2), AV
-# reads it (2); backward reads the probabilities and writes and reads their gradient twice as
-# much -- about 48 bytes per score in all (transformers' eager_attention_forward).
-EAGER_BYTES_PER_SCORE = 48.0
+# Eager attention materialises the whole square score matrix -- the causal mask is added to it,
+# nothing is skipped (transformers' eager_attention_forward: matmul, * scaling, + causal_mask,
+# softmax(dtype=fp32), .to(bf16), matmul). Per score, forward: QK^T writes bf16 (2), the scaling
+# reads and writes (2 + 2), the mask add reads both and writes (2 + 2 + 2), the softmax reads and
+# writes fp32 (2 + 4), the cast reads and writes (4 + 2), AV reads it (2): 26. Backward: dP
+# written (2), P read for dV (2), the cast's backward (2 + 4), the softmax's (4 + 4 + 4 read,
+# 2 written), the scaling's (2 + 2), dS read for dQ and dK (2 + 2): 32. 58 in all.
+EAGER_BYTES_PER_SCORE = 58.0
 
 
 def eager_attention_time(attn_fwd_flops: float, scores: float, gpu: GPUSpec) -> float:
-    """Unfused attention: QK^T and AV as ordinary GEMMs (3 x forward FLOPs at the GEMM
-    efficiency of a head-dim-sized reduction) plus the s^2 score traffic through HBM."""
-    gemm = 3.0 * attn_fwd_flops / (gpu.sustained_tflops("bf16") * 1e12 * gemm_efficiency(128.0))
-    return gemm + scores * EAGER_BYTES_PER_SCORE / (gpu.hbm_gbps * 1e9)
+    """Unfused attention: QK^T and AV as ordinary GEMMs over the whole square (3 x their forward
+    FLOPs, twice the causal count, at the GEMM efficiency of a head-dim-sized reduction) plus the
+    score traffic through HBM; ``attn_fwd_flops`` is the causal count, ``scores`` the square's."""
+    gemm = 3.0 * 2.0 * attn_fwd_flops / (gpu.sustained_tflops("bf16") * 1e12 * gemm_efficiency(128.0))
+    return gemm + scores * EAGER_BYTES_PER_SCORE / (gpu.hbm_gbps * 1e9 * HBM_EFFICIENCY)
+
+
+# The loss's memory traffic on the torch-native path (transformers' ForCausalLMLoss, torchtitan's
+# cross_entropy_loss: logits.float() then F.cross_entropy), per token per vocabulary entry:
+# forward the cast (2 read + 4 written) and log_softmax (its input read twice, output written:
+# 12); backward nll_loss's dense gradient (4 written), log_softmax's backward (gradient, output
+# and the sum read, 12, the input gradient written, 4) and the cast back to bf16 (4 + 2): 44.
+# Megatron's runs fused in the recipes it is timed on (cross_entropy_loss_fusion) and is not
+# counted here.
+LOSS_BYTES_PER_LOGIT = 44.0
+
+
+def loss_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec) -> float:
+    """Seconds of the cross-entropy's memory traffic for one micro-batch on the last stage
+    (LOSS_BYTES_PER_LOGIT), at the HBM bandwidth streaming kernels reach (HBM_EFFICIENCY)."""
+    if t.framework == "megatron":
+        return 0.0
+    logits = lay.mbs * t.seq_len / lay.cp * m.vocab / lay.tp
+    return logits * LOSS_BYTES_PER_LOGIT / (gpu.hbm_gbps * 1e9 * HBM_EFFICIENCY)
 
 
 # Kernels that take a sliding window and skip the blocks it masks out: Transformer Engine / cuDNN
@@ -186,7 +211,7 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     blocks = lay.mbs * heads * (t.seq_len / lay.cp) / 128.0
     attn_fwd = tokens * windowed_attention_flops(m, t) / tp
     if t.attention == "eager":
-        attention = eager_attention_time(attn_fwd, tokens * heads * t.seq_len / 2, gpu)
+        attention = eager_attention_time(attn_fwd, tokens * heads * t.seq_len, gpu)
     else:
         attention = (1.0 + FLASH_BWD_OVER_FWD) * attn_fwd / flash_kernel_rate(t, gpu, blocks)
     prof = framework_profile(t.framework)

@@ -30,11 +30,10 @@ from . import param_traffic as pt
 from ..memory.states import lora_params
 from ..params import total_params
 from ..frameworks import megatron_ep_overlap_share, megatron_tp_overlap, profile as framework_profile
-from .compute import gemm_efficiency, layer_time, moe_tokens
+from .compute import HBM_EFFICIENCY, gemm_efficiency, layer_time, loss_time, moe_tokens
 from .flops import hardware_flops_per_token, head_flops, model_flops_per_token
 from ..vec import maximum, minimum, where
 
-HBM_EFFICIENCY = 0.8      # streaming kernels reach ~90% of HBM peak (memory-models.md section 10: 3.0 of 3.35 TB/s); 0.8 with launch gaps
 
 
 @dataclass(frozen=True)
@@ -170,6 +169,7 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict, flo
         # the LM head is one GEMM (tokens x V/tp x h) in bf16, at the shape-dependent efficiency
         peak = c.gpu.sustained_tflops("bf16") * 1e12
         compute += 3.0 * tokens * head_flops(m) / lay.tp / (peak * gemm_efficiency(minimum(tokens, m.vocab / lay.tp, m.hidden)))
+        compute += loss_time(m, t, lay, c.gpu)
     st = comm.strides(lay)
     act_bytes = tokens * m.hidden * 2.0
     layers = sp.layers
