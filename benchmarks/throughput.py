@@ -98,6 +98,8 @@ def _terms():
          lambda: _patched(calibration, _row_gpu=lambda r: calibration._GPU[r["gpu_type"]])),
         ("torchtitan's micro-batches (-> 1 sequence each, accumulated)",
          lambda: _patched(calibration, torchtitan_batching=lambda r: (1, 1, r["vp"] or 1))),
+        ("the torch-native loss's memory traffic, 44 B per logit (-> none)",
+         lambda: _patched(compute, LOSS_BYTES_PER_LOGIT=0.0)),
     ]
 
 

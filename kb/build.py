@@ -190,8 +190,9 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
     if tspec.zero_grad == "zeros" and tspec.framework not in ("hf", "fsdp"):
         # Megatron's main-grad buffer and DeepSpeed's gradient partitions live for the whole run
         # whatever zero_grad does (kb/memory/states.py): the setting would change nothing
-        raise InputError(f"--zero-grad zeros: {tspec.framework} keeps its gradient buffer for the whole run either "
-                         f"way; the setting applies to --framework hf or fsdp (PyTorch loops)")
+        chosen = f" (the default for {tspec.training})" if "framework" in tspec.defaulted else ""
+        raise InputError(f"--zero-grad zeros: {tspec.framework}{chosen} keeps its gradient buffer for the whole run "
+                         f"either way; the setting applies to --framework hf or fsdp (PyTorch loops)")
     if tspec.cuda_graphs == "full-iteration" and tspec.framework != "megatron":
         # full-iteration capture is Megatron-Core's (--cuda-graph-impl full_iteration); torch.compile's
         # CUDA graphs (torchtitan, the Trainer) stop at graph breaks and are not modelled

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import get_args
 
-from .choices import RECOMPUTE, Attention, CudaGraphs, Framework, Optimizer, Precision, TrainingType
+from .choices import RECOMPUTE, Attention, CudaGraphs, Framework, Optimizer, Precision, TrainingType, ZeroGrad
 
 N, S, B = "num", "str", "bool"
 
@@ -42,7 +42,7 @@ JOB = {
     "cluster.nvlink_domain": N, "cluster.gpu_memory_gib": N, "cluster.intra": S, "cluster.intra_kind": S,
     "cluster.inter": S, "cluster.inter_kind": S, "cluster.mxfp8": B,
     "train.seq_len": N, "train.global_batch": N, "train.training": S, "train.precision": S,
-    "train.framework": S, "train.attention": S, "train.cuda_graphs": S, "train.optimizer": S,
+    "train.framework": S, "train.attention": S, "train.cuda_graphs": S, "train.optimizer": S, "train.zero_grad": S,
     "train.sequence_parallel": B,
     "train.mbs_given": B, "train.recompute_given": B,
 }
@@ -71,6 +71,7 @@ VALUES: dict[str, tuple[str, ...]] = {
     "train.training": get_args(TrainingType), "train.precision": get_args(Precision),
     "train.framework": get_args(Framework), "train.attention": get_args(Attention),
     "train.cuda_graphs": get_args(CudaGraphs), "train.optimizer": get_args(Optimizer),
+    "train.zero_grad": get_args(ZeroGrad),
     "layout.recompute": RECOMPUTE, "same.min_recompute": RECOMPUTE,
     # the kinds of kb/data/links.yaml's links, as kb/facts.py names them (tests/test_catalogs.py
     # checks that these are all of them)
@@ -106,6 +107,7 @@ DESCRIPTIONS = {
     "train.framework": "megatron, deepspeed, fsdp or hf", "train.attention": "flash, sdpa, flash2 or eager",
     "train.cuda_graphs": "none, or full-iteration (Megatron's whole-step CUDA graph)",
     "train.optimizer": "the optimizer and its implementation (adamw = the framework's default)",
+    "train.zero_grad": "set-to-none (gradients freed between steps, PyTorch's default) or zeros (kept)",
     "layout.tp": "tensor-parallel degree", "layout.pp": "pipeline stages",
     "layout.vp": "virtual stages (model chunks) per pipeline rank", "layout.dp": "data-parallel replicas",
     "layout.cp": "context-parallel degree (each sequence split over this many GPUs)",

@@ -22,6 +22,7 @@ def job_summary(job: Job) -> dict:
         "intra_link": c.intra.name, "inter_link": c.inter.name,
         "seq_len": t.seq_len, "training": t.training, "precision": t.precision,
         "framework": t.framework, "attention": t.attention, "cuda_graphs": t.cuda_graphs,
+        "zero_grad": t.zero_grad,
     }
 
 
@@ -58,7 +59,7 @@ def job_facts(job: Job, global_batch: int) -> dict:
         "cluster.inter_kind": c.inter.name.split("-")[0], "cluster.mxfp8": c.gpu.mxfp8,
         "train.seq_len": t.seq_len, "train.global_batch": global_batch, "train.training": t.training,
         "train.precision": t.precision, "train.framework": t.framework, "train.attention": t.attention,
-        "train.cuda_graphs": t.cuda_graphs, "train.optimizer": t.optimizer,
+        "train.cuda_graphs": t.cuda_graphs, "train.optimizer": t.optimizer, "train.zero_grad": t.zero_grad,
         "train.sequence_parallel": has_sequence_parallel(t.framework),
         "train.mbs_given": bool(t.mbs), "train.recompute_given": t.recompute != "auto",
     }

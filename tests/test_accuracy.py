@@ -52,27 +52,27 @@ def test_trainer_steps_memory_like_for_like():
     issue's targets, median within 5% and none beyond 10%, on both."""
     rows = calibration.trainer_rows()
     assert len(rows) == 24
-    for held_out, med, top in ((False, 0.01, 0.03), (True, 0.015, 0.07)):
+    for held_out, med, top in ((False, 0.01, 0.03), (True, 0.01, 0.03)):
         errs = [abs(r["error"]) for r in rows if r["error"] is not None and r["held_out"] == held_out]
         assert statistics.median(errs) < med and max(errs) < top, (held_out, errs)
 
 
 def test_trainer_steps_fits_or_oom():
     """Every run but t02 is judged right. t02 ran on the H200: 68.9 GiB allocated at its peak
-    (estimate 68.4). On the H100 it asked for the loss's 15.7 GiB with 69.3 GiB reserved and 53
-    allocated: 16 GiB held in partly used blocks, twice the estimate's fragmentation (reported,
-    not hidden)."""
+    (estimate 68.4). On the H100 it asked for the loss's 15.7 GiB with 69.3 GiB in use by the
+    process and 9.9 free: the caching allocator held blocks it could not give back, more than
+    the estimate's fragmentation allows (reported, not hidden)."""
     wrong = [r["id"].split()[0] for r in calibration.trainer_rows() if r["fits_measured"] != r["fits_predicted"]]
     assert wrong == ["t02"]
 
 
 def test_h200_trainer_steps_memory_and_fits():
     """The same 24 Trainer steps on an H200 (h200_hf_trainer_steps.jsonl): 21 ran, among them
-    the five the H100 could not hold, and three ran out of memory; every one is judged right."""
+    the seven the H100 could not hold, and three ran out of memory; every one is judged right."""
     rows = calibration.trainer_rows("h200")
     assert len(rows) == 24
     errs = [abs(r["error"]) for r in rows if r["error"] is not None]
-    assert len(errs) == 21 and statistics.median(errs) < 0.01 and max(errs) < 0.07
+    assert len(errs) == 21 and statistics.median(errs) < 0.01 and max(errs) < 0.06
     assert [r["id"] for r in rows if r["fits_measured"] != r["fits_predicted"]] == []
 
 

@@ -281,3 +281,24 @@ def test_the_search_and_the_exports_keep_zero_for_an_moe_models_experts_at_one_d
     assert not ((a["dp"] == 1) & (a["tp"] == 8) & (a["ep"] == 8) & (a["zero"] == 1)).any()
     lay = resolve_layout(job, "tp=8,ep=2,zero=1,mbs=1,recompute=full")[0]
     assert "--use-distributed-optimizer" in script_args(export("megatron", Target(job, lay)).files["megatron_pretrain.sh"])
+
+
+def test_autocast_casts_only_what_it_casts():
+    """With fp32 weights under autocast: one bf16 cast per projection of a shared input (q, k, v;
+    gate, up), one where a family fuses them (phi3's qkv_proj, gate_up_proj); the weight-cast
+    cache holds the projections and the LM head, not the input embedding or the fp32 experts."""
+    from shardwise.kb.memory import activations as act
+    from shardwise.kb.memory.estimate import _states
+    from shardwise.kb.stages import all_stages
+    job = _trainer_job(training="finetune", precision="bf16")
+    lay = Layout(mbs=1, recompute="full")
+    h = job.model.hidden
+    assert act.autocast_input_casts(job.model, job.training, lay, False) == 2.0 * (2 + 1) * h
+    phi3 = job.model.model_copy(update={"family": "phi3"})
+    assert act.autocast_input_casts(phi3, job.training, lay, False) == 0.0
+    pure = _trainer_job(training="finetune", precision="pure-bf16")
+    assert act.autocast_input_casts(pure.model, pure.training, lay, False) == 0.0
+    moe = _trainer_job(model="mixtral-8x7b", training="finetune", precision="bf16")
+    sp = all_stages(moe.model, lay)[0]
+    copies = _states(moe, lay, sp).compute_copy
+    assert sp.experts > 0 and copies == pytest.approx(2.0 * (sp.gemm - sp.experts))

@@ -26,7 +26,8 @@ Tensor parallelism divides the attention and MLP internals by TP; the norm/resid
 divided too only with sequence parallelism (Megatron's --sequence-parallel, torchtitan's
 enable_sequence_parallel) (Korthikanti Table 2: 10 + 24/t without SP,
 34/t with). Context parallelism divides the tokens. Full recomputation keeps only each
-layer's input (2h; measured 2.0 h in every checkpointed row). Selective recomputation
+layer's input (2h; measured 2.0 h in every checkpointed row; 4h where the residual stream is
+fp32, with fp32 weights under autocast). Selective recomputation
 (Megatron core_attn) only drops the s^2 attention terms, which flash attention never keeps
 (Megatron-LM issue #464). torchtitan's per-op selective AC keeps the attention outputs and
 every other matmul output. Per-module recomputation (``modules``: Megatron's --recompute-modules
@@ -50,8 +51,10 @@ RECOMPUTE_EXTRA_H = 8.0
 # Eager attention's backward, per attention score (head x query x key) of one layer, on top of
 # the 6 bytes it saved: transformers' eager_attention_forward computes softmax(..., dtype=fp32)
 # and casts to bf16, so its backward holds the bf16 gradient of the probabilities (2), its fp32
-# cast (4) and the softmax's fp32 input gradient (4) at once. Measured 9.5-10.0 at >= 20k
-# tokens (h200_torch_loops.jsonl L09: peak less the estimate without it, over the scores).
+# cast (4) and the softmax's fp32 input gradient (4) at once. Read from the ops; checked on the
+# held-out rows, 9.5-10.0 at >= 20k tokens (h200_torch_loops.jsonl L09: peak less the estimate
+# without it, over the scores). Megatron's unfused path runs its own fused softmax kernel in
+# bf16 and is not counted.
 EAGER_BACKWARD_PER_SCORE = 10.0
 
 
@@ -103,17 +106,24 @@ def fp32_residual_extra(t: TrainingSpec, lay: Layout):
     return where(fp32_weights_under_autocast(t, lay), 2.0, 0.0)
 
 
+# transformers families whose attention projects q, k and v in one linear and whose MLP
+# projects gate and up in one (modeling_phi3.py: qkv_proj, gate_up_proj): one cast each
+FUSED_PROJECTIONS = ("phi3",)
+
+
 def autocast_input_casts(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
     """Extra bytes per token per layer with fp32 weights under autocast: autocast caches the
     bf16 casts of leaf weights only (torch/csrc/autograd/autocast_mode.cpp, cached_cast), so an
     fp32 activation feeding several linears is cast once per linear, and each saves its own
     copy for its weight's gradient. transformers' attention runs q_proj, k_proj and v_proj on
     the same normed input (MLA: q_a_proj and kv_a_proj_with_mqa), a gated MLP gate_proj and
-    up_proj: 2 bytes x h per projection past the first, which a bf16 model shares. MoE experts
-    keep fp32 inputs (counted in their own term). Measured: 6.6 h on qwen2.5-0.5b against 6 h
-    (h200_torch_loops.jsonl L01: activations left after states and logits)."""
-    attn = 2 if m.is_mla else 3
-    mlp = 0 if moe else (2 if m.mlp in ("swiglu", "geglu") else 1)
+    up_proj: 2 bytes x h per projection past the first, which a bf16 model shares; none where a
+    family fuses them (FUSED_PROJECTIONS). MoE experts keep fp32 inputs (counted in their own
+    term). Measured: 6.6 h on qwen2.5-0.5b against 6 h (h200_torch_loops.jsonl L01: activations
+    left after states and logits)."""
+    fused = m.family in FUSED_PROJECTIONS
+    attn = 1 if fused else (2 if m.is_mla else 3)
+    mlp = 0 if moe or fused else (2 if m.mlp in ("swiglu", "geglu") else 1)
     extra = 2.0 * ((attn - 1) + max(0, mlp - 1)) * m.hidden
     return where(fp32_weights_under_autocast(t, lay), extra, 0.0)
 
@@ -237,7 +247,8 @@ def backward_transient(m: ModelSpec, t: TrainingSpec, lay: Layout, moe_heavy: bo
     s_local = floor(t.seq_len / lay.cp)
     tok = tokens_local(t, lay)
     seq_shard = where(lay.sp, lay.tp, 1)
-    eager = EAGER_BACKWARD_PER_SCORE * m.heads / lay.tp * s_local if t.attention == "eager" else 0.0
+    eager = (EAGER_BACKWARD_PER_SCORE * m.heads / lay.tp * s_local
+             if t.attention == "eager" and profile(t) != "megatron" else 0.0)
     base = tok * (BACKWARD_TRANSIENT_H * m.hidden / seq_shard + eager)
     if lay.recompute == "full":
         one = layer_bytes_per_token(m, t, lay, moe_heavy and m.is_moe, s_local, recompute="none")

@@ -5,10 +5,12 @@ then (``phase_live``), not a sum of averages:
   forward: persistent states + the activations in flight + the bf16 weight copies autocast saved
       + the loss's forward (last stage: logits, their fp32 copy and log-softmax at once). With
       fp32 weights under autocast every weight's cast is cached until the autocast region ends,
-      after the loss, even under full recomputation, which saves none of them for backward. Gradients exist only where the framework keeps
-      them: Megatron's and DeepSpeed's persistent buffers, or grads accumulated from earlier
-      micro-batches. With zero_grad(set_to_none=True) -- PyTorch's default since 2.0 and the
-      Trainer's, torch/optim/optimizer.py zero_grad -- the previous step's grads are gone.
+      after the loss, even under full recomputation, which saves none of them for backward.
+      Gradients exist only where the framework keeps them: Megatron's and DeepSpeed's
+      persistent buffers, a loop's zero_grad(set_to_none=False) (--zero-grad zeros), or grads
+      accumulated from earlier micro-batches. With zero_grad(set_to_none=True) -- PyTorch's
+      default since 2.0 and the Trainer's, torch/optim/optimizer.py zero_grad -- the previous
+      step's grads are gone.
   backward-start: the same plus the larger of the loss's backward peak (the logits' gradient)
       and the first layer's backward working set with the LM head's new gradient.
   backward-end: gradients appear layer by layer as activations (and saved weight copies) are

@@ -8,8 +8,9 @@ At long sequences and large vocabularies this dominates (Llama 3: 128,256 entrie
   copy are freed after the forward: kept is the fp32 log-softmax that nll_loss saves, 4 bytes
   per token per vocab entry. The backward peak is that plus nll_loss's dense fp32 gradient and
   log_softmax's fp32 input gradient, 4 + 4 + 4 = 12, before the cast back to bf16 frees them.
-  Measured: 12.2-12.3 at the backward peak of plain bf16 loops (h200_torch_loops.jsonl L04,
-  L06: peak less states and activations, over the logits); h100_hf_logits.jsonl, whose script
+  Read from the ops; checked on plain bf16 loops: 12.27 at the backward peak (h200_torch_loops.
+  jsonl L04 at 32k tokens: peak less states and activations, over the logits; 12.2 on the
+  held-out L06); h100_hf_logits.jsonl, whose script
   holds the model output through backward (2 bytes more), gives 5.95-5.99 kept and 12.95-13.74
   at the peak, i.e. 4.0 and 11.0-11.7 without it.
 * Megatron's vocab-parallel cross-entropy (megatron/core/tensor_parallel/cross_entropy.py):
@@ -33,7 +34,7 @@ HF_PEAK_PER_LOGIT = 12.0          # it, its gradient and the logits' fp32 gradie
 # (h100_hf_logits.jsonl's script does; benchmarks/calibration.logits_rows adds it there)
 HELD_OUTPUT_PER_LOGIT = 2.0
 # While the loss's forward runs, the bf16 logits, their fp32 copy and the log-softmax are all
-# live: 2 + 4 + 4 = 10 (measured 10.2-10.3 at the forward peak of the same loops); Megatron's
+# live: 2 + 4 + 4 = 10 (10.3 at the forward peak of the same L04 run); Megatron's
 # bf16 logits and the fp32 copy it turns into the softmax in place: 2 + 4 = 6.
 HF_FORWARD_PER_LOGIT = 10.0
 MEGATRON_FORWARD_PER_LOGIT = 6.0

@@ -27,8 +27,9 @@ class Recipe:
                mixed-precision unshard), held from forward to backward
     fp8_cache: FP8 copies of GEMM weights (Transformer Engine keeps the weight and its
                transpose in FP8 on Hopper: 1 + 1 byte)
-    persistent_grads: the gradient buffer lives for the whole run (Megatron, DeepSpeed);
-               False = created in backward and freed after the step (PyTorch set_to_none)
+    persistent_grads: the gradient buffer lives for the whole run (Megatron, DeepSpeed, and a
+               PyTorch loop with --zero-grad zeros); False = created in backward and freed
+               after the step (PyTorch set_to_none)
     state_dtype: bytes of one optimizer-state element (4 fp32; 2 under pure-bf16)
     main_grad_copy: bytes per parameter (before sharding) of an fp32 copy of the gradient
                made for the optimizer step only (Megatron's distributed optimizer with bf16 grads)
@@ -153,8 +154,11 @@ def full_training_states(params_rank: float, gemm_rank: float, expert_rank: floa
     grads = per(r.grads, 2) + per(r.grads_fp32, 1)
     master = per(r.master, 1)
     moments = per(r.moments, 1)
-    # fp32 weights double as master when the recipe keeps fp32 weights (fsdp/hf)
-    compute_copy = where(zero < 3, (params_rank + expert_rank) * r.compute_copy, 0.0)
+    # fp32 weights double as master when the recipe keeps fp32 weights (fsdp/hf). Autocast casts
+    # the weights of the ops on its bf16 list, the projections and the LM head (F.linear), not
+    # the input embedding (F.embedding), the norms, or transformers' fp32 experts, whose matmuls
+    # autocast does not cast (kb/perf/compute.expert_gemm_rate)
+    compute_copy = where(zero < 3, (gemm_rank - expert_rank) * r.compute_copy, 0.0)
     # Transformer Engine caches the FP8 copy (and transpose) of weights the rank holds; under
     # ZeRO-3 / Megatron-FSDP the rank holds only a shard and the gathered layer is transient
     # (counted with the gathered-layer buffers, overheads.framework_buffers)

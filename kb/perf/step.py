@@ -35,7 +35,6 @@ from .flops import hardware_flops_per_token, head_flops, model_flops_per_token
 from ..vec import maximum, minimum, where
 
 
-
 @dataclass(frozen=True)
 class StepTime:
     step_time_s: float
