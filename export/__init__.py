@@ -70,12 +70,25 @@ def training_carried(framework: str, job) -> list[str]:
     return out
 
 
+def zero_grad_carried(framework: str, job, lay) -> list[str]:
+    """--zero-grad zeros is the training loop's call, which no config key sets (the Trainer's and
+    torchtitan's loops call zero_grad() with PyTorch's set_to_none=True): said where it changes
+    the estimate, a PyTorch loop's own gradients (not Megatron's or DeepSpeed's buffers, which
+    the Trainer hands the model to from ZeRO-1 on)."""
+    t = job.training
+    if t.zero_grad != "zeros" or framework == "megatron" or (t.framework == "hf" and lay.zero >= 1):
+        return []
+    return ["the estimate keeps the gradients between steps (--zero-grad zeros): the training loop calls "
+            "optimizer.zero_grad(set_to_none=False), which no key of this file sets"]
+
+
 def export(framework: str, target):
     """The framework's export; a layout with per-module recomputation goes to the others as
     selective recomputation, their nearest, and says so; so does a job timed on Megatron's
     full-iteration CUDA graphs, which the others cannot run. What the training type needs beyond
     the parallelism (adapters, a checkpoint to load) is said, or refused (training_carried)."""
     carried, lay = training_carried(framework, target.job), target.layout
+    carried += zero_grad_carried(framework, target.job, lay)
     if framework != "megatron" and target.job.training.cuda_graphs != "none":
         carried.append("--cuda-graphs full-iteration is Megatron-Core's whole-step CUDA graph; this runs without "
                        "it" + (", so the MoE layers' host-side time, which the estimate left out, is back"

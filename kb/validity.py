@@ -213,6 +213,15 @@ def _adapter_megatron(job, a):
     return _all(a)
 
 
+def _cp_fused_attention(job, a):
+    """Context parallelism runs ring attention over a fused kernel: Transformer Engine's
+    (Megatron), torch's context_parallel over SDPA (torchtitan, Accelerate). Eager attention,
+    which materialises the score matrix, has no CP path."""
+    if job.training.attention == "eager":
+        return a["cp"] == 1
+    return _all(a)
+
+
 def _qlora_tp(job, a):
     if job.training.training == "qlora":
         return (a["tp"] == 1) & (np.asarray(a.get("etp", 1)) == 1)
@@ -227,6 +236,11 @@ VALIDITY = [
     Validity("cp-splits-sequence", "CP needs the sequence divisible by 2 x CP (load-balanced ring attention)",
              _cp_sequence, lambda job, lay: f"cp={lay.cp} needs --seq-len {job.training.seq_len} divisible by 2 x cp "
                                             "(load-balanced ring attention splits each sequence into 2 x cp chunks)"),
+    Validity("cp-fused-attention", "CP shards a fused attention kernel with ring attention (Transformer Engine, torch "
+             "context_parallel over SDPA); eager attention has no CP path", _cp_fused_attention,
+             lambda job, lay: f"cp={lay.cp} with --attention eager: context parallelism rings a fused attention kernel "
+                              f"(Transformer Engine, or torch's context_parallel over SDPA); use cp=1 or --attention "
+                              f"sdpa/flash"),
     Validity("vp-chunks", "interleaving needs PP > 1 and at least one layer per chunk (PP x VP <= layers, the embedding and "
              "loss counting as one each where they take a place in the split, kb/stages.pipeline_slots; "
              "uneven chunks as Megatron-Core's --pipeline-model-parallel-layout builds them, export/megatron.py)",

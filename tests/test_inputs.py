@@ -445,3 +445,26 @@ def test_zero_grad_zeros_keeps_the_gradients_and_applies_to_pytorch_loops(run_cl
     job = tmp_path / "job.yaml"
     job.write_text("model: llama-3-8b\ngpus: 8\nframework: deepspeed\nzero_grad: zeros\n")
     assert "--zero-grad zeros" in refused(run_cli, "recommend", "-f", str(job))
+
+
+def test_eager_attention_takes_no_context_parallelism(run_cli):
+    """CP rings a fused attention kernel; an eager layout with cp > 1 is refused by name, and the
+    advisor never answers one."""
+    err = refused(run_cli, "memory", "--model", "llama-3-8b", "--gpus", "8", "--framework", "hf", "--attention", "eager",
+                  "--seq-len", "16384", "--global-batch", "8", "--layout", "tp=1,pp=1,cp=2,zero=3,mbs=1,recompute=full")
+    assert "cp=2 with --attention eager" in err and "[cp-fused-attention]" in err
+    out = memory(run_cli, "--model", "llama-3-8b", "--gpus", "8", "--framework", "hf", "--attention", "eager",
+                 "--seq-len", "16384", "--global-batch", "8", "--layout", "tp=1,pp=1,cp=1,zero=3,mbs=1,recompute=full")
+    assert out["memory"]["peak_gib"] > 0
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--framework", "hf",
+                             "--attention", "eager", "--seq-len", "16384", "--format", "json")
+    assert code == 0 and json.loads(out)["layout"]["cp"] == 1
+
+
+def test_exports_say_the_loop_keeps_its_gradients(run_cli, tmp_path):
+    """--zero-grad zeros is the training loop's call: each export of a PyTorch loop's layout says
+    so, as something its file cannot express."""
+    code, out, err = run_cli("export", "--model", "llama-3.2-1b", "--gpus", "8", "--framework", "fsdp",
+                             "--training", "finetune", "--zero-grad", "zeros", "--to", "fsdp", "-o", str(tmp_path / "x"))
+    assert code == 0, err
+    assert "optimizer.zero_grad(set_to_none=False)" in out + err

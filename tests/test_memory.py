@@ -151,8 +151,13 @@ def _trainer_job(**kw):
     return build_job(**args)
 
 
-def test_every_phase_is_reported_and_each_sums_to_its_peak():
-    e = mem(_trainer_job(), "mbs=1,recompute=full")
+@pytest.mark.parametrize("job,layout", [
+    (dict(), "mbs=1,recompute=full"),
+    # FSDP under pipelining accumulates unsharded grads on top of the kept ones
+    (dict(model="llama-3-8b", gpus=8, framework="fsdp", global_batch=16, zero_grad="zeros"),
+     "tp=1,pp=2,dp=4,zero=3,mbs=1,recompute=full")])
+def test_every_phase_is_reported_and_each_sums_to_its_peak(job, layout):
+    e = mem(_trainer_job(**job), layout)
     d = e.as_dict()
     assert d["phase"] == d["peak_phase"] == e.phase
     assert set(d["phases"]) == {"forward", "backward-start", "backward-end", "optimizer-step"}
@@ -160,6 +165,43 @@ def test_every_phase_is_reported_and_each_sums_to_its_peak():
         assert all(v >= 0 for v in ph["live_gib"].values())
         assert sum(ph["live_gib"].values()) == pytest.approx(ph["peak_gib"], abs=0.02)
     assert max(ph["peak_gib"] for ph in d["phases"].values()) == pytest.approx(e.peak_gib, abs=0.01)
+
+
+@pytest.mark.parametrize("kw,layout", [
+    (dict(framework="fsdp", global_batch=1), "dp=1,zero=0,mbs=1,recompute=full"),
+    (dict(framework="fsdp", gpus=8, global_batch=32), "dp=8,zero=0,mbs=1,recompute=full"),       # ga 4
+    (dict(framework="hf", global_batch=4), "dp=1,zero=0,mbs=1,recompute=none")])
+def test_keeping_the_gradients_never_reads_lower_than_freeing_them(kw, layout):
+    """--zero-grad zeros holds every gradient that set-to-none holds, and more: its peak is never
+    lower (gradients reuse their own blocks; the fragmentation allowance is for the rest)."""
+    freed = mem(_trainer_job(**kw), layout).peak_gib
+    kept = mem(_trainer_job(zero_grad="zeros", **kw), layout).peak_gib
+    assert kept >= freed - 1e-9
+
+
+def test_the_transformers_path_gathers_the_logits_under_tensor_parallelism():
+    """transformers' TP plan gathers the LM head's output onto every rank ("colwise_rep"):
+    the loss's bytes do not shrink with TP there; Megatron's and torchtitan's sharded losses do."""
+    from shardwise.kb.memory.logits import logits_bytes
+    from shardwise.kb.perf import compute
+    for framework, shrinks in (("hf", False), ("fsdp", True), ("megatron", True)):
+        job = _trainer_job(framework=framework, gpus=8, global_batch=8)
+        one, four = (logits_bytes(job.model, job.training, Layout(tp=tp, mbs=1))[1] for tp in (1, 4))
+        assert (four == pytest.approx(one / 4)) if shrinks else four == one
+        if framework != "megatron":
+            t1, t4 = (compute.loss_time(job.model, job.training, Layout(tp=tp, mbs=1), job.cluster.gpu) for tp in (1, 4))
+            assert (t4 == pytest.approx(t1 / 4)) if shrinks else t4 == t1
+
+
+def test_eager_attention_recomputed_for_backward_counts_its_scores():
+    """Selective recomputation keeps no attention scores; an eager layer's backward recomputes
+    them (6 bytes each) and adds its own 10: both are in the working set."""
+    from shardwise.kb.memory import activations as act
+    job = _trainer_job(framework="fsdp", attention="eager", seq_len=8192)
+    sel = act.backward_transient(job.model, job.training, Layout(mbs=1, recompute="selective"), False)
+    none = act.backward_transient(job.model, job.training, Layout(mbs=1, recompute="none"), False)
+    scores = 8192 * 8192 * job.model.heads
+    assert sel - none == pytest.approx(act.EAGER_SAVED_PER_SCORE * scores)
 
 
 def test_set_to_none_frameworks_hold_no_gradients_at_the_end_of_forward():

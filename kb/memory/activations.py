@@ -56,6 +56,9 @@ RECOMPUTE_EXTRA_H = 8.0
 # without it, over the scores). Megatron's unfused path runs its own fused softmax kernel in
 # bf16 and is not counted.
 EAGER_BACKWARD_PER_SCORE = 10.0
+# What eager attention saves per score for its backward (the probabilities and what the softmax
+# keeps): 6 bytes, from h100_hf_activations.jsonl's eager rows (the s^2 term flash removes).
+EAGER_SAVED_PER_SCORE = 6.0
 
 
 # Megatron-Core's paged stash under full-iteration CUDA graphs keeps the routed experts'
@@ -137,7 +140,7 @@ def _attention_bytes(m: ModelSpec, t: TrainingSpec, q: float, kv: float, heads: 
     else:
         base = 4 * q + 4 * kv + 4 * heads
     if t.attention == "eager":
-        return base - 4 * heads + 4 * maximum(0.0, q - kv) + 6 * heads * s_local
+        return base - 4 * heads + 4 * maximum(0.0, q - kv) + EAGER_SAVED_PER_SCORE * heads * s_local
     return base
 
 
@@ -243,13 +246,16 @@ def stage_activations(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: 
 
 def backward_transient(m: ModelSpec, t: TrainingSpec, lay: Layout, moe_heavy: bool) -> float:
     """Bytes the backward of one layer needs on top of the kept activations (see the constants'
-    sources above); with full recomputation that includes the recomputed layer itself."""
+    sources above); with full recomputation that includes the recomputed layer itself, and with
+    selective or per-module recomputation, which do not keep the attention scores
+    (layer_bytes_per_token), eager attention's scores recomputed for that layer's backward."""
     s_local = floor(t.seq_len / lay.cp)
     tok = tokens_local(t, lay)
     seq_shard = where(lay.sp, lay.tp, 1)
-    eager = (EAGER_BACKWARD_PER_SCORE * m.heads / lay.tp * s_local
-             if t.attention == "eager" and profile(t) != "megatron" else 0.0)
-    base = tok * (BACKWARD_TRANSIENT_H * m.hidden / seq_shard + eager)
+    scores = m.heads / lay.tp * s_local if t.attention == "eager" else 0.0
+    eager = EAGER_BACKWARD_PER_SCORE * scores if profile(t) != "megatron" else 0.0
+    recomputed = where((lay.recompute == "selective") | (lay.recompute == "modules"), EAGER_SAVED_PER_SCORE * scores, 0.0)
+    base = tok * (BACKWARD_TRANSIENT_H * m.hidden / seq_shard + eager + recomputed)
     if lay.recompute == "full":
         one = layer_bytes_per_token(m, t, lay, moe_heavy and m.is_moe, s_local, recompute="none")
         return tok * (one + RECOMPUTE_EXTRA_H * m.hidden / seq_shard + eager)

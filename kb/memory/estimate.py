@@ -24,7 +24,10 @@ outside PyTorch's allocator and added last.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from ..defaults import ADAPTERS
 from ..frameworks import megatron_ep_overlap_share
@@ -175,17 +178,25 @@ def _peak(job: Job, lay):
         # clears it on leaving the region: torch/amp/autocast_mode.py __exit__)
         fwd_copies = where(act.fp32_weights_under_autocast(t, lay), s.compute_copy, copies)
         phases = phase_live(s, lay, a, copies, fwd_copies, logits_fwd, spike, transient, head_grads)
+        # the gradients kept only because of --zero-grad zeros (not a framework's own buffer)
+        kept_grads = 0.0
+        if st.grads_kept(t):
+            freed = _states(dataclasses.replace(job, training=t.model_copy(update={"zero_grad": "set-to-none"})), lay, sp)
+            kept_grads = where(s.persistent_grads & ~np.asarray(freed.persistent_grads), s.grads, 0.0)
         for name, ph in phases.items():
             dynamic = sum(ph.values())
             allocated = persistent + buffers + dequant + dynamic
-            frag = ovh.FRAGMENTATION * dynamic
+            # a loop's kept gradients (--zero-grad zeros) are made in its first backward among the
+            # activations, as freed ones are in every backward: the same allowance, so keeping
+            # them never reads lower than freeing them
+            frag = ovh.FRAGMENTATION * (dynamic + kept_grads)
             peak = (allocated + frag) / GIB + fixed
             if not scalar:
                 best = peak if best is None else maximum(best, peak)
                 continue
             bd = {
                 "weights": s.weights / GIB,
-                "gradients": (s.grads if s.persistent_grads else ph["late_grads"]) / GIB,
+                "gradients": ((s.grads if s.persistent_grads else 0.0) + ph["late_grads"]) / GIB,
                 "master_weights": s.master / GIB,
                 "optimizer": s.optimizer / GIB,
                 "frozen_weights": s.frozen / GIB,

@@ -42,16 +42,24 @@ MEGATRON_SAVED_PER_LOGIT = 4.0    # the fp32 softmax (cross_entropy.py, see abov
 MEGATRON_PEAK_PER_LOGIT = 6.0     # fp32 gradient in place of it + its bf16 cast
 
 
+def vocab_shards(t: TrainingSpec, lay: Layout):
+    """Ranks the logits are split over: TP under Megatron's vocab-parallel cross-entropy and
+    torchtitan's loss_parallel; none on the transformers path, whose tensor-parallel plan
+    gathers the LM head's output onto every rank ("lm_head": "colwise_rep", modeling_llama.py
+    LlamaForCausalLM._tp_plan) before the loss."""
+    return 1 if profile(t) == "hf" else lay.tp
+
+
 def logits_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> tuple[float, float]:
     """(kept after forward, all of it at the loss's backward peak) for one micro-batch on one
     rank; both include what is kept."""
     n = tokens_local(t, lay) * m.vocab
     if profile(t) == "megatron":
         return MEGATRON_SAVED_PER_LOGIT * n / lay.tp, MEGATRON_PEAK_PER_LOGIT * n / lay.tp
-    return HF_SAVED_PER_LOGIT * n / lay.tp, HF_PEAK_PER_LOGIT * n / lay.tp
+    return HF_SAVED_PER_LOGIT * n / vocab_shards(t, lay), HF_PEAK_PER_LOGIT * n / vocab_shards(t, lay)
 
 
 def logits_forward_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> float:
     """What the loss's forward holds at once for one micro-batch on one rank (see the constants)."""
     n = tokens_local(t, lay) * m.vocab
-    return (MEGATRON_FORWARD_PER_LOGIT if profile(t) == "megatron" else HF_FORWARD_PER_LOGIT) * n / lay.tp
+    return (MEGATRON_FORWARD_PER_LOGIT if profile(t) == "megatron" else HF_FORWARD_PER_LOGIT) * n / vocab_shards(t, lay)

@@ -35,6 +35,7 @@ from ..schema import GPUSpec, ModelSpec, TrainingSpec
 from ..vec import maximum, minimum, where
 from .flops import attention_flops, attention_work
 from .unfused import expert_bias_bytes, glu_clamp_bytes, unfused_rope_bytes
+from ..memory.logits import vocab_shards
 
 E_GEMM = 0.645
 D0 = 195.0
@@ -134,7 +135,7 @@ def loss_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec) -> float
     (LOSS_BYTES_PER_LOGIT), at the HBM bandwidth streaming kernels reach (HBM_EFFICIENCY)."""
     if t.framework == "megatron":
         return 0.0
-    logits = lay.mbs * t.seq_len / lay.cp * m.vocab / lay.tp
+    logits = lay.mbs * t.seq_len / lay.cp * m.vocab / vocab_shards(t, lay)
     return logits * LOSS_BYTES_PER_LOGIT / (gpu.hbm_gbps * 1e9 * HBM_EFFICIENCY)
 
 
