@@ -427,8 +427,9 @@ def trainer_case(r: dict, gpu: str = "h100-sxm", capacity_gib: float = TRAINER_C
 
 def loop_holdout(r: dict) -> bool:
     """Rows a fit may not use: every configuration whose number is a multiple of 3 (L03, L06,
-    ...: single-tensor and foreach AdamW, 8-bit AdamW, LoRA, SGD and 0.5B pure bf16 fall in the
-    held-out part; fused AdamW, set_to_none False and QLoRA in the other)."""
+    L09, L12: single-tensor AdamW, both eager configurations, a foreach one and Adafactor fall
+    in the held-out part; fused, 8-bit and the other foreach AdamW, SGD, set_to_none False,
+    LoRA and QLoRA in the other)."""
     return int(r["config"][1:]) % 3 == 0
 
 
