@@ -70,16 +70,16 @@ def logits_rows() -> list[dict]:
         t = TrainingSpec(seq_len=r["seq"], framework="hf", precision="pure-bf16", training="finetune")
         lay = Layout(mbs=r["mbs"])
         held = HELD_OUTPUT_PER_LOGIT * r["seq"] * r["mbs"] * r["vocab"]
+        models = {vocab: ModelSpec(name="calib", layers=1, hidden=r["h"], ffn=8192, heads=32, kv_heads=8, head_dim=64,
+                                   vocab=vocab) for vocab in (r["vocab"], 256)}
         alloc = {}
-        for vocab in (r["vocab"], 256):
-            m = ModelSpec(name="calib", layers=1, hidden=r["h"], ffn=8192, heads=32, kv_heads=8, head_dim=64, vocab=vocab)
+        for vocab, m in models.items():
             est = estimate_memory(Job(model=m, cluster=cluster, training=t), lay)
             bd = est.breakdown_gib
             # above the model, as the script reads it (no optimizer ever ran there)
             alloc[vocab] = (est.peak_gib - bd["cuda_context"] - bd["fragmentation"] - bd["weights"]
                             - bd["optimizer"] - bd["master_weights"]) * 2 ** 30
-        m = ModelSpec(name="calib", layers=1, hidden=r["h"], ffn=8192, heads=32, kv_heads=8, head_dim=64, vocab=r["vocab"])
-        saved = logits_bytes(m, t, lay)[0] + held
+        saved = logits_bytes(models[r["vocab"]], t, lay)[0] + held
         peak = alloc[r["vocab"]] - alloc[256] + held
         for what, meas, pred in (("kept", r["saved_extra_bytes"], saved), ("peak", r["peak_extra_bytes"], peak)):
             out.append({"id": f"V={r['vocab']} s={r['seq']} {what}", "measured": meas, "predicted": pred,

@@ -73,10 +73,11 @@ def training_carried(framework: str, job) -> list[str]:
 def zero_grad_carried(framework: str, job, lay) -> list[str]:
     """--zero-grad zeros is the training loop's call, which no config key sets (the Trainer's and
     torchtitan's loops call zero_grad() with PyTorch's set_to_none=True): said where it changes
-    the estimate, a PyTorch loop's own gradients (not Megatron's or DeepSpeed's buffers, which
-    the Trainer hands the model to from ZeRO-1 on)."""
-    t = job.training
-    if t.zero_grad != "zeros" or framework == "megatron" or (t.framework == "hf" and lay.zero >= 1):
+    the estimate, where the layout's recipe keeps the gradients only because the loop does
+    (kb/memory/states.Recipe.loop_kept: not Megatron's or DeepSpeed's buffers, which the
+    Trainer hands the model to from ZeRO-1 on)."""
+    from shardwise.kb.memory.states import recipe
+    if framework == "megatron" or not recipe(job.training, lay.zero).loop_kept:
         return []
     return ["the estimate keeps the gradients between steps (--zero-grad zeros): the training loop calls "
             "optimizer.zero_grad(set_to_none=False), which no key of this file sets"]

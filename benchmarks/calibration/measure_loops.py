@@ -32,18 +32,22 @@ BISECT = 4
 SEQ_MAX = 32768
 SEQ_STEP = 256            # bisection works in multiples of this
 
-MODELS = {
+# The Trainer steps' architectures (measure_trainer.py), with the released Llama 3.2 1B and 3B's
+# tied embeddings, and Qwen2.5 0.5B
+from measure_trainer import MODELS as TRAINER_MODELS  # noqa: E402  (this folder is on sys.path)
+
+
+def _tied(name):
+    arch, kw = TRAINER_MODELS[name]
+    return arch, dict(kw, tie_word_embeddings=True)
+
+
+MODELS = dict(TRAINER_MODELS, **{
     "qwen2.5-0.5b": ("qwen2", dict(hidden_size=896, intermediate_size=4864, num_attention_heads=14, num_key_value_heads=2,
                                    num_hidden_layers=24, vocab_size=151936, tie_word_embeddings=True)),
-    "llama3.2-1b": ("llama", dict(hidden_size=2048, intermediate_size=8192, num_attention_heads=32, num_key_value_heads=8,
-                                  num_hidden_layers=16, vocab_size=128256, head_dim=64, tie_word_embeddings=True)),
-    "llama3.2-3b": ("llama", dict(hidden_size=3072, intermediate_size=8192, num_attention_heads=24, num_key_value_heads=8,
-                                  num_hidden_layers=28, vocab_size=128256, head_dim=128, tie_word_embeddings=True)),
-    "llama3-8b": ("llama", dict(hidden_size=4096, intermediate_size=14336, num_attention_heads=32, num_key_value_heads=8,
-                                num_hidden_layers=32, vocab_size=128256, head_dim=128, tie_word_embeddings=False)),
-    "qwen2.5-1.5b": ("qwen2", dict(hidden_size=1536, intermediate_size=8960, num_attention_heads=12, num_key_value_heads=2,
-                                   num_hidden_layers=28, vocab_size=151936, tie_word_embeddings=True)),
-}
+    "llama3.2-1b": _tied("llama3.2-1b"),
+    "llama3.2-3b": _tied("llama3.2-3b"),
+})
 # id, model, mode (full | lora16 | qlora16), weights (fp32 = fp32 weights under bf16 autocast |
 # bf16 = pure bf16), optimizer, set_to_none, ckpt, attention, mbs, first seq
 CONFIGS = [

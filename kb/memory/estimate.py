@@ -24,10 +24,7 @@ outside PyTorch's allocator and added last.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from ..defaults import ADAPTERS
 from ..frameworks import megatron_ep_overlap_share
@@ -97,7 +94,7 @@ def _states(job: Job, lay: Layout, sp) -> st.States:
         s = st.States(s.weights * trained, s.grads * trained, s.master * trained, s.optimizer * trained,
                       s.compute_copy, s.fp8_cache * trained,
                       frozen * st.frozen_bf16(sp.total, lay.zero, group), s.persistent_grads,
-                      s.optimizer_temp * trained)
+                      s.optimizer_temp * trained, loop_kept_grads=s.loop_kept_grads)
     return s
 
 
@@ -179,10 +176,7 @@ def _peak(job: Job, lay):
         fwd_copies = where(act.fp32_weights_under_autocast(t, lay), s.compute_copy, copies)
         phases = phase_live(s, lay, a, copies, fwd_copies, logits_fwd, spike, transient, head_grads)
         # the gradients kept only because of --zero-grad zeros (not a framework's own buffer)
-        kept_grads = 0.0
-        if st.grads_kept(t):
-            freed = _states(dataclasses.replace(job, training=t.model_copy(update={"zero_grad": "set-to-none"})), lay, sp)
-            kept_grads = where(s.persistent_grads & ~np.asarray(freed.persistent_grads), s.grads, 0.0)
+        kept_grads = where(s.loop_kept_grads, s.grads, 0.0)
         for name, ph in phases.items():
             dynamic = sum(ph.values())
             allocated = persistent + buffers + dequant + dynamic

@@ -53,10 +53,10 @@ def vocab_shards(t: TrainingSpec, lay: Layout):
 def logits_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> tuple[float, float]:
     """(kept after forward, all of it at the loss's backward peak) for one micro-batch on one
     rank; both include what is kept."""
-    n = tokens_local(t, lay) * m.vocab
+    n = tokens_local(t, lay) * m.vocab / vocab_shards(t, lay)
     if profile(t) == "megatron":
-        return MEGATRON_SAVED_PER_LOGIT * n / lay.tp, MEGATRON_PEAK_PER_LOGIT * n / lay.tp
-    return HF_SAVED_PER_LOGIT * n / vocab_shards(t, lay), HF_PEAK_PER_LOGIT * n / vocab_shards(t, lay)
+        return MEGATRON_SAVED_PER_LOGIT * n, MEGATRON_PEAK_PER_LOGIT * n
+    return HF_SAVED_PER_LOGIT * n, HF_PEAK_PER_LOGIT * n
 
 
 def logits_forward_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> float:

@@ -30,6 +30,8 @@ class Recipe:
     persistent_grads: the gradient buffer lives for the whole run (Megatron, DeepSpeed, and a
                PyTorch loop with --zero-grad zeros); False = created in backward and freed
                after the step (PyTorch set_to_none)
+    loop_kept: the gradients live for the whole run only because the loop keeps them
+               (--zero-grad zeros, grads_kept), not in a framework's own buffer
     state_dtype: bytes of one optimizer-state element (4 fp32; 2 under pure-bf16)
     main_grad_copy: bytes per parameter (before sharding) of an fp32 copy of the gradient
                made for the optimizer step only (Megatron's distributed optimizer with bf16 grads)
@@ -43,6 +45,7 @@ class Recipe:
     compute_copy: float = 0.0
     fp8_cache: float = 0.0
     persistent_grads: bool = True
+    loop_kept: bool = False
     state_dtype: float = 4.0
     main_grad_copy: float = 0.0
 
@@ -95,8 +98,9 @@ def _recipe(t: TrainingSpec, fw: str) -> Recipe:
       (full_training_states). torchao float8 in fsdp casts per GEMM and keeps no cache.
     """
     if t.precision == "pure-bf16":
+        loop = grads_kept(t) and fw not in ("megatron", "deepspeed")
         return Recipe(weights=2, grads=2, master=0, moments=opt.state_bytes(t, 2.0), state_dtype=2.0,
-                      persistent_grads=fw in ("megatron", "deepspeed") or grads_kept(t))
+                      persistent_grads=fw in ("megatron", "deepspeed") or loop, loop_kept=loop)
     mom = opt.state_bytes(t, 4.0)
     fp8 = 2.0 if t.precision == "fp8" and fw == "deepspeed" else 0.0
     if fw == "megatron":
@@ -104,7 +108,8 @@ def _recipe(t: TrainingSpec, fw: str) -> Recipe:
         return Recipe(weights=2, grads=g, master=4, moments=mom, fp8_cache=fp8, main_grad_copy=4.0 if g < 4 else 0.0)
     if fw == "deepspeed":
         return Recipe(weights=2, grads=2, grads_fp32=4, master=4, moments=mom, fp8_cache=fp8)
-    return Recipe(weights=4, grads=4, master=0, moments=mom, compute_copy=2, persistent_grads=grads_kept(t))
+    return Recipe(weights=4, grads=4, master=0, moments=mom, compute_copy=2, persistent_grads=grads_kept(t),
+                  loop_kept=grads_kept(t))
 
 
 def grads_kept(t: TrainingSpec) -> bool:
@@ -129,6 +134,7 @@ class States:
     persistent_grads: bool
     optimizer_temp: float    # extra memory during the optimizer step (foreach temporaries)
     accumulated_grads: float = 0.0   # unsharded grads held across micro-batches (FSDP under PP)
+    loop_kept_grads: bool = False    # persistent only because the loop keeps them (Recipe.loop_kept)
 
 
 def _shard(b: float, on, group):
@@ -175,7 +181,8 @@ def full_training_states(params_rank: float, gemm_rank: float, expert_rank: floa
         # bf16 and their gradients accumulate unsharded in fp32 (mixed_precision_reduce).
         compute_copy = where(zero == 3, (params_rank + expert_rank) * 2.0, compute_copy)
         accumulated = where(zero == 3, (params_rank + expert_rank) * 4.0, 0.0)
-    return States(weights, grads, master, moments, compute_copy, fp8, 0.0, r.persistent_grads, temp, accumulated)
+    return States(weights, grads, master, moments, compute_copy, fp8, 0.0, r.persistent_grads, temp, accumulated,
+                  r.loop_kept)
 
 
 def lora_params(m: ModelSpec, rank: int) -> int:
@@ -218,7 +225,7 @@ def adapter_states(m: ModelSpec, t: TrainingSpec, params_rank: float, block_line
     temp = opt.step_temporaries(t, _shard(ad, zero >= 1, group), largest, 4.0)
     return States(weights=_shard(ad * 4, zero >= 3, group), grads=_shard(ad * 4, zero >= 2, group), master=0.0,
                   optimizer=_shard(ad * mom, zero >= 1, group), compute_copy=ad * 2, fp8_cache=0.0, frozen=base,
-                  persistent_grads=grads_kept(t), optimizer_temp=temp)
+                  persistent_grads=grads_kept(t), optimizer_temp=temp, loop_kept_grads=grads_kept(t))
 
 
 def frozen_bf16(params_rank: float, zero: int, group: int) -> float:
