@@ -110,6 +110,16 @@ def test_training_types_change_what_has_to_fit():
     assert qlora.peak_gib < lora.peak_gib < full.peak_gib < rlhf.peak_gib
 
 
+def test_rlhf_under_fsdp_and_pipelining_keeps_the_accumulated_gradients():
+    """FSDP under PP holds the stage's unsharded gradients across micro-batches; PPO's policy
+    and value models add their states on top, never take that buffer away."""
+    layout = "pp=2,dp=8,zero=3,mbs=1,recompute=full"
+    finetune = mem(build_job(model="llama-3-8b", gpus=16, framework="fsdp", training="finetune"), layout)
+    rlhf = mem(build_job(model="llama-3-8b", gpus=16, framework="fsdp", training="rlhf"), layout)
+    assert rlhf.breakdown_gib["gradients"] > finetune.breakdown_gib["gradients"]
+    assert rlhf.peak_gib > finetune.peak_gib
+
+
 def test_more_memory_per_gpu_never_hurts():
     small = mem(job70(gpu="h100-sxm"), "tp=8,pp=4,zero=1,mbs=2,recompute=selective")
     big = mem(job70(gpu="h200"), "tp=8,pp=4,zero=1,mbs=2,recompute=selective")

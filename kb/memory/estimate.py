@@ -24,7 +24,7 @@ outside PyTorch's allocator and added last.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..defaults import ADAPTERS
 from ..frameworks import megatron_ep_overlap_share
@@ -91,10 +91,14 @@ def _states(job: Job, lay: Layout, sp) -> st.States:
         # PPO: policy and value model trained (two sets of states), reference and reward frozen
         trained = t.rlhf_models // 2
         frozen = t.rlhf_models - trained
-        s = st.States(s.weights * trained, s.grads * trained, s.master * trained, s.optimizer * trained,
-                      s.compute_copy, s.fp8_cache * trained,
-                      frozen * st.frozen_bf16(sp.total, lay.zero, group), s.persistent_grads,
-                      s.optimizer_temp * trained, loop_kept_grads=s.loop_kept_grads)
+        # replace, not a positional rebuild, so a field added to States later keeps its value
+        # rather than falling back to its default (accumulated_grads once did: FSDP under PP
+        # read 0). The transients -- the compute copies, the unsharded gradients FSDP under PP
+        # accumulates -- belong to the model whose step is running: one at a time.
+        s = replace(s, weights=s.weights * trained, grads=s.grads * trained, master=s.master * trained,
+                    optimizer=s.optimizer * trained, fp8_cache=s.fp8_cache * trained,
+                    frozen=frozen * st.frozen_bf16(sp.total, lay.zero, group),
+                    optimizer_temp=s.optimizer_temp * trained)
     return s
 
 
