@@ -83,6 +83,21 @@ def zero_grad_carried(framework: str, job, lay) -> list[str]:
             "optimizer.zero_grad(set_to_none=False), which no key of this file sets"]
 
 
+def attention_carried(framework: str, job) -> list[str]:
+    """Eager attention, which the estimate sized with its whole score matrices (and timed
+    through HBM), where the export cannot set it: torchtitan and Nanotron have no unfused path
+    (SDPA or FlexAttention; flash-attn), and the files that configure the user's own script
+    (DeepSpeed, FSDP2, Accelerate) leave the model's attention to its from_pretrained call.
+    Megatron's launch sets it (export/megatron.attention_backend_args)."""
+    if job.training.attention != "eager" or framework == "megatron":
+        return []
+    if framework in WHOLE_RUNS:
+        return [f"eager attention: {framework} runs a fused kernel, with no unfused path, so it needs less memory "
+                "and time than the estimate, which sized eager's score matrices"]
+    return ["eager attention is the model's from_pretrained(..., attn_implementation=\"eager\") in your script, "
+            "which no key of this file sets"]
+
+
 def export(framework: str, target):
     """The framework's export; a layout with per-module recomputation goes to the others as
     selective recomputation, their nearest, and says so; so does a job timed on Megatron's
@@ -90,6 +105,7 @@ def export(framework: str, target):
     the parallelism (adapters, a checkpoint to load) is said, or refused (training_carried)."""
     carried, lay = training_carried(framework, target.job), target.layout
     carried += zero_grad_carried(framework, target.job, lay)
+    carried += attention_carried(framework, target.job)
     if framework != "megatron" and target.job.training.cuda_graphs != "none":
         carried.append("--cuda-graphs full-iteration is Megatron-Core's whole-step CUDA graph; this runs without "
                        "it" + (", so the MoE layers' host-side time, which the estimate left out, is back"

@@ -19,6 +19,19 @@ from shardwise.kb.stages import layers_on_stage, pipeline_slots
 from .target import Export, Target, shell_command, with_caveats
 
 
+# --attention-backend (megatron/core/transformer/enums.py AttnBackend: flash, fused, unfused,
+# local, auto; auto, the default, picks Transformer Engine's cuDNN fused kernel on Hopper and
+# Blackwell): eager attention is TE's UnfusedDotProductAttention, which materialises the scores
+# as the estimate sized them; FlashAttention-2 is TE's flash backend (flash-attn). The default
+# stands for "flash" (the cuDNN class) and "sdpa", which Megatron has no kernel of its own for.
+ATTENTION_BACKEND = {"eager": "unfused", "flash2": "flash"}
+
+
+def attention_backend_args(attention: str) -> list:
+    backend = ATTENTION_BACKEND.get(attention)
+    return ["--attention-backend", backend] if backend else []
+
+
 def model_args(tg: Target) -> tuple[list[str], list[str]]:
     """The model Megatron builds: the shape the estimate sized, and caveats for what its command
     line cannot build (megatron/training/arguments.py; TransformerConfig fields become flags
@@ -68,6 +81,7 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
     # attention_dropout 0.0), and under a full-iteration graph recomputation refuses it
     # (TransformerConfig: "attention dropout is not supported with graphed attention recomputation")
     a += ["--attention-dropout", 0.0, "--hidden-dropout", 0.0]
+    a += attention_backend_args(tg.job.training.attention)
     if m.is_moe:
         a += moe_args(m, graphs=graphed_moe(tg))
     if m.parallel_attn:

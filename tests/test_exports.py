@@ -66,6 +66,8 @@ def layouts():
     trainer_long = build_job(model="llama-3-8b", gpus=16, training="finetune", seq_len=32768)
     # full-iteration CUDA graphs: HybridEP capacity, op fuser and paged stash beside the EP overlap
     graphed_moe = build_job(model="qwen3-30b-a3b", gpus=64, gpu="gb200", precision="fp8", cuda_graphs="full-iteration")
+    # eager attention: Megatron's unfused backend, a note for the others
+    eager = build_job(model="llama-3-8b", gpus=8, training="finetune", framework="hf", attention="eager")
     return [
         Target(big, Layout(tp=4, pp=16, vp=4, dp=4, zero=1, sp=True, mbs=1, grad_accum=192, recompute="none")),
         Target(dense, Layout(tp=4, pp=8, vp=5, dp=2, zero=1, sp=True, mbs=1, grad_accum=64, recompute="none")),
@@ -89,7 +91,24 @@ def layouts():
         Target(trainer_long, Layout(dp=4, cp=4, zero=3, mbs=1, grad_accum=8, recompute="full")),
         # per-module recompute under the graph: Megatron refuses it with dropout, which the export turns off
         Target(graphed_moe, Layout(tp=1, pp=2, vp=2, dp=32, ep=8, zero=1, mbs=1, grad_accum=32, recompute="modules")),
+        Target(eager, Layout(dp=8, zero=1, mbs=1, grad_accum=4, recompute="full")),
     ]
+
+
+def test_eager_attention_is_exported_or_said():
+    """The estimate sized eager attention's score matrices: Megatron's launch asks for its unfused
+    backend; every other export says where eager attention has to be set, or that it cannot be."""
+    tg = layouts()[-1]
+    assert tg.job.training.attention == "eager"
+    out = export_all(tg)
+    assert "--attention-backend unfused" in out["megatron"]["files"]["megatron_pretrain.sh"]
+    for fw in ("deepspeed", "fsdp", "accelerate"):
+        assert any('attn_implementation="eager"' in c for c in out[fw]["caveats"]), fw
+    for fw in ("torchtitan", "nanotron"):
+        assert any(c.startswith("eager attention:") for c in out[fw]["caveats"]), fw
+    flash = export_all(Target(build_job(model="llama-3-8b", gpus=8, training="finetune", framework="hf"), tg.layout))
+    assert "--attention-backend" not in flash["megatron"]["files"]["megatron_pretrain.sh"]
+    assert not any("eager" in c for fw in flash.values() for c in fw["caveats"])
 
 
 @pytest.mark.parametrize("tg", layouts(), ids=lambda t: t.layout.describe().replace(" ", ","))
