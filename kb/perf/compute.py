@@ -165,6 +165,9 @@ class LayerTime:
     gemm: float
     attention: float
     elementwise: float
+    # the forward's share of ``gemm``: 2 of the 6 MNK of a trained weight, but 2 of the 4 of a
+    # frozen one (no weight gradient), so recomputing a LoRA layer's forward is half its GEMM time
+    gemm_forward: float = 0.0
 
     @property
     def total(self) -> float:
@@ -229,10 +232,11 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     if moe:
         copies = moe_tokens(tokens, lay) * m.top_k
         ew += copies * (expert_bias_bytes(m, t) + glu_clamp_bytes(m, t, lay.etp)) / (gpu.hbm_gbps * 1e9)
+    gemm_forward = gemm / 3.0
     if t.training in ADAPTERS:
         gemm *= FROZEN_GEMM_SHARE
         ew += tokens * lora_bytes_per_token(m, moe, adapters_in_fp32(t, lay)) / tp / (gpu.hbm_gbps * 1e9)
-    return LayerTime(gemm, attention, ew)
+    return LayerTime(gemm, attention, ew, gemm_forward)
 
 
 def fp32_residual_bytes(t: TrainingSpec, lay: Layout):
