@@ -109,15 +109,19 @@ def flash_kernel_rate(t: TrainingSpec, gpu: GPUSpec, blocks: float) -> float:
 # writes fp32 (2 + 4), the cast reads and writes (4 + 2), AV reads it (2): 26. Backward: dP
 # written (2), P read for dV (2), the cast's backward (2 + 4), the softmax's (4 + 4 + 4 read,
 # 2 written), the scaling's (2 + 2), dS read for dQ and dK (2 + 2): 32. 58 in all.
+EAGER_FORWARD_BYTES_PER_SCORE = 26.0
 EAGER_BYTES_PER_SCORE = 58.0
 
 
-def eager_attention_time(attn_fwd_flops: float, scores: float, gpu: GPUSpec) -> float:
+def eager_attention_time(attn_fwd_flops: float, scores: float, gpu: GPUSpec, forward_only: bool = False) -> float:
     """Unfused attention: QK^T and AV as ordinary GEMMs over the whole square (3 x their forward
     FLOPs, twice the causal count, at the GEMM efficiency of a head-dim-sized reduction) plus the
-    score traffic through HBM; ``attn_fwd_flops`` is the causal count, ``scores`` the square's."""
-    gemm = 3.0 * 2.0 * attn_fwd_flops / (gpu.sustained_tflops("bf16") * 1e12 * gemm_efficiency(128.0))
-    return gemm + scores * EAGER_BYTES_PER_SCORE / (gpu.hbm_gbps * 1e9 * HBM_EFFICIENCY)
+    score traffic through HBM; ``attn_fwd_flops`` is the causal count, ``scores`` the square's.
+    ``forward_only``: the forward's GEMMs (a third) and its 26 bytes a score, what a recomputed
+    layer runs again."""
+    passes, per_score = (1.0, EAGER_FORWARD_BYTES_PER_SCORE) if forward_only else (3.0, EAGER_BYTES_PER_SCORE)
+    gemm = passes * 2.0 * attn_fwd_flops / (gpu.sustained_tflops("bf16") * 1e12 * gemm_efficiency(128.0))
+    return gemm + scores * per_score / (gpu.hbm_gbps * 1e9 * HBM_EFFICIENCY)
 
 
 # The loss's memory traffic on the torch-native path (transformers' ForCausalLMLoss, torchtitan's
@@ -168,6 +172,9 @@ class LayerTime:
     # the forward's share of ``gemm``: 2 of the 6 MNK of a trained weight, but 2 of the 4 of a
     # frozen one (no weight gradient), so recomputing a LoRA layer's forward is half its GEMM time
     gemm_forward: float = 0.0
+    # the forward's share of ``attention``: 1 of 3.5 for a flash kernel (its backward is 2.5x),
+    # a third of the GEMMs and 26 of the 58 bytes a score for eager attention
+    attention_forward: float = 0.0
 
     @property
     def total(self) -> float:
@@ -216,8 +223,10 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     attn_fwd = tokens * windowed_attention_flops(m, t) / tp
     if t.attention == "eager":
         attention = eager_attention_time(attn_fwd, tokens * heads * t.seq_len, gpu)
+        attention_forward = eager_attention_time(attn_fwd, tokens * heads * t.seq_len, gpu, forward_only=True)
     else:
         attention = (1.0 + FLASH_BWD_OVER_FWD) * attn_fwd / flash_kernel_rate(t, gpu, blocks)
+        attention_forward = attention / (1.0 + FLASH_BWD_OVER_FWD)
     prof = framework_profile(t.framework)
     seq_shard = where(lay.sp, tp, 1)
     ew = tokens * prof["elementwise_bytes"] * h / seq_shard / (gpu.hbm_gbps * 1e9)
@@ -236,7 +245,7 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     if t.training in ADAPTERS:
         gemm *= FROZEN_GEMM_SHARE
         ew += tokens * lora_bytes_per_token(m, moe, adapters_in_fp32(t, lay)) / tp / (gpu.hbm_gbps * 1e9)
-    return LayerTime(gemm, attention, ew, gemm_forward)
+    return LayerTime(gemm, attention, ew, gemm_forward, attention_forward)
 
 
 def fp32_residual_bytes(t: TrainingSpec, lay: Layout):

@@ -121,24 +121,25 @@ def recompute_seconds(framework: str, recompute: str, lt) -> float:
     """Seconds one layer's recomputation adds to its forward + backward ``lt`` (compute.LayerTime).
 
     full: the layer's forward again: its forward GEMMs (lt.gemm_forward: a third of a trained
-    layer's GEMM time, half of a frozen one's, as LoRA's base computes no weight gradients) and a
-    third of the attention and elementwise time. selective (Megatron
-    core_attn, and transformers'): the attention core's forward, 1/3.5 of its forward + backward
-    (FlashAttention's backward is 2.5x its forward). selective under torchtitan (fsdp): its
-    per-op checkpointing keeps the attention outputs and every other matmul's output
-    (kb/memory/activations.py sizes the same), so half the forward GEMMs and the
-    forward elementwise work, elementwise / 3, run again. modules: core attention as selective,
-    plus the norms' and the expert activation's forward, about a quarter of the layer's
-    elementwise traffic (its forward half is norms, activation, RoPE and residual adds) --
-    estimated, not fitted."""
+    layer's GEMM time, half of a frozen one's, as LoRA's base computes no weight gradients), its
+    attention's forward (lt.attention_forward: 1/3.5 of a flash kernel's forward + backward, as
+    FlashAttention's backward is 2.5x its forward; for eager attention a third of its GEMMs and
+    26 of its 58 bytes a score) and a third of the elementwise time. selective (Megatron
+    core_attn, and transformers'): the attention core's forward. selective under torchtitan
+    (fsdp): its per-op checkpointing keeps the attention outputs and every other matmul's output
+    (kb/memory/activations.py sizes the same), so half the forward GEMMs and the forward
+    elementwise work, elementwise / 3, run again. modules: core attention as selective, plus the
+    norms' and the expert activation's forward, about a quarter of the layer's elementwise
+    traffic (its forward half is norms, activation, RoPE and residual adds) -- estimated, not
+    fitted."""
     if recompute == "full":
-        return lt.gemm_forward + (lt.attention + lt.elementwise) / 3.0
+        return lt.gemm_forward + lt.attention_forward + lt.elementwise / 3.0
     if recompute == "selective" and framework == "fsdp":
         return lt.gemm_forward / 2.0 + lt.elementwise / 3.0
     if recompute == "selective":
-        return lt.attention / 3.5
+        return lt.attention_forward
     if recompute == "modules":
-        return lt.attention / 3.5 + lt.elementwise / 4.0
+        return lt.attention_forward + lt.elementwise / 4.0
     return 0.0
 
 
