@@ -257,13 +257,13 @@ def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compu
 def step_time(job: Job, lay: Layout) -> StepTime:
     m, t, c = job.model, job.training, job.cluster
     stages = all_stages(m, lay)
-    t_max = t_sum = compute_mb = dense_rank = expert_rank = kinds_max = host_max = host_sum = None
+    t_max = t_sum = compute_mb = dense_rank = expert_rank = cast_rank = kinds_max = host_max = host_sum = None
     for sp in stages:
         compute, kinds, host = _stage_time(job, lay, sp, sp.stage == lay.pp - 1)
         total_mb = compute + sum(kinds.values())
         if t_max is None:
             t_max, t_sum, compute_mb, kinds_max, host_max, host_sum = total_mb, total_mb, compute, kinds, host, host
-            dense_rank, expert_rank = sp.dense, sp.experts
+            dense_rank, expert_rank, cast_rank = sp.dense, sp.experts, sp.gemm - sp.experts
             continue
         # the slowest stage sets the pace (the later one on a tie); middle stages are like stage 1
         later = total_mb >= t_max
@@ -275,6 +275,7 @@ def step_time(job: Job, lay: Layout) -> StepTime:
         compute_mb = maximum(compute_mb, compute)
         dense_rank = maximum(dense_rank, sp.dense)
         expert_rank = maximum(expert_rank, sp.experts)
+        cast_rank = maximum(cast_rank, sp.gemm - sp.experts)
     t_avg = t_sum / len(stages)
     mcount = lay.grad_accum
     pipe = mcount * t_max + (lay.pp - 1) * t_avg / lay.vp
@@ -285,7 +286,11 @@ def step_time(job: Job, lay: Layout) -> StepTime:
     sharded = where(lay.zero >= 1, dense_rank / lay.shard_group + expert_rank / lay.expert_shard_group, params_rank)
     bandwidth = c.gpu.hbm_gbps * 1e9 * HBM_EFFICIENCY
     opt = sharded * trained_fraction(m, t) * pt.step_bytes_per_param(t) / bandwidth
-    casts = mcount * params_rank * pt.microbatch_bytes_per_param(t, lay) / bandwidth
+    # autocast casts the linear layers' weights (projections, MLP, LM head), as its weight-cast
+    # cache holds them (kb/memory/states compute_copy): not the input embedding, the norms, or
+    # transformers' fp32 experts; QLoRA dequantises every 4-bit weight it holds
+    cast_params = params_rank if t.training == "qlora" else cast_rank
+    casts = mcount * cast_params * pt.microbatch_bytes_per_param(t, lay) / bandwidth
     total = pipe + dp + opt + casts
     comm_kinds = {k: v * mcount for k, v in kinds_max.items()}
     comm_kinds["dp"] = dp
