@@ -106,6 +106,8 @@ def test_eager_attention_is_exported_or_said():
         assert any('attn_implementation="eager"' in c for c in out[fw]["caveats"]), fw
     for fw in ("torchtitan", "nanotron"):
         assert any(c.startswith("eager attention:") for c in out[fw]["caveats"]), fw
+    flash2 = export("megatron", Target(build_job(model="llama-3-8b", gpus=8, attention="flash2"), tg.layout))
+    assert "--attention-backend flash" in flash2.files["megatron_pretrain.sh"]
     flash = export_all(Target(build_job(model="llama-3-8b", gpus=8, training="finetune", framework="hf"), tg.layout))
     assert "--attention-backend" not in flash["megatron"]["files"]["megatron_pretrain.sh"]
     assert not any("eager" in c for fw in flash.values() for c in fw["caveats"])
@@ -468,3 +470,14 @@ def test_other_frameworks_say_they_run_without_megatrons_cuda_graphs():
             assert (notes != []) == (graphs == "full-iteration"), (fw, graphs)
             assert all("host-side time" in c for c in notes)
         assert not [c for c in export("megatron", Target(job, lay)).caveats if "--cuda-graphs" in c]
+
+
+@pytest.mark.parametrize("model", ["deepseek-v3", "gpt-oss-120b"])
+def test_flash2_is_not_forced_on_a_model_te_flash_attn_cannot_run(model):
+    """Transformer Engine's flash-attn backend has no MLA and no attention sinks; with
+    --attention-backend flash the other backends are off and Megatron fails to start, so the
+    export leaves Megatron its default and says why."""
+    job = build_job(model=model, gpus=64, gpu="h100-sxm", attention="flash2")
+    ex = export("megatron", Target(job, Layout(tp=1, pp=1, dp=64, ep=8, zero=1, mbs=1, grad_accum=4, recompute="full")))
+    assert "--attention-backend" not in ex.files["megatron_pretrain.sh"]
+    assert any(c.startswith("--attention flash2:") for c in ex.caveats)

@@ -519,3 +519,17 @@ def test_recomputing_eager_attention_runs_its_forward_traffic_again():
     assert lt.attention / 3 < lt.attention_forward < lt.attention / 2
     assert step.recompute_seconds("hf", "full", lt) == pytest.approx(
         lt.gemm_forward + lt.attention_forward + lt.elementwise / 3)
+
+
+def test_selective_recomputation_reruns_eager_attention_where_it_is_not_kept():
+    """torchtitan's per-op checkpointing keeps the SDPA outputs: with eager attention its bmm and
+    softmax are recomputed, so selective costs more there than with a fused kernel; Megatron's
+    selective recomputes the attention core either way, eager's forward traffic included."""
+    def extra(framework, attention):
+        job = build_job(model="llama-3-8b", gpus=8, gpu="h100-sxm", seq_len=4096, global_batch=64,
+                        framework=framework, attention=attention)
+        none = step_time(job, resolve_layout(job, "dp=8,zero=1,mbs=1,recompute=none")[0]).step_time_s
+        sel = step_time(job, resolve_layout(job, "dp=8,zero=1,mbs=1,recompute=selective")[0]).step_time_s
+        return sel - none
+    assert extra("fsdp", "eager") > 2 * extra("fsdp", "flash")
+    assert extra("megatron", "eager") > 2 * extra("megatron", "flash") > 0

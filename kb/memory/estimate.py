@@ -93,12 +93,17 @@ def _states(job: Job, lay: Layout, sp) -> st.States:
         frozen = t.rlhf_models - trained
         # replace, not a positional rebuild, so a field added to States later keeps its value
         # rather than falling back to its default (accumulated_grads once did: FSDP under PP
-        # read 0). The transients -- the compute copies, the unsharded gradients FSDP under PP
-        # accumulates -- belong to the model whose step is running: one at a time.
+        # read 0). The transients -- compute copies, optimizer temporaries, the unsharded
+        # gradients FSDP under PP accumulates -- are those of the models one backward and one
+        # optimizer step hold: both under the Trainer, whose PPO (TRL PPOTrainer) wraps policy
+        # and value in one PolicyAndValueWrapper with one loss, backward and optimizer.step;
+        # one at a time elsewhere (OpenRLHF, verl, NeMo-RL train actor and critic in turn)
+        together = trained if t.framework == "hf" else 1
         s = replace(s, weights=s.weights * trained, grads=s.grads * trained, master=s.master * trained,
                     optimizer=s.optimizer * trained, fp8_cache=s.fp8_cache * trained,
                     frozen=frozen * st.frozen_bf16(sp.total, lay.zero, group),
-                    optimizer_temp=s.optimizer_temp * trained)
+                    compute_copy=s.compute_copy * together, optimizer_temp=s.optimizer_temp * together,
+                    accumulated_grads=s.accumulated_grads * together)
     return s
 
 

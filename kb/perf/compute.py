@@ -171,10 +171,13 @@ class LayerTime:
     elementwise: float
     # the forward's share of ``gemm``: 2 of the 6 MNK of a trained weight, but 2 of the 4 of a
     # frozen one (no weight gradient), so recomputing a LoRA layer's forward is half its GEMM time
-    gemm_forward: float = 0.0
+    gemm_forward: float
     # the forward's share of ``attention``: 1 of 3.5 for a flash kernel (its backward is 2.5x),
     # a third of the GEMMs and 26 of the 58 bytes a score for eager attention
-    attention_forward: float = 0.0
+    attention_forward: float
+    # unfused attention (bmm, softmax, bmm): a fused kernel's output is what per-op checkpointing
+    # keeps, eager's ops are recomputed (kb/perf/step.recompute_seconds)
+    eager: bool
 
     @property
     def total(self) -> float:
@@ -245,7 +248,7 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     if t.training in ADAPTERS:
         gemm *= FROZEN_GEMM_SHARE
         ew += tokens * lora_bytes_per_token(m, moe, adapters_in_fp32(t, lay)) / tp / (gpu.hbm_gbps * 1e9)
-    return LayerTime(gemm, attention, ew, gemm_forward, attention_forward)
+    return LayerTime(gemm, attention, ew, gemm_forward, attention_forward, t.attention == "eager")
 
 
 def fp32_residual_bytes(t: TrainingSpec, lay: Layout):

@@ -128,14 +128,15 @@ def recompute_seconds(framework: str, recompute: str, lt) -> float:
     core_attn, and transformers'): the attention core's forward. selective under torchtitan
     (fsdp): its per-op checkpointing keeps the attention outputs and every other matmul's output
     (kb/memory/activations.py sizes the same), so half the forward GEMMs and the forward
-    elementwise work, elementwise / 3, run again. modules: core attention as selective, plus the
+    elementwise work, elementwise / 3, run again, and eager attention's forward, whose bmm and
+    softmax are not the SDPA ops the policy keeps (export/fsdp.py _SAVED). modules: core attention as selective, plus the
     norms' and the expert activation's forward, about a quarter of the layer's elementwise
     traffic (its forward half is norms, activation, RoPE and residual adds) -- estimated, not
     fitted."""
     if recompute == "full":
         return lt.gemm_forward + lt.attention_forward + lt.elementwise / 3.0
     if recompute == "selective" and framework == "fsdp":
-        return lt.gemm_forward / 2.0 + lt.elementwise / 3.0
+        return lt.gemm_forward / 2.0 + lt.elementwise / 3.0 + where(lt.eager, lt.attention_forward, 0.0)
     if recompute == "selective":
         return lt.attention_forward
     if recompute == "modules":
