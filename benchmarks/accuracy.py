@@ -29,6 +29,12 @@ def main() -> None:
     summarize("per-layer activations, h100_hf_activations.jsonl", calibration.activation_rows())
     summarize("logits and loss, h100_hf_logits.jsonl", calibration.logits_rows())
     summarize("whole-step peak, torchtitan rows of published_runs.yaml", calibration.torchtitan_peak_rows(), unit="GiB")
+    print("\n== what LoRA changes in a layer's saved tensors, cpu_lora_saved_tensors.jsonl (bytes per token)")
+    lora = calibration.lora_saved_rows()
+    for r in lora:
+        print(f"  {r['id']:<40} measured {r['measured']:+8.1f}  predicted {r['predicted']:+8.1f}"
+              f"  error {r['error']:+.3f} h")
+    print(f"  max |error| {max(abs(r['error']) for r in lora):.3f} bytes per token per hidden unit")
     print("\n== whole steps on one GPU, like for like (row by row: python benchmarks/trainer_steps.py)")
     for name, rows in (("Trainer, H100, h100_hf_trainer_steps.jsonl", calibration.trainer_rows("h100")),
                        ("Trainer, H200, h200_hf_trainer_steps.jsonl", calibration.trainer_rows("h200")),

@@ -56,6 +56,33 @@ def activation_rows() -> list[dict]:
     return out
 
 
+def lora_saved_rows() -> list[dict]:
+    """What PEFT's LoRA changes in a layer's saved tensors (cpu_lora_saved_tensors.jsonl, taken by
+    measure_saved_tensors.py): the measured difference from the same layer fully trained in
+    bf16, against the estimate's per-layer bytes of the two jobs. fp32 adapters are the
+    Trainer's (hf, ZeRO-0), bf16 ones the DeepSpeed engine's."""
+    rows = _jsonl("cpu_lora_saved_tensors.jsonl")
+    full = {(r["hidden"], r["ffn"], r["heads"], r["kv_heads"], r["lora_rank"]): r["saved_bytes_per_token"]
+            for r in rows if r["mode"] == "full"}
+    out = []
+    for r in rows:
+        if r["mode"] == "full":
+            continue
+        key = (r["hidden"], r["ffn"], r["heads"], r["kv_heads"], r["lora_rank"])
+        m = ModelSpec(name="calib", layers=1, hidden=r["hidden"], ffn=r["ffn"], heads=r["heads"],
+                      kv_heads=r["kv_heads"], vocab=1024)
+        framework = "hf" if r["mode"] == "lora" else "deepspeed"
+        lay = Layout(mbs=1, recompute="none")
+        base = TrainingSpec(seq_len=r["seq"], framework=framework, precision="pure-bf16")
+        lora = TrainingSpec(seq_len=r["seq"], framework=framework, training="lora", lora_rank=r["lora_rank"])
+        pred = (act.layer_bytes_per_token(m, lora, lay, False, r["seq"])
+                - act.layer_bytes_per_token(m, base, lay, False, r["seq"]))
+        meas = r["saved_bytes_per_token"] - full[key]
+        out.append({"id": f"h={key[0]} F={key[1]} heads={key[2]}/{key[3]} r={key[4]} {r['mode']}",
+                    "measured": meas, "predicted": pred, "error": (pred - meas) / r["hidden"]})
+    return out
+
+
 def logits_rows() -> list[dict]:
     """measure.py's logits rows: a one-layer bf16 model with the vocabulary V less the same
     model with 256 entries, after the forward (kept) and at the fwd+bwd peak. Its script holds

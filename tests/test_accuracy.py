@@ -19,6 +19,16 @@ def test_per_layer_activations_within_5_percent_of_every_measured_row():
             assert abs(r["error"]) < 0.05, r["id"]
 
 
+def test_lora_changes_what_a_layer_keeps_as_measured():
+    """PEFT's adapters keep their own inputs and the frozen base keeps less: the difference from
+    full fine-tuning, measured on four layer shapes with fp32 (Trainer) and bf16 (DeepSpeed)
+    adapters, within a tenth of a byte per token per hidden unit."""
+    rows = calibration.lora_saved_rows()
+    assert len(rows) == 8
+    assert max(abs(r["error"]) for r in rows) < 0.1
+    assert any(r["measured"] > 0 for r in rows) and any(r["measured"] < 0 for r in rows)
+
+
 def test_logits_within_2_percent():
     """measure.py's rows, predicted as that script measured them (it holds the model output
     through backward; the peak is a difference of two models' peaks): 12 bytes per logit at the
@@ -72,7 +82,8 @@ def test_h200_trainer_steps_memory_and_fits():
     rows = calibration.trainer_rows("h200")
     assert len(rows) == 24
     errs = [abs(r["error"]) for r in rows if r["error"] is not None]
-    assert len(errs) == 21 and statistics.median(errs) < 0.01 and max(errs) < 0.06
+    # max 1.4% since LoRA's saved tensors are counted (t17, LoRA without checkpointing, read 5% low)
+    assert len(errs) == 21 and statistics.median(errs) < 0.01 and max(errs) < 0.02
     assert [r["id"] for r in rows if r["fits_measured"] != r["fits_predicted"]] == []
 
 

@@ -100,6 +100,47 @@ def fp32_weights_under_autocast(t: TrainingSpec, lay: Layout):
     return lay.zero == 0
 
 
+def adapters_in_fp32(t: TrainingSpec, lay: Layout):
+    """Whether PEFT's adapters run in fp32: only the Trainer's own data parallelism (ZeRO-0) keeps
+    them so (PEFT's autocast_adapter_dtype). DeepSpeed's bf16 engine casts every parameter to
+    bf16 (runtime/engine.py _cast_module_mixed_precision, "Cast params only"), FSDP2's
+    MixedPrecisionPolicy gathers them in bf16, and Megatron's Float16Module holds the model in
+    bf16."""
+    return where(lay.zero == 0, t.framework == "hf", False)
+
+
+def adapter_saved_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
+    """What PEFT's LoRA changes in what a transformers layer keeps for backward, bytes per token
+    (all-linear targets; dense layers, where the adapted linears are the projections and the MLP).
+
+    A frozen weight needs no input for its gradient, so autograd keeps less of the base: each
+    norm's bf16 normalised value (kept by ``weight * hidden`` for the norm weight's gradient:
+    2 h a norm) and the two input norms' outputs, which the base q/k/v and gate/up linears kept
+    (2 h each). Each adapter's lora_A keeps its input instead, and lora_B the rank-r output of
+    lora_A (2 r an adapter). With fp32 adapters (adapters_in_fp32: PEFT's _cast_input_dtype to
+    fp32, then autocast's cast back to bf16 for the matmul, cached for weights only) every
+    adapter keeps its own bf16 copy of its input -- q, k, v, o, gate and up one each (2 h, the
+    o one 2 x attention width); down's replaces the product the base kept -- where bf16 adapters
+    keep the tensors the base would have (the input norms' outputs, the attention output's view,
+    the product). Measured: a Llama-shaped layer (h 512, F 3.5 h, GQA 4:1) on CPU with peft
+    0.21 and transformers 5.24 keeps +4.44 h a token over full fine-tuning (saved-tensor hooks,
+    unique storages), which this gives; h200_hf_trainer_steps.jsonl t17 (LoRA 8B, 8K tokens,
+    no checkpointing) read 4.0 h a token a layer low without it. None under full recompute
+    (the layer keeps its input alone) or outside the transformers path."""
+    if t.training not in ADAPTERS or profile(t) != "hf" or moe:
+        return 0.0
+    h = m.hidden
+    fused = m.family in FUSED_PROJECTIONS
+    attn_in = 1 if fused else (2 if m.is_mla else 3)
+    gated = m.mlp in ("swiglu", "geglu")
+    mlp_in = 1 if (fused or not gated) else 2
+    adapters = attn_in + 1 + mlp_in + 1
+    n_norms = 4 if m.sandwich_norm else 2
+    frozen_norms = -2.0 * h * n_norms
+    copies = 2.0 * (attn_in * h + m.attn_out_width / lay.tp + mlp_in * h) - 2.0 * 2.0 * h
+    return frozen_norms + 2.0 * t.lora_rank * adapters + where(adapters_in_fp32(t, lay), copies, 0.0)
+
+
 def fp32_residual_extra(t: TrainingSpec, lay: Layout):
     """Extra bytes per hidden unit per norm with fp32 weights under autocast: the embedding
     output is fp32, so the residual stream stays fp32, and transformers' LlamaRMSNorm
@@ -207,7 +248,7 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
         mlp = _mlp_bytes(m, prof, m.ffn / tp)
         if prof == "megatron" and t.precision == "fp8":
             mlp -= 1.0 * m.ffn / tp               # fc2 input kept in FP8 by TE
-    total = norms + attn + mlp
+    total = norms + attn + mlp + adapter_saved_bytes(m, t, lay, moe)
     if rc == "selective" and prof == "torch":
         # torchtitan op-level SAC: layer input, flash outputs, and every other matmul output
         gated = m.mlp in ("swiglu", "geglu")

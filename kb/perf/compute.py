@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from ..defaults import ADAPTERS
 from ..frameworks import profile as framework_profile
-from ..memory.activations import fp32_weights_under_autocast
+from ..memory.activations import adapters_in_fp32, fp32_weights_under_autocast
 from ..layout import Layout
 from ..schema import GPUSpec, ModelSpec, TrainingSpec
 from ..vec import maximum, minimum, where
@@ -281,15 +281,6 @@ FROZEN_GEMM_SHARE = 2.0 / 3.0
 LORA_IN_BYTES_FP32 = 42.0
 LORA_IN_BYTES_BF16 = 6.0
 LORA_OUT_BYTES = 32.0
-
-
-def adapters_in_fp32(t: TrainingSpec, lay: Layout):
-    """Whether PEFT's adapters run in fp32: only the Trainer's own data parallelism (ZeRO-0) keeps
-    them so (PEFT's autocast_adapter_dtype). DeepSpeed's bf16 engine casts every parameter to
-    bf16 (runtime/engine.py _cast_module_mixed_precision, "Cast params only"), FSDP2's
-    MixedPrecisionPolicy gathers them in bf16, and Megatron's Float16Module holds the model in
-    bf16."""
-    return where(lay.zero == 0, t.framework == "hf", False)
 
 
 def lora_bytes_per_token(m: ModelSpec, moe: bool, fp32_adapters) -> float:

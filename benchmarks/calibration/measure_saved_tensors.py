@@ -1,0 +1,70 @@
+"""What one transformers decoder layer keeps for backward, with and without PEFT's LoRA: the
+bytes of every tensor autograd saves (torch.autograd.graph.saved_tensors_hooks), counted once
+per storage, parameters and their casts left out. Runs on a CPU (bf16 autocast, SDPA), in a
+minute; the deltas between modes are what kb/memory/activations.adapter_saved_bytes models.
+
+Modes: full (bf16 weights, every weight trained), lora (bf16 base, PEFT's default fp32
+adapters, as the Trainer runs them without ZeRO), lora-bf16 (adapters kept in bf16,
+autocast_adapter_dtype=False, as DeepSpeed's, FSDP2's and Megatron's bf16 engines hold them).
+All-linear targets. Writes one JSON line per geometry and mode to stdout.
+
+Run: python measure_saved_tensors.py > cpu_lora_saved_tensors.jsonl
+(taken with torch 2.14.1, transformers 5.24.0, peft 0.21.2)
+"""
+import json
+
+import torch
+from peft import LoraConfig, get_peft_model
+from transformers import LlamaConfig, LlamaForCausalLM
+
+GEOMETRIES = [  # hidden, ffn, heads, kv heads, LoRA rank
+    (512, 1792, 8, 2, 16),      # Llama 3 8B's proportions (F = 3.5 h, GQA 4:1)
+    (512, 1792, 8, 2, 64),
+    (384, 1024, 6, 6, 16),      # MHA, F = 2.67 h
+    (512, 2816, 8, 1, 16),      # Qwen2.5-0.5B-like: F = 5.5 h, one KV head
+]
+SEQ = 256
+
+
+def saved_bytes(h, ffn, heads, kv, rank, mode):
+    torch.manual_seed(0)
+    cfg = LlamaConfig(hidden_size=h, intermediate_size=ffn, num_attention_heads=heads, num_key_value_heads=kv,
+                      num_hidden_layers=1, vocab_size=1024, attn_implementation="sdpa")
+    model = LlamaForCausalLM(cfg).to(torch.bfloat16)
+    if mode != "full":
+        model = get_peft_model(model, LoraConfig(r=rank, lora_alpha=2 * rank, target_modules="all-linear",
+                                                 task_type="CAUSAL_LM"),
+                               autocast_adapter_dtype=(mode == "lora"))
+        base = model.base_model.model.model
+    else:
+        base = model.model
+    model.train()
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    shapes = {tuple(p.shape) for p in model.parameters()}
+    seen = {}
+
+    def pack(t):
+        st = t.untyped_storage()
+        # parameters, and autocast's bf16 casts of fp32 adapter weights (a weight's shape)
+        if st.data_ptr() in params or tuple(t.shape) in shapes or tuple(t.shape[::-1]) in shapes:
+            return t
+        seen[st.data_ptr()] = max(seen.get(st.data_ptr(), 0), st.nbytes())
+        return t
+
+    x = torch.randn(1, SEQ, h, dtype=torch.bfloat16, requires_grad=True)
+    pos = torch.arange(SEQ)[None]
+    rope = base.rotary_emb(x, pos)
+    with torch.autocast("cpu", torch.bfloat16), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        base.layers[0](x, position_embeddings=rope, attention_mask=None, position_ids=pos)
+    return sum(seen.values()) / SEQ
+
+
+if __name__ == "__main__":
+    import peft
+    import transformers
+    for h, ffn, heads, kv, rank in GEOMETRIES:
+        for mode in ("full", "lora", "lora-bf16"):
+            print(json.dumps(dict(hidden=h, ffn=ffn, heads=heads, kv_heads=kv, lora_rank=rank, mode=mode, seq=SEQ,
+                                  saved_bytes_per_token=saved_bytes(h, ffn, heads, kv, rank, mode),
+                                  torch=torch.__version__, transformers=transformers.__version__,
+                                  peft=peft.__version__)), flush=True)
