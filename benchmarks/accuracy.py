@@ -29,6 +29,7 @@ def main() -> None:
     summarize("per-layer activations, h100_hf_activations.jsonl", calibration.activation_rows())
     summarize("logits and loss, h100_hf_logits.jsonl", calibration.logits_rows())
     summarize("whole-step peak, torchtitan rows of published_runs.yaml", calibration.torchtitan_peak_rows(), unit="GiB")
+    summarize("one layer per transformers family, CPU, cpu_family_saved_tensors.jsonl", calibration.family_saved_rows())
     print("\n== what LoRA changes in a layer's saved tensors, cpu_lora_saved_tensors.jsonl (bytes per token)")
     lora = calibration.lora_saved_rows()
     for r in lora:

@@ -83,6 +83,41 @@ def lora_saved_rows() -> list[dict]:
     return out
 
 
+# cpu_family_saved_tensors.jsonl rows whose CPU figure is not what a GPU keeps
+FAMILY_CPU_ONLY = {
+    "deepseek_v3": "multi-latent attention's unequal query and value head sizes take the CPU's fp32 math "
+                   "SDPA (score matrices kept), not a GPU's fused kernel",
+    "phi3": "2 h over: a copy of the attention output before o_proj that the CPU made here (q, k, v are "
+            "views of one qkv_proj output) and not for Llama; not measured on a GPU",
+}
+
+
+def family_saved_rows() -> list[dict]:
+    """One decoder layer of each transformers family (cpu_family_saved_tensors.jsonl, taken by
+    measure_family_layers.py), read through the estimate's own config.json reader: the bytes a
+    token the layer keeps, against layer_bytes_per_token (pure bf16, the family's attention).
+    The measured figure less RoPE's cos and sin (2 x 2 bytes x head size a token), which every
+    layer of a model shares and a one-layer run charges to its layer."""
+    import tempfile
+    from shardwise.kb.hf_config import read_hf_config
+    out = []
+    for r in _jsonl("cpu_family_saved_tensors.jsonl"):
+        cfg = dict(r["config"], num_hidden_layers=1)
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "config.json"
+            path.write_text(json.dumps(cfg))
+            m = read_hf_config(str(path))
+        t = TrainingSpec(seq_len=r["seq"], framework="hf", precision="pure-bf16", attention=r["attention"])
+        lay = Layout(mbs=1, recompute="none")
+        pred = act.layer_bytes_per_token(m, t, lay, m.is_moe, r["seq"])
+        rope = 2 * 2.0 * (m.qk_rope_dim if m.is_mla else m.hd)
+        meas = r["saved_bytes_per_token"] - rope
+        # bytes the layer keeps for its 256 tokens (the figure accuracy.py prints, in MiB)
+        out.append({"id": f"{r['model_type']} ({r['attention']})", "measured": meas * r["seq"], "predicted": pred * r["seq"],
+                    "error": pred / meas - 1, "artefact": FAMILY_CPU_ONLY.get(r["model_type"])})
+    return out
+
+
 def logits_rows() -> list[dict]:
     """measure.py's logits rows: a one-layer bf16 model with the vocabulary V less the same
     model with 256 entries, after the forward (kept) and at the fwd+bwd peak. Its script holds

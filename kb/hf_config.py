@@ -236,13 +236,24 @@ def read_hf_config(path: str) -> ModelSpec:
     if mt == "qwen2" or mt == "qwen2_moe":
         spec["qkv_bias"] = True
     if mt in ("mixtral", "gpt_oss"):
-        spec.update(experts=_field(cfg, path, "num_local_experts", least=1),
+        # transformers' attribute_map aliases (MixtralConfig, GptOssConfig: num_experts ->
+        # num_local_experts): a config.json may carry either name
+        spec.update(experts=_field(cfg, path, "num_local_experts", "num_experts", least=1),
                     top_k=_field(cfg, path, "num_experts_per_tok", least=1), expert_ffn=spec["ffn"])
+    if mt == "gemma2":
+        # Gemma2Config's default attn_logit_softcapping is 50.0 (configuration_gemma2.py); null
+        # turns it off (Gemma 3 has none)
+        if "attn_logit_softcapping" in cfg and cfg["attn_logit_softcapping"] is None:
+            spec["attn_softcap"] = 0.0
+        else:
+            spec["attn_softcap"] = float(_field(cfg, path, "attn_logit_softcapping", required=False, default=50.0,
+                                                kind=float))
     if mt == "gpt_oss":
         # GptOssConfig's default swiglu_limit is 7.0 (transformers configuration_gpt_oss.py)
         spec["glu_limit"] = float(_field(cfg, path, "swiglu_limit", required=False, default=7.0, kind=float))
     if mt in ("qwen3_moe", "qwen2_moe"):
-        spec.update(experts=_field(cfg, path, "num_experts", least=1),
+        # transformers 5 writes Qwen3MoeConfig's num_experts as num_local_experts (attribute_map)
+        spec.update(experts=_field(cfg, path, "num_experts", "num_local_experts", least=1),
                     top_k=_field(cfg, path, "num_experts_per_tok", least=1),
                     expert_ffn=_field(cfg, path, "moe_intermediate_size", least=1))
         if _field(cfg, path, "decoder_sparse_step", required=False, default=1) != 1 or cfg.get("mlp_only_layers"):
@@ -253,7 +264,7 @@ def read_hf_config(path: str) -> ModelSpec:
             spec["shared_experts"] = 1
     if mt in ("deepseek_v2", "deepseek_v3"):
         # V2 routes by softmax scores without V3's e_score_correction_bias (modeling_deepseek_v2.py)
-        spec.update(experts=_field(cfg, path, "n_routed_experts", least=1),
+        spec.update(experts=_field(cfg, path, "n_routed_experts", "num_local_experts", least=1),
                     top_k=_field(cfg, path, "num_experts_per_tok", least=1),
                     expert_ffn=_field(cfg, path, "moe_intermediate_size", least=1),
                     shared_experts=_field(cfg, path, "n_shared_experts", required=False, default=0),

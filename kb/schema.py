@@ -52,6 +52,9 @@ class ModelSpec(_Frozen):
     sandwich_norm: bool = False
     embed_norm: bool = False
     attn_sinks: bool = False
+    # attention logit soft-capping: scores = cap x tanh(scores / cap) before the softmax
+    # (config.json attn_logit_softcapping, Gemma 2 50.0); 0 none
+    attn_softcap: float = Field(0.0, ge=0)
     # clamped GLU: gate and up are clamped to this limit before the activation (config.json's
     # swiglu_limit, gpt-oss 7.0); 0 none. Megatron-Core clamps them in eager ops outside its
     # fused activation (kb/perf/unfused.glu_clamp_bytes).

@@ -82,10 +82,22 @@ def profile(t: TrainingSpec) -> str:
     return {"megatron": "megatron", "fsdp": "torch"}.get(t.framework, "hf")
 
 
+# transformers families whose RMSNorm scales by (1 + weight) in fp32 (modeling_gemma.py
+# GemmaRMSNorm, and Gemma 2's and 3's: output = norm(x.float()) * (1.0 + weight.float())): the
+# weight's gradient needs the fp32 normalised value, where LlamaRMSNorm keeps it in bf16
+FP32_SCALED_NORMS = ("gemma", "gemma2", "gemma3")
+
+
 def _norm_bytes(m: ModelSpec, prof: str) -> float:
-    """Per token, one normalisation layer, per hidden unit of the model."""
+    """Per token, one normalisation layer, per hidden unit of the model. transformers' RMSNorm
+    keeps its fp32 upcast input (4), the normalised value for the weight's gradient (2 in bf16;
+    4 in fp32 for FP32_SCALED_NORMS) and its output, which the next linear keeps (2): 8, or 10
+    (measured on a CPU layer, saved-tensor hooks: Llama, Qwen2/3, Mistral, Granite, Mixtral and
+    Qwen3-MoE within 0.7 h a token of the estimate, Gemma 4.5 h over it before the fp32 value)."""
     if prof == "hf":
-        return 8.0 if m.norm == "rmsnorm" else 4.0   # fp32 upcast kept by transformers' RMSNorm
+        if m.norm != "rmsnorm":
+            return 4.0
+        return 10.0 if m.family in FP32_SCALED_NORMS else 8.0
     return 4.0
 
 
@@ -181,7 +193,10 @@ def _attention_bytes(m: ModelSpec, t: TrainingSpec, q: float, kv: float, heads: 
     else:
         base = 4 * q + 4 * kv + 4 * heads
     if t.attention == "eager":
-        return base - 4 * heads + 4 * maximum(0.0, q - kv) + EAGER_SAVED_PER_SCORE * heads * s_local
+        # soft-capped logits (Gemma 2): tanh keeps its bf16 output for its backward, 2 bytes a
+        # score more (measured on a CPU layer, saved-tensor hooks)
+        per_score = EAGER_SAVED_PER_SCORE + (2.0 if m.attn_softcap else 0.0)
+        return base - 4 * heads + 4 * maximum(0.0, q - kv) + per_score * heads * s_local
     return base
 
 
@@ -216,11 +231,19 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
         # its consumer saved it and recomputes it in backward (megatron/core/tensor_parallel/
         # random.py CheckpointWithoutOutput, transformer_layer.py): only the input stays
         norms -= n_norms * norm_out * h
+    if prof == "hf" and n_norms > 2:
+        # Gemma 2/3's post-attention and post-MLP norms feed the residual add, not a linear:
+        # their bf16 output is kept by nothing (measured on a CPU layer, saved-tensor hooks)
+        norms -= (n_norms - 2) * 2.0 * h
     norms = (norms + autocast_input_casts(m, t, lay, moe)) / seq_shard
     if m.qk_norm:
         norms += (q + kv) * (_norm_bytes(m, prof) - 2.0)
     attn_t = t if rc not in ("selective", "modules") else t.model_copy(update={"attention": "flash"})
     attn = _attention_bytes(m, attn_t, q, kv, heads, s_local)
+    if prof == "hf" and m.family in FUSED_PROJECTIONS:
+        # q, k and v are views of one qkv_proj output (Phi-3): the v the attention keeps holds
+        # the whole q + 2 kv storage alive (measured on a CPU layer: +4 h with MHA)
+        attn += 2.0 * (q + kv)
     if moe:
         k = m.top_k
         exp_w = m.expert_ffn / lay.etp
@@ -244,6 +267,9 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
         mlp = routed_share * (8.0 * m.experts + where(fp32_weights_under_autocast(t, lay), 2.0, 1.0) * routed)
         if m.shared_width:
             mlp += _mlp_bytes(m, prof, m.shared_width / tp)
+            if prof == "hf" and m.shared_gate:
+                # Qwen2-MoE's sigmoid gate multiplies the shared expert's output, which it keeps
+                mlp += 2.0 * h
     else:
         mlp = _mlp_bytes(m, prof, m.ffn / tp)
         if prof == "megatron" and t.precision == "fp8":

@@ -1,0 +1,81 @@
+"""What one transformers decoder layer keeps for backward, per model family: the bytes of every
+tensor autograd saves (torch.autograd.graph.saved_tensors_hooks), counted once per storage,
+parameters left out, for one layer of each family's own modeling code at a small shape (bf16
+weights under bf16 autocast, 256 tokens, the attention each family trains with: SDPA, or eager
+where transformers refuses SDPA -- Gemma 2's soft-capping -- or has no SDPA path for its
+sinks, gpt-oss). Runs on a CPU in a minute. The config each layer was built from is written
+beside its figure, so the estimate reads the same model through its own config.json reader.
+
+What the CPU does not show as a GPU would: DeepSeek's multi-latent attention has different
+query and value head sizes, which the CPU's fused SDPA does not take, so it falls back to the
+math path in fp32 (its attention is not comparable); RoPE's cos and sin are computed once per
+model and shared by every layer, so a one-layer run charges them to the layer (0.5 h a token).
+
+Run: python measure_family_layers.py > cpu_family_saved_tensors.jsonl
+(taken with torch 2.14.1, transformers 5.24.0)
+"""
+import json
+
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM
+
+SEQ = 256
+EAGER = ("gemma2", "gpt_oss")
+FAMILIES = {
+    "llama": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=2),
+    "mistral": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=2,
+                    sliding_window=None),
+    "qwen2": dict(hidden_size=512, intermediate_size=2816, num_attention_heads=8, num_key_value_heads=2),
+    "qwen3": dict(hidden_size=512, intermediate_size=1536, num_attention_heads=8, num_key_value_heads=2, head_dim=64),
+    "phi3": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=8,
+                 pad_token_id=0, bos_token_id=1, eos_token_id=2),
+    "granite": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=2),
+    "gemma": dict(hidden_size=512, intermediate_size=2048, num_attention_heads=8, num_key_value_heads=1, head_dim=64),
+    "gemma2": dict(hidden_size=512, intermediate_size=2048, num_attention_heads=8, num_key_value_heads=4, head_dim=64,
+                   sliding_window=4096),
+    "mixtral": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=2,
+                    num_local_experts=8, num_experts_per_tok=2),
+    "qwen2_moe": dict(hidden_size=512, intermediate_size=1536, moe_intermediate_size=384,
+                      shared_expert_intermediate_size=768, num_attention_heads=8, num_key_value_heads=2,
+                      num_experts=8, num_experts_per_tok=2),
+    "qwen3_moe": dict(hidden_size=512, intermediate_size=1536, moe_intermediate_size=384, num_attention_heads=8,
+                      num_key_value_heads=2, head_dim=64, num_experts=8, num_experts_per_tok=2),
+    "deepseek_v3": dict(hidden_size=512, intermediate_size=1536, moe_intermediate_size=256, num_attention_heads=8,
+                        num_key_value_heads=8, n_routed_experts=8, num_experts_per_tok=2, n_shared_experts=1,
+                        first_k_dense_replace=0, q_lora_rank=192, kv_lora_rank=128, qk_nope_head_dim=64,
+                        qk_rope_head_dim=32, v_head_dim=64, n_group=1, topk_group=1),
+    "gpt_oss": dict(hidden_size=512, intermediate_size=512, num_attention_heads=8, num_key_value_heads=2,
+                    head_dim=64, num_local_experts=8, num_experts_per_tok=2, sliding_window=4096),
+}
+
+
+def saved_bytes(model_type: str, shape: dict) -> tuple[float, dict]:
+    torch.manual_seed(0)
+    cfg = AutoConfig.for_model(model_type, num_hidden_layers=1, vocab_size=1024, **shape)
+    cfg._attn_implementation = "eager" if model_type in EAGER else "sdpa"
+    model = AutoModelForCausalLM.from_config(cfg).to(torch.bfloat16)
+    model.train()
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen = {}
+
+    def pack(t):
+        st = t.untyped_storage()
+        if st.data_ptr() not in params:
+            seen[st.data_ptr()] = max(seen.get(st.data_ptr(), 0), st.nbytes())
+        return t
+
+    x = torch.randn(1, SEQ, cfg.hidden_size, dtype=torch.bfloat16, requires_grad=True)
+    pos = torch.arange(SEQ)[None]
+    kw = dict(attention_mask=None, position_ids=pos, position_embeddings=model.model.rotary_emb(x, pos))
+    with torch.autocast("cpu", torch.bfloat16), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model.model.layers[0](x, **kw)
+    return sum(seen.values()) / SEQ, cfg.to_dict()
+
+
+if __name__ == "__main__":
+    import transformers
+    for mt, shape in FAMILIES.items():
+        b, cfg = saved_bytes(mt, shape)
+        print(json.dumps(dict(model_type=mt, attention="eager" if mt in EAGER else "sdpa", seq=SEQ,
+                              saved_bytes_per_token=b, torch=torch.__version__,
+                              transformers=transformers.__version__, config=cfg), default=str), flush=True)
