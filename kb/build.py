@@ -176,6 +176,12 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
         # (an r x (in + out) adapter has rank at most min(in, out); Hu et al. 2021 use r <= 64)
         raise InputError(f"--lora-rank: {tspec.lora_rank} is larger than the model's hidden size {m.hidden}, which "
                          f"bounds the rank of every adapter; allowed: 1 to {m.hidden} (typically 8-256)")
+    if m.attn_softcap and tspec.attention == "sdpa" and tspec.framework in ("hf", "deepspeed"):
+        # transformers' Gemma 2 refuses attn_implementation="sdpa" ("does not support an
+        # attention implementation through torch.nn.functional.scaled_dot_product_attention"):
+        # SDPA has no soft-capping; eager and FlashAttention-2 (softcap=) have it
+        raise InputError(f"--attention sdpa: transformers runs {m.name}'s soft-capped attention logits "
+                         "(attn_logit_softcapping) eager or with a FlashAttention kernel, which soft-caps; allowed: eager, flash, flash2")
     if tspec.precision == "fp8" and not g.tflops_fp8:
         raise InputError(f"--precision fp8: {g.name} has no FP8 tensor cores; allowed here: bf16, pure-bf16")
     if tspec.training == "qlora" and tspec.framework not in QLORA_FRAMEWORKS:

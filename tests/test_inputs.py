@@ -301,6 +301,19 @@ def test_the_default_interconnect_is_stated_only_where_a_job_crosses_nodes():
     assert "between nodes" not in defaults_line(gpus=64, interconnect="infiniband")
 
 
+def test_sdpa_on_a_soft_capped_transformers_model_is_refused(run_cli):
+    """transformers has no SDPA path for Gemma 2's soft-capped logits: the Trainer cannot run what
+    the estimate would size; eager and the FlashAttention kernels can, and Megatron's own kernel
+    is not transformers' choice to refuse."""
+    err = refused(run_cli, "recommend", "--model", "gemma-2-9b", "--gpus", "8", "--framework", "hf",
+                  "--attention", "sdpa")
+    assert "--attention sdpa" in err and "soft-capped" in err and "allowed: eager, flash, flash2" in err
+    for attention in ("eager", "flash2"):
+        code, _, err = run_cli("memory", "--model", "gemma-2-9b", "--gpus", "8", "--framework", "hf",
+                               "--attention", attention, "--layout", "dp=8,zero=3,mbs=1,recompute=full")
+        assert code == 0, err
+
+
 def test_a_lora_rank_on_a_job_without_adapters_is_refused(run_cli):
     """A stray --lora-rank is refused, not ignored; where compare varies the training type it
     belongs to the LoRA rows, and the full fine-tuning row is answered without it."""
