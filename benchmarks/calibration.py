@@ -183,8 +183,11 @@ def torchtitan_peak_rows() -> list[dict]:
         pp = r["pp"] or 1
         mbs, ga, vp = torchtitan_batching(r)
         precision = "fp8" if "float8" in r["precision"].lower() else "bf16"
+        # the December 2024 torchtitan (9dec370) computed the loss on the whole output: no
+        # ChunkedLossWrapper, which its 0.3 recipes use (kb/memory/logits.loss_chunks)
         job = build_job(model=_CATALOG_NAME[r["model_key"]], gpu=_row_gpu(r), gpu_memory=r["gpu_memory_gb"],
-                        gpus=r["num_gpus"], seq_len=r["seq_len"], framework="fsdp", precision=precision)
+                        gpus=r["num_gpus"], seq_len=r["seq_len"], framework="fsdp", precision=precision,
+                        loss_chunks=1)
         lay = Layout(tp=r["tp"], pp=pp, vp=vp, dp=r["dp"], cp=r["cp"] or 1, zero=3, sp=r["tp"] > 1, mbs=mbs,
                      grad_accum=ga, recompute=_recompute(r))
         est = estimate_memory(job, lay)

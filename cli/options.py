@@ -29,7 +29,7 @@ JOB_KEYS = {
     "gpus_per_node": int, "interconnect": str, "seq_len": str, "mbs": int, "global_batch": int,
     "global_batch_tokens": str, "training": str, "precision": str, "optimizer": str, "recompute": str,
     "attention": str, "cuda_graphs": str, "framework": str, "token_budget": str, "price_per_gpu_hour": float,
-    "lora_rank": int, "zero_grad": str,
+    "lora_rank": int, "zero_grad": str, "loss_chunks": int,
 }
 
 
@@ -91,6 +91,9 @@ def job_options(f=None, *, raw: bool = False):
         click.option("--token-budget", help="tokens to train, decimal: 100B = 10^11"),
         click.option("--price-per-gpu-hour", type=float, help="price of one GPU-hour, for cost"),
         click.option("--lora-rank", type=int, help="LoRA rank (default 16)"),
+        click.option("--loss-chunks", type=int,
+                     help="fsdp: the loss in N sequence chunks (torchtitan's ChunkedLossWrapper; default 8, "
+                          "1 = the whole logits at once)"),
     ]
 
     @functools.wraps(f)

@@ -98,6 +98,24 @@ def attention_carried(framework: str, job) -> list[str]:
             "which no key of this file sets"]
 
 
+def loss_carried(framework: str, job) -> list[str]:
+    """The loss's chunking where the export runs another (kb/memory/logits.loss_chunks): torchtitan's
+    recipes chunk it in 8 (ChunkedLossWrapper), the scripts the FSDP2 and Accelerate files serve
+    take it whole unless they chunk it themselves."""
+    from shardwise.kb.memory.logits import TORCHTITAN_LOSS_CHUNKS, loss_chunks
+    t = job.training
+    if t.framework != "fsdp":
+        return []
+    chunks = loss_chunks(t)
+    if framework == "torchtitan" and chunks != TORCHTITAN_LOSS_CHUNKS:
+        return [f"the estimate sized the loss in {chunks} sequence chunk{'s' if chunks > 1 else ''}; torchtitan's "
+                f"recipe runs ChunkedLossWrapper with num_chunks {TORCHTITAN_LOSS_CHUNKS}"]
+    if framework in ("fsdp", "accelerate") and chunks > 1:
+        return [f"the estimate sized torchtitan's loss, in {chunks} sequence chunks (ChunkedLossWrapper); a loss over "
+                "the whole sequence in your script holds the whole logits (`--loss-chunks 1` sizes that)"]
+    return []
+
+
 def export(framework: str, target):
     """The framework's export; a layout with per-module recomputation goes to the others as
     selective recomputation, their nearest, and says so; so does a job timed on Megatron's
@@ -106,6 +124,7 @@ def export(framework: str, target):
     carried, lay = training_carried(framework, target.job), target.layout
     carried += zero_grad_carried(framework, target.job, lay)
     carried += attention_carried(framework, target.job)
+    carried += loss_carried(framework, target.job)
     if framework != "megatron" and target.job.training.cuda_graphs != "none":
         carried.append("--cuda-graphs full-iteration is Megatron-Core's whole-step CUDA graph; this runs without "
                        "it" + (", so the MoE layers' host-side time, which the estimate left out, is back"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from .job import Job
 from .layout import Layout
 from .memory import estimate_memory
+from .memory.logits import loss_chunks
 from .params import active_params, total_params
 from .perf import step_time
 
@@ -22,7 +23,7 @@ def job_summary(job: Job) -> dict:
         "intra_link": c.intra.name, "inter_link": c.inter.name,
         "seq_len": t.seq_len, "training": t.training, "precision": t.precision,
         "framework": t.framework, "attention": t.attention, "cuda_graphs": t.cuda_graphs,
-        "zero_grad": t.zero_grad,
+        "zero_grad": t.zero_grad, "loss_chunks": loss_chunks(t),
     }
 
 

@@ -258,5 +258,8 @@ class TrainingSpec(_Frozen):
     token_budget: Optional[float] = Field(None, gt=0, le=1e15, allow_inf_nan=False)
     lora_rank: int = Field(16, gt=0)
     rlhf_models: int = Field(4, ge=2, le=4, description="PPO holds policy, value, reference and reward")
+    # cross-entropy computed in this many sequence chunks, each chunk's LM head and loss run
+    # forward and backward before the next; 0 = the framework's own (kb/memory/logits.loss_chunks)
+    loss_chunks: int = Field(0, ge=0, le=1024)
     defaulted: tuple[str, ...] = Field((), description="settings the user left out and build_job filled in "
                                        "(kb/defaults.py), so that the output can state them")

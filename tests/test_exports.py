@@ -481,3 +481,17 @@ def test_flash2_is_not_forced_on_a_model_te_flash_attn_cannot_run(model):
     ex = export("megatron", Target(job, Layout(tp=1, pp=1, dp=64, ep=8, zero=1, mbs=1, grad_accum=4, recompute="full")))
     assert "--attention-backend" not in ex.files["megatron_pretrain.sh"]
     assert any(c.startswith("--attention flash2:") for c in ex.caveats)
+
+
+def test_exports_say_where_the_loss_is_chunked_otherwise():
+    """The estimate sizes torchtitan's loss in 8 chunks for fsdp: the FSDP2 and Accelerate files,
+    which serve the user's own loss, say so; torchtitan says so when the job asked for another
+    chunking than its recipe's."""
+    lay = Layout(dp=8, zero=3, mbs=1, grad_accum=4, recompute="full")
+    chunked = export_all(Target(build_job(model="llama-3-8b", gpus=8, framework="fsdp"), lay))
+    whole = export_all(Target(build_job(model="llama-3-8b", gpus=8, framework="fsdp", loss_chunks=1), lay))
+    for fw in ("fsdp", "accelerate"):
+        assert any("--loss-chunks 1" in c for c in chunked[fw]["caveats"]), fw
+        assert not any("chunk" in c for c in whole[fw]["caveats"]), fw
+    assert any("num_chunks 8" in c for c in whole["torchtitan"]["caveats"])
+    assert not any("chunk" in c for c in chunked["torchtitan"]["caveats"])

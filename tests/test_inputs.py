@@ -301,6 +301,18 @@ def test_the_default_interconnect_is_stated_only_where_a_job_crosses_nodes():
     assert "between nodes" not in defaults_line(gpus=64, interconnect="infiniband")
 
 
+def test_a_chunked_loss_is_torchtitans_and_divides_the_sequence(run_cli):
+    err = refused(run_cli, "memory", "--model", "llama-3-8b", "--framework", "hf", "--loss-chunks", "8",
+                  "--layout", "dp=8,zero=3,mbs=1")
+    assert "--loss-chunks 8" in err and "ChunkedLossWrapper" in err and "--framework fsdp" in err
+    err = refused(run_cli, "memory", "--model", "llama-3-8b", "--framework", "fsdp", "--loss-chunks", "3",
+                  "--layout", "dp=8,zero=3,mbs=1")
+    assert "--loss-chunks 3" in err and "--seq-len 4096" in err
+    code, out, err = run_cli("memory", "--model", "llama-3-8b", "--framework", "fsdp", "--format", "json",
+                             "--layout", "dp=8,zero=3,mbs=1")
+    assert code == 0 and json.loads(out)["job"]["loss_chunks"] == 8, err
+
+
 def test_sdpa_on_a_soft_capped_transformers_model_is_refused(run_cli):
     """transformers has no SDPA path for Gemma 2's soft-capped logits: the Trainer cannot run what
     the estimate would size; eager and the FlashAttention kernels can, and Megatron's own kernel

@@ -191,11 +191,14 @@ def test_keeping_the_gradients_never_reads_lower_than_freeing_them(kw, layout):
 
 def test_the_transformers_path_gathers_the_logits_under_tensor_parallelism():
     """transformers' TP plan gathers the LM head's output onto every rank ("colwise_rep"):
-    the loss's bytes do not shrink with TP there; Megatron's and torchtitan's sharded losses do."""
+    the loss's bytes do not shrink with TP there; Megatron's and torchtitan's sharded losses do
+    (torchtitan's whole-sequence loss here: a chunked one keeps the hidden states' gradient
+    beside it, replicated over TP)."""
     from shardwise.kb.memory.logits import logits_bytes
     from shardwise.kb.perf import compute
     for framework, shrinks in (("hf", False), ("fsdp", True), ("megatron", True)):
-        job = _trainer_job(framework=framework, gpus=8, global_batch=8)
+        job = _trainer_job(framework=framework, gpus=8, global_batch=8,
+                           **({"loss_chunks": 1} if framework == "fsdp" else {}))
         one, four = (logits_bytes(job.model, job.training, Layout(tp=tp, mbs=1))[1] for tp in (1, 4))
         assert (four == pytest.approx(one / 4)) if shrinks else four == one
         if framework != "megatron":
@@ -354,3 +357,16 @@ def test_autocast_casts_only_what_it_casts():
     sp = all_stages(moe.model, lay)[0]
     copies = _states(moe, lay, sp).compute_copy
     assert sp.experts > 0 and copies == pytest.approx(2.0 * (sp.gemm - sp.experts))
+
+
+def test_torchtitan_chunks_its_loss_and_the_others_do_not():
+    """torchtitan 0.3's recipes run the loss in 8 sequence chunks (ChunkedLossWrapper): one
+    chunk's logits at a time beside an fp32 gradient buffer of the hidden states, where the whole
+    logits are what the transformers and Megatron paths hold."""
+    layout = "dp=8,zero=3,mbs=1,recompute=full"
+    chunked = mem(build_job(model="llama-3-8b", gpus=8, seq_len=8192, framework="fsdp"), layout)
+    whole = mem(build_job(model="llama-3-8b", gpus=8, seq_len=8192, framework="fsdp", loss_chunks=1), layout)
+    assert chunked.breakdown_gib["logits"] < whole.breakdown_gib["logits"] / 5
+    accumulator = 4 * 8192 * 4096 / 2 ** 30
+    assert chunked.breakdown_gib["logits"] == pytest.approx(whole.breakdown_gib["logits"] / 8 + accumulator, rel=1e-6)
+    assert whole.peak_gib - chunked.peak_gib > 8

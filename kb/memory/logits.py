@@ -42,6 +42,30 @@ MEGATRON_SAVED_PER_LOGIT = 4.0    # the fp32 softmax (cross_entropy.py, see abov
 MEGATRON_PEAK_PER_LOGIT = 6.0     # fp32 gradient in place of it + its bf16 cast
 
 
+# torchtitan 0.3's recipes (llama3_8b/70b/405b, qwen3_*, deepseek_v3_*, gpt_oss_* in each
+# models/*/config_registry.py) wrap the loss in ChunkedLossWrapper, num_chunks 8 by default
+# (components/loss.py): the decoder's forward stops before the LM head, then each eighth of the
+# sequence runs LM head, cross-entropy and their backward in turn, its gradient copied into an
+# fp32 buffer of the hidden states (GradAccumulator(hidden_states, dtype=torch.float32)) that
+# starts the decoder's backward. The export launches those recipes (export/torchtitan.py).
+TORCHTITAN_LOSS_CHUNKS = 8
+ACCUMULATOR_BYTES_PER_HIDDEN = 4.0
+
+
+def loss_chunks(t: TrainingSpec) -> int:
+    """Sequence chunks the loss runs in: the job's own figure, or its framework's -- torchtitan's
+    (fsdp) 8, one for the others (transformers' ForCausalLMLoss and Megatron's cross-entropy take
+    the whole logits)."""
+    if t.loss_chunks:
+        return t.loss_chunks
+    return TORCHTITAN_LOSS_CHUNKS if profile(t) == "torch" else 1
+
+
+def _accumulator(m: ModelSpec, t: TrainingSpec, lay: Layout) -> float:
+    """The fp32 gradient buffer of the hidden states a chunked loss fills (0 unchunked)."""
+    return ACCUMULATOR_BYTES_PER_HIDDEN * tokens_local(t, lay) * m.hidden if loss_chunks(t) > 1 else 0.0
+
+
 def vocab_shards(t: TrainingSpec, lay: Layout):
     """Ranks the logits are split over: TP under Megatron's vocab-parallel cross-entropy and
     torchtitan's loss_parallel; none on the transformers path, whose tensor-parallel plan
@@ -52,14 +76,24 @@ def vocab_shards(t: TrainingSpec, lay: Layout):
 
 def logits_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> tuple[float, float]:
     """(kept after forward, all of it at the loss's backward peak) for one micro-batch on one
-    rank; both include what is kept."""
+    rank; both include what is kept. A chunked loss (loss_chunks) has finished its backward
+    before the decoder's starts: what it keeps is the fp32 gradient buffer, and its peak one
+    chunk's logits on top of that buffer."""
     n = tokens_local(t, lay) * m.vocab / vocab_shards(t, lay)
     if profile(t) == "megatron":
         return MEGATRON_SAVED_PER_LOGIT * n, MEGATRON_PEAK_PER_LOGIT * n
+    chunks = loss_chunks(t)
+    if chunks > 1:
+        acc = _accumulator(m, t, lay)
+        return acc, HF_PEAK_PER_LOGIT * n / chunks + acc
     return HF_SAVED_PER_LOGIT * n, HF_PEAK_PER_LOGIT * n
 
 
 def logits_forward_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> float:
-    """What the loss's forward holds at once for one micro-batch on one rank (see the constants)."""
-    n = tokens_local(t, lay) * m.vocab
-    return (MEGATRON_FORWARD_PER_LOGIT if profile(t) == "megatron" else HF_FORWARD_PER_LOGIT) * n / vocab_shards(t, lay)
+    """What the loss's forward holds at once for one micro-batch on one rank (see the constants);
+    chunked, one chunk's forward beside the gradient buffer."""
+    n = tokens_local(t, lay) * m.vocab / vocab_shards(t, lay)
+    if profile(t) == "megatron":
+        return MEGATRON_FORWARD_PER_LOGIT * n
+    chunks = loss_chunks(t)
+    return HF_FORWARD_PER_LOGIT * n / chunks + _accumulator(m, t, lay)
