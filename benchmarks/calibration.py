@@ -62,15 +62,17 @@ def lora_saved_rows() -> list[dict]:
     bf16, against the estimate's per-layer bytes of the two jobs. fp32 adapters are the
     Trainer's (hf, ZeRO-0), bf16 ones the DeepSpeed engine's."""
     rows = _jsonl("cpu_lora_saved_tensors.jsonl")
-    full = {(r["hidden"], r["ffn"], r["heads"], r["kv_heads"], r["lora_rank"]): r["saved_bytes_per_token"]
+    full = {(r["model_type"], r["hidden"], r["ffn"], r["heads"], r["kv_heads"], r["lora_rank"]): r["saved_bytes_per_token"]
             for r in rows if r["mode"] == "full"}
     out = []
     for r in rows:
         if r["mode"] == "full":
             continue
-        key = (r["hidden"], r["ffn"], r["heads"], r["kv_heads"], r["lora_rank"])
-        m = ModelSpec(name="calib", layers=1, hidden=r["hidden"], ffn=r["ffn"], heads=r["heads"],
-                      kv_heads=r["kv_heads"], vocab=1024)
+        key = (r["model_type"], r["hidden"], r["ffn"], r["heads"], r["kv_heads"], r["lora_rank"])
+        mt = r["model_type"]
+        m = ModelSpec(name="calib", family=mt, layers=1, hidden=r["hidden"], ffn=r["ffn"], heads=r["heads"],
+                      kv_heads=r["kv_heads"], vocab=1024, qk_norm=mt == "qwen3",
+                      mlp="geglu" if mt == "gemma" else "swiglu")
         framework = "hf" if r["mode"] == "lora" else "deepspeed"
         lay = Layout(mbs=1, recompute="none")
         base = TrainingSpec(seq_len=r["seq"], framework=framework, precision="pure-bf16")
@@ -78,7 +80,7 @@ def lora_saved_rows() -> list[dict]:
         pred = (act.layer_bytes_per_token(m, lora, lay, False, r["seq"])
                 - act.layer_bytes_per_token(m, base, lay, False, r["seq"]))
         meas = r["saved_bytes_per_token"] - full[key]
-        out.append({"id": f"h={key[0]} F={key[1]} heads={key[2]}/{key[3]} r={key[4]} {r['mode']}",
+        out.append({"id": f"{mt} h={key[1]} F={key[2]} heads={key[3]}/{key[4]} r={key[5]} {r['mode']}",
                     "measured": meas, "predicted": pred, "error": (pred - meas) / r["hidden"]})
     return out
 

@@ -176,13 +176,13 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
         # (an r x (in + out) adapter has rank at most min(in, out); Hu et al. 2021 use r <= 64)
         raise InputError(f"--lora-rank: {tspec.lora_rank} is larger than the model's hidden size {m.hidden}, which "
                          f"bounds the rank of every adapter; allowed: 1 to {m.hidden} (typically 8-256)")
+    if "loss_chunks" in given and tspec.loss_chunks == 0:
+        raise InputError("--loss-chunks 0: the loss runs in at least one chunk; allowed: 1 (the whole sequence) "
+                         "to 1024, or leave it out for the framework's own (torchtitan's 8)")
     if tspec.loss_chunks > 1 and tspec.framework != "fsdp":
         raise InputError(f"--loss-chunks {tspec.loss_chunks}: a chunked loss is torchtitan's (ChunkedLossWrapper); "
                          f"{tspec.framework}'s cross-entropy takes the whole logits; allowed: --framework fsdp, "
                          "or --loss-chunks 1")
-    if tspec.loss_chunks > 1 and tspec.seq_len % tspec.loss_chunks:
-        raise InputError(f"--loss-chunks {tspec.loss_chunks}: torchtitan splits the sequence into equal chunks "
-                         f"and --seq-len {tspec.seq_len} does not divide by it; allowed: a divisor of the sequence")
     if m.attn_softcap and tspec.attention == "sdpa" and tspec.framework in ("hf", "deepspeed"):
         # transformers' Gemma 2 refuses attn_implementation="sdpa" ("does not support an
         # attention implementation through torch.nn.functional.scaled_dot_product_attention"):

@@ -57,6 +57,18 @@ def _cp_sequence(job, a):
     return (a["cp"] == 1) | (s % (2 * a["cp"]) == 0)
 
 
+def _loss_chunks(job, a):
+    """torchtitan's ChunkedLossWrapper splits each rank's sequence (the CP shard) into equal
+    chunks (components/loss.py _chunk_local: torch._check(seq_len % num_chunks == 0))."""
+    from .memory.logits import loss_chunks
+    n = loss_chunks(job.training)
+    if n == 1:
+        return _all(a)
+    s = job.training.seq_len
+    local = s // np.maximum(a["cp"], 1)
+    return (s % np.maximum(a["cp"], 1) == 0) & (local % n == 0)
+
+
 def _pipeline_slots(job, a):
     """Layers' places in the pipeline split: L, or L + 2 where the embedding and the loss take a
     place each (kb/stages.takes_slots)."""
@@ -213,6 +225,14 @@ def _adapter_megatron(job, a):
     return _all(a)
 
 
+def _loss_chunks_refusal(job, lay) -> str:
+    from .memory.logits import loss_chunks
+    n, s = loss_chunks(job.training), job.training.seq_len
+    where = f"each rank's {s // lay.cp} tokens (--seq-len {s} over cp={lay.cp})" if lay.cp > 1 else f"--seq-len {s}"
+    return (f"torchtitan's loss runs in {n} equal sequence chunks and {where} does not divide by {n}; "
+            f"use a sequence or cp that does, or --loss-chunks 1 (or another divisor)")
+
+
 def _cp_fused_attention(job, a):
     """Context parallelism runs ring attention over a fused kernel: Transformer Engine's
     (Megatron), torch's context_parallel over SDPA (torchtitan, Accelerate). Eager attention,
@@ -236,6 +256,9 @@ VALIDITY = [
     Validity("cp-splits-sequence", "CP needs the sequence divisible by 2 x CP (load-balanced ring attention)",
              _cp_sequence, lambda job, lay: f"cp={lay.cp} needs --seq-len {job.training.seq_len} divisible by 2 x cp "
                                             "(load-balanced ring attention splits each sequence into 2 x cp chunks)"),
+    Validity("loss-chunks-split-sequence", "torchtitan's chunked loss (ChunkedLossWrapper) splits each rank's "
+             "sequence into equal chunks", _loss_chunks,
+             lambda job, lay: _loss_chunks_refusal(job, lay)),
     Validity("cp-fused-attention", "CP shards a fused attention kernel with ring attention (Transformer Engine, torch "
              "context_parallel over SDPA); eager attention has no CP path", _cp_fused_attention,
              lambda job, lay: f"cp={lay.cp} with --attention eager: context parallelism rings a fused attention kernel "

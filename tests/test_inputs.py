@@ -307,7 +307,13 @@ def test_a_chunked_loss_is_torchtitans_and_divides_the_sequence(run_cli):
     assert "--loss-chunks 8" in err and "ChunkedLossWrapper" in err and "--framework fsdp" in err
     err = refused(run_cli, "memory", "--model", "llama-3-8b", "--framework", "fsdp", "--loss-chunks", "3",
                   "--layout", "dp=8,zero=3,mbs=1")
-    assert "--loss-chunks 3" in err and "--seq-len 4096" in err
+    assert "3 equal sequence chunks" in err and "--seq-len 4096" in err and "[loss-chunks-split-sequence]" in err
+    # torchtitan chunks each rank's share of the sequence: 6000 / cp 4 = 1500 tokens, not a multiple of 8
+    err = refused(run_cli, "memory", "--model", "llama-3-8b", "--gpus", "16", "--framework", "fsdp", "--seq-len", "6000",
+                  "--layout", "dp=4,cp=4,zero=3,mbs=1")
+    assert "each rank's 1500 tokens" in err and "--loss-chunks 1" in err
+    assert "--loss-chunks 0" in refused(run_cli, "memory", "--model", "llama-3-8b", "--framework", "fsdp",
+                                        "--loss-chunks", "0", "--layout", "dp=8,zero=3,mbs=1")
     code, out, err = run_cli("memory", "--model", "llama-3-8b", "--framework", "fsdp", "--format", "json",
                              "--layout", "dp=8,zero=3,mbs=1")
     assert code == 0 and json.loads(out)["job"]["loss_chunks"] == 8, err

@@ -370,3 +370,7 @@ def test_torchtitan_chunks_its_loss_and_the_others_do_not():
     accumulator = 4 * 8192 * 4096 / 2 ** 30
     assert chunked.breakdown_gib["logits"] == pytest.approx(whole.breakdown_gib["logits"] / 8 + accumulator, rel=1e-6)
     assert whole.peak_gib - chunked.peak_gib > 8
+    # an adapter or RLHF job under FSDP is the user's own transformers script: the whole logits
+    for training in ("lora", "qlora", "rlhf"):
+        job = build_job(model="llama-3-8b", gpus=8, seq_len=8192, framework="fsdp", training=training)
+        assert mem(job, layout).breakdown_gib["logits"] == pytest.approx(whole.breakdown_gib["logits"]), training

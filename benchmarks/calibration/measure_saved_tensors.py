@@ -3,7 +3,8 @@ bytes of every tensor autograd saves (torch.autograd.graph.saved_tensors_hooks),
 per storage, parameters and their casts left out. Runs on a CPU (bf16 autocast, SDPA), in a
 minute; the deltas between modes are what kb/memory/activations.adapter_saved_bytes models.
 
-Modes: full (bf16 weights, every weight trained), lora (bf16 base, PEFT's default fp32
+Llama shapes, and Qwen3 (q/k norms) and Gemma (fp32-scaled norms, GeGLU) for their frozen
+norms. Modes: full (bf16 weights, every weight trained), lora (bf16 base, PEFT's default fp32
 adapters, as the Trainer runs them without ZeRO), lora-bf16 (adapters kept in bf16,
 autocast_adapter_dtype=False, as DeepSpeed's, FSDP2's and Megatron's bf16 engines hold them).
 All-linear targets. Writes one JSON line per geometry and mode to stdout.
@@ -15,22 +16,26 @@ import json
 
 import torch
 from peft import LoraConfig, get_peft_model
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import AutoConfig, AutoModelForCausalLM
 
-GEOMETRIES = [  # hidden, ffn, heads, kv heads, LoRA rank
-    (512, 1792, 8, 2, 16),      # Llama 3 8B's proportions (F = 3.5 h, GQA 4:1)
-    (512, 1792, 8, 2, 64),
-    (384, 1024, 6, 6, 16),      # MHA, F = 2.67 h
-    (512, 2816, 8, 1, 16),      # Qwen2.5-0.5B-like: F = 5.5 h, one KV head
+GEOMETRIES = [  # model type, hidden, ffn, heads, kv heads, LoRA rank
+    ("llama", 512, 1792, 8, 2, 16),      # Llama 3 8B's proportions (F = 3.5 h, GQA 4:1)
+    ("llama", 512, 1792, 8, 2, 64),
+    ("llama", 384, 1024, 6, 6, 16),      # MHA, F = 2.67 h
+    ("llama", 512, 2816, 8, 1, 16),      # Qwen2.5-0.5B-like: F = 5.5 h, one KV head
+    ("qwen3", 512, 1536, 8, 2, 16),      # q/k norms (frozen under LoRA)
+    ("gemma", 512, 2048, 8, 1, 16),      # fp32-scaled norms, GeGLU
 ]
 SEQ = 256
 
 
-def saved_bytes(h, ffn, heads, kv, rank, mode):
+def saved_bytes(model_type, h, ffn, heads, kv, rank, mode):
     torch.manual_seed(0)
-    cfg = LlamaConfig(hidden_size=h, intermediate_size=ffn, num_attention_heads=heads, num_key_value_heads=kv,
-                      num_hidden_layers=1, vocab_size=1024, attn_implementation="sdpa")
-    model = LlamaForCausalLM(cfg).to(torch.bfloat16)
+    extra = {"head_dim": h // heads} if model_type != "llama" else {}
+    cfg = AutoConfig.for_model(model_type, hidden_size=h, intermediate_size=ffn, num_attention_heads=heads,
+                               num_key_value_heads=kv, num_hidden_layers=1, vocab_size=1024, **extra)
+    cfg._attn_implementation = "sdpa"
+    model = AutoModelForCausalLM.from_config(cfg).to(torch.bfloat16)
     if mode != "full":
         model = get_peft_model(model, LoraConfig(r=rank, lora_alpha=2 * rank, target_modules="all-linear",
                                                  task_type="CAUSAL_LM"),
@@ -62,9 +67,10 @@ def saved_bytes(h, ffn, heads, kv, rank, mode):
 if __name__ == "__main__":
     import peft
     import transformers
-    for h, ffn, heads, kv, rank in GEOMETRIES:
+    for model_type, h, ffn, heads, kv, rank in GEOMETRIES:
         for mode in ("full", "lora", "lora-bf16"):
-            print(json.dumps(dict(hidden=h, ffn=ffn, heads=heads, kv_heads=kv, lora_rank=rank, mode=mode, seq=SEQ,
-                                  saved_bytes_per_token=saved_bytes(h, ffn, heads, kv, rank, mode),
+            print(json.dumps(dict(model_type=model_type, hidden=h, ffn=ffn, heads=heads, kv_heads=kv, lora_rank=rank,
+                                  mode=mode, seq=SEQ,
+                                  saved_bytes_per_token=saved_bytes(model_type, h, ffn, heads, kv, rank, mode),
                                   torch=torch.__version__, transformers=transformers.__version__,
                                   peft=peft.__version__)), flush=True)

@@ -136,7 +136,8 @@ def adapter_saved_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
     keep the tensors the base would have (the input norms' outputs, the attention output's view,
     the product). Measured: a Llama-shaped layer (h 512, F 3.5 h, GQA 4:1) on CPU with peft
     0.21 and transformers 5.24 keeps +4.44 h a token over full fine-tuning (saved-tensor hooks,
-    unique storages), which this gives; h200_hf_trainer_steps.jsonl t17 (LoRA 8B, 8K tokens,
+    unique storages), which this gives, as it does for Qwen3's frozen q/k norms (-2.5 h there) and
+    Gemma's fp32-scaled ones (-4 h); h200_hf_trainer_steps.jsonl t17 (LoRA 8B, 8K tokens,
     no checkpointing) read 4.0 h a token a layer low without it. None under full recompute
     (the layer keeps its input alone) or outside the transformers path."""
     if t.training not in ADAPTERS or profile(t) != "hf" or moe:
@@ -148,7 +149,12 @@ def adapter_saved_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
     mlp_in = 1 if (fused or not gated) else 2
     adapters = attn_in + 1 + mlp_in + 1
     n_norms = 4 if m.sandwich_norm else 2
-    frozen_norms = -2.0 * h * n_norms
+    # the normalised value a norm keeps for its weight's gradient: bf16, or fp32 where the
+    # family scales in fp32 (FP32_SCALED_NORMS); q/k norms (Qwen3, Gemma 3) are frozen too
+    normalised = 4.0 if m.family in FP32_SCALED_NORMS else 2.0
+    frozen_norms = -normalised * h * n_norms
+    if m.qk_norm:
+        frozen_norms -= normalised * (m.q_width / lay.tp + maximum(m.kv_width / lay.tp, m.hd))
     copies = 2.0 * (attn_in * h + m.attn_out_width / lay.tp + mlp_in * h) - 2.0 * 2.0 * h
     return frozen_norms + 2.0 * t.lora_rank * adapters + where(adapters_in_fp32(t, lay), copies, 0.0)
 

@@ -54,11 +54,13 @@ ACCUMULATOR_BYTES_PER_HIDDEN = 4.0
 
 def loss_chunks(t: TrainingSpec) -> int:
     """Sequence chunks the loss runs in: the job's own figure, or its framework's -- torchtitan's
-    (fsdp) 8, one for the others (transformers' ForCausalLMLoss and Megatron's cross-entropy take
-    the whole logits)."""
+    (fsdp) 8 where torchtitan runs the job, pre-training or fine-tuning every weight; one for the
+    others: transformers' ForCausalLMLoss and Megatron's cross-entropy take the whole logits, and
+    an adapter or RLHF job under FSDP is the user's own transformers script (torchtitan has no
+    adapter path: export/__init__.training_carried)."""
     if t.loss_chunks:
         return t.loss_chunks
-    return TORCHTITAN_LOSS_CHUNKS if profile(t) == "torch" else 1
+    return TORCHTITAN_LOSS_CHUNKS if profile(t) == "torch" and t.training in ("pretrain", "finetune") else 1
 
 
 def _accumulator(m: ModelSpec, t: TrainingSpec, lay: Layout) -> float:
