@@ -92,8 +92,8 @@ def job_options(f=None, *, raw: bool = False):
         click.option("--price-per-gpu-hour", type=float, help="price of one GPU-hour, for cost"),
         click.option("--lora-rank", type=int, help="LoRA rank (default 16)"),
         click.option("--loss-chunks", type=int,
-                     help="fsdp: the loss in N sequence chunks (torchtitan's ChunkedLossWrapper; default 8, "
-                          "1 = the whole logits at once)"),
+                     help="fsdp: the loss in N sequence chunks (torchtitan's ChunkedLossWrapper; default 8 for "
+                          "pre-training and fine-tuning, 1 = the whole logits at once)"),
     ]
 
     @functools.wraps(f)
