@@ -11,7 +11,11 @@ query and value head sizes, which the CPU's fused SDPA does not take, so it fall
 math path in fp32 (its attention is not comparable); RoPE's cos and sin are computed once per
 model and shared by every layer, so a one-layer run charges them to the layer (0.5 h a token).
 
+With --fp32-weights the layer holds fp32 weights under bf16 autocast, as the Trainer runs a
+model loaded in fp32 (the estimate's hf recipe without ZeRO).
+
 Run: python measure_family_layers.py > cpu_family_saved_tensors.jsonl
+     python measure_family_layers.py --fp32-weights >> cpu_family_saved_tensors.jsonl
 (taken with torch 2.14.1, transformers 5.24.0)
 """
 import json
@@ -49,22 +53,27 @@ FAMILIES = {
 }
 
 
-def saved_bytes(model_type: str, shape: dict) -> tuple[float, dict]:
+def saved_bytes(model_type: str, shape: dict, weights: torch.dtype) -> tuple[float, dict]:
     torch.manual_seed(0)
     cfg = AutoConfig.for_model(model_type, num_hidden_layers=1, vocab_size=1024, **shape)
     cfg._attn_implementation = "eager" if model_type in EAGER else "sdpa"
-    model = AutoModelForCausalLM.from_config(cfg).to(torch.bfloat16)
+    model = AutoModelForCausalLM.from_config(cfg).to(weights)
     model.train()
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    # with fp32 weights, autocast's bf16 casts of them (a weight's shape) are weight copies, which
+    # the estimate counts apart (compute copies), not activations
+    shapes = {tuple(p.shape) for p in model.parameters() if p.dim() == 2} if weights == torch.float32 else set()
     seen = {}
 
     def pack(t):
         st = t.untyped_storage()
+        if t.dtype == torch.bfloat16 and t.shape[0] != SEQ and (tuple(t.shape) in shapes or tuple(t.shape[::-1]) in shapes):
+            return t
         if st.data_ptr() not in params:
             seen[st.data_ptr()] = max(seen.get(st.data_ptr(), 0), st.nbytes())
         return t
 
-    x = torch.randn(1, SEQ, cfg.hidden_size, dtype=torch.bfloat16, requires_grad=True)
+    x = torch.randn(1, SEQ, cfg.hidden_size, dtype=weights, requires_grad=True)
     pos = torch.arange(SEQ)[None]
     kw = dict(attention_mask=None, position_ids=pos, position_embeddings=model.model.rotary_emb(x, pos))
     with torch.autocast("cpu", torch.bfloat16), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
@@ -73,9 +82,12 @@ def saved_bytes(model_type: str, shape: dict) -> tuple[float, dict]:
 
 
 if __name__ == "__main__":
+    import sys
     import transformers
+    weights = torch.float32 if "--fp32-weights" in sys.argv else torch.bfloat16
     for mt, shape in FAMILIES.items():
-        b, cfg = saved_bytes(mt, shape)
+        b, cfg = saved_bytes(mt, shape, weights)
         print(json.dumps(dict(model_type=mt, attention="eager" if mt in EAGER else "sdpa", seq=SEQ,
+                              weights="fp32" if weights == torch.float32 else "bf16",
                               saved_bytes_per_token=b, torch=torch.__version__,
                               transformers=transformers.__version__, config=cfg), default=str), flush=True)

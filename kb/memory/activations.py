@@ -159,12 +159,15 @@ def adapter_saved_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
     return frozen_norms + 2.0 * t.lora_rank * adapters + where(adapters_in_fp32(t, lay), copies, 0.0)
 
 
-def fp32_residual_extra(t: TrainingSpec, lay: Layout):
+def fp32_residual_extra(m: ModelSpec, t: TrainingSpec, lay: Layout):
     """Extra bytes per hidden unit per norm with fp32 weights under autocast: the embedding
     output is fp32, so the residual stream stays fp32, and transformers' LlamaRMSNorm
     (hidden.to(input_dtype) with input_dtype fp32, then weight * x) keeps a 4-byte normalised
     value for the weight's gradient where a bf16 model keeps 2: 4 + 4 + 2 (the bf16 cast the
-    next linear saves) = 10 instead of 8."""
+    next linear saves) = 10 instead of 8. None for FP32_SCALED_NORMS, whose normalised value is
+    fp32 whatever the weights (measured on CPU layers, cpu_family_saved_tensors.jsonl)."""
+    if m.family in FP32_SCALED_NORMS:
+        return 0.0
     return where(fp32_weights_under_autocast(t, lay), 2.0, 0.0)
 
 
@@ -187,6 +190,11 @@ def autocast_input_casts(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
     attn = 1 if fused else (2 if m.is_mla else 3)
     mlp = 0 if moe or fused else (2 if m.mlp in ("swiglu", "geglu") else 1)
     extra = 2.0 * ((attn - 1) + max(0, mlp - 1)) * m.hidden
+    if moe and m.shared_width:
+        # a shared expert's gate and up and Qwen2-MoE's shared gate take the same fp32 input
+        # beside the router: one more copy each (measured on a CPU Qwen2-MoE layer: +6 h)
+        shared_in = 2 if m.mlp in ("swiglu", "geglu") else 1
+        extra += 2.0 * (shared_in + (1 if m.shared_gate else 0)) * m.hidden
     return where(fp32_weights_under_autocast(t, lay), extra, 0.0)
 
 
@@ -227,7 +235,7 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
         return where(fp32_weights_under_autocast(t, lay), 4.0, 2.0) * h / seq_shard
     q, kv, heads = m.q_width / tp, maximum(m.kv_width / tp, m.hd if not m.is_mla else 0), m.heads / tp
     n_norms = 4 if m.sandwich_norm else 2
-    norms = n_norms * (_norm_bytes(m, prof) + fp32_residual_extra(t, lay)) * h
+    norms = n_norms * (_norm_bytes(m, prof) + fp32_residual_extra(m, t, lay)) * h
     norm_out = 2.0
     if prof == "megatron" and t.precision == "fp8":
         norms -= n_norms * 1.0 * h            # ln outputs kept in FP8 by TE
