@@ -88,16 +88,22 @@ def profile(t: TrainingSpec) -> str:
 FP32_SCALED_NORMS = ("gemma", "gemma2", "gemma3")
 
 
+def _normalised_bytes(m: ModelSpec) -> float:
+    """Bytes per element of the normalised value a transformers RMSNorm keeps for its weight's
+    gradient in a bf16 model: bf16, or fp32 for FP32_SCALED_NORMS."""
+    return 4.0 if m.family in FP32_SCALED_NORMS else 2.0
+
+
 def _norm_bytes(m: ModelSpec, prof: str) -> float:
     """Per token, one normalisation layer, per hidden unit of the model. transformers' RMSNorm
-    keeps its fp32 upcast input (4), the normalised value for the weight's gradient (2 in bf16;
-    4 in fp32 for FP32_SCALED_NORMS) and its output, which the next linear keeps (2): 8, or 10
-    (measured on a CPU layer, saved-tensor hooks: Llama, Qwen2/3, Mistral, Granite, Mixtral and
-    Qwen3-MoE within 0.7 h a token of the estimate, Gemma 4.5 h over it before the fp32 value)."""
+    keeps its fp32 upcast input (4), the normalised value for the weight's gradient
+    (_normalised_bytes) and its output, which the next linear keeps (2): 8, or 10 (measured on a
+    CPU layer, saved-tensor hooks: Llama, Qwen2/3, Mistral, Granite, Mixtral and Qwen3-MoE within
+    0.7 h a token of the estimate, Gemma 4.5 h over it before the fp32 value)."""
     if prof == "hf":
         if m.norm != "rmsnorm":
             return 4.0
-        return 10.0 if m.family in FP32_SCALED_NORMS else 8.0
+        return 4.0 + _normalised_bytes(m) + 2.0
     return 4.0
 
 
@@ -110,6 +116,21 @@ def fp32_weights_under_autocast(t: TrainingSpec, lay: Layout):
     if t.framework != "hf" or t.precision != "bf16" or t.training in ADAPTERS:
         return False
     return lay.zero == 0
+
+
+# transformers families whose attention projects q, k and v in one linear and whose MLP
+# projects gate and up in one (modeling_phi3.py: qkv_proj, gate_up_proj): one cast each
+FUSED_PROJECTIONS = ("phi3",)
+
+
+def _linear_inputs(m: ModelSpec) -> tuple[int, int]:
+    """How many linears read the attention's input and the MLP's input: q, k and v (MLA:
+    q_a_proj and kv_a_proj_with_mqa; one fused qkv_proj), and gate and up (one fused
+    gate_up_proj; one up projection without a gate)."""
+    fused = m.family in FUSED_PROJECTIONS
+    attn = 1 if fused else (2 if m.is_mla else 3)
+    mlp = 1 if (fused or m.mlp not in ("swiglu", "geglu")) else 2
+    return attn, mlp
 
 
 def adapters_in_fp32(t: TrainingSpec, lay: Layout):
@@ -143,15 +164,12 @@ def adapter_saved_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
     if t.training not in ADAPTERS or profile(t) != "hf" or moe:
         return 0.0
     h = m.hidden
-    fused = m.family in FUSED_PROJECTIONS
-    attn_in = 1 if fused else (2 if m.is_mla else 3)
-    gated = m.mlp in ("swiglu", "geglu")
-    mlp_in = 1 if (fused or not gated) else 2
+    attn_in, mlp_in = _linear_inputs(m)
     adapters = attn_in + 1 + mlp_in + 1
     n_norms = 4 if m.sandwich_norm else 2
-    # the normalised value a norm keeps for its weight's gradient: bf16, or fp32 where the
-    # family scales in fp32 (FP32_SCALED_NORMS); q/k norms (Qwen3, Gemma 3) are frozen too
-    normalised = 4.0 if m.family in FP32_SCALED_NORMS else 2.0
+    # the normalised value a norm keeps for its weight's gradient; q/k norms (Qwen3, Gemma 3)
+    # are frozen too
+    normalised = _normalised_bytes(m)
     frozen_norms = -normalised * h * n_norms
     if m.qk_norm:
         frozen_norms -= normalised * (m.q_width / lay.tp + maximum(m.kv_width / lay.tp, m.hd))
@@ -165,15 +183,9 @@ def fp32_residual_extra(m: ModelSpec, t: TrainingSpec, lay: Layout):
     (hidden.to(input_dtype) with input_dtype fp32, then weight * x) keeps a 4-byte normalised
     value for the weight's gradient where a bf16 model keeps 2: 4 + 4 + 2 (the bf16 cast the
     next linear saves) = 10 instead of 8. None for FP32_SCALED_NORMS, whose normalised value is
-    fp32 whatever the weights (measured on CPU layers, cpu_family_saved_tensors.jsonl)."""
-    if m.family in FP32_SCALED_NORMS:
-        return 0.0
-    return where(fp32_weights_under_autocast(t, lay), 2.0, 0.0)
-
-
-# transformers families whose attention projects q, k and v in one linear and whose MLP
-# projects gate and up in one (modeling_phi3.py: qkv_proj, gate_up_proj): one cast each
-FUSED_PROJECTIONS = ("phi3",)
+    fp32 whatever the weights (measured on CPU layers, cpu_family_saved_tensors.jsonl): the
+    fp32 value's 4 bytes less what a bf16 model keeps (_normalised_bytes)."""
+    return where(fp32_weights_under_autocast(t, lay), 4.0 - _normalised_bytes(m), 0.0)
 
 
 def autocast_input_casts(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
@@ -186,15 +198,12 @@ def autocast_input_casts(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
     family fuses them (FUSED_PROJECTIONS). MoE experts keep fp32 inputs (counted in their own
     term). Measured: 6.6 h on qwen2.5-0.5b against 6 h (h200_torch_loops.jsonl L01: activations
     left after states and logits)."""
-    fused = m.family in FUSED_PROJECTIONS
-    attn = 1 if fused else (2 if m.is_mla else 3)
-    mlp = 0 if moe or fused else (2 if m.mlp in ("swiglu", "geglu") else 1)
-    extra = 2.0 * ((attn - 1) + max(0, mlp - 1)) * m.hidden
+    attn, mlp = _linear_inputs(m)
+    extra = 2.0 * ((attn - 1) + (0 if moe else mlp - 1)) * m.hidden
     if moe and m.shared_width:
         # a shared expert's gate and up and Qwen2-MoE's shared gate take the same fp32 input
         # beside the router: one more copy each (measured on a CPU Qwen2-MoE layer: +6 h)
-        shared_in = 2 if m.mlp in ("swiglu", "geglu") else 1
-        extra += 2.0 * (shared_in + (1 if m.shared_gate else 0)) * m.hidden
+        extra += 2.0 * (mlp + (1 if m.shared_gate else 0)) * m.hidden
     return where(fp32_weights_under_autocast(t, lay), extra, 0.0)
 
 
