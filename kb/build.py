@@ -188,7 +188,8 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
         # attention implementation through torch.nn.functional.scaled_dot_product_attention"):
         # SDPA has no soft-capping; eager and FlashAttention-2 (softcap=) have it
         raise InputError(f"--attention sdpa: transformers runs {m.name}'s soft-capped attention logits "
-                         "(attn_logit_softcapping) eager or with a FlashAttention kernel, which soft-caps; allowed: eager, flash, flash2")
+                         "(attn_logit_softcapping) eager or with a FlashAttention kernel, which soft-caps; "
+                         "allowed: eager, flash, flash2")
     if tspec.precision == "fp8" and not g.tflops_fp8:
         raise InputError(f"--precision fp8: {g.name} has no FP8 tensor cores; allowed here: bf16, pure-bf16")
     if tspec.training == "qlora" and tspec.framework not in QLORA_FRAMEWORKS:

@@ -257,8 +257,7 @@ VALIDITY = [
              _cp_sequence, lambda job, lay: f"cp={lay.cp} needs --seq-len {job.training.seq_len} divisible by 2 x cp "
                                             "(load-balanced ring attention splits each sequence into 2 x cp chunks)"),
     Validity("loss-chunks-split-sequence", "torchtitan's chunked loss (ChunkedLossWrapper) splits each rank's "
-             "sequence into equal chunks", _loss_chunks,
-             lambda job, lay: _loss_chunks_refusal(job, lay)),
+             "sequence into equal chunks", _loss_chunks, _loss_chunks_refusal),
     Validity("cp-fused-attention", "CP shards a fused attention kernel with ring attention (Transformer Engine, torch "
              "context_parallel over SDPA); eager attention has no CP path", _cp_fused_attention,
              lambda job, lay: f"cp={lay.cp} with --attention eager: context parallelism rings a fused attention kernel "

@@ -63,9 +63,9 @@ def loss_chunks(t: TrainingSpec) -> int:
     return TORCHTITAN_LOSS_CHUNKS if profile(t) == "torch" and t.training in ("pretrain", "finetune") else 1
 
 
-def _accumulator(m: ModelSpec, t: TrainingSpec, lay: Layout) -> float:
-    """The fp32 gradient buffer of the hidden states a chunked loss fills (0 unchunked)."""
-    return ACCUMULATOR_BYTES_PER_HIDDEN * tokens_local(t, lay) * m.hidden if loss_chunks(t) > 1 else 0.0
+def _accumulator(m: ModelSpec, t: TrainingSpec, lay: Layout, chunks: int) -> float:
+    """The fp32 gradient buffer of the hidden states a loss in ``chunks`` fills (0 unchunked)."""
+    return ACCUMULATOR_BYTES_PER_HIDDEN * tokens_local(t, lay) * m.hidden if chunks > 1 else 0.0
 
 
 def vocab_shards(t: TrainingSpec, lay: Layout):
@@ -86,7 +86,7 @@ def logits_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> tuple[float, flo
         return MEGATRON_SAVED_PER_LOGIT * n, MEGATRON_PEAK_PER_LOGIT * n
     chunks = loss_chunks(t)
     if chunks > 1:
-        acc = _accumulator(m, t, lay)
+        acc = _accumulator(m, t, lay, chunks)
         return acc, HF_PEAK_PER_LOGIT * n / chunks + acc
     return HF_SAVED_PER_LOGIT * n, HF_PEAK_PER_LOGIT * n
 
@@ -98,4 +98,4 @@ def logits_forward_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> float:
     if profile(t) == "megatron":
         return MEGATRON_FORWARD_PER_LOGIT * n
     chunks = loss_chunks(t)
-    return HF_FORWARD_PER_LOGIT * n / chunks + _accumulator(m, t, lay)
+    return HF_FORWARD_PER_LOGIT * n / chunks + _accumulator(m, t, lay, chunks)

@@ -129,10 +129,10 @@ def recompute_seconds(framework: str, recompute: str, lt) -> float:
     (fsdp): its per-op checkpointing keeps the attention outputs and every other matmul's output
     (kb/memory/activations.py sizes the same), so half the forward GEMMs and the forward
     elementwise work, elementwise / 3, run again, and eager attention's forward, whose bmm and
-    softmax are not the SDPA ops the policy keeps (export/fsdp.py _SAVED). modules: core attention as selective, plus the
-    norms' and the expert activation's forward, about a quarter of the layer's elementwise
-    traffic (its forward half is norms, activation, RoPE and residual adds) -- estimated, not
-    fitted."""
+    softmax are not the SDPA ops the policy keeps (export/fsdp.py _SAVED). modules: core
+    attention as selective, plus the norms' and the expert activation's forward, about a quarter
+    of the layer's elementwise traffic (its forward half is norms, activation, RoPE and residual
+    adds) -- estimated, not fitted."""
     if recompute == "full":
         return lt.gemm_forward + lt.attention_forward + lt.elementwise / 3.0
     if recompute == "selective" and framework == "fsdp":
