@@ -53,32 +53,46 @@ FAMILIES = {
 }
 
 
+def layer_saved_bytes(model, decoder, dtype: torch.dtype, hidden: int, skip=lambda t: False) -> float:
+    """Bytes per token that one forward of decoder.layers[0] (SEQ tokens, bf16 autocast) saves
+    for backward: every saved tensor once per storage, the model's parameters and what ``skip``
+    names (weight casts) left out. measure_saved_tensors.py counts its LoRA layers with it."""
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen = {}
+
+    def pack(t):
+        st = t.untyped_storage()
+        if st.data_ptr() not in params and not skip(t):
+            seen[st.data_ptr()] = max(seen.get(st.data_ptr(), 0), st.nbytes())
+        return t
+
+    x = torch.randn(1, SEQ, hidden, dtype=dtype, requires_grad=True)
+    pos = torch.arange(SEQ)[None]
+    kw = dict(attention_mask=None, position_ids=pos, position_embeddings=decoder.rotary_emb(x, pos))
+    with torch.autocast("cpu", torch.bfloat16), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        decoder.layers[0](x, **kw)
+    return sum(seen.values()) / SEQ
+
+
+def weight_shaped(model, only_2d: bool = False):
+    """A test for tensors shaped like one of the model's weights (or its transpose): autocast's
+    casts of them, which the estimate counts apart (compute copies), not as activations."""
+    shapes = {tuple(p.shape) for p in model.parameters() if p.dim() == 2 or not only_2d}
+    return lambda t: tuple(t.shape) in shapes or tuple(t.shape[::-1]) in shapes
+
+
 def saved_bytes(model_type: str, shape: dict, weights: torch.dtype) -> tuple[float, dict]:
     torch.manual_seed(0)
     cfg = AutoConfig.for_model(model_type, num_hidden_layers=1, vocab_size=1024, **shape)
     cfg._attn_implementation = "eager" if model_type in EAGER else "sdpa"
     model = AutoModelForCausalLM.from_config(cfg).to(weights)
     model.train()
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    # with fp32 weights, autocast's bf16 casts of them (a weight's shape) are weight copies, which
-    # the estimate counts apart (compute copies), not activations
-    shapes = {tuple(p.shape) for p in model.parameters() if p.dim() == 2} if weights == torch.float32 else set()
-    seen = {}
-
-    def pack(t):
-        st = t.untyped_storage()
-        if t.dtype == torch.bfloat16 and t.shape[0] != SEQ and (tuple(t.shape) in shapes or tuple(t.shape[::-1]) in shapes):
-            return t
-        if st.data_ptr() not in params:
-            seen[st.data_ptr()] = max(seen.get(st.data_ptr(), 0), st.nbytes())
-        return t
-
-    x = torch.randn(1, SEQ, cfg.hidden_size, dtype=weights, requires_grad=True)
-    pos = torch.arange(SEQ)[None]
-    kw = dict(attention_mask=None, position_ids=pos, position_embeddings=model.model.rotary_emb(x, pos))
-    with torch.autocast("cpu", torch.bfloat16), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        model.model.layers[0](x, **kw)
-    return sum(seen.values()) / SEQ, cfg.to_dict()
+    skip = lambda t: False  # noqa: E731
+    if weights == torch.float32:
+        # autocast's bf16 casts of the fp32 weights (a weight's shape, never SEQ rows)
+        cast = weight_shaped(model, only_2d=True)
+        skip = lambda t: t.dtype == torch.bfloat16 and t.shape[0] != SEQ and cast(t)  # noqa: E731
+    return layer_saved_bytes(model, model.model, weights, cfg.hidden_size, skip), cfg.to_dict()
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ adapters, as the Trainer runs them without ZeRO), lora-bf16 (adapters kept in bf
 autocast_adapter_dtype=False, as DeepSpeed's, FSDP2's and Megatron's bf16 engines hold them).
 All-linear targets. Writes one JSON line per geometry and mode to stdout.
 
-Run: python measure_saved_tensors.py > cpu_lora_saved_tensors.jsonl
+Run from this folder (it takes its counter from measure_family_layers.py):
+     python measure_saved_tensors.py > cpu_lora_saved_tensors.jsonl
 (taken with torch 2.14.1, transformers 5.24.0, peft 0.21.2)
 """
 import json
@@ -17,6 +18,8 @@ import json
 import torch
 from peft import LoraConfig, get_peft_model
 from transformers import AutoConfig, AutoModelForCausalLM
+
+from measure_family_layers import SEQ, layer_saved_bytes, weight_shaped  # this folder: run from it
 
 GEOMETRIES = [  # model type, hidden, ffn, heads, kv heads, LoRA rank
     ("llama", 512, 1792, 8, 2, 16),      # Llama 3 8B's proportions (F = 3.5 h, GQA 4:1)
@@ -26,7 +29,6 @@ GEOMETRIES = [  # model type, hidden, ffn, heads, kv heads, LoRA rank
     ("qwen3", 512, 1536, 8, 2, 16),      # q/k norms (frozen under LoRA)
     ("gemma", 512, 2048, 8, 1, 16),      # fp32-scaled norms, GeGLU
 ]
-SEQ = 256
 
 
 def saved_bytes(model_type, h, ffn, heads, kv, rank, mode):
@@ -44,24 +46,8 @@ def saved_bytes(model_type, h, ffn, heads, kv, rank, mode):
     else:
         base = model.model
     model.train()
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    shapes = {tuple(p.shape) for p in model.parameters()}
-    seen = {}
-
-    def pack(t):
-        st = t.untyped_storage()
-        # parameters, and autocast's bf16 casts of fp32 adapter weights (a weight's shape)
-        if st.data_ptr() in params or tuple(t.shape) in shapes or tuple(t.shape[::-1]) in shapes:
-            return t
-        seen[st.data_ptr()] = max(seen.get(st.data_ptr(), 0), st.nbytes())
-        return t
-
-    x = torch.randn(1, SEQ, h, dtype=torch.bfloat16, requires_grad=True)
-    pos = torch.arange(SEQ)[None]
-    rope = base.rotary_emb(x, pos)
-    with torch.autocast("cpu", torch.bfloat16), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        base.layers[0](x, position_embeddings=rope, attention_mask=None, position_ids=pos)
-    return sum(seen.values()) / SEQ
+    # autocast's bf16 casts of the fp32 adapter weights (a weight's shape) are left out
+    return layer_saved_bytes(model, base, torch.bfloat16, h, skip=weight_shaped(model))
 
 
 if __name__ == "__main__":
