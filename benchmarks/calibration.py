@@ -62,13 +62,13 @@ def lora_saved_rows() -> list[dict]:
     bf16, against the estimate's per-layer bytes of the two jobs. fp32 adapters are the
     Trainer's (hf, ZeRO-0), bf16 ones the DeepSpeed engine's."""
     rows = _jsonl("cpu_lora_saved_tensors.jsonl")
-    full = {(r["model_type"], r["hidden"], r["ffn"], r["heads"], r["kv_heads"], r["lora_rank"]): r["saved_bytes_per_token"]
-            for r in rows if r["mode"] == "full"}
+    shape = lambda r: tuple(r[k] for k in ("model_type", "hidden", "ffn", "heads", "kv_heads", "lora_rank"))  # noqa: E731
+    full = {shape(r): r["saved_bytes_per_token"] for r in rows if r["mode"] == "full"}
     out = []
     for r in rows:
         if r["mode"] == "full":
             continue
-        key = (r["model_type"], r["hidden"], r["ffn"], r["heads"], r["kv_heads"], r["lora_rank"])
+        key = shape(r)
         mt = r["model_type"]
         m = ModelSpec(name="calib", family=mt, layers=1, hidden=r["hidden"], ffn=r["ffn"], heads=r["heads"],
                       kv_heads=r["kv_heads"], vocab=1024, qk_norm=mt == "qwen3",
@@ -105,9 +105,11 @@ FAMILY_FP32_UNMODELLED = {
 def family_saved_rows() -> list[dict]:
     """One decoder layer of each transformers family (cpu_family_saved_tensors.jsonl, taken by
     measure_family_layers.py), read through the estimate's own config.json reader: the bytes a
-    token the layer keeps, against layer_bytes_per_token (pure bf16, the family's attention).
-    The measured figure less RoPE's cos and sin (2 x 2 bytes x head size a token), which every
-    layer of a model shares and a one-layer run charges to its layer."""
+    token the layer keeps, against layer_bytes_per_token (the family's attention; pure bf16 for
+    the bf16-weight rows, the Trainer's fp32 weights under autocast for the others). The
+    measured figure less RoPE's cos and sin (2 x 2 or 4 bytes x head size a token, in the
+    weights' dtype), which every layer of a model shares and a one-layer run charges to its
+    layer."""
     import tempfile
     from shardwise.kb.hf_config import read_hf_config
     out = []
