@@ -66,9 +66,20 @@ def compare(settings, vary, rules, fmt):
     emit({"variants": rows}, fmt, lambda markdown: render(rows, [k for k, _ in varied], markdown, priced))
 
 
+def _no_layout(why: str) -> str:
+    """A row without a layout, as its decision said why: refused (its first clause), no valid
+    layout (the validity rules left none), the rules allow none, or nothing fits in memory."""
+    if why.startswith("refused: "):
+        return "refused: " + why.split(";")[0].removeprefix("refused: ")
+    if why.startswith("no valid layout"):
+        return "no valid layout (" + why.removeprefix("no valid layout").lstrip(": ").split(";")[0] + ")"
+    if "the rules allow none" in why:
+        return "fits, but the rules allow none"
+    return "nothing fits"
+
+
 def render(rows: list[dict], heads: list[str], markdown: bool, priced: bool = False) -> str:
-    shown = lambda r: r["best"] or ("refused: " + r["why"].split(";")[0].removeprefix("refused: ")
-                                    if r.get("why", "").startswith("refused: ") else "nothing fits")
+    shown = lambda r: r["best"] or _no_layout(r.get("why", ""))  # noqa: E731
     body = [[*(r["variant"][k] for k in heads), shown(r),
              f"{r['tokens_per_s']:,.0f}" if r["tokens_per_s"] else "-",
              f"{r['time_to_train_h']:,.1f}" if r["time_to_train_h"] is not None else "-",

@@ -319,6 +319,15 @@ def test_a_chunked_loss_is_torchtitans_and_divides_the_sequence(run_cli):
     assert code == 0 and json.loads(out)["job"]["loss_chunks"] == 8, err
 
 
+def test_compare_says_why_a_variant_has_no_layout(run_cli):
+    """A variant the validity rules empty is not reported as one that does not fit in memory."""
+    code, out, err = run_cli("compare", "--model", "llama-3-8b", "--framework", "fsdp", "--vary", "loss_chunks=1,3")
+    assert code == 0, err
+    assert "no valid layout (loss-chunks-split-sequence removed" in out and "nothing fits" not in out
+    code, out, err = run_cli("compare", "--model", "llama-3-70b", "--gpus", "2", "--vary", "seq_len=4096")
+    assert code == 0 and "nothing fits" in out, err
+
+
 def test_sdpa_on_a_soft_capped_transformers_model_is_refused(run_cli):
     """transformers has no SDPA path for Gemma 2's soft-capped logits: the Trainer cannot run what
     the estimate would size; eager and the FlashAttention kernels can, and Megatron's own kernel
