@@ -69,6 +69,11 @@ def render(result: dict, markdown: bool = False) -> str:
         return "\n".join(lines)
     lay = dict(result["layout"], zero=result["layout"]["zero_stage"])
     rows = [(k, _value(lay[k]), setting_line(k, result["settings"][k])) for k in ORDER]
+    if lay["zero"] >= 1 and lay["shard_group"] < lay["dp"] * lay["cp"]:
+        # an HSDP group is part of the zero choice: said beside it, as the layout string does (shard=N)
+        rows.insert(ORDER.index("zero") + 1, ("shard", str(lay["shard_group"]),
+                    f"ZeRO-{lay['zero']} shards over {lay['shard_group']} ranks and replicates across "
+                    f"{lay['dp'] * lay['cp'] // lay['shard_group']} such groups (HSDP)"))
     rows.append(("grad_accum", str(lay["grad_accum"]),
                  f"reaches the global batch: {lay['global_batch']:,} = mbs {lay['mbs']} x {lay['grad_accum']} x DP {lay['dp']}"))
     if markdown:

@@ -188,6 +188,22 @@ def test_table_and_markdown_render(run_cli):
         assert code == 0 and "tp" in out, err
 
 
+def test_the_table_shows_an_hsdp_group(run_cli):
+    """A headline that shards ZeRO-3 over a group smaller than DP x CP says so in its table, as
+    its layout string does (shard=N); a full shard has no such row."""
+    args = ["recommend", "--model", "llama-3-8b", "--gpus", "16", "--framework", "fsdp", "--seq-len", "8192"]
+    code, out, err = run_cli(*args, "--format", "json")
+    assert code == 0, err
+    lay = json.loads(out)["layout"]
+    code, table, err = run_cli(*args)
+    rows = [line.split()[:2] for line in table.splitlines()]
+    hsdp = lay["zero_stage"] >= 1 and lay["shard_group"] < lay["dp"] * lay["cp"]
+    assert hsdp, lay            # this job's headline is HSDP (the row's reason to exist)
+    assert ["shard", str(lay["shard_group"])] in rows
+    code, table, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8")
+    assert not any(line.startswith("shard ") for line in table.splitlines())
+
+
 def test_a_job_with_no_layout_says_so_plainly(run_cli):
     code, out, err = run_cli("recommend", "--model", "llama-3-70b", "--gpus", "8", "--gpu", "a100-80gb",
                              "--training", "finetune", "--framework", "hf")
