@@ -36,6 +36,15 @@ def main() -> None:
         print(f"  {r['id']:<40} measured {r['measured']:+8.1f}  predicted {r['predicted']:+8.1f}"
               f"  error {r['error']:+.3f} h")
     print(f"  max |error| {max(abs(r['error']) for r in lora):.3f} bytes per token per hidden unit")
+    print("\n== PEFT's LoRA on one transformers 5 MoE layer, cpu_peft_experts.jsonl (kept and backward: bytes"
+          " that do not grow with the tokens; adapters, 4-bit: parameters)")
+    for r in calibration.peft_expert_rows():
+        bytes_ = r["what"] in ("kept", "backward")
+        unit, name = (2**20, "MiB") if bytes_ else (1e6, "M")
+        print(f"  {r['id']:<40} measured {r['measured'] / unit:9.3f} {name}"
+              f"  predicted {r['predicted'] / unit:9.3f} {name}"
+              + (f"  error {100 * r['error']:+6.2f}%" if r["predicted"] else
+                 f"  ({100 * r['error']:.2f}% of a merge of its experts: none made)"))
     print("\n== whole steps on one GPU, like for like (row by row: python benchmarks/trainer_steps.py)")
     for name, rows in (("Trainer, H100, h100_hf_trainer_steps.jsonl", calibration.trainer_rows("h100")),
                        ("Trainer, H200, h200_hf_trainer_steps.jsonl", calibration.trainer_rows("h200")),

@@ -135,6 +135,75 @@ def family_saved_rows() -> list[dict]:
     return out
 
 
+def peft_expert_rows() -> list[dict]:
+    """PEFT's LoRA on one transformers 5 MoE layer (cpu_peft_experts.jsonl, taken by
+    measure_peft_experts.py), read through the estimate's config.json reader, with fp32 (the
+    Trainer's) and bf16 (DeepSpeed's) adapters. Per family and adapter dtype:
+
+    - kept: what the LoRA layer keeps beyond full fine-tuning that does not grow with the
+      tokens (the constant of the LoRA - full difference in saved bytes, fitted through the two
+      sequence lengths: attention is the same in both, so its quadratic part cancels), against
+      peft_experts.merged_expert_bytes;
+    - backward: the constant part of the LoRA layer's backward peak over its end of forward
+      (SDPA families, whose tokens' part is linear), against the down projection's merged-weight
+      gradient (DOWN_SHARE of the merged weights);
+    - adapters: the LoRA parameters PEFT made, against lora_params where adapters are PEFT's;
+    - 4-bit: the layer's parameters bitsandbytes stored in 4 bits when QLoRA loaded it, against
+      what the estimate quantises (block projections, less the experts that stay bf16)."""
+    import tempfile
+    from shardwise.kb.hf_config import read_hf_config
+    from shardwise.kb.memory import peft_experts as pe
+    from shardwise.kb.memory.states import lora_params
+    from shardwise.kb.params import layer_params
+    data = _jsonl("cpu_peft_experts.jsonl")
+    rows = {(r["model_type"], r["mode"], r["seq"]): r for r in data if r["mode"] != "qlora-storage"}
+    out = []
+    for (mt, mode, seq), r in sorted(rows.items()):
+        if mode == "full" or seq != min(x[2] for x in rows):
+            continue
+        long = max(x[2] for x in rows)
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "config.json"
+            path.write_text(json.dumps(dict(r["config"], num_hidden_layers=1)))
+            m = read_hf_config(str(path))
+        t = TrainingSpec(seq_len=seq, framework="hf" if mode == "lora" else "deepspeed", training="lora",
+                         lora_rank=r["lora_rank"])
+        lay = Layout(mbs=1, recompute="none", zero=0)
+        merged = pe.merged_expert_bytes(m, t, lay, layer_params(m, True).experts)
+
+        def constant(key, a, b):
+            k = (b - a) / (long - seq)
+            return a - k * seq
+        diff = [rows[(mt, mode, s)]["saved_bytes"] - rows[(mt, "full", s)]["saved_bytes"] for s in (seq, long)]
+        kept = constant("kept", *diff)
+        tag = f"{mt} {'fp32' if mode == 'lora' else 'bf16'} adapters"
+        out.append({"id": f"{tag}: kept", "measured": kept, "predicted": float(merged), "what": "kept",
+                    "error": float(merged) / kept - 1 if merged else kept / (2.0 * layer_params(m, True).experts),
+                    "artefact": None})
+        if r["attention"] == "sdpa" and m.family in pe.ADAPTED_EXPERT_FAMILIES and not m.is_mla:
+            excess = [rows[(mt, mode, s)]["peak_bytes"] - rows[(mt, mode, s)]["forward_end_bytes"] for s in (seq, long)]
+            pred = pe.DOWN_SHARE * 2.0 * layer_params(m, True).experts
+            c = constant("backward", *excess)
+            out.append({"id": f"{tag}: backward", "measured": c, "predicted": pred, "what": "backward",
+                        "error": pred / c - 1, "artefact": None})
+        made = sum(r["lora_params"].values())
+        out.append({"id": f"{tag}: adapters", "measured": made, "predicted": lora_params(m, r["lora_rank"], t),
+                    "what": "adapters", "error": lora_params(m, r["lora_rank"], t) / made - 1, "artefact": None})
+    for r in data:
+        if r["mode"] != "qlora-storage":
+            continue
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "config.json"
+            path.write_text(json.dumps(dict(r["config"], num_hidden_layers=1)))
+            m = read_hf_config(str(path))
+        t = TrainingSpec(seq_len=256, framework="hf", training="qlora")
+        lp = layer_params(m, True)
+        pred = lp.tp_sharded + (0 if pe.experts_stay_bf16(m, t) else lp.experts)
+        out.append({"id": f"{r['model_type']} QLoRA: 4-bit", "measured": r["nf4_params"], "predicted": pred,
+                    "what": "4-bit", "error": pred / r["nf4_params"] - 1, "artefact": None})
+    return out
+
+
 def logits_rows() -> list[dict]:
     """measure.py's logits rows: a one-layer bf16 model with the vocabulary V less the same
     model with 256 entries, after the forward (kept) and at the fwd+bwd peak. Its script holds

@@ -161,3 +161,26 @@ def test_torch_loops_step_time():
         assert statistics.median(errs) < 0.12, held_out
     errs = sorted(abs(r["step_error"]) for r in rows)
     assert errs[int(0.9 * len(errs))] < 0.25
+
+
+def test_peft_lora_on_fused_moe_experts_as_measured():
+    """PEFT 0.21 on transformers 5's fused experts, one CPU layer per MoE family: Mixtral,
+    Qwen3-MoE and DeepSeek-V3 keep the merged expert weights (plus, with fp32 adapters, the bf16
+    casts of B and A) beyond full fine-tuning's tensors, within 3%; Qwen2-MoE and gpt-oss merge
+    nothing (their experts are not adapted); the backward adds the down projection's
+    merged-weight gradient (within 12%); the adapters counted are the ones PEFT made, exactly; and
+    bitsandbytes' 4-bit loading quantises what the estimate quantises -- attention and shared
+    experts, not the fused routed experts -- within 0.5%."""
+    rows = calibration.peft_expert_rows()
+    assert len(rows) == 29
+    kept = {r["id"].split()[0]: r for r in rows if r["what"] == "kept"}
+    assert sorted(k for k, r in kept.items() if r["predicted"]) == ["deepseek_v3", "mixtral", "qwen3_moe"]
+    for r in rows:
+        if r["what"] == "kept":
+            assert abs(r["error"]) < 0.03, r["id"]
+        elif r["what"] == "backward":
+            assert abs(r["error"]) < 0.12, r["id"]
+        elif r["what"] == "4-bit":
+            assert abs(r["error"]) < 0.005, r["id"]
+        else:
+            assert r["predicted"] == r["measured"], r["id"]

@@ -54,13 +54,14 @@ def test_lora_is_faster_than_full_fine_tuning_where_its_adapters_run_in_bf16():
         assert step(fw, "lora", "zero=3,mbs=1,recompute=none") < step(fw, "finetune", "zero=3,mbs=1,recompute=none")
     from shardwise.kb.perf.compute import layer_time, lora_bytes_per_token
     m = catalog.model("llama-3-8b")
-    assert lora_bytes_per_token(m, False, True) > 1.5 * lora_bytes_per_token(m, False, False)
+    t = build_job(model="llama-3-8b", gpus=8, seq_len=8192, framework="hf", training="lora").training
+    assert lora_bytes_per_token(m, t, False, True) > 1.5 * lora_bytes_per_token(m, t, False, False)
     # the Trainer's own DDP keeps PEFT's adapters fp32 and pays the casts; its ZeRO (DeepSpeed) does not
     job = build_job(model="llama-3-8b", gpus=16, seq_len=8192, global_batch=128, framework="hf", training="lora")
     ddp, zero = (resolve_layout(job, f"zero={z},mbs=1,recompute=none")[0] for z in (0, 2))
     extra = layer_time(m, job.training, ddp, job.cluster.gpu, False).elementwise \
         - layer_time(m, job.training, zero, job.cluster.gpu, False).elementwise
-    cast = 8192 * (lora_bytes_per_token(m, False, True) - lora_bytes_per_token(m, False, False)) \
+    cast = 8192 * (lora_bytes_per_token(m, t, False, True) - lora_bytes_per_token(m, t, False, False)) \
         / (job.cluster.gpu.hbm_gbps * 1e9)
     assert extra == pytest.approx(cast, rel=1e-6)
 
@@ -533,3 +534,24 @@ def test_selective_recomputation_reruns_eager_attention_where_it_is_not_kept():
         return sel - none
     assert extra("fsdp", "eager") > 2 * extra("fsdp", "flash")
     assert extra("megatron", "eager") > 2 * extra("megatron", "flash") > 0
+
+
+def test_peft_merged_experts_train_their_weight_gradients():
+    """PEFT's merged Mixtral experts compute their weight gradient (the merged weight's), so LoRA
+    saves a third of the GEMM time only outside the routed experts, and the merge moves the
+    experts' weights each micro-batch; Megatron's LoRA keeps its experts frozen."""
+    from shardwise.kb.perf.compute import FROZEN_GEMM_SHARE, MERGED_BYTES_PER_PARAM, layer_time
+    m = catalog.model("mixtral-8x7b")
+
+    def times(framework, training):
+        job = build_job(model="mixtral-8x7b", gpus=8, seq_len=4096, framework=framework, training=training)
+        lay = resolve_layout(job, f"dp=8,zero={0 if framework == 'megatron' else 3},mbs=1,recompute=none")[0]
+        return layer_time(m, job.training, lay, job.cluster.gpu, True), job
+    full, _ = times("hf", "finetune")
+    lora, job = times("hf", "lora")
+    mega_full, _ = times("megatron", "finetune")
+    mega_lora, _ = times("megatron", "lora")
+    assert mega_lora.gemm == pytest.approx(FROZEN_GEMM_SHARE * mega_full.gemm, rel=1e-9)
+    assert FROZEN_GEMM_SHARE * full.gemm < lora.gemm < full.gemm
+    merge = MERGED_BYTES_PER_PARAM * 8 * 3 * 4096 * 14336 / (job.cluster.gpu.hbm_gbps * 1e9)
+    assert lora.elementwise > merge

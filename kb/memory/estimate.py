@@ -35,6 +35,7 @@ from ..stages import all_stages
 from . import activations as act
 from . import optimizers as opt
 from . import overheads as ovh
+from . import peft_experts as pe
 from . import states as st
 from .logits import logits_bytes, logits_forward_bytes
 from ..vec import both, maximum, minimum, where
@@ -172,9 +173,12 @@ def _peak(job: Job, lay):
         lp = layer_params(m, moe_heavy and m.is_moe)
         layer_rank = lp.tp_sharded / lay.tp + lp.replicated + lp.experts / (lay.ep * lay.etp)
         head_rank = m.vocab * m.hidden / lay.tp if last else 0.0
-        buffers = ovh.framework_buffers(t, lay, sp.total, layer_rank, unsharded=s.accumulated_grads > 0)
+        # the routed experts QLoRA leaves bf16 (peft_experts.experts_stay_bf16)
+        bf16_experts = lp.experts / (lay.ep * lay.etp) if pe.experts_stay_bf16(m, t) else 0.0
+        buffers = ovh.framework_buffers(t, lay, sp.total, layer_rank, unsharded=s.accumulated_grads > 0,
+                                        bf16_experts_rank=bf16_experts)
         # QLoRA: one layer's 4-bit weights dequantised to bf16 for its GEMMs, a compute copy
-        dequant = 2.0 * layer_rank if t.training == "qlora" else 0.0
+        dequant = 2.0 * (layer_rank - bf16_experts) if t.training == "qlora" else 0.0
         persistent = (s.weights + s.master + s.optimizer + s.fp8_cache + s.frozen
                       + where(s.persistent_grads, s.grads, 0.0))
         copies = saved_weight_copies(s, lay, layer_rank, head_rank, sp.total)
@@ -183,6 +187,14 @@ def _peak(job: Job, lay):
         # autocast's cache of weight casts lives through the whole forward (torch.autocast
         # clears it on leaving the region: torch/amp/autocast_mode.py __exit__)
         fwd_copies = where(act.fp32_weights_under_autocast(t, lay), s.compute_copy, copies)
+        # PEFT's merged expert weights (peft_experts): kept per MoE layer and micro-batch from its
+        # forward to its backward; under full recomputation only the recomputed layer's, with its
+        # backward. The backward adds the down projection's merged-weight gradient.
+        merged = pe.merged_expert_bytes(m, t, lay, lp.experts / (lay.ep * lay.etp)) if moe_heavy else 0.0
+        full = lay.recompute == "full"
+        kept_merged = where(full, 0.0, merged * sp.moe_layers * lay.in_flight(sp.stage))
+        copies, fwd_copies = copies + kept_merged, fwd_copies + kept_merged
+        transient = transient + merged * (where(full, 1.0, 0.0) + pe.DOWN_SHARE)
         phases = phase_live(s, lay, a, copies, fwd_copies, logits_fwd, spike, transient, head_grads)
         # the gradients kept only because of --zero-grad zeros (not a framework's own buffer)
         kept_grads = where(s.loop_kept_grads, s.grads, 0.0)

@@ -50,7 +50,7 @@ def nccl_gib(lay: Layout):
 
 
 def framework_buffers(t: TrainingSpec, lay: Layout, rank_params: float, layer_params_rank: float,
-                      unsharded: bool = False) -> float:
+                      unsharded: bool = False, bf16_experts_rank: float = 0.0) -> float:
     """Bytes of framework communication buffers held through the step.
 
     DeepSpeed ZeRO-1/2: the reduce and all-gather buckets (2 x 5e8 bf16 elements), never more
@@ -61,7 +61,9 @@ def framework_buffers(t: TrainingSpec, lay: Layout, rank_params: float, layer_pa
     unsharded (FSDP under pipeline parallelism), only the fp32 reduce-scatter output remains.
     A frozen LoRA / QLoRA base under FSDP has no gradients to reduce: only the two gathered
     layers, in the dtype they are stored in (bf16, or QLoRA's NF4 packed into bf16 storage,
-    bnb_4bit_quant_storage, as FSDP + QLoRA requires); the adapters' own buffers are small.
+    bnb_4bit_quant_storage, as FSDP + QLoRA requires), less ``bf16_experts_rank``, a layer's
+    routed experts that QLoRA leaves bf16 (peft_experts.experts_stay_bf16); the adapters' own
+    buffers are small.
     """
     z = lay.zero
     if t.framework in ("deepspeed", "hf"):        # the Trainer hands ZeRO 1-3 to DeepSpeed
@@ -70,6 +72,7 @@ def framework_buffers(t: TrainingSpec, lay: Layout, rank_params: float, layer_pa
         return where(z == 3, stage3, where(z >= 1, buckets, 0.0))
     if t.training in ADAPTERS:
         stored = NF4_BYTES if t.training == "qlora" else 2.0
-        return where(z == 3, 2 * stored * layer_params_rank, 0.0)
+        layer = stored * (layer_params_rank - bf16_experts_rank) + 2.0 * bf16_experts_rank
+        return where(z == 3, 2 * layer, 0.0)
     stage3 = where(unsharded, 4.0 * layer_params_rank, (2 * 2.0 + 2.0 + 4.0) * layer_params_rank)
     return where(z == 3, stage3, 0.0)

@@ -13,6 +13,8 @@ from ..params import layer_params, total_params
 from ..schema import ModelSpec, TrainingSpec
 from ..vec import maximum, where
 from . import optimizers as opt
+from .peft_experts import (ADAPTED_EXPERT_FAMILIES, FUSED_EXPERT_FAMILIES, expert_adapter_params, experts_stay_bf16,
+                           peft_on_transformers)
 
 @dataclass(frozen=True)
 class Recipe:
@@ -185,15 +187,42 @@ def full_training_states(params_rank: float, gemm_rank: float, expert_rank: floa
                   r.loop_kept)
 
 
-def lora_params(m: ModelSpec, rank: int) -> int:
+def lora_params(m: ModelSpec, rank: int, t: TrainingSpec | None = None) -> int:
     """Trainable LoRA parameters with adapters on every linear layer of every block
-    (PEFT target_modules="all-linear"): r x (in + out) per projection (Hu et al. 2021)."""
+    (PEFT target_modules="all-linear"): r x (in + out) per projection (Hu et al. 2021).
+
+    MoE layers: one adapter per expert projection, as Megatron-Bridge's LoRA and transformers 4's
+    per-expert nn.Linear have them. Where the adapters are PEFT's (``t`` given, peft_on_transformers)
+    transformers 5 fuses the experts, and PEFT 0.21 adapts what peft_experts describes. For
+    ADAPTED_EXPERT_FAMILIES: the fused gate_up at rank 2r per expert with a dense block-diagonal
+    B (r E (2h + 4F)), down_proj (r E (F + h)) and the router (r (h + E)); and since PEFT turns
+    the names gate_proj / up_proj / down_proj into those parameters, no nn.Linear of that name
+    keeps an adapter -- not the shared experts, not DeepSeek's leading dense layers' MLP. For
+    the other fused families no routed expert: Qwen2-MoE's shared expert and its gate (r (h + 1))
+    are adapted, gpt-oss's MLP not at all. Multi-latent attention has five projections (q_a and q_b,
+    or one q_proj; kv_a_proj_with_mqa, kv_b, o). Counted on CPU models
+    (benchmarks/calibration/measure_peft_experts.py)."""
     h, q, kv, o = m.hidden, m.q_width, m.kv_width, m.attn_out_width
     attn = rank * ((h + q) + 2 * (h + kv) + (o + h))
-    ffn_w = m.ffn if not m.is_moe else m.expert_ffn * m.experts + m.shared_width
+    if m.is_mla:
+        # multi-latent attention's projections: q_a, q_b (or one q_proj), kv_a_proj_with_mqa, kv_b, o
+        qk = m.qk_nope_dim + m.qk_rope_dim
+        q_side = (h + m.q_lora_rank) + (m.q_lora_rank + m.heads * qk) if m.q_lora_rank else h + m.heads * qk
+        attn = rank * (q_side + (h + m.kv_lora_rank + m.qk_rope_dim)
+                       + (m.kv_lora_rank + m.heads * (m.qk_nope_dim + m.v_head_dim)) + (m.heads * m.v_head_dim + h))
     n_mlp = 3 if m.mlp in ("swiglu", "geglu") else 2
-    mlp = rank * n_mlp * (h + ffn_w) if not m.is_moe else rank * n_mlp * (h * (m.experts + (1 if m.shared_width else 0)) + ffn_w)
-    return m.layers * (attn + mlp)
+    dense_mlp = rank * n_mlp * (h + m.ffn)
+    if not m.is_moe:
+        return m.layers * (attn + dense_mlp)
+    shared = rank * n_mlp * (h + m.shared_width) if m.shared_width else 0
+    if t is not None and peft_on_transformers(t) and m.family in FUSED_EXPERT_FAMILIES:
+        if m.family in ADAPTED_EXPERT_FAMILIES:
+            dense_mlp, moe_mlp = 0, expert_adapter_params(m, rank) + rank * (h + m.experts)
+        else:
+            moe_mlp = shared + rank * (h + 1) if m.shared_width else 0     # Qwen2-MoE's shared expert and gate
+    else:
+        moe_mlp = rank * n_mlp * (h * m.experts + m.expert_ffn * m.experts) + shared
+    return m.dense_layers * (attn + dense_mlp) + m.moe_layers * (attn + moe_mlp)
 
 
 # QLoRA NF4 with double quantisation: 4.127 bits per parameter (Dettmers et al. 2023, QLoRA,
@@ -206,8 +235,9 @@ def adapter_states(m: ModelSpec, t: TrainingSpec, params_rank: float, block_line
     """LoRA / QLoRA: a frozen base plus trainable adapters.
 
     Base: bf16 (2 B/param); QLoRA quantises the block linear layers to NF4 (embeddings, norms and
-    the LM head stay bf16, as bitsandbytes does). ZeRO-3 shards the base as it shards trained
-    weights: the routed experts (``expert_rank`` of the rank's ``params_rank``, all of them block
+    the LM head stay bf16, as bitsandbytes does; so do transformers 5's fused routed experts where
+    the adapters are PEFT's, no nn.Linear: peft_experts.experts_stay_bf16). ZeRO-3 shards the
+    base as it shards trained weights: the routed experts (``expert_rank`` of the rank's ``params_rank``, all of them block
     linears) over the expert-data-parallel group only, the rest over the data-parallel group --
     with EP spanning the whole DP group there is nothing left to shard the experts over.
     Adapters are kept in fp32 by PEFT (autocast_adapter_dtype) with fp32 grads and AdamW:
@@ -215,11 +245,13 @@ def adapter_states(m: ModelSpec, t: TrainingSpec, params_rank: float, block_line
     model (1/(tp pp) roughly).
     """
     linear = NF4_BYTES if t.training == "qlora" else 2.0
+    # transformers 5's fused routed experts are no nn.Linear: bitsandbytes leaves them bf16
+    expert_linear = 2.0 if experts_stay_bf16(m, t) else linear
     dense = params_rank - expert_rank
     dense_linear = maximum(block_linear_rank - expert_rank, 0.0)
     base = (_shard((dense - dense_linear) * 2.0 + dense_linear * linear, zero >= 3, group)
-            + _shard(expert_rank * linear, zero >= 3, expert_group))
-    ad = lora_params(m, t.lora_rank) * frac
+            + _shard(expert_rank * expert_linear, zero >= 3, expert_group))
+    ad = lora_params(m, t.lora_rank, t) * frac
     mom = opt.state_bytes(t, 4.0)
     largest = t.lora_rank * (m.hidden + max(m.ffn, m.q_width))     # the largest A or B matrix
     temp = opt.step_temporaries(t, _shard(ad, zero >= 1, group), largest, 4.0)

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from ..defaults import ADAPTERS
 from ..frameworks import profile as framework_profile
 from ..memory.activations import adapters_in_fp32, fp32_weights_under_autocast
+from ..memory.peft_experts import (ADAPTED_EXPERT_FAMILIES, FUSED_EXPERT_FAMILIES, adapts_fused_experts,
+                                   peft_on_transformers)
 from ..layout import Layout
 from ..schema import GPUSpec, ModelSpec, TrainingSpec
 from ..vec import maximum, minimum, where
@@ -219,8 +221,9 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     def gemm_seconds(M: float, N: float, K: float) -> float:
         return 6.0 * M * N * K / (gemm_peak * gemm_efficiency(minimum(M, N, K)) * fp8)
 
-    gemm = (sum(gemm_seconds(*s) for s in shapes)
-            + local_experts * sum(gemm_seconds(*s) for s in expert_shapes) / expert_gemm_rate(t, lay))
+    dense_gemm = sum(gemm_seconds(*s) for s in shapes)
+    expert_gemm = local_experts * sum(gemm_seconds(*s) for s in expert_shapes) / expert_gemm_rate(t, lay)
+    gemm = dense_gemm + expert_gemm
     heads = m.heads / tp
     blocks = lay.mbs * heads * (t.seq_len / lay.cp) / 128.0
     attn_fwd = tokens * windowed_attention_flops(m, t) / tp
@@ -246,8 +249,14 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
         ew += copies * (expert_bias_bytes(m, t) + glu_clamp_bytes(m, t, lay.etp)) / (gpu.hbm_gbps * 1e9)
     gemm_forward = gemm / 3.0
     if t.training in ADAPTERS:
-        gemm *= FROZEN_GEMM_SHARE
-        ew += tokens * lora_bytes_per_token(m, moe, adapters_in_fp32(t, lay)) / tp / (gpu.hbm_gbps * 1e9)
+        # PEFT's merged expert weights (kb/memory/peft_experts) take the experts' weight gradient:
+        # their GEMMs run as trained ones, and the merge and its backward move the weights
+        merged = adapts_fused_experts(m, t, lay) if moe else False
+        gemm = dense_gemm * FROZEN_GEMM_SHARE + expert_gemm * where(merged, 1.0, FROZEN_GEMM_SHARE)
+        ew += tokens * lora_bytes_per_token(m, t, moe, adapters_in_fp32(t, lay)) / tp / (gpu.hbm_gbps * 1e9)
+        if moe:
+            expert_params = local_experts * (n_mlp_in + 1) * h * m.expert_ffn / lay.etp
+            ew += where(merged, MERGED_BYTES_PER_PARAM * expert_params, 0.0) / (gpu.hbm_gbps * 1e9)
     return LayerTime(gemm, attention, ew, gemm_forward, attention_forward, t.attention == "eager")
 
 
@@ -283,9 +292,34 @@ LORA_IN_BYTES_BF16 = 6.0
 LORA_OUT_BYTES = 32.0
 
 
-def lora_bytes_per_token(m: ModelSpec, moe: bool, fp32_adapters) -> float:
-    """Memory traffic PEFT's adapters add per token of one layer (all-linear targets)."""
-    f = m.ffn if not moe else m.expert_ffn * m.top_k
-    ins = 3 * m.hidden + m.attn_out_width + (2 * m.hidden + f if m.mlp in ("swiglu", "geglu") else m.hidden + f)
-    outs = m.q_width + 2 * m.kv_heads * m.hd + m.hidden + (2 * f + m.hidden if m.mlp in ("swiglu", "geglu") else f + m.hidden)
+# PEFT's merged expert weights (kb/memory/peft_experts), bytes per routed-expert parameter of a
+# layer per micro-batch: the merge reads W and writes W + B A (2 + 2); backward writes the merged
+# weight's gradient and reads it for B's and A's gradients (2 + 2 + 2). Counted, not fitted.
+MERGED_BYTES_PER_PARAM = 10.0
+
+
+def lora_bytes_per_token(m: ModelSpec, t: TrainingSpec, moe: bool, fp32_adapters) -> float:
+    """Memory traffic PEFT's adapters add per token of one layer (all-linear targets). Where the
+    adapters are PEFT's (peft_on_transformers) an MoE layer's routed experts run no adapter per
+    token (peft_experts: merged into the weights, or not adapted); its MLP adapters are the
+    shared expert's, where PEFT keeps them (lora_params)."""
+    if not moe:
+        f = m.ffn
+    elif peft_on_transformers(t) and m.family in FUSED_EXPERT_FAMILIES:
+        f = m.shared_width if m.family not in ADAPTED_EXPERT_FAMILIES else 0
+    else:
+        f = m.expert_ffn * m.top_k
+    gated = m.mlp in ("swiglu", "geglu")
+    h = m.hidden
+    if m.is_mla:
+        # q_a, q_b (or q_proj), kv_a_proj_with_mqa, kv_b, o (kb/memory/states.lora_params)
+        qk = m.heads * (m.qk_nope_dim + m.qk_rope_dim)
+        q_in, q_out = (h + m.q_lora_rank, m.q_lora_rank + qk) if m.q_lora_rank else (h, qk)
+        attn_in = q_in + h + m.kv_lora_rank + m.attn_out_width
+        attn_out = q_out + m.kv_lora_rank + m.qk_rope_dim + m.heads * (m.qk_nope_dim + m.v_head_dim) + h
+    else:
+        attn_in = 3 * h + m.attn_out_width
+        attn_out = m.q_width + 2 * m.kv_heads * m.hd + h
+    ins = attn_in + ((2 * h + f if gated else h + f) if f else 0)
+    outs = attn_out + ((2 * f + h if gated else f + h) if f else 0)
     return where(fp32_adapters, LORA_IN_BYTES_FP32, LORA_IN_BYTES_BF16) * ins + LORA_OUT_BYTES * outs

@@ -86,7 +86,7 @@ def trained_fraction(m, t) -> float:
     (kb/memory/states.lora_params) over the whole model."""
     if t.training not in ADAPTERS:
         return 1.0
-    return lora_params(m, t.lora_rank) / total_params(m)
+    return lora_params(m, t.lora_rank, t) / total_params(m)
 
 
 def moe_layer_overhead(t, local_experts) -> float:

@@ -1,0 +1,80 @@
+"""LoRA and QLoRA on the routed experts of a transformers 5 MoE model, as PEFT 0.21 runs them.
+
+transformers 5 stores each MoE layer's routed experts as stacked 3-D parameters (MixtralExperts,
+Qwen3MoeExperts, DeepseekV3NaiveMoe, ...: gate_up_proj E x 2F x h and down_proj E x h x F),
+no longer as one nn.Linear per expert. Two things follow wherever adapters are PEFT's
+(peft_on_transformers):
+
+- bitsandbytes quantises nn.Linear modules only (transformers integrations/bitsandbytes.py
+  replace_with_bnb_linear: `type(module) is nn.Linear`), so under QLoRA the routed experts --
+  most of an MoE model's weights -- stay in bf16;
+- PEFT's "all-linear" maps the v4 expert names onto the fused parameters for the families of
+  transformers' conversion mapping (peft utils/transformers_weight_conversion.py
+  _convert_peft_config_moe: Mixtral; Qwen3-MoE, DeepSeek-V2 and V3 by the qwen2_moe pattern,
+  which Qwen2-MoE itself is not in) and wraps them in ParamWrapper: each forward builds the
+  merged weight W + scale B A for all the layer's experts (torch.baddbmm in
+  _LoraFactorsProxy, cached by nn.utils.parametrize.cached for the forward), and the experts'
+  matmuls keep it for backward. So every adapted MoE layer holds a bf16 copy of its experts
+  from its forward to its backward, and its backward computes their full weight gradient (of
+  the merged weight, for B and A) where a frozen nn.Linear computes none.
+
+Measured on CPU layers (torch 2.14.1, transformers 5.24.0, peft 0.21.2; benchmarks/calibration/
+measure_peft_experts.py -> cpu_peft_experts.jsonl): the merged weights are what a Mixtral and a
+Qwen3-MoE layer keep beyond full fine-tuning's tensors, to 0.4%; its backward adds the down
+projection's merged-weight gradient, a third of them, over the end of forward; Qwen2-MoE and
+gpt-oss adapt attention and shared experts only.
+
+Under expert parallelism (DeepSpeed AutoEP) the MoE layer is DeepSpeed's own, not transformers':
+none of this applies there.
+"""
+from __future__ import annotations
+
+from ..defaults import ADAPTERS
+from ..schema import ModelSpec, TrainingSpec
+from ..vec import both, where
+from .activations import adapters_in_fp32
+
+# model types whose routed experts transformers 5 stores as fused 3-D parameters (every MoE
+# family shardwise reads: modeling_mixtral/qwen2_moe/qwen3_moe/deepseek_v2/deepseek_v3/gpt_oss)
+FUSED_EXPERT_FAMILIES = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss")
+# of those, the ones PEFT 0.21's all-linear adapts through ParamWrapper (above)
+ADAPTED_EXPERT_FAMILIES = ("mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3")
+# SwiGLU experts: down_proj is h x F of the 3 h F a expert holds
+DOWN_SHARE = 1.0 / 3.0
+
+
+def peft_on_transformers(t: TrainingSpec) -> bool:
+    """Whether a LoRA / QLoRA job's adapters are PEFT's on a transformers model: everywhere but
+    Megatron (Megatron-Bridge's own LoRA) -- the Trainer, DeepSpeed, and FSDP2, whose export hands
+    the adapters to the user's PEFT script (torchtitan has none)."""
+    return t.framework in ("hf", "deepspeed", "fsdp")
+
+
+def experts_stay_bf16(m: ModelSpec, t: TrainingSpec) -> bool:
+    """QLoRA leaves transformers 5's fused routed experts in bf16 (bitsandbytes quantises
+    nn.Linear only)."""
+    return t.training == "qlora" and peft_on_transformers(t) and m.family in FUSED_EXPERT_FAMILIES
+
+
+def adapts_fused_experts(m: ModelSpec, t: TrainingSpec, lay):
+    """Whether PEFT's all-linear wraps the fused routed experts in ParamWrapper (merged weights
+    built every forward): LoRA / QLoRA with PEFT (peft_on_transformers), an ADAPTED_EXPERT_FAMILIES
+    model, transformers' own MoE layer (EP 1). Works on the search's layout arrays."""
+    applies = t.training in ADAPTERS and peft_on_transformers(t) and m.family in ADAPTED_EXPERT_FAMILIES
+    return both(applies, lay.ep == 1)
+
+
+def expert_adapter_params(m: ModelSpec, rank: int) -> int:
+    """LoRA parameters PEFT gives one layer's fused experts (ParamWrapper): gate_up at rank 2r per
+    expert with a dense block-diagonal B, r E (2h + 4F), and down_proj, r E (F + h)."""
+    return rank * m.experts * (2 * m.hidden + 4 * m.expert_ffn) + rank * m.experts * (m.expert_ffn + m.hidden)
+
+
+def merged_expert_bytes(m: ModelSpec, t: TrainingSpec, lay, layer_expert_params: float):
+    """Bytes one MoE layer keeps on a rank for its merged expert weights: 2 (bf16, the base
+    weights' dtype: the merge runs in W's dtype) x the layer's routed-expert parameters, plus,
+    with PEFT's fp32 adapters (activations.adapters_in_fp32), the bf16 casts of B and A that
+    baddbmm keeps for their gradients (bf16 adapters are kept as themselves: parameters); 0 where
+    adapts_fused_experts does not hold."""
+    factors = where(adapters_in_fp32(t, lay), 2.0 * expert_adapter_params(m, t.lora_rank), 0.0) / (lay.ep * lay.etp)
+    return where(adapts_fused_experts(m, t, lay), 2.0 * layer_expert_params + factors, 0.0)
