@@ -1,7 +1,10 @@
 """Read a Hugging Face ``config.json`` into a ModelSpec.
 
 Supported ``model_type`` values and the fields read are listed in ``SUPPORTED``; anything else
-is refused with the list. A missing or mistyped field is refused naming the field.
+is refused with the list. A mistyped field is refused naming the field; a missing one too, unless
+transformers' config class has a default for it, which is then used (CLASS_DEFAULTS, or the
+generic ones). What the file describes but the estimate does not size is said in the output
+(ModelSpec.reading_notes).
 """
 from __future__ import annotations
 
@@ -40,6 +43,27 @@ SUPPORTED = {
 # MixtralConfig 1e6, GptOssConfig 150000, Gemma3TextConfig 1e6 for its global layers,
 # PreTrainedConfig 10000 for the rest)
 ROPE_THETA_DEFAULT = {"mixtral": 1e6, "gpt_oss": 150000.0, "gemma3_text": 1e6}
+
+# Fields whose absence transformers fills with its config class's own default, which differs
+# from the generic one (num_key_value_heads = num_attention_heads, head_dim = hidden_size /
+# num_attention_heads, no sliding window): the __init__ defaults of transformers 5.24's
+# configuration_<model_type>.py. A field the file gives, even null, is the file's.
+# (Qwen2/Qwen3 apply sliding_window only with use_sliding_window; DeepSeek's multi-latent
+# attention has no head_dim of its own: its config writes qk_rope_head_dim there, and it is not read.)
+CLASS_DEFAULTS = {
+    "mistral": {"num_key_value_heads": 8, "sliding_window": 4096},
+    "mixtral": {"num_key_value_heads": 8},
+    "qwen2": {"num_key_value_heads": 32, "sliding_window": 4096, "max_window_layers": 28},
+    "qwen2_moe": {"num_key_value_heads": 16, "sliding_window": 4096, "max_window_layers": 28},
+    "qwen3": {"num_key_value_heads": 32, "head_dim": 128, "sliding_window": 4096, "max_window_layers": 28},
+    "qwen3_moe": {"num_key_value_heads": 4, "sliding_window": 4096},
+    "gpt_oss": {"num_key_value_heads": 8, "head_dim": 64, "sliding_window": 128},
+    "deepseek_v3": {"num_key_value_heads": 128},
+    "gemma": {"num_key_value_heads": 16, "head_dim": 256},
+    "gemma2": {"num_key_value_heads": 4, "head_dim": 256, "sliding_window": 4096},
+    "gemma3_text": {"num_key_value_heads": 4, "head_dim": 256, "sliding_window": 4096},
+}
+MLA_TYPES = ("deepseek_v2", "deepseek_v3")
 
 # The shape fields a Gemma 3 multimodal config.json leaves out of its text_config: Gemma3Config
 # builds Gemma3TextConfig(**text_config), so the class's __init__ defaults fill them (transformers
@@ -186,16 +210,85 @@ def _parse_json(text: str, path: str) -> dict:
     return cfg
 
 
+# the language model a wrapper's text_config holds (Gemma3Config builds Gemma3TextConfig from it,
+# whatever model_type it names or if it names none)
+WRAPPED_TEXT_TYPE = {"gemma3": "gemma3_text"}
+
+
 def _text_config(cfg: dict, path: str) -> dict:
     """A wrapper's language model: its text_config, with the fields a gemma3_text one leaves out
-    filled as transformers fills them (GEMMA3_TEXT_DEFAULTS)."""
+    filled as transformers fills them (GEMMA3_TEXT_DEFAULTS), and the wrapper's own
+    tie_word_embeddings where it gives one (Gemma3Config passes it to the language model)."""
     text = cfg.get("text_config")
     if not isinstance(text, dict):
         raise InputError(f"--hf-config: '{path}': text_config must be a JSON object (the language model's "
                          f"config), got {text!r:.40}")
-    if text.get("model_type") == "gemma3_text":
-        return {**GEMMA3_TEXT_DEFAULTS, **text}     # a field the file gives, even null, is the file's
+    want = WRAPPED_TEXT_TYPE[cfg["model_type"]]
+    if text.get("model_type", want) not in (want, cfg["model_type"]):
+        raise InputError(f"--hf-config: '{path}': a {cfg['model_type']} config's text_config must be a {want} "
+                         f"config, got model_type {text.get('model_type')!r}")
+    text = {**GEMMA3_TEXT_DEFAULTS, **text, "model_type": want}    # a field the file gives, even null, is the file's
+    if "tie_word_embeddings" in cfg:
+        text["tie_word_embeddings"] = cfg["tie_word_embeddings"]
     return text
+
+
+def vision_params(vision: dict) -> int:
+    """Parameters of a SigLIP vision tower (transformers modeling_siglip.py: patch embedding, a
+    learned position per patch, layers of attention with biases and a GELU MLP, two LayerNorms
+    each, a final LayerNorm), the part of a Gemma 3 checkpoint its text_config does not describe
+    (Gemma3MultiModalProjector adds a vision x text projection and an RMSNorm, counted by the
+    caller). SiglipVisionConfig's defaults where the file leaves a field out."""
+    def num(key, default):
+        v = vision.get(key, default)
+        return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= FIELD_MAX else default
+    h, f, n = num("hidden_size", 768), num("intermediate_size", 3072), num("num_hidden_layers", 12)
+    patch, image, ch = num("patch_size", 16), num("image_size", 224), num("num_channels", 3)
+    layer = 4 * (h * h + h) + (h * f + f) + (f * h + h) + 2 * 2 * h
+    return ch * patch * patch * h + h + (image // patch) ** 2 * h + n * layer + 2 * h
+
+
+def _name(cfg: dict, p: Path) -> str:
+    """The model's name, as every output and export header writes it: config.json's
+    _name_or_path, else its folder's name, with control characters (a newline would end an
+    exported script's comment line and start a command) replaced by spaces."""
+    raw = str(cfg.get("_name_or_path") or config_name(p))
+    return "".join(" " if ord(c) < 32 or ord(c) == 127 else c for c in raw)[:200]
+
+
+# model classes shardwise sizes: a causal language model, or Gemma 3's multimodal wrapper
+# around one; a classification or reward head (…ForSequenceClassification) is not modelled
+CAUSAL_SUFFIXES = ("ForCausalLM", "ForConditionalGeneration")
+
+
+def _check_architectures(cfg: dict, path: str) -> None:
+    arch = cfg.get("architectures")
+    if arch is None:
+        return
+    if not isinstance(arch, list) or not all(isinstance(a, str) for a in arch):
+        raise InputError(f"{path}: field 'architectures' must be a list of class names, got {arch!r:.60}")
+    other = [a for a in arch if not a.endswith(CAUSAL_SUFFIXES)]
+    if other:
+        raise InputError(f"{path}: architectures {other[0]!r:.60} is not a causal language model; supported: "
+                         f"classes ending in {' or '.join(CAUSAL_SUFFIXES)} (a classification or reward head "
+                         f"is not modelled)")
+
+
+def _reading_notes(outer: dict, cfg: dict, h: int) -> tuple[str, ...]:
+    """What the config describes that the estimate does not size, said in the output."""
+    notes = []
+    vision = outer.get("vision_config") if outer is not cfg else None
+    if isinstance(vision, dict):
+        vh = vision.get("hidden_size", 768) if isinstance(vision.get("hidden_size", 768), int) else 768
+        n = vision_params(vision) + vh * h + vh
+        notes.append(f"{outer.get('model_type')} config.json: only the language model (text_config) is sized; the "
+                     f"vision tower and projector, about {n / 1e6:,.0f}M parameters (vision_config), are not")
+    q = cfg.get("quantization_config") or outer.get("quantization_config")
+    if isinstance(q, dict):
+        notes.append(f"config.json has a quantization_config (quant_method {str(q.get('quant_method'))[:40]!r}): the "
+                     "weights are sized as the training type and precision hold them (bf16, or NF4 under QLoRA), "
+                     "not as the checkpoint stores them")
+    return tuple(notes)
 
 
 def read_hf_config(path: str) -> ModelSpec:
@@ -206,18 +299,22 @@ def read_hf_config(path: str) -> ModelSpec:
             raise InputError(f"--hf-config: '{path}' is a folder without a config.json; give the config.json's path")
         p = p / "config.json"
         path = str(p)
-    cfg = _parse_json(read_input_file(path, "--hf-config"), path)
+    outer = cfg = _parse_json(read_input_file(path, "--hf-config"), path)
+    _check_architectures(cfg, path)
     if cfg.get("model_type") in WRAPPERS:
         cfg = _text_config(cfg, path)
     mt = cfg.get("model_type")
     if not isinstance(mt, str) or mt not in SUPPORTED:
         raise InputError(f"{path}: model_type {mt!r} is not supported; supported: "
                          f"{', '.join(sorted(set(SUPPORTED) | set(WRAPPERS)))}")
+    cfg = {**CLASS_DEFAULTS.get(mt, {}), **cfg}
+    if mt in MLA_TYPES:
+        cfg.pop("head_dim", None)
     family, extra = SUPPORTED[mt]
     h = _field(cfg, path, "hidden_size", least=1)
     heads = _field(cfg, path, "num_attention_heads", least=1)
     spec = dict(
-        name=str(cfg.get("_name_or_path") or config_name(p)),
+        name=_name(outer, p),
         family=family,
         layers=_field(cfg, path, "num_hidden_layers", least=1),
         hidden=h,
@@ -229,6 +326,7 @@ def read_hf_config(path: str) -> ModelSpec:
         tied=_field(cfg, path, "tie_word_embeddings", required=False, default=extra.get("tied", False), kind=bool),
         max_positions=_field(cfg, path, "max_position_embeddings", required=False, default=0),
         source=f"Hugging Face config.json at {path}",
+        reading_notes=_reading_notes(outer, cfg, h),
     )
     spec.update({k: v for k, v in extra.items() if k != "tied"})
     spec.update(rope_fields(cfg, path, ROPE_THETA_DEFAULT.get(mt, 10000.0)))

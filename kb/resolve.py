@@ -39,7 +39,7 @@ def assumptions(job: Job, layout: Layout | None = None) -> list[str]:
     texts = default_texts(job)
     framework = texts[:1] if "framework" in job.training.defaulted else []
     return (framework + global_batch(job, layout=layout)[1] + texts[len(framework):] + sustained_peak(job)
-            + cuda_graph_terms(job) + rlhf_scope(job))
+            + cuda_graph_terms(job) + rlhf_scope(job) + list(job.model.reading_notes))
 
 
 def sustained_peak(job: Job) -> list[str]:

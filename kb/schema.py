@@ -83,6 +83,9 @@ class ModelSpec(_Frozen):
     v_head_dim: int = 0
     source: str = ""
     inferred: bool = False
+    # what the model's config.json describes that the estimate does not size (a vision tower, a
+    # quantisation it does not apply), said among the answer's assumptions (kb/hf_config.py)
+    reading_notes: tuple[str, ...] = ()
 
     @field_validator("rope_params", mode="before")
     @classmethod

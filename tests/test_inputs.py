@@ -508,3 +508,26 @@ def test_exports_say_the_loop_keeps_its_gradients(run_cli, tmp_path):
                              "--training", "finetune", "--zero-grad", "zeros", "--to", "fsdp", "-o", str(tmp_path / "x"))
     assert code == 0, err
     assert "optimizer.zero_grad(set_to_none=False)" in out + err
+
+
+def test_a_config_names_what_shardwise_does_not_size(run_cli, tmp_path):
+    """A reward or classification head is refused in one line; a newline in the model's name
+    cannot end an exported script's comment and start a command; a quantization_config the
+    estimate does not apply is said."""
+    base = {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_attention_heads": 16,
+            "num_key_value_heads": 8, "num_hidden_layers": 16, "vocab_size": 32000}
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({**base, "architectures": ["LlamaForSequenceClassification"], "num_labels": 1}))
+    code, out, err = run_cli("memory", "--hf-config", str(cfg), "--gpus", "8", "--layout", "tp=1")
+    assert code == 2 and "LlamaForSequenceClassification" in err and "ForCausalLM" in err
+    assert len(err.strip().splitlines()) == 1
+    cfg.write_text(json.dumps({**base, "_name_or_path": "evil\ntouch /tmp/x\n#",
+                               "quantization_config": {"quant_method": "awq", "bits": 4}}))
+    code, out, err = run_cli("export", "--hf-config", str(cfg), "--gpus", "8", "--to", "megatron",
+                             "-o", str(tmp_path / "out"))
+    assert code == 0, err
+    script = next((tmp_path / "out").rglob("*.sh")).read_text()
+    assert not any(line.startswith("touch") for line in script.splitlines())
+    code, out, err = run_cli("recommend", "--hf-config", str(cfg), "--gpus", "8", "--format", "json")
+    assert code == 0, err
+    assert any("quantization_config (quant_method 'awq')" in a for a in json.loads(out)["assumptions"])

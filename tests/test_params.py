@@ -243,3 +243,67 @@ def test_sliding_windows_are_read_from_config_json(tmp_path):
         read(dict(qwen, use_sliding_window=True))             # the last three layers only
     with pytest.raises(InputError, match="'layer_types' must list 24 entries"):
         read(dict(oss, layer_types=["sliding_attention"] * 23))
+
+
+@pytest.mark.parametrize("cfg,count", [
+    # Mistral 7B with num_key_value_heads and sliding_window left out: MistralConfig's 8 and 4096
+    ({"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+      "num_attention_heads": 32, "vocab_size": 32000}, 7_241_732_096),
+    # Qwen3-0.6B without head_dim: Qwen3Config's 128, not 1024 / 16
+    ({"model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
+      "num_attention_heads": 16, "num_key_value_heads": 8, "vocab_size": 151936, "tie_word_embeddings": True},
+     596_049_920),
+])
+def test_a_field_config_json_leaves_out_takes_the_config_class_default(tmp_path, cfg, count):
+    """transformers fills a missing field with its config class's default, which for several model
+    types is not the generic one (KV heads = heads, head size = hidden / heads, no window): so does
+    the reader (counts: transformers 5.24 built on the meta device)."""
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    m = read_hf_config(str(p))
+    assert total_params(m) == count
+    if cfg["model_type"] == "mistral":
+        assert m.sliding_window == 4096
+    p.write_text(json.dumps({**cfg, "sliding_window": None, "head_dim": None}))
+    assert read_hf_config(str(p)).sliding_window == 0          # a field the file gives, even null, is the file's
+
+
+def test_multi_latent_attention_ignores_the_head_dim_transformers_writes(tmp_path):
+    """DeepSeek's config classes write qk_rope_head_dim into head_dim; hub files have none. The two
+    spellings of one checkpoint read as the same model."""
+    cfg = {"model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944, "num_hidden_layers": 27,
+           "num_attention_heads": 16, "num_key_value_heads": 16, "vocab_size": 102400, "n_routed_experts": 64,
+           "num_experts_per_tok": 6, "moe_intermediate_size": 1408, "n_shared_experts": 2, "first_k_dense_replace": 1,
+           "q_lora_rank": None, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+           "v_head_dim": 128}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    plain = read_hf_config(str(p))
+    p.write_text(json.dumps({**cfg, "head_dim": 64}))
+    assert read_hf_config(str(p)) == plain
+
+
+def test_gemma3_wrapper_reads_its_language_model_and_says_what_it_leaves_out(tmp_path):
+    """google/gemma-3-4b-it: the text_config is the language model (model_type gemma3_text, named
+    or not), the wrapper's tie_word_embeddings applies to it, and the SigLIP tower it does not size
+    is said, with its size (transformers builds 4.300B in all, 3.880B of them the language model)."""
+    cfg = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+           "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                           "num_hidden_layers": 34, "sliding_window": 1024},
+           "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+                             "num_attention_heads": 16, "num_hidden_layers": 27, "patch_size": 14}}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    m = read_hf_config(str(p))
+    assert round(total_params(m) / 1e9, 2) == 3.88
+    note, = m.reading_notes
+    assert "vision tower" in note and "about 420M" in note
+    for text_type in (None, "gemma3"):
+        text = {k: v for k, v in cfg["text_config"].items() if k != "model_type"}
+        p.write_text(json.dumps({**cfg, "text_config": {**text, **({"model_type": text_type} if text_type else {})}}))
+        assert read_hf_config(str(p)).layers == 34
+    p.write_text(json.dumps({**cfg, "tie_word_embeddings": False}))
+    assert not read_hf_config(str(p)).tied
+    p.write_text(json.dumps({**cfg, "text_config": {**cfg["text_config"], "model_type": "llama"}}))
+    with pytest.raises(InputError, match="text_config must be a gemma3_text config"):
+        read_hf_config(str(p))
