@@ -118,7 +118,7 @@ def rope_fields(cfg: dict, path: str, theta: float) -> dict:
     rs = cfg.get("rope_scaling")
     if rs is None:
         rs = rp or None
-    if rs is None:
+    if rs is None or rs == {}:          # transformers reads an empty rope_scaling as the default RoPE
         return out
     if not isinstance(rs, dict):
         raise InputError(f"{path}: field 'rope_scaling' must be an object or null, got {rs!r}")
@@ -248,6 +248,31 @@ def vision_params(vision: dict) -> int:
     return ch * patch * patch * h + h + (image // patch) ** 2 * h + n * layer + 2 * h
 
 
+# the config classes with attention_bias / mlp_bias switches (transformers 5.24: LlamaConfig,
+# GraniteConfig, DeepseekV2/V3Config have both; Qwen3, Qwen3-MoE and the Gemmas attention_bias)
+ATTENTION_BIAS_TYPES = ("llama", "granite", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text") + MLA_TYPES
+MLP_BIAS_TYPES = ("llama", "granite") + MLA_TYPES
+
+
+def _bias_fields(cfg: dict, path: str, mt: str) -> dict:
+    """qkv_bias / linear_bias (kb/schema.ModelSpec) from config.json's attention_bias and
+    mlp_bias: both on biases every linear (linear_bias); attention_bias alone q, k and v
+    (qkv_bias; o_proj's bias, one h-vector a layer, is not counted). What the estimate cannot
+    build is refused: mlp_bias alone, either on multi-latent attention, gpt-oss without its
+    attention biases."""
+    attn = _field(cfg, path, "attention_bias", required=False, default=False, kind=bool) \
+        if mt in ATTENTION_BIAS_TYPES else False
+    mlp = _field(cfg, path, "mlp_bias", required=False, default=False, kind=bool) if mt in MLP_BIAS_TYPES else False
+    if mt == "gpt_oss" and _field(cfg, path, "attention_bias", required=False, default=True, kind=bool) is False:
+        raise InputError(f"{path}: attention_bias false is not supported for gpt_oss; supported: true (its default)")
+    if (attn or mlp) and mt in MLA_TYPES:
+        raise InputError(f"{path}: attention_bias / mlp_bias true is not supported for {mt}; supported: false")
+    if mlp and not attn:
+        raise InputError(f"{path}: mlp_bias true without attention_bias is not supported; supported: both true, "
+                         "attention_bias alone, or neither")
+    return {"linear_bias": True} if attn and mlp else {"qkv_bias": True} if attn else {}
+
+
 def _name(cfg: dict, p: Path) -> str:
     """The model's name, as every output and export header writes it: config.json's
     _name_or_path, else its folder's name, with control characters (a newline would end an
@@ -333,6 +358,7 @@ def read_hf_config(path: str) -> ModelSpec:
     spec.update(window_fields(cfg, path, mt, spec["layers"]))
     if mt == "qwen2" or mt == "qwen2_moe":
         spec["qkv_bias"] = True
+    spec.update(_bias_fields(cfg, path, mt))
     if mt in ("mixtral", "gpt_oss"):
         # transformers' attribute_map aliases (MixtralConfig, GptOssConfig: num_experts ->
         # num_local_experts): a config.json may carry either name

@@ -307,3 +307,22 @@ def test_gemma3_wrapper_reads_its_language_model_and_says_what_it_leaves_out(tmp
     p.write_text(json.dumps({**cfg, "text_config": {**cfg["text_config"], "model_type": "llama"}}))
     with pytest.raises(InputError, match="text_config must be a gemma3_text config"):
         read_hf_config(str(p))
+
+
+def test_attention_and_mlp_biases_are_counted_or_refused(tmp_path):
+    """Llama 3.1 8B with attention_bias: q, k and v biases (transformers counts 8,030,588,928 with
+    o_proj's too, 4,096 more a layer); with mlp_bias as well every linear is biased (8,031,637,504
+    in transformers); mlp_bias alone is refused in one line rather than left out."""
+    cfg = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    plain = total_params(read_hf_config(str(p)))
+    p.write_text(json.dumps({**cfg, "attention_bias": True}))
+    assert total_params(read_hf_config(str(p))) == 8_030_588_928 - 32 * 4096
+    p.write_text(json.dumps({**cfg, "attention_bias": True, "mlp_bias": True}))
+    assert total_params(read_hf_config(str(p))) == 8_031_637_504
+    assert plain == 8_030_261_248
+    p.write_text(json.dumps({**cfg, "mlp_bias": True}))
+    with pytest.raises(InputError, match="mlp_bias true without attention_bias"):
+        read_hf_config(str(p))
