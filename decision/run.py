@@ -223,6 +223,11 @@ def _nothing_allowed(d: Decision) -> Decision:
         d.nothing_allowed = "no valid layout: " + "; ".join(
             f"{e['rule']} removed {e['excluded']:,}" for e in t.space.excluded if e["excluded"]) \
             if t.space.excluded else "no valid layout under the pins " + ", ".join(f"{k}={v}" for k, v in d.pins.items())
+        near = _workable_batches(d)
+        if near:
+            d.nothing_allowed += (f"; the global batch of {d.global_batch:,} sequences is what leaves none "
+                                  f"(batch-divides: mbs x DP must divide it): {' or '.join(f'{n:,}' for n in near)} "
+                                  f"sequences would leave layouts (--global-batch)")
     else:
         memory_rules = {c.rule.id for c in d.constraints if not d.book.is_policy(c.rule)
                         and any(p.startswith("memory.") for p in expr.paths(c.node))}
@@ -242,6 +247,23 @@ def _nothing_allowed(d: Decision) -> Decision:
             d.nothing_allowed += f"; {d.sizing['summary']}"
     d.warnings.append(d.nothing_allowed)
     return d
+
+
+def _workable_batches(d: Decision) -> list[int]:
+    """Where the batch-divides rule emptied the space: the nearest global batches below and above
+    the job's that leave a valid layout (multiples of a data-parallel degree, tried nearest
+    first), or [] when the batch is not what is in the way."""
+    from shardwise.search.space import build_space
+    removed = {e["rule"]: e["excluded"] for e in d.table.space.excluded}
+    if not removed.get("batch-divides"):
+        return []
+    gb, g = d.global_batch, d.job.cluster.gpus
+    unit = int(d.pins.get("mbs", 1))
+    cands = sorted({k * unit * dp for dp in range(1, g + 1) if g % dp == 0
+                    for k in (gb // (unit * dp), -(-gb // (unit * dp)))} - {0, gb}, key=lambda n: (abs(n - gb), n))
+    below = next((n for n in cands if n < gb and len(build_space(d.job, n, d.pins, fit_only=True))), None)
+    above = next((n for n in cands if n > gb and len(build_space(d.job, n, d.pins, fit_only=True))), None)
+    return [n for n in (below, above) if n]
 
 
 def _fits_memory(d: Decision, memory_rules: set) -> np.ndarray:

@@ -6,12 +6,15 @@ within a few percent, but its factors decide which data-parallel degrees and mic
 layout may take (mbs x DP must divide the batch): 31 sequences, a prime, leaves DP = 1 on any
 cluster, and 20,968 = 8 x 2,621 leaves 8 GPUs only micro-batch 1. So a token batch is taken
 as the sequence count **within 5% of the exact quotient that the most data-parallel degrees of
-the cluster divide** -- the divisors d of the GPU count with mbs x d dividing the count (the
-user's mbs, else 1) -- then the one that the most splits mbs x d divide (mbs each micro-batch
+the cluster divide** -- first those a layout reaches with tensor parallelism alone (GPUs / TP, TP
+inside the NVLink domain), then any divisor d of the GPU count, each with mbs x d dividing the
+count (the user's mbs, else 1) -- then the one that the most splits mbs x d divide (mbs each micro-batch
 the search tries, powers of two up to MBS_MAX, when the advisor chooses it), then the count
 nearest the quotient, then the smaller. DP comes first: a framework without pipelining needs
 DP = GPUs / TP, and 128 sequences on 24 GPUs (DP 1-8 only) leave it no layout where 132 allows
-DP 12. A count that is already best stays as it is;
+DP 12. Where no count within 5% leaves tensor parallelism alone any DP degree (128 sequences on
+120 GPUs of 8 a node: DP 15-120), a default batch (not a user's) moves up to 25%, to the nearest count that the largest
+such degree divides (120, DP 120). A count that is already best stays as it is;
 a token batch is never refused for rounding. Below 10 sequences no whole count may be
 within 5%: the two around the quotient compete (at least one sequence). For a layout the
 user fixed (``memory --layout``), only its own mbs x DP counts: the count within 5% it
@@ -51,20 +54,31 @@ def dp_degrees(sequences: int, gpus: int, mbs: int = 1) -> list[int]:
     return [d for d in _divisors(gpus) if sequences % (mbs * d) == 0]
 
 
+def tp_dp_degrees(sequences: int, gpus: int, tps: tuple[int, ...], mbs: int = 1) -> list[int]:
+    """The data-parallel degrees this batch allows to a layout of tensor parallelism alone:
+    DP = GPUs / TP for each TP of ``tps`` (the degrees the model and the NVLink domain allow,
+    kb/resolve.tensor_degrees), with mbs x DP dividing the batch. A framework without
+    pipelining (the Trainer, DeepSpeed without its pipeline engine) has no other way to reach
+    DP short of context parallelism."""
+    return [gpus // t for t in tps if gpus % t == 0 and sequences % (mbs * (gpus // t)) == 0]
+
+
 def splits(sequences: int, gpus: int, mbs_options: tuple[int, ...]) -> int:
     """How many (micro-batch, data-parallel degree) pairs this batch allows: mbs from
     ``mbs_options``, d a divisor of the GPU count, mbs x d dividing the batch."""
     return sum(len(dp_degrees(sequences, gpus, m)) for m in mbs_options)
 
 
-def workable_count(exact: float, gpus: int, mbs: int | None = 1) -> int:
+def workable_count(exact: float, gpus: int, mbs: int | None = 1, tps: tuple[int, ...] | None = None) -> int:
     """The sequence count a token batch of ``exact`` sequences is taken as (module docstring):
     among whole counts within 5% of ``exact`` (or, when none is, the two around it), the one
-    the most DP degrees divide (at ``mbs``, or 1 when it is None), then the most (micro-batch,
-    DP degree) splits -- ``mbs`` the user's micro-batch, or None when the advisor chooses it
-    among MBS_CHOICES, the micro-batches the search tries; ties to the nearest, then the smaller.
+    the most DP degrees of tensor parallelism alone divide (tp_dp_degrees, TP one of ``tps``;
+    every divisor of the GPU count when None), then the most DP degrees (at ``mbs``, or 1
+    when it is None), then the most (micro-batch, DP degree) splits -- ``mbs`` the user's
+    micro-batch, or None when the advisor chooses it among MBS_CHOICES, the micro-batches the
+    search tries; ties to the nearest, then the smaller.
 
-    Both counts depend only on q = gcd(n, M), M = the largest mbs x the GPU count (every
+    All three counts depend only on q = gcd(n, M), M = the largest mbs x the GPU count (every
     mbs x d divides M), and the multiple of q nearest ``exact`` is at least as near as n: so
     the best count is among the two multiples around ``exact`` of each divisor q of M (no scan
     of the range)."""
@@ -76,8 +90,28 @@ def workable_count(exact: float, gpus: int, mbs: int | None = 1) -> int:
     for q in _divisors(max(options) * gpus):
         cands.update(k * q for k in (math.floor(exact / q), math.ceil(exact / q)))
     cands = [n for n in cands if lo <= n <= hi]
-    return min(cands, key=lambda n: (-len(dp_degrees(n, gpus, mbs or 1)), -splits(n, gpus, options),
+    tps = tuple(_divisors(gpus)) if tps is None else tps
+    return min(cands, key=lambda n: (-len(tp_dp_degrees(n, gpus, tps, mbs or 1)),
+                                     -len(dp_degrees(n, gpus, mbs or 1)), -splits(n, gpus, options),
                                      abs(n - exact), n))
+
+
+# How far a batch may move when no count within TOLERANCE leaves a layout of tensor parallelism
+# alone any data-parallel degree: without it the Trainer (no pipelining) has no layout at all
+# on 120 or 240 GPUs at the 128-sequence default (8 per node: DP 15-240 only).
+WIDENED = 0.25
+
+
+def _widened(exact: float, gpus: int, mbs: int, tps: tuple[int, ...]) -> int | None:
+    """The count within WIDENED of ``exact`` that the largest data-parallel degree of tensor
+    parallelism alone (mbs x GPUs / TP) divides, the nearest, then the smaller; None if none."""
+    lo, hi = exact * (1 - WIDENED), exact * (1 + WIDENED)
+    cands = {k * mbs * (gpus // t) for t in tps if gpus % t == 0
+             for k in (math.floor(exact / (mbs * (gpus // t))), math.ceil(exact / (mbs * (gpus // t))))}
+    cands = [n for n in cands if n >= 1 and lo <= n <= hi]
+    if not cands:
+        return None
+    return min(cands, key=lambda n: (-max(tp_dp_degrees(n, gpus, tps, mbs)), abs(n - exact), n))
 
 
 def _degrees_text(ds: list[int]) -> str:
@@ -88,12 +122,23 @@ def _degrees_text(ds: list[int]) -> str:
     return f"{len(ds)}: {shown}"
 
 
-def take(exact: float, gpus: int, mbs: int | None = 1, dp: int | None = None) -> tuple[int, str]:
+def take(exact: float, gpus: int, mbs: int | None = 1, dp: int | None = None,
+         tps: tuple[int, ...] | None = None, widen: bool = False) -> tuple[int, str]:
     """The whole count for ``exact`` sequences, and the text when it moved ('' when not);
-    ``mbs`` None when the advisor chooses the micro-batch.
-    With ``dp`` (a layout already fixed) the degrees that count are those of that DP alone,
-    so the best count is one that mbs x DP divides."""
-    n = workable_count(exact, dp or gpus, mbs)
+    ``mbs`` None when the advisor chooses the micro-batch, ``tps`` the TP degrees a layout may
+    take (None: any divisor of the GPU count); ``widen``: a default batch, which may move up to
+    WIDENED where 5% leaves tensor parallelism alone no DP degree (a user's token batch moves
+    5% at most). With ``dp`` (a layout already fixed) the degrees that count are those of that DP
+    alone, so the best count is one that mbs x DP divides."""
+    n = workable_count(exact, dp or gpus, mbs, (1,) if dp else tps)
+    if widen and not dp and tps is not None and not tp_dp_degrees(n, gpus, tps, mbs or 1):
+        wider = _widened(exact, gpus, mbs or 1, tps)
+        if wider:
+            top = max(tp_dp_degrees(wider, gpus, tps, mbs or 1))
+            return wider, (f"taken as {wider:,} ({(wider - exact) / exact:+.2%}): no count within 5% leaves a layout "
+                           f"of tensor parallelism alone (TP {', '.join(map(str, tps))}) a data-parallel degree that "
+                           f"mbs x DP divides, so the count within {WIDENED:.0%} that the largest such degree "
+                           f"divides (DP {top:,}), the nearest")
     whole_only = abs(n - exact) > TOLERANCE * exact      # no whole count within 5% (under 10 sequences)
     unit = (mbs or 1) * (dp or 1)
     if n % unit and exact >= unit:  # a fixed layout that no count within 5% fits: its nearest multiple
@@ -109,8 +154,13 @@ def take(exact: float, gpus: int, mbs: int | None = 1, dp: int | None = None) ->
         return n, f"{head}, the nearest count {'' if far else 'within 5% '}that mbs x DP = {mbs} x {dp} divides"
     gpus_text = f"{gpus:,} GPU{'s' if gpus > 1 else ''}"
     at = f" at mbs {mbs}" if mbs and mbs > 1 else ""
-    why = f"the count within 5% that the most data-parallel degrees of {gpus_text} divide{at} " \
-          f"({_degrees_text(dp_degrees(n, gpus, mbs or 1))}"
+    tps = tuple(_divisors(gpus)) if tps is None else tps
+    tp_only = tp_dp_degrees(n, gpus, tps, mbs or 1)
+    why = f"the count within 5% that the most data-parallel degrees of {gpus_text} divide{at}, first those " \
+          f"of tensor parallelism alone (GPUs / TP, TP {', '.join(map(str, tps))}: {_degrees_text(tp_only)}"
+    if whole:
+        why += f"; {int(exact):,} allows {_degrees_text(tp_dp_degrees(int(exact), gpus, tps, mbs or 1))}"
+    why += f"), then any ({_degrees_text(dp_degrees(n, gpus, mbs or 1))}"
     if whole:
         why += f"; {int(exact):,} allows {_degrees_text(dp_degrees(int(exact), gpus, mbs or 1))}"
     if mbs is None:
@@ -121,10 +171,11 @@ def take(exact: float, gpus: int, mbs: int | None = 1, dp: int | None = None) ->
     return n, f"{head}, {why})"
 
 
-def from_tokens(tokens: float, seq_len: int, gpus: int, mbs: int | None = 1, dp: int | None = None) -> tuple[int, str]:
+def from_tokens(tokens: float, seq_len: int, gpus: int, mbs: int | None = 1, dp: int | None = None,
+                tps: tuple[int, ...] | None = None, widen: bool = False) -> tuple[int, str]:
     """Sequences for a token batch, and the text that says how they were counted."""
     exact = tokens / seq_len
-    n, moved = take(exact, gpus, mbs, dp)
+    n, moved = take(exact, gpus, mbs, dp, tps, widen)
     label = binary_label(tokens)
     said = f"{label} tokens = {tokens:,.0f} tokens" if label else f"{tokens:,.0f} tokens"
     if not moved:
@@ -133,14 +184,15 @@ def from_tokens(tokens: float, seq_len: int, gpus: int, mbs: int | None = 1, dp:
     return n, f"{said} = {exact:,.{places}f} sequences of {seq_len:,} tokens, {moved}"
 
 
-def default_batch(training: str, seq_len: int, gpus: int, mbs: int | None = 1, dp: int | None = None) -> tuple[int, str]:
+def default_batch(training: str, seq_len: int, gpus: int, mbs: int | None = 1, dp: int | None = None,
+                  tps: tuple[int, ...] | None = None) -> tuple[int, str]:
     """The batch a job of this training type gets when the user gives none, and its text. A
     default is an assumption, so it moves within 5% like a token batch."""
     hint = "--global-batch or --global-batch-tokens to set it"
     if training == "pretrain":
-        n, how = from_tokens(PRETRAIN_BATCH_TOKENS, seq_len, gpus, mbs, dp)
+        n, how = from_tokens(PRETRAIN_BATCH_TOKENS, seq_len, gpus, mbs, dp, tps, widen=True)
         return n, f"global batch not given: the pre-training default (Llama 3 paper, section 3.4.1), {how}; {hint}"
-    n, moved = take(FINETUNE_BATCH_SEQUENCES, gpus, mbs, dp)
+    n, moved = take(FINETUNE_BATCH_SEQUENCES, gpus, mbs, dp, tps, widen=True)
     moved = f", {moved}" if moved else ""
     return n, (f"global batch not given: the fine-tuning default (Stanford Alpaca's and Vicuna's recipes), "
                f"{FINETUNE_BATCH_SEQUENCES} sequences{moved}; {n:,} x {seq_len:,} = {n * seq_len:,} tokens per "

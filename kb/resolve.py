@@ -14,6 +14,15 @@ from .job import Job
 from .layout import Layout, parse_layout
 from .validity import check_layout
 
+def tensor_degrees(job: Job) -> tuple[int, ...]:
+    """The TP degrees a layout of this job may take inside one NVLink domain: dividing the GPU
+    count, and as the tp-divides-heads validity rule allows them (the batch is rounded for the
+    data-parallel degrees they leave, kb/batch.py)."""
+    m, c = job.model, job.cluster
+    return tuple(t for t in range(1, min(c.gpus, c.nvlink_domain) + 1)
+                 if c.gpus % t == 0 and m.heads % t == 0 and (m.kv_heads % t == 0 or t % m.kv_heads == 0))
+
+
 def global_batch(job: Job, layout: Layout | None = None) -> tuple[int, list[str]]:
     """Sequences per optimizer step, and the text saying how they were counted ([] when the
     user gave sequences). Never inflated to a multiple of the GPU count: a token or default batch
@@ -24,10 +33,11 @@ def global_batch(job: Job, layout: Layout | None = None) -> tuple[int, list[str]
     gpus, mbs, dp = job.cluster.gpus, (layout.mbs if layout else t.mbs), (layout.dp if layout else None)
     if t.global_batch:
         return t.global_batch, []
+    tps = tensor_degrees(job)
     if t.global_batch_tokens:
-        n, how = from_tokens(t.global_batch_tokens, t.seq_len, gpus, mbs, dp)
+        n, how = from_tokens(t.global_batch_tokens, t.seq_len, gpus, mbs, dp, tps)
         return n, [f"global batch {how}"]
-    n, text = default_batch(t.training, t.seq_len, gpus, mbs, dp)
+    n, text = default_batch(t.training, t.seq_len, gpus, mbs, dp, tps)
     return n, [text]
 
 

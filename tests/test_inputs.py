@@ -531,3 +531,28 @@ def test_a_config_names_what_shardwise_does_not_size(run_cli, tmp_path):
     code, out, err = run_cli("recommend", "--hf-config", str(cfg), "--gpus", "8", "--format", "json")
     assert code == 0, err
     assert any("quantization_config (quant_method 'awq')" in a for a in json.loads(out)["assumptions"])
+
+
+@pytest.mark.parametrize("gpus", [40, 56, 80, 104, 120, 136, 152, 200, 240])
+def test_the_default_fine_tuning_batch_leaves_the_trainer_a_layout(run_cli, gpus):
+    """The Trainer has no pipeline: DP = GPUs / (TP x CP). 128 sequences (or 132) is a multiple
+    of no such degree on 40-240 H100s, which gave NO LAYOUT for an 8B LoRA job; the default now
+    moves to a count a layout of TP alone can split (kb/batch.py), up to 25% where 5% has none."""
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", str(gpus), "--training", "lora",
+                             "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["layout"] is not None, d["warnings"]
+    assert 96 <= d["layout"]["global_batch"] <= 160
+
+
+def test_a_batch_that_leaves_no_layout_is_named_with_the_nearest_that_do(run_cli):
+    """A user's 128 sequences on 40 GPUs under the Trainer: the refusal says that the batch is
+    what is in the way and names the nearest batches that leave layouts."""
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "40", "--training", "lora",
+                             "--global-batch", "128", "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["layout"] is None
+    assert "the global batch of 128 sequences is what leaves none" in d["search"]["nothing_allowed"]
+    assert "125 or 130 sequences would leave layouts" in d["search"]["nothing_allowed"]
