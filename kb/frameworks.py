@@ -53,7 +53,8 @@ def megatron_ep_overlap_share(lay):
     and the first forward and last backward run alone (pipeline_parallel/combined_1f1b.py,
     combined_1f1b_schedule_for_no_pipelining); 0 where Megatron-Core refuses it -- EP 1, full
     recomputation (or a recompute method), PP without interleaving (TransformerConfig.
-    __post_init__; it also needs an alltoall or flex dispatcher, which the export writes).
+    __post_init__; it also needs an alltoall or flex dispatcher, which the export writes), and
+    interleaving under Megatron-FSDP.
 
     Where it is above 0 the export sets the flag, the step time hides the profile's `ep` overlap
     times this share (kb/perf/step.ep_hidden_share), and an interleaved rank holds one more
@@ -66,7 +67,10 @@ def megatron_ep_overlap_share(lay):
     all-to-all in full read them 9-14% too slow (Qwen3-30B, DeepSeek-V3 on GB200 and B200): the
     faster dispatch hides about as much, so the estimate takes the overlap on every layout
     Megatron allows. Works on the search's layout arrays."""
-    accepted = (lay.ep > 1) & ((lay.pp == 1) | (lay.vp > 1)) & (lay.recompute != "full")
+    # Megatron-FSDP (zero 3) under interleaving is refused by the overlap schedule
+    # (pipeline_parallel/combined_1f1b.py, megatron-core 0.19.2: "EP overlap 1F1B with FSDP is not
+    # supported for interleaved pipeline parallelism")
+    accepted = (lay.ep > 1) & ((lay.pp == 1) | ((lay.vp > 1) & (lay.zero < 3))) & (lay.recompute != "full")
     paired = where(lay.pp == 1, (lay.grad_accum - 1) / lay.grad_accum, 1.0)
     return where(accepted, paired, 0.0)
 

@@ -112,6 +112,27 @@ def _vp_framework(job, a):
     return (a["vp"] == 1) | (job.training.framework in ("megatron", "fsdp"))
 
 
+def _torch_stage_split(job, a):
+    """torchtitan builds ceil((L + 2) / k) virtual stages of k layers each (the embedding and the
+    output count as one each; pipeline_parallel_layers_per_stage, generate_llm_fqn_per_model_part)
+    and refuses a count PP does not divide: an interleaved layout must be one that some k builds,
+    k = ceil((L + 2) / (PP x VP))."""
+    if job.training.framework != "fsdp":
+        return _all(a)
+    slots, stages = job.model.layers + 2, a["pp"] * a["vp"]
+    per = -(-slots // stages)
+    return (a["vp"] == 1) | (-(-slots // per) == stages)
+
+
+def _torch_stage_refusal(job, lay):
+    slots, stages = job.model.layers + 2, lay.pp * lay.vp
+    per = -(-slots // stages)
+    ok = [v for v in range(2, 17) if -(-slots // -(-slots // (lay.pp * v))) == lay.pp * v]
+    return (f"pp={lay.pp} x vp={lay.vp} = {stages} virtual stages, but torchtitan splits {job.model.layers} layers + "
+            f"embedding + output into stages of {per}, which makes {-(-slots // per)}; vp that work at pp={lay.pp}: "
+            f"{', '.join(map(str, ok)) or 'none'} (or vp=1)")
+
+
 def _ep_experts(job, a):
     m = job.model
     if not m.is_moe:
@@ -143,6 +164,7 @@ def _under(framework: str, ok: Callable) -> Callable:
 
 _deepspeed_pipeline = _under("deepspeed", lambda a: (a["pp"] == 1) | (a["zero"] <= 1))
 _hf_pipeline = _under("hf", lambda a: a["pp"] == 1)
+_fsdp_zero = _under("fsdp", lambda a: a["zero"] != 1)
 
 
 def _deepspeed_moe(job, a):
@@ -274,6 +296,9 @@ VALIDITY = [
              "DeepSpeed's pipeline engine has none", _vp_framework,
              lambda job, lay: f"vp={lay.vp} but --framework {job.training.framework} has no interleaved pipeline "
                               "schedule; use vp=1, or megatron/fsdp"),
+    Validity("torch-stage-split", "torchtitan's interleaved pipeline builds virtual stages of equal layer "
+             "counts (the embedding and the output as a layer each) and needs PP x VP of them",
+             _torch_stage_split, _torch_stage_refusal),
     Validity("ep-divides-experts", "EP splits the experts of an MoE model: it must divide them (and is 1 for a "
              "dense model)", _ep_experts,
              lambda job, lay: (f"ep={lay.ep} does not divide the {job.model.experts} experts of {job.model.name}"
@@ -296,6 +321,12 @@ VALIDITY = [
              "(ZeRO-2/3 are incompatible with pipeline parallelism)", _deepspeed_pipeline,
              lambda job, lay: f"DeepSpeed's pipeline engine runs ZeRO-0/1 only; zero={lay.zero} with pp={lay.pp} is "
                               "refused by DeepSpeed (use zero=1, or pp=1)"),
+    Validity("fsdp-no-zero1", "FSDP2 (torchtitan, an FSDP2 script) shards optimizer states only with the "
+             "gradients or parameters it owns: it replicates (ZeRO-0), keeps the parameters gathered from forward "
+             "to backward (reshard_after_forward=False, ZeRO-2) or reshards them (ZeRO-3); it has no ZeRO-1",
+             _fsdp_zero,
+             lambda job, lay: "zero=1 but --framework fsdp (FSDP2) has no ZeRO-1; use zero=2 (reshard_after_forward "
+                              "False) or zero=3, or --framework megatron or deepspeed"),
     Validity("hf-no-pipeline", "the transformers Trainer runs no pipeline schedule: neither Accelerate's "
              "ParallelismConfig (dp, fsdp, tp, cp) nor its DeepSpeed integration, whose pipeline engine needs "
              "a PipelineModule the Trainer never builds (transformers docs, perf_train_gpu_many: no model "

@@ -400,7 +400,8 @@ def test_torchtitans_selective_recomputation_reruns_half_the_forward_matmuls():
     forward elementwise work); Megatron's selective reruns only the attention core."""
     def share(framework):
         job = build_job(model="llama-3-8b", gpus=8, seq_len=8192, framework=framework)
-        t = {rc: step_time(job, resolve_layout(job, f"zero=1,mbs=1,recompute={rc}")[0]).step_time_s
+        zero = 3 if framework == "fsdp" else 1          # FSDP2 has no ZeRO-1
+        t = {rc: step_time(job, resolve_layout(job, f"zero={zero},mbs=1,recompute={rc}")[0]).step_time_s
              for rc in ("none", "selective", "full")}
         return (t["selective"] - t["none"]) / (t["full"] - t["none"])
     assert share("fsdp") > 0.3 > share("megatron")
@@ -478,7 +479,7 @@ def test_the_torch_native_loss_is_timed_as_its_memory_traffic_and_eager_scores_a
     from shardwise.kb.perf import compute
     for framework, expected in (("hf", 44.0), ("fsdp", 44.0), ("megatron", 0.0)):
         job = build_job(model="llama-3-8b", gpus=8, seq_len=4096, global_batch=64, framework=framework)
-        lay, _ = resolve_layout(job, "dp=8,zero=1,mbs=2,recompute=none")
+        lay, _ = resolve_layout(job, f"dp=8,zero={3 if framework == 'fsdp' else 1},mbs=2,recompute=none")
         g = job.cluster.gpu
         seconds = compute.loss_time(job.model, job.training, lay, g)
         assert seconds == pytest.approx(expected * 2 * 4096 * 128256 / (g.hbm_gbps * 1e9 * compute.HBM_EFFICIENCY))
@@ -529,8 +530,9 @@ def test_selective_recomputation_reruns_eager_attention_where_it_is_not_kept():
     def extra(framework, attention):
         job = build_job(model="llama-3-8b", gpus=8, gpu="h100-sxm", seq_len=4096, global_batch=64,
                         framework=framework, attention=attention)
-        none = step_time(job, resolve_layout(job, "dp=8,zero=1,mbs=1,recompute=none")[0]).step_time_s
-        sel = step_time(job, resolve_layout(job, "dp=8,zero=1,mbs=1,recompute=selective")[0]).step_time_s
+        zero = 3 if framework == "fsdp" else 1          # FSDP2 has no ZeRO-1
+        none = step_time(job, resolve_layout(job, f"dp=8,zero={zero},mbs=1,recompute=none")[0]).step_time_s
+        sel = step_time(job, resolve_layout(job, f"dp=8,zero={zero},mbs=1,recompute=selective")[0]).step_time_s
         return sel - none
     assert extra("fsdp", "eager") > 2 * extra("fsdp", "flash")
     assert extra("megatron", "eager") > 2 * extra("megatron", "flash") > 0
@@ -555,3 +557,43 @@ def test_peft_merged_experts_train_their_weight_gradients():
     assert FROZEN_GEMM_SHARE * full.gemm < lora.gemm < full.gemm
     merge = MERGED_BYTES_PER_PARAM * 8 * 3 * 4096 * 14336 / (job.cluster.gpu.hbm_gbps * 1e9)
     assert lora.elementwise > merge
+
+
+def test_fsdp_has_no_zero1_and_its_zero2_under_pipelining_reduces_once_a_step():
+    """FSDP2 has no ZeRO-1 (a layout asking for it is refused, the search never offers it); under
+    torch pipelining its ZeRO-2, like its ZeRO-3, reduce-scatters once a step, so it is never
+    slower than ZeRO-3 on the same layout (it was 29% slower: 256 reduce-scatters a step)."""
+    from shardwise.kb.errors import InputError
+    job = build_job(model="llama-3.1-405b", gpus=1024, seq_len=8192, framework="fsdp")
+    with pytest.raises(InputError, match="fsdp-no-zero1"):
+        resolve_layout(job, "tp=8,pp=32,vp=4,dp=2,cp=2,zero=1,mbs=1,recompute=none")
+    z2, z3 = (step_time(job, resolve_layout(job, f"tp=8,pp=32,vp=4,dp=2,cp=2,zero={z},mbs=1,recompute=none")[0])
+              for z in (2, 3))
+    assert z2.step_time_s <= z3.step_time_s
+
+
+def test_zero1_gradient_traffic_hides_behind_one_micro_batch_at_most_without_a_pipeline():
+    """70B, TP 8 x DP 8 over one 100 GbE NIC per GPU: the distributed optimizer's reduce-scatter and
+    all-gather (several seconds) overlap the last micro-batch's backward and the next forward, not
+    a flat 90% of themselves (which read 0.5 s exposed of 5 s)."""
+    job = build_job(model="llama-3-70b", gpus=64, seq_len=4096, interconnect="ethernet")
+    lay = resolve_layout(job, "tp=8,pp=1,dp=8,zero=1,mbs=2,recompute=full")[0]
+    st = step_time(job, lay)
+    assert st.comm_by_kind_s["dp"] > 0.5 * 0.9 * 5.0
+
+
+def test_torchtitan_interleaving_needs_stages_its_split_can_build_and_megatron_fsdp_no_ep_overlap():
+    """torchtitan splits L + 2 slots into stages of ceil((L + 2) / (PP x VP)) and refuses a count
+    PP does not divide: 405B at PP 8 x VP 7 would build 43. Megatron-Core's EP-overlap schedule
+    refuses Megatron-FSDP under interleaving, so the estimate hides no all-to-all there and the
+    export does not ask for it."""
+    from shardwise.kb.errors import InputError
+    from shardwise.kb.frameworks import megatron_ep_overlap_share
+    job = build_job(model="llama-3.1-405b", gpus=1024, seq_len=8192, framework="fsdp")
+    with pytest.raises(InputError, match=r"torch-stage-split.*|makes 43"):
+        resolve_layout(job, "tp=8,pp=8,vp=7,dp=8,cp=2,zero=3,mbs=1,recompute=none")
+    assert resolve_layout(job, "tp=8,pp=8,vp=8,dp=8,cp=2,zero=3,mbs=1,recompute=none")[0].vp == 8
+    moe = build_job(model="deepseek-v3", gpus=1024)
+    for zero, hidden in ((1, True), (3, False)):
+        lay = resolve_layout(moe, f"tp=2,pp=2,vp=15,ep=256,zero={zero},mbs=1,recompute=none")[0]
+        assert (megatron_ep_overlap_share(lay) > 0) == hidden

@@ -142,10 +142,40 @@ def test_chromium_draws_the_trace_and_the_memory_chart(data, page, tmp_path):
     assert "#c9ecc9" in in_trace and "#dbe9ff" in in_trace           # honoured preferences (green), settings (blue)
 
 
-def test_a_kept_preference_reads_faster_where_its_honouring_layout_is_faster():
-    """DeepSeek-V3 on 2,048 H100s keeps pp.chunks-of-two-layers broken though the best layout that
-    honours it is a little faster: it breaks dp.zero3-at-scale instead, and the report says both,
-    as the recommend table does."""
-    page = report_html.render(report.build(build_job(model="deepseek-v3", gpus=2048, gpu="h100-sxm"), []))
-    row = re.search(r"pp\.chunks-of-two-layers</td>.*?</tr>", page, re.S).group(0)
-    assert "faster" in row and "slower" not in row and "dp.zero3-at-scale" in row
+def test_a_kept_preference_reads_faster_where_its_honouring_layout_is_faster(tmp_path):
+    """A preference the headline breaks although the best layout honouring it is faster -- that
+    layout breaks a weightier one: the report says "faster" and names the other rule, as the
+    recommend table does. Built with two house rules on Llama 3 70B: a heavy one against the
+    fastest layout's TP x PP, a light one against the setting where the next headline differs
+    (the layout that honours the light one then breaks the heavy one or another)."""
+    from shardwise.decision.result import as_dict
+    from shardwise.decision.run import decide
+    job = build_job(model="llama-3-70b", gpus=64, seq_len=8192)
+    fastest = dict(kv.split("=") for kv in as_dict(decide(job))["search"]["best"]["layout"].split())
+    heavy = tmp_path / "heavy.yaml"
+    heavy.write_text(f"""rules:
+  - id: policy.not-the-fastest-shape
+    title: Avoid the fastest layout's TP x PP
+    priority: 900
+    then:
+      - avoid: "layout.tp == {fastest['tp']} and layout.pp == {fastest['pp']}"
+        worth: 30
+    because: a test's house rule
+""")
+    second = {k: str(v) for k, v in as_dict(decide(job, [str(heavy)]))["layout"].items()}
+    second["zero"] = second["zero_stage"]
+    differs = next(k for k in ("tp", "pp", "cp", "zero", "mbs") if second[k] != fastest.get(k, "1"))
+    light = tmp_path / "light.yaml"
+    light.write_text(f"""rules:
+  - id: policy.a-light-wish
+    title: A light wish the second layout breaks
+    priority: 900
+    then:
+      - avoid: "layout.{differs} == {second[differs]}"
+        worth: 1
+    because: a test's house rule
+""")
+    page = report_html.render(report.build(job, [str(heavy), str(light)]))
+    row = re.search(r"policy\.a-light-wish</td>.*?</tr>", page, re.S).group(0)
+    assert "% faster</td>" in row and "% slower" not in row
+    assert re.search(r"faster</td><td>[a-z]+\.[a-z0-9.-]+", row)        # the weightier rule it breaks

@@ -239,19 +239,29 @@ def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compu
     dense = _group_collectives(c, dense_rank, lay.dp * lay.cp, lay.shard_group, lay.tp, grad_bytes)
     experts = _group_collectives(c, expert_rank, lay.expert_dp, lay.expert_shard_group, lay.ep * lay.etp, grad_bytes)
     plain, scatter, gather, rep = (dense[k] + experts[k] for k in ("all_reduce", "scatter", "gather", "replicas"))
-    plain = plain * (1 - ov)
+    # ZeRO-0/1: one all-reduce (or reduce-scatter + all-gather) a step, overlapped by bucket with
+    # the last micro-batch's backward (and the next forward for the gather: Megatron's
+    # --overlap-grad-reduce / --overlap-param-gather, DDP's buckets) -- at best the profile's share
+    # of it, and without a pipeline no more than one micro-batch's compute can hide, as for
+    # ZeRO-2/3 below. A pipeline stage reduces each chunk's gradients as its last backward ends,
+    # behind the other chunks' backwards and the cool-down: the profile's share alone.
+    def hidden_behind_one(x):
+        return where(lay.pp > 1, (1 - ov) * x, maximum(x - ov * compute_mb, (1 - ov) * x))
+    plain = hidden_behind_one(plain)
     # ZeRO-3: parameters gathered (bf16) for forward and backward and gradients reduce-scattered,
     # every micro-batch -- except under torch pipelining, which keeps the stage's parameters
     # unsharded across micro-batches (and kb/memory/states.py charges the memory for that)
     per_mb = 2 * gather + scatter
     rounds = 1 if (t.framework == "fsdp" and lay.pp > 1) else lay.grad_accum
     stage3 = rounds * maximum(per_mb - ov * compute_mb, (1 - ov) * per_mb) + rep * (1 - ov)
-    stage1 = (scatter + gather + rep) * (1 - ov)
+    stage1 = hidden_behind_one(scatter + gather) + rep * (1 - ov)
     # ZeRO-2 keeps only its gradient shard, so every micro-batch's gradients are reduce-scattered
     # as backward makes them (DeepSpeed stage_1_and_2.py reduces its buckets in every backward;
-    # Megatron-FSDP optim_grads likewise), hidden behind that micro-batch's compute at best
+    # Megatron-FSDP optim_grads likewise), hidden behind that micro-batch's compute at best --
+    # except under torch pipelining, whose stage turns FSDP's gradient sync off until the last
+    # micro-batch's backward (torch.distributed.pipelining stage.py, as for ZeRO-3 above)
     per_mb_rs = maximum(scatter - ov * compute_mb, (1 - ov) * scatter)
-    stage2 = lay.grad_accum * per_mb_rs + (gather + rep) * (1 - ov)
+    stage2 = rounds * per_mb_rs + (gather + rep) * (1 - ov)
     return where(lay.zero == 0, plain, where(lay.zero == 3, stage3, where(lay.zero == 2, stage2, stage1)))
 
 
