@@ -13,6 +13,7 @@ import json
 
 from shardwise.kb.errors import InputError
 from shardwise.kb.frameworks import autoep_preset
+from shardwise.kb.perf.step import ULYSSES_FRAMEWORKS
 from shardwise.kb.validity import autoep_runs
 
 from .target import Export, Target, with_caveats
@@ -67,10 +68,12 @@ def export(tg: Target) -> Export:
             # integrations/deepspeed.py trainer_config_process); left out, DeepSpeed derives it
             # over world / sequence_parallel_size and the Trainer skips the check
             del cfg["train_batch_size"]
-        caveats.append(f"cp={lay.cp}: ring-attention context parallelism is not a DeepSpeed feature; the nearest is "
-                       f"Ulysses (sequence_parallel_size {lay.cp}, the attention wrapped by DeepSpeed's "
-                       f"UlyssesSPAttentionHF or Accelerate's sp_backend deepspeed), which splits heads with "
-                       f"all-to-alls where the estimate times a ring")
+        if t.framework not in ULYSSES_FRAMEWORKS:
+            # a Trainer or DeepSpeed job's CP is Ulysses in the estimate too (kb/perf/step.py)
+            caveats.append(f"cp={lay.cp}: ring-attention context parallelism is not a DeepSpeed feature; the nearest "
+                           f"is Ulysses (sequence_parallel_size {lay.cp}, the attention wrapped by DeepSpeed's "
+                           f"UlyssesSPAttentionHF or Accelerate's sp_backend deepspeed), which splits heads with "
+                           f"all-to-alls where the estimate times a ring")
     if lay.sp:
         caveats.append("Megatron sequence parallelism is not in DeepSpeed's JSON (Megatron-DeepSpeed: --sequence-parallel)")
     if lay.recompute == "selective":

@@ -133,6 +133,17 @@ def _torch_stage_refusal(job, lay):
             f"{', '.join(map(str, ok)) or 'none'} (or vp=1)")
 
 
+def _ulysses_heads(job, a):
+    """DeepSpeed's Ulysses (the CP of the Trainer and DeepSpeed) splits the attention heads over
+    the CP ranks: UlyssesSPAttentionHF refuses heads CP does not divide, and KV heads that
+    neither divide CP nor are divided by it (fewer are replicated)."""
+    if job.training.framework not in ("hf", "deepspeed"):
+        return _all(a)
+    m, cp = job.model, a["cp"]
+    heads, kv = m.heads // a["tp"], np.maximum(m.kv_heads // a["tp"], 1)
+    return (cp == 1) | ((heads % cp == 0) & ((kv % cp == 0) | (cp % kv == 0)))
+
+
 def _ep_experts(job, a):
     m = job.model
     if not m.is_moe:
@@ -299,6 +310,12 @@ VALIDITY = [
     Validity("torch-stage-split", "torchtitan's interleaved pipeline builds virtual stages of equal layer "
              "counts (the embedding and the output as a layer each) and needs PP x VP of them",
              _torch_stage_split, _torch_stage_refusal),
+    Validity("ulysses-splits-heads", "DeepSpeed's Ulysses (the Trainer's and DeepSpeed's CP) splits the "
+             "attention heads over the CP ranks: CP must divide them, and divide the KV heads or be divided by them",
+             _ulysses_heads,
+             lambda job, lay: f"cp={lay.cp} under --framework {job.training.framework} is DeepSpeed's Ulysses, which "
+                              f"splits the {job.model.heads // lay.tp} attention heads (and {job.model.kv_heads} KV heads) "
+                              "of a rank over the CP ranks; use a cp that divides them"),
     Validity("ep-divides-experts", "EP splits the experts of an MoE model: it must divide them (and is 1 for a "
              "dense model)", _ep_experts,
              lambda job, lay: (f"ep={lay.ep} does not divide the {job.model.experts} experts of {job.model.name}"

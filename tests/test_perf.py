@@ -597,3 +597,25 @@ def test_torchtitan_interleaving_needs_stages_its_split_can_build_and_megatron_f
     for zero, hidden in ((1, True), (3, False)):
         lay = resolve_layout(moe, f"tp=2,pp=2,vp=15,ep=256,zero={zero},mbs=1,recompute=none")[0]
         assert (megatron_ep_overlap_share(lay) > 0) == hidden
+
+
+def test_the_trainers_and_deepspeeds_context_parallelism_is_ulysses():
+    """DeepSpeed has no ring attention: the Trainer's and DeepSpeed's CP is Ulysses, four
+    all-to-alls of the rank's q, k, v and output a layer forward and four backward, in the
+    attention's path (no overlap), and it must split the heads; Megatron's CP stays a ring."""
+    from shardwise.kb.errors import InputError
+    from shardwise.kb.perf import comm
+    from shardwise.kb.perf.step import ulysses_seconds
+    job = build_job(model="llama-3-8b", gpus=8, seq_len=32768, framework="deepspeed", global_batch=8)
+    lay = resolve_layout(job, "dp=4,cp=2,zero=1,mbs=1,recompute=none")[0]
+    m, tokens = job.model, 32768 / 2
+    link = comm.group_link(job.cluster, 2, comm.strides(lay)["cp"])
+    by_hand = 2 * comm.all_to_all(link, 2, tokens * (4096 + 2 * 1024 + 4096) * 2.0)
+    assert ulysses_seconds(m, lay, tokens, link) == pytest.approx(by_hand, rel=1e-9)
+    assert step_time(job, lay).comm_by_kind_s["cp"] == pytest.approx(m.layers * lay.grad_accum * by_hand, rel=1e-6)
+    ring = build_job(model="llama-3-8b", gpus=8, seq_len=32768, framework="megatron", global_batch=8)
+    assert step_time(ring, resolve_layout(ring, "dp=4,cp=2,zero=1,mbs=1,recompute=none")[0]).comm_by_kind_s["cp"] \
+        != pytest.approx(step_time(job, lay).comm_by_kind_s["cp"], rel=0.01)
+    qwen = build_job(model="qwen2.5-7b", gpus=8, seq_len=8192, framework="hf", training="finetune")
+    with pytest.raises(InputError, match="ulysses-splits-heads"):
+        resolve_layout(qwen, "dp=1,cp=8,zero=3,mbs=1,recompute=full")

@@ -185,8 +185,11 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict, flo
     tp_overlap = where(overlappable, ov["tp"], 0.0)
     kinds["tp"] = layers * n_ar * comm.all_reduce(tp_link, lay.tp, act_bytes) * (1 - tp_overlap)
     cp_link = comm.group_link(c, lay.cp, st["cp"])
-    kv_bytes = tokens * 2 * maximum(m.kv_width / lay.tp, m.hd) * 2.0
-    kinds["cp"] = where(lay.cp > 1, layers * 3 * (lay.cp - 1) * comm.p2p(cp_link, kv_bytes) * (1 - ov["cp"]), 0.0)
+    if t.framework in ULYSSES_FRAMEWORKS:
+        kinds["cp"] = where(lay.cp > 1, layers * ulysses_seconds(m, lay, tokens, cp_link), 0.0)
+    else:
+        kv_bytes = tokens * 2 * maximum(m.kv_width / lay.tp, m.hd) * 2.0
+        kinds["cp"] = where(lay.cp > 1, layers * 3 * (lay.cp - 1) * comm.p2p(cp_link, kv_bytes) * (1 - ov["cp"]), 0.0)
     if sp.moe_layers:
         ep_link = comm.group_link(c, lay.ep, st["ep"])
         a2a = moe_tokens(tokens, lay) * m.top_k * m.hidden * 2.0
@@ -218,6 +221,24 @@ def _group_collectives(c, params, n, ns, stride, grad_bytes) -> dict:
                                          params / ns * grad_bytes)}
     # a group with nothing to move (a dense model's experts) runs no collective, so no latency
     return {k: where(params > 0, v, 0.0) for k, v in times.items()}
+
+
+# Frameworks whose context parallelism is DeepSpeed's Ulysses (the export's sequence_parallel_size):
+# the Trainer hands it to DeepSpeed, which has no ring attention
+ULYSSES_FRAMEWORKS = ("hf", "deepspeed")
+
+
+def ulysses_seconds(m, lay: Layout, tokens, link) -> float:
+    """Seconds of one layer's Ulysses all-to-alls for one micro-batch (DeepSpeed
+    runtime/sequence_parallel/ulysses_sp.py UlyssesSPAttentionHF): forward, q, k and v trade
+    their sequence shards for head shards and the attention output trades back, each an
+    all-to-all over the CP group of the rank's tokens x width; backward runs the four again for
+    the gradients, and full recomputation the forward's once more. KV heads fewer than CP are
+    replicated to one per rank first (kv_replication_factor). Blocking, in the attention's
+    path: no overlap (Jacobs et al. 2023, DeepSpeed-Ulysses, section 3.2: 4 N h / P a layer)."""
+    width = (m.q_width + 2 * maximum(m.kv_width, lay.cp * m.hd) + m.attn_out_width) / lay.tp
+    passes = 2 + where(lay.recompute == "full", 1, 0)
+    return passes * comm.all_to_all(link, lay.cp, tokens * width * 2.0)
 
 
 def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compute_mb: float) -> float:
