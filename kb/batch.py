@@ -6,14 +6,14 @@ within a few percent, but its factors decide which data-parallel degrees and mic
 layout may take (mbs x DP must divide the batch): 31 sequences, a prime, leaves DP = 1 on any
 cluster, and 20,968 = 8 x 2,621 leaves 8 GPUs only micro-batch 1. So a token batch is taken
 as the sequence count **within 5% of the exact quotient that the most data-parallel degrees of
-the cluster divide** -- first those a layout reaches with tensor parallelism alone (GPUs / TP, TP
-inside the NVLink domain), then any divisor d of the GPU count, each with mbs x d dividing the
-count (the user's mbs, else 1) -- then the one that the most splits mbs x d divide (mbs each micro-batch
+the cluster divide** -- the divisors d of the GPU count with mbs x d dividing the count (the
+user's mbs, else 1) -- then the one that the most splits mbs x d divide (mbs each micro-batch
 the search tries, powers of two up to MBS_MAX, when the advisor chooses it), then the count
 nearest the quotient, then the smaller. DP comes first: a framework without pipelining needs
 DP = GPUs / TP, and 128 sequences on 24 GPUs (DP 1-8 only) leave it no layout where 132 allows
-DP 12. Where no count within 5% leaves tensor parallelism alone any DP degree (128 sequences on
-120 GPUs of 8 a node: DP 15-120), a default batch (not a user's) moves up to 25%, to the nearest count that the largest
+DP 12 (for the Trainer, which has no pipeline, the degrees of TP alone come first: GPUs / TP,
+TP inside the NVLink domain). Where no count within 5% leaves the Trainer any such degree (128
+sequences on 120 GPUs of 8 a node: DP 15-120), a default batch (not a user's) moves up to 25%, to the nearest count that the largest
 such degree divides (120, DP 120). A count that is already best stays as it is;
 a token batch is never refused for rounding. Below 10 sequences no whole count may be
 within 5%: the two around the quotient compete (at least one sequence). For a layout the
@@ -136,7 +136,8 @@ def take(exact: float, gpus: int, mbs: int | None = 1, dp: int | None = None,
         if wider:
             top = max(tp_dp_degrees(wider, gpus, tps, mbs or 1))
             return wider, (f"taken as {wider:,} ({(wider - exact) / exact:+.2%}): no count within 5% leaves a layout "
-                           f"of tensor parallelism alone (TP {', '.join(map(str, tps))}) a data-parallel degree that "
+                           f"of tensor parallelism alone (the Trainer has no pipeline; TP {', '.join(map(str, tps))}) a "
+                           f"data-parallel degree that "
                            f"mbs x DP divides, so the count within {WIDENED:.0%} that the largest such degree "
                            f"divides (DP {top:,}), the nearest")
     whole_only = abs(n - exact) > TOLERANCE * exact      # no whole count within 5% (under 10 sequences)
@@ -156,11 +157,16 @@ def take(exact: float, gpus: int, mbs: int | None = 1, dp: int | None = None,
     at = f" at mbs {mbs}" if mbs and mbs > 1 else ""
     tps = tuple(_divisors(gpus)) if tps is None else tps
     tp_only = tp_dp_degrees(n, gpus, tps, mbs or 1)
-    why = f"the count within 5% that the most data-parallel degrees of {gpus_text} divide{at}, first those " \
-          f"of tensor parallelism alone (GPUs / TP, TP {', '.join(map(str, tps))}: {_degrees_text(tp_only)}"
-    if whole:
-        why += f"; {int(exact):,} allows {_degrees_text(tp_dp_degrees(int(exact), gpus, tps, mbs or 1))}"
-    why += f"), then any ({_degrees_text(dp_degrees(n, gpus, mbs or 1))}"
+    if tps is None or set(tps) == set(_divisors(gpus)):
+        why = f"the count within 5% that the most data-parallel degrees of {gpus_text} divide{at} " \
+              f"({_degrees_text(dp_degrees(n, gpus, mbs or 1))}"
+    else:
+        why = f"the count within 5% that the most data-parallel degrees of {gpus_text} divide{at}, first those " \
+              f"of tensor parallelism alone (the Trainer has no pipeline: GPUs / TP, TP {', '.join(map(str, tps))}: " \
+              f"{_degrees_text(tp_only)}"
+        if whole:
+            why += f"; {int(exact):,} allows {_degrees_text(tp_dp_degrees(int(exact), gpus, tps, mbs or 1))}"
+        why += f"), then any ({_degrees_text(dp_degrees(n, gpus, mbs or 1))}"
     if whole:
         why += f"; {int(exact):,} allows {_degrees_text(dp_degrees(int(exact), gpus, mbs or 1))}"
     if mbs is None:

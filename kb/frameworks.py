@@ -67,10 +67,11 @@ def megatron_ep_overlap_share(lay):
     all-to-all in full read them 9-14% too slow (Qwen3-30B, DeepSeek-V3 on GB200 and B200): the
     faster dispatch hides about as much, so the estimate takes the overlap on every layout
     Megatron allows. Works on the search's layout arrays."""
-    # Megatron-FSDP (zero 3) under interleaving is refused by the overlap schedule
-    # (pipeline_parallel/combined_1f1b.py, megatron-core 0.19.2: "EP overlap 1F1B with FSDP is not
-    # supported for interleaved pipeline parallelism")
-    accepted = (lay.ep > 1) & ((lay.pp == 1) | ((lay.vp > 1) & (lay.zero < 3))) & (lay.recompute != "full")
+    # Megatron-FSDP (zero 2 and 3: the export's optim_grads and optim_grads_params) under
+    # interleaving is refused by the overlap schedule (pipeline_parallel/combined_1f1b.py,
+    # megatron-core 0.19.2: "EP overlap 1F1B with FSDP is not supported for interleaved pipeline
+    # parallelism", for any Megatron-FSDP wrapping)
+    accepted = (lay.ep > 1) & ((lay.pp == 1) | ((lay.vp > 1) & (lay.zero < 2))) & (lay.recompute != "full")
     paired = where(lay.pp == 1, (lay.grad_accum - 1) / lay.grad_accum, 1.0)
     return where(accepted, paired, 0.0)
 

@@ -275,10 +275,11 @@ def _bias_fields(cfg: dict, path: str, mt: str) -> dict:
 
 def _name(cfg: dict, p: Path) -> str:
     """The model's name, as every output and export header writes it: config.json's
-    _name_or_path, else its folder's name, with control characters (a newline would end an
-    exported script's comment line and start a command) replaced by spaces."""
+    _name_or_path, else its folder's name, with every character Python does not print replaced
+    by a space -- control characters and Unicode line and paragraph separators, which would end
+    an exported script's comment line (and start a command) or a YAML value (and start a key)."""
     raw = str(cfg.get("_name_or_path") or config_name(p))
-    return "".join(" " if ord(c) < 32 or ord(c) == 127 else c for c in raw)[:200]
+    return "".join(c if c.isprintable() else " " for c in raw)[:200]
 
 
 # model classes shardwise sizes: a causal language model, or Gemma 3's multimodal wrapper
@@ -332,6 +333,7 @@ def read_hf_config(path: str) -> ModelSpec:
     if not isinstance(mt, str) or mt not in SUPPORTED:
         raise InputError(f"{path}: model_type {mt!r} is not supported; supported: "
                          f"{', '.join(sorted(set(SUPPORTED) | set(WRAPPERS)))}")
+    defaulted = sorted(k for k in CLASS_DEFAULTS.get(mt, {}) if k not in cfg)
     cfg = {**CLASS_DEFAULTS.get(mt, {}), **cfg}
     if mt in MLA_TYPES:
         cfg.pop("head_dim", None)
@@ -405,7 +407,10 @@ def read_hf_config(path: str) -> ModelSpec:
         model = ModelSpec(**spec)
     except ValueError as e:
         first = e.errors()[0] if hasattr(e, "errors") else {"msg": str(e)}
-        raise InputError(f"{path}: inconsistent config: {first.get('msg', e)}")
+        shape = [k for k in defaulted if k in ("num_key_value_heads", "head_dim")]
+        given = (f" ({', '.join(f'{k} {cfg[k]}' for k in shape)}: the {mt} config class's default, the file "
+                 f"gives none)") if shape else ""
+        raise InputError(f"{path}: inconsistent config: {first.get('msg', e)}{given}")
     if total_params(model) > PARAMS_MAX:
         raise InputError(f"{path}: the config describes {total_params(model):.3g} parameters; supported: up to "
                          "10T (as for --params)")

@@ -14,11 +14,14 @@ from .job import Job
 from .layout import Layout, parse_layout
 from .validity import check_layout
 
-def tensor_degrees(job: Job) -> tuple[int, ...]:
-    """The TP degrees a layout of this job may take inside one NVLink domain: dividing the GPU
-    count, and as the tp-divides-heads validity rule allows them (the batch is rounded for the
-    data-parallel degrees they leave, kb/batch.py)."""
+def tensor_degrees(job: Job) -> tuple[int, ...] | None:
+    """For a framework without pipelining (the transformers Trainer), the TP degrees a layout may
+    take inside one NVLink domain: dividing the GPU count, and as the tp-divides-heads validity
+    rule allows them -- the batch is rounded for the data-parallel degrees they leave
+    (kb/batch.py). None where pipeline stages reach the other data-parallel degrees."""
     m, c = job.model, job.cluster
+    if job.training.framework != "hf":
+        return None
     return tuple(t for t in range(1, min(c.gpus, c.nvlink_domain) + 1)
                  if c.gpus % t == 0 and m.heads % t == 0 and (m.kv_heads % t == 0 or t % m.kv_heads == 0))
 

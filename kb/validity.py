@@ -258,6 +258,16 @@ def _adapter_megatron(job, a):
     return _all(a)
 
 
+def _adapter_experts(job, a):
+    """PEFT's adapters wrap transformers' own MoE layer (kb/memory/peft_experts); expert
+    parallelism replaces it (DeepSpeed AutoEP or its MoE layer, torchtitan's), and what PEFT
+    then adapts is not modelled: EP 1 for LoRA / QLoRA outside Megatron."""
+    t = job.training
+    if t.training in ADAPTERS and t.framework != "megatron":
+        return a["ep"] == 1
+    return _all(a)
+
+
 def _loss_chunks_refusal(job, lay) -> str:
     from .memory.logits import loss_chunks
     n, s = loss_chunks(job.training), job.training.seq_len
@@ -393,6 +403,13 @@ VALIDITY = [
              "(Answer.AI's FSDP + QLoRA, with bnb_4bit_quant_storage in bf16), so TP 1 and expert TP 1", _qlora_tp,
              lambda job, lay: f"tp={lay.tp}, etp={lay.etp} with --training qlora: bitsandbytes' 4-bit weights have no "
                               "tensor-parallel sharding; use tp=1 and etp=1 (zero=3 shards them), or --training lora"),
+    Validity("adapters-expert-parallel", "PEFT's LoRA wraps transformers' own MoE layer, which expert "
+             "parallelism replaces (DeepSpeed AutoEP, torchtitan's EP): LoRA/QLoRA with EP is modelled under "
+             "Megatron only", _adapter_experts,
+             lambda job, lay: f"ep={lay.ep} with --training {job.training.training} under --framework "
+                              f"{job.training.framework}: PEFT's adapters wrap transformers' own MoE layer, which "
+                              "expert parallelism replaces; use ep=1 (ZeRO-3 shards the experts), or --framework "
+                              "megatron"),
     Validity("adapters-megatron-zero", "LoRA with Megatron's distributed optimizer is not modelled",
              _adapter_megatron,
              lambda job, lay: "LoRA/QLoRA with Megatron's distributed optimizer is not modelled; use --framework hf, "

@@ -558,3 +558,19 @@ def test_a_batch_that_leaves_no_layout_is_named_with_the_nearest_that_do(run_cli
     assert d["layout"] is None
     assert "the global batch of 128 sequences is what leaves none" in d["search"]["nothing_allowed"]
     assert "125 or 130 sequences would leave layouts" in d["search"]["nothing_allowed"]
+
+
+def test_a_model_name_cannot_start_a_yaml_key_in_an_export(run_cli, tmp_path):
+    """Unicode line and paragraph separators (and C1 controls) end a YAML value as a newline does:
+    a config.json name holding one is written with a space in its place."""
+    import yaml
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192,
+                               "num_attention_heads": 16, "num_key_value_heads": 8, "num_hidden_layers": 16,
+                               "vocab_size": 32000, "_name_or_path": "m\u2028injected_key: 1\u0085other: 2\u009b"}))
+    code, out, err = run_cli("export", "--hf-config", str(cfg), "--gpus", "8", "--to", "all", "--layout",
+                             "dp=8,zero=1", "-o", str(tmp_path / "out"))
+    assert code == 0, err
+    for name in ("accelerate_config.yaml", "nanotron.yaml"):
+        for path in (tmp_path / "out").rglob(name):
+            assert "injected_key" not in yaml.safe_load(path.read_text())

@@ -188,13 +188,15 @@ def _peak(job: Job, lay):
         # clears it on leaving the region: torch/amp/autocast_mode.py __exit__)
         fwd_copies = where(act.fp32_weights_under_autocast(t, lay), s.compute_copy, copies)
         # PEFT's merged expert weights (peft_experts): kept per MoE layer and micro-batch from its
-        # forward to its backward; under full recomputation only the recomputed layer's, with its
-        # backward. The backward adds the down projection's merged-weight gradient.
+        # forward to its backward; recomputed otherwise -- under full recomputation, and under
+        # FSDP's per-op selective policy, which saves matmul and attention outputs, not baddbmm's
+        # (export/fsdp.py) -- only the recomputed layer's, with its backward. The backward adds
+        # the down projection's merged-weight gradient.
         merged = pe.merged_expert_bytes(m, t, lay, lp.experts / (lay.ep * lay.etp)) if moe_heavy else 0.0
-        full = lay.recompute == "full"
-        kept_merged = where(full, 0.0, merged * sp.moe_layers * lay.in_flight(sp.stage))
+        rebuilt = lay.recompute != "none"
+        kept_merged = where(rebuilt, 0.0, merged * sp.moe_layers * lay.in_flight(sp.stage))
         copies, fwd_copies = copies + kept_merged, fwd_copies + kept_merged
-        transient = transient + merged * (where(full, 1.0, 0.0) + pe.DOWN_SHARE)
+        transient = transient + merged * (where(rebuilt, 1.0, 0.0) + pe.DOWN_SHARE)
         phases = phase_live(s, lay, a, copies, fwd_copies, logits_fwd, spike, transient, head_grads)
         # the gradients kept only because of --zero-grad zeros (not a framework's own buffer)
         kept_grads = where(s.loop_kept_grads, s.grads, 0.0)

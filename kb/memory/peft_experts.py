@@ -24,8 +24,9 @@ Qwen3-MoE layer keep beyond full fine-tuning's tensors, to 0.4%; its backward ad
 projection's merged-weight gradient, a third of them, over the end of forward; Qwen2-MoE and
 gpt-oss adapt attention and shared experts only.
 
-Under expert parallelism (DeepSpeed AutoEP) the MoE layer is DeepSpeed's own, not transformers':
-none of this applies there.
+Under expert parallelism (DeepSpeed AutoEP, torchtitan's EP) the MoE layer is another's, not the
+one PEFT wrapped: LoRA / QLoRA with EP is refused outside Megatron (kb/validity.py,
+adapters-expert-parallel), so these terms always meet EP 1 there.
 """
 from __future__ import annotations
 
@@ -56,12 +57,16 @@ def experts_stay_bf16(m: ModelSpec, t: TrainingSpec) -> bool:
     return t.training == "qlora" and peft_on_transformers(t) and m.family in FUSED_EXPERT_FAMILIES
 
 
+def merges_experts(m: ModelSpec, t: TrainingSpec) -> bool:
+    """Whether the job's adapters merge the routed experts' weights (ParamWrapper): LoRA / QLoRA
+    with PEFT (peft_on_transformers) on an ADAPTED_EXPERT_FAMILIES model."""
+    return t.training in ADAPTERS and peft_on_transformers(t) and m.family in ADAPTED_EXPERT_FAMILIES
+
+
 def adapts_fused_experts(m: ModelSpec, t: TrainingSpec, lay):
-    """Whether PEFT's all-linear wraps the fused routed experts in ParamWrapper (merged weights
-    built every forward): LoRA / QLoRA with PEFT (peft_on_transformers), an ADAPTED_EXPERT_FAMILIES
-    model, transformers' own MoE layer (EP 1). Works on the search's layout arrays."""
-    applies = t.training in ADAPTERS and peft_on_transformers(t) and m.family in ADAPTED_EXPERT_FAMILIES
-    return both(applies, lay.ep == 1)
+    """merges_experts, on transformers' own MoE layer (EP 1; kb/validity.py refuses adapters with
+    EP outside Megatron). Works on the search's layout arrays."""
+    return both(merges_experts(m, t), lay.ep == 1)
 
 
 def expert_adapter_params(m: ModelSpec, rank: int) -> int:

@@ -27,8 +27,9 @@ from ..layout import Layout
 from ..stages import all_stages
 from . import comm
 from . import param_traffic as pt
+from ..memory.peft_experts import adapts_fused_experts, experts_stay_bf16, merges_experts
 from ..memory.states import lora_params
-from ..params import total_params
+from ..params import layer_params, total_params
 from ..frameworks import megatron_ep_overlap_share, megatron_tp_overlap, profile as framework_profile
 from .compute import HBM_EFFICIENCY, gemm_efficiency, layer_time, loss_time, moe_tokens
 from .flops import hardware_flops_per_token, head_flops, model_flops_per_token
@@ -67,6 +68,8 @@ class StepTime:
                          f"{c.gpu.peak_tflops(t.precision):.0f} TFLOP/s; model FLOPs = "
                          + ("4(N - embedding) + causal attention: frozen base weights compute no weight gradients"
                             if t.training in ADAPTERS else "6(N - embedding) + causal attention")
+                         + ("; PEFT's merged routed experts do compute theirs, counted in HFU"
+                            if merges_experts(job.model, t) else "")
                          + ("; sliding-window layers counted over their window (Megatron-Core counts them "
                             "as full causal and reads higher)" if job.model.sliding_layers else ""),
             "time_to_train_h": None,
@@ -236,7 +239,7 @@ def ulysses_seconds(m, lay: Layout, tokens, link) -> float:
     the gradients, and full recomputation the forward's once more. KV heads fewer than CP are
     replicated to one per rank first (kv_replication_factor). Blocking, in the attention's
     path: no overlap (Jacobs et al. 2023, DeepSpeed-Ulysses, section 3.2: 4 N h / P a layer)."""
-    width = (m.q_width + 2 * maximum(m.kv_width, lay.cp * m.hd) + m.attn_out_width) / lay.tp
+    width = (m.q_width + m.attn_out_width) / lay.tp + 2 * maximum(m.kv_width / lay.tp, lay.cp * m.hd)
     passes = 2 + where(lay.recompute == "full", 1, 0)
     return passes * comm.all_to_all(link, lay.cp, tokens * width * 2.0)
 
@@ -320,8 +323,10 @@ def step_time(job: Job, lay: Layout) -> StepTime:
     opt = sharded * trained_fraction(m, t) * pt.step_bytes_per_param(t) / bandwidth
     # autocast casts the linear layers' weights (projections, MLP, LM head), as its weight-cast
     # cache holds them (kb/memory/states compute_copy): not the input embedding, the norms, or
-    # transformers' fp32 experts; QLoRA dequantises every 4-bit weight it holds
-    cast_params = params_rank if t.training == "qlora" else cast_rank
+    # transformers' fp32 experts; QLoRA dequantises every 4-bit weight it holds (not the fused
+    # routed experts bitsandbytes leaves bf16: kb/memory/peft_experts.experts_stay_bf16)
+    quantised = params_rank - (expert_rank if experts_stay_bf16(m, t) else 0.0)
+    cast_params = quantised if t.training == "qlora" else cast_rank
     casts = mcount * cast_params * pt.microbatch_bytes_per_param(t, lay) / bandwidth
     total = pipe + dp + opt + casts
     comm_kinds = {k: v * mcount for k, v in kinds_max.items()}
@@ -331,6 +336,9 @@ def step_time(job: Job, lay: Layout) -> StepTime:
     frozen = t.training in ADAPTERS
     mf = model_flops_per_token(m, t.seq_len, frozen)
     hf = hardware_flops_per_token(m, t.seq_len, lay.recompute, frozen)
+    if m.is_moe:
+        # PEFT's merged experts compute their weight gradient: 2 FLOPs a routed parameter a token
+        hf = hf + where(adapts_fused_experts(m, t, lay), 2.0 * layer_params(m, True).active_experts * m.moe_layers, 0.0)
     peak = c.gpu.peak_tflops(t.precision) * 1e12
     per_gpu = tps / c.gpus
     return StepTime(step_time_s=total, compute_s=mcount * compute_mb, bubble_s=bubble,
