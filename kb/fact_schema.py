@@ -62,7 +62,8 @@ FEASIBILITY = {
     "fit.without_recompute": B, "fit.min_tp": N, "fit.min_pp": N, "fit.min_cp": N, "fit.min_zero": N,
     "best.tokens_per_s": N, "best.pp1.tokens_per_s": N, "best.cp1.tokens_per_s": N,
 }
-NEIGHBOUR = {"same.min_zero": N, "same.min_recompute": S, "same.pp1_fits": B}
+NEIGHBOUR = {"same.min_zero": N, "same.min_recompute": S, "same.pp1_fits": B, "same.pp1_dp": N,
+             "same.pp1_batch_divides": B}
 
 # The values a string fact takes where they are a closed set (kb/choices.py): a rule that
 # compares one with anything else ('ful', 'Megatron') can never match it, a typo that
@@ -141,6 +142,8 @@ DESCRIPTIONS = {
     "same.min_zero": "the lowest ZeRO stage at which this layout, otherwise unchanged, meets every hard constraint",
     "same.min_recompute": "the least recomputation with which this layout, otherwise unchanged, meets every hard constraint",
     "same.pp1_fits": "a layout with PP = 1 and this layout's TP and CP meets every hard constraint",
+    "same.pp1_dp": "the data-parallel degree a layout with PP = 1 and this layout's TP and CP has (DP x PP)",
+    "same.pp1_batch_divides": "the global batch is a multiple of same.pp1_dp (mbs x DP must divide it)",
     "memory.fits": "the estimated peak is at most the GPU's memory",
     "memory.used_pct": "the estimated peak as a share of the GPU's memory",
     "train.sequence_parallel": "the framework has sequence parallelism (kb/data/frameworks.yaml)",

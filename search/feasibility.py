@@ -71,7 +71,8 @@ class Feasibility:
     def column(self, path: str) -> np.ndarray:
         if path not in self._columns:
             self._columns[path] = {"same.min_zero": self._min_zero, "same.min_recompute": self._min_recompute,
-                                   "same.pp1_fits": self._pp1_fits}[path]()
+                                   "same.pp1_fits": self._pp1_fits, "same.pp1_dp": self._pp1_dp,
+                                   "same.pp1_batch_divides": self._pp1_batch_divides}[path]()
         return self._columns[path]
 
     def _groups(self, fields) -> np.ndarray:
@@ -121,3 +122,13 @@ class Feasibility:
         has = np.zeros(int(g.max()) + 1 if len(g) else 0, dtype=bool)
         has[g[self.allowed & (a["pp"] == 1)]] = True
         return has[g]
+
+    def _pp1_dp(self) -> np.ndarray:
+        """The DP degree of a PP = 1 layout with the same TP and CP: the pipeline's GPUs go to DP."""
+        a = self.table.space.arrays
+        return a["dp"] * a["pp"]
+
+    def _pp1_batch_divides(self) -> np.ndarray:
+        """Whether the global batch splits over that DP at micro-batch 1 (batch-divides)."""
+        a = self.table.space.arrays
+        return (a["mbs"] * a["grad_accum"] * a["dp"]) % self._pp1_dp() == 0

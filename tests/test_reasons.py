@@ -5,6 +5,7 @@ setting's explanation names the rules that bear on it.
 `quoted_settings` is the check; it was run against the forward-chaining engine this replaced
 (commit 2842a0a): its texts said "with TP=2, sequence parallelism ..." with TP at 8, so the check
 failed there (the closing note of issue 15 quotes the count)."""
+import json
 import re
 
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -116,3 +117,17 @@ def test_a_percent_reads_the_same_from_the_json_as_from_the_estimate():
     from shardwise.decision.text import pct, pct_value
     grid = [k / 10000 for k in range(-40000, 40001, 7)] + [-2.749, -2.75, 2.7501, 0.0999, 0.0949, 0.00499, 0.005]
     assert [pct(x) for x in grid] == [pct(pct_value(x)) for x in grid]
+
+
+def test_a_pipeline_that_only_makes_the_batch_divide_says_so(run_cli):
+    """8B on one node with a batch of 100 sequences: PP = 1 at TP 1 needs DP 8, which 100 is no
+    multiple of, so the headline pipelines; the answer says that the batch, not memory, is why."""
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--seq-len", "4096",
+                             "--global-batch", "100", "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    notes = [n for n in d["notes"] if n.startswith("pp=")]
+    assert d["layout"]["pp"] > 1 and len(notes) == 1 and "global batch of 100 sequences does not divide" in notes[0]
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--seq-len", "4096",
+                             "--global-batch", "96", "--format", "json")
+    assert not [n for n in json.loads(out)["notes"] if n.startswith("pp=")]
