@@ -171,11 +171,10 @@ def peft_expert_rows() -> list[dict]:
         lay = Layout(mbs=1, recompute="none", zero=0)
         merged = pe.merged_expert_bytes(m, t, lay, layer_params(m, True).experts)
 
-        def constant(key, a, b):
-            k = (b - a) / (long - seq)
-            return a - k * seq
+        def constant(a, b):      # the part of a (at seq) and b (at long) that does not grow with the tokens
+            return a - (b - a) / (long - seq) * seq
         diff = [rows[(mt, mode, s)]["saved_bytes"] - rows[(mt, "full", s)]["saved_bytes"] for s in (seq, long)]
-        kept = constant("kept", *diff)
+        kept = constant(*diff)
         tag = f"{mt} {'fp32' if mode == 'lora' else 'bf16'} adapters"
         out.append({"id": f"{tag}: kept", "measured": kept, "predicted": float(merged), "what": "kept",
                     "error": float(merged) / kept - 1 if merged else kept / (2.0 * layer_params(m, True).experts),
@@ -183,7 +182,7 @@ def peft_expert_rows() -> list[dict]:
         if r["attention"] == "sdpa" and m.family in pe.ADAPTED_EXPERT_FAMILIES and not m.is_mla:
             excess = [rows[(mt, mode, s)]["peak_bytes"] - rows[(mt, mode, s)]["forward_end_bytes"] for s in (seq, long)]
             pred = pe.DOWN_SHARE * 2.0 * layer_params(m, True).experts
-            c = constant("backward", *excess)
+            c = constant(*excess)
             out.append({"id": f"{tag}: backward", "measured": c, "predicted": pred, "what": "backward",
                         "error": pred / c - 1, "artefact": None})
         made = sum(r["lora_params"].values())

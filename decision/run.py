@@ -253,14 +253,15 @@ def _workable_batches(d: Decision) -> list[int]:
     """Where the batch-divides rule emptied the space: the nearest global batches below and above
     the job's that leave a valid layout (multiples of a data-parallel degree, tried nearest
     first), or [] when the batch is not what is in the way."""
+    from shardwise.kb.job import divisors
     from shardwise.search.space import build_space
     removed = {e["rule"]: e["excluded"] for e in d.table.space.excluded}
     if not removed.get("batch-divides"):
         return []
     gb, g = d.global_batch, d.job.cluster.gpus
     unit = int(d.pins.get("mbs", 1))
-    cands = sorted({k * unit * dp for dp in range(1, g + 1) if g % dp == 0
-                    for k in (gb // (unit * dp), -(-gb // (unit * dp)))} - {0, gb}, key=lambda n: (abs(n - gb), n))
+    cands = sorted({k * unit * dp for dp in divisors(g) for k in (gb // (unit * dp), -(-gb // (unit * dp)))} - {0, gb},
+                   key=lambda n: (abs(n - gb), n))
     below = next((n for n in cands if n < gb and len(build_space(d.job, n, d.pins, fit_only=True))), None)
     above = next((n for n in cands if n > gb and len(build_space(d.job, n, d.pins, fit_only=True))), None)
     return [n for n in (below, above) if n]

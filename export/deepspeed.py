@@ -12,8 +12,7 @@ from __future__ import annotations
 import json
 
 from shardwise.kb.errors import InputError
-from shardwise.kb.frameworks import autoep_preset
-from shardwise.kb.perf.step import ULYSSES_FRAMEWORKS
+from shardwise.kb.frameworks import ULYSSES_FRAMEWORKS, autoep_preset
 from shardwise.kb.validity import autoep_runs
 
 from .target import Export, Target, with_caveats

@@ -57,9 +57,8 @@ def dp_degrees(sequences: int, gpus: int, mbs: int = 1) -> list[int]:
 def tp_dp_degrees(sequences: int, gpus: int, tps: tuple[int, ...], mbs: int = 1) -> list[int]:
     """The data-parallel degrees this batch allows to a layout of tensor parallelism alone:
     DP = GPUs / TP for each TP of ``tps`` (the degrees the model and the NVLink domain allow,
-    kb/resolve.tensor_degrees), with mbs x DP dividing the batch. A framework without
-    pipelining (the Trainer, DeepSpeed without its pipeline engine) has no other way to reach
-    DP short of context parallelism."""
+    kb/resolve.tensor_degrees), with mbs x DP dividing the batch. The Trainer, without
+    pipelining, has no other way to reach DP short of context parallelism."""
     return [gpus // t for t in tps if gpus % t == 0 and sequences % (mbs * (gpus // t)) == 0]
 
 
@@ -106,8 +105,8 @@ def _widened(exact: float, gpus: int, mbs: int, tps: tuple[int, ...]) -> int | N
     """The count within WIDENED of ``exact`` that the largest data-parallel degree of tensor
     parallelism alone (mbs x GPUs / TP) divides, the nearest, then the smaller; None if none."""
     lo, hi = exact * (1 - WIDENED), exact * (1 + WIDENED)
-    cands = {k * mbs * (gpus // t) for t in tps if gpus % t == 0
-             for k in (math.floor(exact / (mbs * (gpus // t))), math.ceil(exact / (mbs * (gpus // t))))}
+    units = [mbs * (gpus // t) for t in tps if gpus % t == 0]
+    cands = {k * u for u in units for k in (math.floor(exact / u), math.ceil(exact / u))}
     cands = [n for n in cands if n >= 1 and lo <= n <= hi]
     if not cands:
         return None
@@ -137,9 +136,8 @@ def take(exact: float, gpus: int, mbs: int | None = 1, dp: int | None = None,
             top = max(tp_dp_degrees(wider, gpus, tps, mbs or 1))
             return wider, (f"taken as {wider:,} ({(wider - exact) / exact:+.2%}): no count within 5% leaves a layout "
                            f"of tensor parallelism alone (the Trainer has no pipeline; TP {', '.join(map(str, tps))}) a "
-                           f"data-parallel degree that "
-                           f"mbs x DP divides, so the count within {WIDENED:.0%} that the largest such degree "
-                           f"divides (DP {top:,}), the nearest")
+                           f"data-parallel degree that mbs x DP divides, so the count within {WIDENED:.0%} that the "
+                           f"largest such degree divides (DP {top:,}), the nearest")
     whole_only = abs(n - exact) > TOLERANCE * exact      # no whole count within 5% (under 10 sequences)
     unit = (mbs or 1) * (dp or 1)
     if n % unit and exact >= unit:  # a fixed layout that no count within 5% fits: its nearest multiple
@@ -155,15 +153,13 @@ def take(exact: float, gpus: int, mbs: int | None = 1, dp: int | None = None,
         return n, f"{head}, the nearest count {'' if far else 'within 5% '}that mbs x DP = {mbs} x {dp} divides"
     gpus_text = f"{gpus:,} GPU{'s' if gpus > 1 else ''}"
     at = f" at mbs {mbs}" if mbs and mbs > 1 else ""
-    tps = tuple(_divisors(gpus)) if tps is None else tps
-    tp_only = tp_dp_degrees(n, gpus, tps, mbs or 1)
     if tps is None or set(tps) == set(_divisors(gpus)):
         why = f"the count within 5% that the most data-parallel degrees of {gpus_text} divide{at} " \
               f"({_degrees_text(dp_degrees(n, gpus, mbs or 1))}"
     else:
         why = f"the count within 5% that the most data-parallel degrees of {gpus_text} divide{at}, first those " \
               f"of tensor parallelism alone (the Trainer has no pipeline: GPUs / TP, TP {', '.join(map(str, tps))}: " \
-              f"{_degrees_text(tp_only)}"
+              f"{_degrees_text(tp_dp_degrees(n, gpus, tps, mbs or 1))}"
         if whole:
             why += f"; {int(exact):,} allows {_degrees_text(tp_dp_degrees(int(exact), gpus, tps, mbs or 1))}"
         why += f"), then any ({_degrees_text(dp_degrees(n, gpus, mbs or 1))}"
@@ -193,7 +189,8 @@ def from_tokens(tokens: float, seq_len: int, gpus: int, mbs: int | None = 1, dp:
 def default_batch(training: str, seq_len: int, gpus: int, mbs: int | None = 1, dp: int | None = None,
                   tps: tuple[int, ...] | None = None) -> tuple[int, str]:
     """The batch a job of this training type gets when the user gives none, and its text. A
-    default is an assumption, so it moves within 5% like a token batch."""
+    default is an assumption, so it moves within 5% like a token batch -- or, for the Trainer
+    where 5% leaves tensor parallelism alone no DP degree, within WIDENED."""
     hint = "--global-batch or --global-batch-tokens to set it"
     if training == "pretrain":
         n, how = from_tokens(PRETRAIN_BATCH_TOKENS, seq_len, gpus, mbs, dp, tps, widen=True)

@@ -10,6 +10,12 @@ def _profiles() -> dict:
     return package_yaml("frameworks")["frameworks"]
 
 
+# Frameworks whose context parallelism is DeepSpeed's Ulysses (the export's sequence_parallel_size):
+# the Trainer hands it to DeepSpeed, which has no ring attention (kb/perf/step.ulysses_seconds,
+# kb/validity.py ulysses-splits-heads)
+ULYSSES_FRAMEWORKS = ("hf", "deepspeed")
+
+
 def profile(framework: str) -> dict:
     return _profiles()[framework]
 

@@ -61,7 +61,6 @@ CLASS_DEFAULTS = {
     "deepseek_v3": {"num_key_value_heads": 128},
     "gemma": {"num_key_value_heads": 16, "head_dim": 256},
     "gemma2": {"num_key_value_heads": 4, "head_dim": 256, "sliding_window": 4096},
-    "gemma3_text": {"num_key_value_heads": 4, "head_dim": 256, "sliding_window": 4096},
 }
 MLA_TYPES = ("deepseek_v2", "deepseek_v3")
 
@@ -75,6 +74,8 @@ GEMMA3_TEXT_DEFAULTS = {
     "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131_072,
     "sliding_window": 4096,
 }
+# a top-level gemma3_text config.json takes Gemma3TextConfig's defaults as a wrapped one does
+CLASS_DEFAULTS["gemma3_text"] = {k: GEMMA3_TEXT_DEFAULTS[k] for k in ("num_key_value_heads", "head_dim", "sliding_window")}
 
 
 # No shape field of a real model comes near 2^31 (vocabularies ~2^18, hidden sizes ~2^14); a
@@ -233,19 +234,19 @@ def _text_config(cfg: dict, path: str) -> dict:
     return text
 
 
-def vision_params(vision: dict) -> int:
+def vision_params(vision: dict, text_hidden: int) -> int:
     """Parameters of a SigLIP vision tower (transformers modeling_siglip.py: patch embedding, a
     learned position per patch, layers of attention with biases and a GELU MLP, two LayerNorms
-    each, a final LayerNorm), the part of a Gemma 3 checkpoint its text_config does not describe
-    (Gemma3MultiModalProjector adds a vision x text projection and an RMSNorm, counted by the
-    caller). SiglipVisionConfig's defaults where the file leaves a field out."""
+    each, a final LayerNorm) and Gemma3MultiModalProjector's vision x text projection and
+    RMSNorm: the part of a Gemma 3 checkpoint its text_config does not describe.
+    SiglipVisionConfig's defaults where the file leaves a field out."""
     def num(key, default):
         v = vision.get(key, default)
         return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= FIELD_MAX else default
     h, f, n = num("hidden_size", 768), num("intermediate_size", 3072), num("num_hidden_layers", 12)
     patch, image, ch = num("patch_size", 16), num("image_size", 224), num("num_channels", 3)
     layer = 4 * (h * h + h) + (h * f + f) + (f * h + h) + 2 * 2 * h
-    return ch * patch * patch * h + h + (image // patch) ** 2 * h + n * layer + 2 * h
+    return ch * patch * patch * h + h + (image // patch) ** 2 * h + n * layer + 2 * h + h * text_hidden + h
 
 
 # the config classes with attention_bias / mlp_bias switches (transformers 5.24: LlamaConfig,
@@ -305,8 +306,7 @@ def _reading_notes(outer: dict, cfg: dict, h: int) -> tuple[str, ...]:
     notes = []
     vision = outer.get("vision_config") if outer is not cfg else None
     if isinstance(vision, dict):
-        vh = vision.get("hidden_size", 768) if isinstance(vision.get("hidden_size", 768), int) else 768
-        n = vision_params(vision) + vh * h + vh
+        n = vision_params(vision, h)
         notes.append(f"{outer.get('model_type')} config.json: only the language model (text_config) is sized; the "
                      f"vision tower and projector, about {n / 1e6:,.0f}M parameters (vision_config), are not")
     q = cfg.get("quantization_config") or outer.get("quantization_config")
@@ -358,8 +358,6 @@ def read_hf_config(path: str) -> ModelSpec:
     spec.update({k: v for k, v in extra.items() if k != "tied"})
     spec.update(rope_fields(cfg, path, ROPE_THETA_DEFAULT.get(mt, 10000.0)))
     spec.update(window_fields(cfg, path, mt, spec["layers"]))
-    if mt == "qwen2" or mt == "qwen2_moe":
-        spec["qkv_bias"] = True
     spec.update(_bias_fields(cfg, path, mt))
     if mt in ("mixtral", "gpt_oss"):
         # transformers' attribute_map aliases (MixtralConfig, GptOssConfig: num_experts ->

@@ -37,6 +37,19 @@ def norms_per_layer(m: ModelSpec) -> int:
     return 4 if m.sandwich_norm else 2
 
 
+def attention_projections(m: ModelSpec) -> list[tuple[int, int]]:
+    """(in, out) features of each linear of one attention block, as transformers builds them:
+    q, k, v, o; MLA q_a and q_b (or one q_proj), kv_a_proj_with_mqa, kv_b, o
+    (modeling_deepseek_v3.py). LoRA puts one adapter on each (kb/memory/states.lora_params)."""
+    h = m.hidden
+    if m.is_mla:
+        qk = m.heads * (m.qk_nope_dim + m.qk_rope_dim)
+        q = [(h, m.q_lora_rank), (m.q_lora_rank, qk)] if m.q_lora_rank else [(h, qk)]
+        return q + [(h, m.kv_lora_rank + m.qk_rope_dim), (m.kv_lora_rank, m.heads * (m.qk_nope_dim + m.v_head_dim)),
+                    (m.heads * m.v_head_dim, h)]
+    return [(h, m.q_width), (h, m.kv_width), (h, m.kv_width), (m.attn_out_width, h)]
+
+
 def attention_params(m: ModelSpec) -> tuple[int, int]:
     """(TP-sharded, replicated) parameters of one attention block.
 
@@ -51,12 +64,8 @@ def attention_params(m: ModelSpec) -> tuple[int, int]:
     """
     h = m.hidden
     if m.is_mla:
-        qk = m.qk_nope_dim + m.qk_rope_dim
-        q = (h * m.q_lora_rank + m.q_lora_rank * m.heads * qk) if m.q_lora_rank else h * m.heads * qk
-        kv = h * (m.kv_lora_rank + m.qk_rope_dim) + m.kv_lora_rank * m.heads * (m.qk_nope_dim + m.v_head_dim)
-        o = m.heads * m.v_head_dim * h
         norms = m.kv_lora_rank + (m.q_lora_rank if m.q_lora_rank else 0)
-        return q + kv + o, norms
+        return sum(i * o for i, o in attention_projections(m)), norms
     q, kv = m.q_width, m.kv_width
     sharded = h * q + 2 * h * kv + q * h
     replicated = 0

@@ -7,23 +7,25 @@ for each conversion or default is in ``assumptions(job)``, the one list the outp
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .batch import default_batch, from_tokens
 from .defaults import default_texts
 from .errors import InputError
-from .job import Job
+from .job import Job, divisors
 from .layout import Layout, parse_layout
-from .validity import check_layout
+from .validity import check_layout, tp_divides_heads
 
 def tensor_degrees(job: Job) -> tuple[int, ...] | None:
     """For a framework without pipelining (the transformers Trainer), the TP degrees a layout may
     take inside one NVLink domain: dividing the GPU count, and as the tp-divides-heads validity
     rule allows them -- the batch is rounded for the data-parallel degrees they leave
     (kb/batch.py). None where pipeline stages reach the other data-parallel degrees."""
-    m, c = job.model, job.cluster
+    c = job.cluster
     if job.training.framework != "hf":
         return None
-    return tuple(t for t in range(1, min(c.gpus, c.nvlink_domain) + 1)
-                 if c.gpus % t == 0 and m.heads % t == 0 and (m.kv_heads % t == 0 or t % m.kv_heads == 0))
+    tps = np.array([t for t in divisors(c.gpus) if t <= c.nvlink_domain])
+    return tuple(int(t) for t in tps[tp_divides_heads(job, {"tp": tps})])
 
 
 def global_batch(job: Job, layout: Layout | None = None) -> tuple[int, list[str]]:

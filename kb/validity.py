@@ -16,7 +16,7 @@ import numpy as np
 
 from .defaults import ADAPTERS
 from .errors import InputError
-from .frameworks import autoep_families, autoep_preset, has_sequence_parallel, recompute_modes
+from .frameworks import ULYSSES_FRAMEWORKS, autoep_families, autoep_preset, has_sequence_parallel, recompute_modes
 from .layout import RECOMPUTE, Layout
 from .stages import takes_slots
 
@@ -35,7 +35,7 @@ def _all(a):
     return np.ones_like(a["tp"], dtype=bool)
 
 
-def _tp_heads(job, a):
+def tp_divides_heads(job, a):
     m = job.model
     return (m.heads % a["tp"] == 0) & ((m.kv_heads % a["tp"] == 0) | (a["tp"] % m.kv_heads == 0))
 
@@ -137,7 +137,7 @@ def _ulysses_heads(job, a):
     """DeepSpeed's Ulysses (the CP of the Trainer and DeepSpeed) splits the attention heads over
     the CP ranks: UlyssesSPAttentionHF refuses heads CP does not divide, and KV heads that
     neither divide CP nor are divided by it (fewer are replicated)."""
-    if job.training.framework not in ("hf", "deepspeed"):
+    if job.training.framework not in ULYSSES_FRAMEWORKS:
         return _all(a)
     m, cp = job.model, a["cp"]
     heads, kv = m.heads // a["tp"], np.maximum(m.kv_heads // a["tp"], 1)
@@ -293,7 +293,7 @@ def _qlora_tp(job, a):
 
 VALIDITY = [
     Validity("tp-divides-heads", "TP must divide the attention heads, and the KV heads must divide TP or it "
-             "them (Megatron-Core TransformerConfig)", _tp_heads, _tp_heads_refusal),
+             "them (Megatron-Core TransformerConfig)", tp_divides_heads, _tp_heads_refusal),
     Validity("pp-within-layers", "every pipeline stage needs at least one layer",
              _pp_layers, lambda job, lay: f"pp={lay.pp} exceeds the {job.model.layers} layers of {job.model.name}"),
     Validity("cp-splits-sequence", "CP needs the sequence divisible by 2 x CP (load-balanced ring attention)",

@@ -131,4 +131,4 @@ class Feasibility:
     def _pp1_batch_divides(self) -> np.ndarray:
         """Whether the global batch splits over that DP at micro-batch 1 (batch-divides)."""
         a = self.table.space.arrays
-        return (a["mbs"] * a["grad_accum"] * a["dp"]) % self._pp1_dp() == 0
+        return (a["mbs"] * a["grad_accum"] * a["dp"]) % self.column("same.pp1_dp") == 0

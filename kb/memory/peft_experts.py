@@ -22,17 +22,17 @@ Measured on CPU layers (torch 2.14.1, transformers 5.24.0, peft 0.21.2; benchmar
 measure_peft_experts.py -> cpu_peft_experts.jsonl): the merged weights are what a Mixtral and a
 Qwen3-MoE layer keep beyond full fine-tuning's tensors, to 0.4%; its backward adds the down
 projection's merged-weight gradient, a third of them, over the end of forward; Qwen2-MoE and
-gpt-oss adapt attention and shared experts only.
+gpt-oss adapt no routed expert (Qwen2-MoE its attention and shared expert, gpt-oss its attention).
 
 Under expert parallelism (DeepSpeed AutoEP, torchtitan's EP) the MoE layer is another's, not the
 one PEFT wrapped: LoRA / QLoRA with EP is refused outside Megatron (kb/validity.py,
-adapters-expert-parallel), so these terms always meet EP 1 there.
+adapters-expert-parallel), so these terms always meet transformers' own layer.
 """
 from __future__ import annotations
 
 from ..defaults import ADAPTERS
 from ..schema import ModelSpec, TrainingSpec
-from ..vec import both, where
+from ..vec import where
 from .activations import adapters_in_fp32
 
 # model types whose routed experts transformers 5 stores as fused 3-D parameters (every MoE
@@ -63,12 +63,6 @@ def merges_experts(m: ModelSpec, t: TrainingSpec) -> bool:
     return t.training in ADAPTERS and peft_on_transformers(t) and m.family in ADAPTED_EXPERT_FAMILIES
 
 
-def adapts_fused_experts(m: ModelSpec, t: TrainingSpec, lay):
-    """merges_experts, on transformers' own MoE layer (EP 1; kb/validity.py refuses adapters with
-    EP outside Megatron). Works on the search's layout arrays."""
-    return both(merges_experts(m, t), lay.ep == 1)
-
-
 def expert_adapter_params(m: ModelSpec, rank: int) -> int:
     """LoRA parameters PEFT gives one layer's fused experts (ParamWrapper): gate_up at rank 2r per
     expert with a dense block-diagonal B, r E (2h + 4F), and down_proj, r E (F + h)."""
@@ -80,6 +74,8 @@ def merged_expert_bytes(m: ModelSpec, t: TrainingSpec, lay, layer_expert_params:
     weights' dtype: the merge runs in W's dtype) x the layer's routed-expert parameters, plus,
     with PEFT's fp32 adapters (activations.adapters_in_fp32), the bf16 casts of B and A that
     baddbmm keeps for their gradients (bf16 adapters are kept as themselves: parameters); 0 where
-    adapts_fused_experts does not hold."""
+    merges_experts does not hold."""
+    if not merges_experts(m, t):
+        return 0.0
     factors = where(adapters_in_fp32(t, lay), 2.0 * expert_adapter_params(m, t.lora_rank), 0.0) / (lay.ep * lay.etp)
-    return where(adapts_fused_experts(m, t, lay), 2.0 * layer_expert_params + factors, 0.0)
+    return 2.0 * layer_expert_params + factors

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from ..params import layer_params, total_params
+from ..params import attention_projections, layer_params, total_params
 from ..schema import ModelSpec, TrainingSpec
 from ..vec import maximum, where
 from . import optimizers as opt
@@ -201,17 +201,11 @@ def lora_params(m: ModelSpec, rank: int, t: TrainingSpec | None = None) -> int:
     the names gate_proj / up_proj / down_proj into those parameters, no nn.Linear of that name
     keeps an adapter -- not the shared experts, not DeepSeek's leading dense layers' MLP. For
     the other fused families no routed expert: Qwen2-MoE's shared expert and its gate (r (h + 1))
-    are adapted, gpt-oss's MLP not at all. Multi-latent attention has five projections (q_a and q_b,
-    or one q_proj; kv_a_proj_with_mqa, kv_b, o). Counted on CPU models
+    are adapted, gpt-oss's MLP not at all. Attention: one adapter per projection
+    (params.attention_projections; five for multi-latent attention). Counted on CPU models
     (benchmarks/calibration/measure_peft_experts.py)."""
-    h, q, kv, o = m.hidden, m.q_width, m.kv_width, m.attn_out_width
-    attn = rank * ((h + q) + 2 * (h + kv) + (o + h))
-    if m.is_mla:
-        # multi-latent attention's projections: q_a, q_b (or one q_proj), kv_a_proj_with_mqa, kv_b, o
-        qk = m.qk_nope_dim + m.qk_rope_dim
-        q_side = (h + m.q_lora_rank) + (m.q_lora_rank + m.heads * qk) if m.q_lora_rank else h + m.heads * qk
-        attn = rank * (q_side + (h + m.kv_lora_rank + m.qk_rope_dim)
-                       + (m.kv_lora_rank + m.heads * (m.qk_nope_dim + m.v_head_dim)) + (m.heads * m.v_head_dim + h))
+    h = m.hidden
+    attn = rank * sum(i + o for i, o in attention_projections(m))
     n_mlp = 3 if m.mlp in ("swiglu", "geglu") else 2
     dense_mlp = rank * n_mlp * (h + m.ffn)
     if not m.is_moe:

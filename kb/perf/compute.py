@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from ..defaults import ADAPTERS
 from ..frameworks import profile as framework_profile
 from ..memory.activations import adapters_in_fp32, fp32_weights_under_autocast
-from ..memory.peft_experts import (ADAPTED_EXPERT_FAMILIES, FUSED_EXPERT_FAMILIES, adapts_fused_experts,
-                                   peft_on_transformers)
+from ..memory.peft_experts import ADAPTED_EXPERT_FAMILIES, FUSED_EXPERT_FAMILIES, merges_experts, peft_on_transformers
 from ..layout import Layout
+from ..params import attention_projections, layer_params
 from ..schema import GPUSpec, ModelSpec, TrainingSpec
 from ..vec import maximum, minimum, where
 from .flops import attention_flops, attention_work
@@ -251,12 +251,12 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     if t.training in ADAPTERS:
         # PEFT's merged expert weights (kb/memory/peft_experts) take the experts' weight gradient:
         # their GEMMs run as trained ones, and the merge and its backward move the weights
-        merged = adapts_fused_experts(m, t, lay) if moe else False
-        gemm = dense_gemm * FROZEN_GEMM_SHARE + expert_gemm * where(merged, 1.0, FROZEN_GEMM_SHARE)
+        merged = moe and merges_experts(m, t)
+        gemm = dense_gemm * FROZEN_GEMM_SHARE + expert_gemm * (1.0 if merged else FROZEN_GEMM_SHARE)
         ew += tokens * lora_bytes_per_token(m, t, moe, adapters_in_fp32(t, lay)) / tp / (gpu.hbm_gbps * 1e9)
-        if moe:
-            expert_params = local_experts * (n_mlp_in + 1) * h * m.expert_ffn / lay.etp
-            ew += where(merged, MERGED_BYTES_PER_PARAM * expert_params, 0.0) / (gpu.hbm_gbps * 1e9)
+        if merged:
+            expert_params = layer_params(m, True).experts / (lay.ep * lay.etp)
+            ew += MERGED_BYTES_PER_PARAM * expert_params / (gpu.hbm_gbps * 1e9)
     return LayerTime(gemm, attention, ew, gemm_forward, attention_forward, t.attention == "eager")
 
 
@@ -313,15 +313,8 @@ def lora_bytes_per_token(m: ModelSpec, t: TrainingSpec, moe: bool, fp32_adapters
         f = m.expert_ffn * m.top_k
     gated = m.mlp in ("swiglu", "geglu")
     h = m.hidden
-    if m.is_mla:
-        # q_a, q_b (or q_proj), kv_a_proj_with_mqa, kv_b, o (kb/memory/states.lora_params)
-        qk = m.heads * (m.qk_nope_dim + m.qk_rope_dim)
-        q_in, q_out = (h + m.q_lora_rank, m.q_lora_rank + qk) if m.q_lora_rank else (h, qk)
-        attn_in = q_in + h + m.kv_lora_rank + m.attn_out_width
-        attn_out = q_out + m.kv_lora_rank + m.qk_rope_dim + m.heads * (m.qk_nope_dim + m.v_head_dim) + h
-    else:
-        attn_in = 3 * h + m.attn_out_width
-        attn_out = m.q_width + 2 * m.kv_heads * m.hd + h
+    projections = attention_projections(m)
+    attn_in, attn_out = sum(i for i, _ in projections), sum(o for _, o in projections)
     ins = attn_in + ((2 * h + f if gated else h + f) if f else 0)
     outs = attn_out + ((2 * f + h if gated else f + h) if f else 0)
     return where(fp32_adapters, LORA_IN_BYTES_FP32, LORA_IN_BYTES_BF16) * ins + LORA_OUT_BYTES * outs

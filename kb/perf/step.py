@@ -27,10 +27,10 @@ from ..layout import Layout
 from ..stages import all_stages
 from . import comm
 from . import param_traffic as pt
-from ..memory.peft_experts import adapts_fused_experts, experts_stay_bf16, merges_experts
+from ..memory.peft_experts import experts_stay_bf16, merges_experts
 from ..memory.states import lora_params
 from ..params import layer_params, total_params
-from ..frameworks import megatron_ep_overlap_share, megatron_tp_overlap, profile as framework_profile
+from ..frameworks import ULYSSES_FRAMEWORKS, megatron_ep_overlap_share, megatron_tp_overlap, profile as framework_profile
 from .compute import HBM_EFFICIENCY, gemm_efficiency, layer_time, loss_time, moe_tokens
 from .flops import hardware_flops_per_token, head_flops, model_flops_per_token
 from ..vec import maximum, minimum, where
@@ -226,11 +226,6 @@ def _group_collectives(c, params, n, ns, stride, grad_bytes) -> dict:
     return {k: where(params > 0, v, 0.0) for k, v in times.items()}
 
 
-# Frameworks whose context parallelism is DeepSpeed's Ulysses (the export's sequence_parallel_size):
-# the Trainer hands it to DeepSpeed, which has no ring attention
-ULYSSES_FRAMEWORKS = ("hf", "deepspeed")
-
-
 def ulysses_seconds(m, lay: Layout, tokens, link) -> float:
     """Seconds of one layer's Ulysses all-to-alls for one micro-batch (DeepSpeed
     runtime/sequence_parallel/ulysses_sp.py UlyssesSPAttentionHF): forward, q, k and v trade
@@ -336,9 +331,9 @@ def step_time(job: Job, lay: Layout) -> StepTime:
     frozen = t.training in ADAPTERS
     mf = model_flops_per_token(m, t.seq_len, frozen)
     hf = hardware_flops_per_token(m, t.seq_len, lay.recompute, frozen)
-    if m.is_moe:
+    if m.is_moe and merges_experts(m, t):
         # PEFT's merged experts compute their weight gradient: 2 FLOPs a routed parameter a token
-        hf = hf + where(adapts_fused_experts(m, t, lay), 2.0 * layer_params(m, True).active_experts * m.moe_layers, 0.0)
+        hf = hf + 2.0 * layer_params(m, True).active_experts * m.moe_layers
     peak = c.gpu.peak_tflops(t.precision) * 1e12
     per_gpu = tps / c.gpus
     return StepTime(step_time_s=total, compute_s=mcount * compute_mb, bubble_s=bubble,
