@@ -34,8 +34,9 @@ def main() -> None:
     lora = calibration.lora_saved_rows()
     for r in lora:
         print(f"  {r['id']:<40} measured {r['measured']:+8.1f}  predicted {r['predicted']:+8.1f}"
-              f"  error {r['error']:+.3f} h")
-    print(f"  max |error| {max(abs(r['error']) for r in lora):.3f} bytes per token per hidden unit")
+              f"  error {r['error']:+.3f} h" + (f"   [{r['artefact']}]" if r["artefact"] else ""))
+    print(f"  max |error| {max(abs(r['error']) for r in lora if not r['artefact']):.3f} bytes per token per"
+          " hidden unit (flagged rows left out)")
     print("\n== PEFT's LoRA on one transformers 5 MoE layer, cpu_peft_experts.jsonl (kept and backward: bytes"
           " that do not grow with the tokens; adapters, 4-bit: parameters)")
     for r in calibration.peft_expert_rows():

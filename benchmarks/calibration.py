@@ -70,9 +70,10 @@ def lora_saved_rows() -> list[dict]:
             continue
         key = shape(r)
         mt = r["model_type"]
+        mla = _LORA_MLA if mt == "deepseek_v3" else {}
         m = ModelSpec(name="calib", family=mt, layers=1, hidden=r["hidden"], ffn=r["ffn"], heads=r["heads"],
                       kv_heads=r["kv_heads"], vocab=1024, qk_norm=mt == "qwen3",
-                      mlp="geglu" if mt == "gemma" else "swiglu")
+                      mlp="geglu" if mt == "gemma" else "swiglu", **mla)
         framework = "hf" if r["mode"] == "lora" else "deepspeed"
         lay = Layout(mbs=1, recompute="none")
         base = TrainingSpec(seq_len=r["seq"], framework=framework, precision="pure-bf16")
@@ -81,8 +82,19 @@ def lora_saved_rows() -> list[dict]:
                 - act.layer_bytes_per_token(m, base, lay, False, r["seq"]))
         meas = r["saved_bytes_per_token"] - full[key]
         out.append({"id": f"{mt} h={key[1]} F={key[2]} heads={key[3]}/{key[4]} r={key[5]} {r['mode']}",
-                    "measured": meas, "predicted": pred, "error": (pred - meas) / r["hidden"]})
+                    "measured": meas, "predicted": pred, "error": (pred - meas) / r["hidden"],
+                    "artefact": LORA_CPU_ONLY.get((mt, r["mode"]))})
     return out
+
+
+# measure_saved_tensors.py's DeepSeek-V3 attention shapes (its MLA dict)
+_LORA_MLA = dict(q_lora_rank=192, kv_lora_rank=128, qk_nope_dim=64, qk_rope_dim=32, v_head_dim=64)
+
+# cpu_lora_saved_tensors.jsonl rows whose CPU figure is not what a GPU keeps
+LORA_CPU_ONLY = {
+    ("deepseek_v3", "lora"): "2 h under: the CPU's math SDPA (MLA's unequal head sizes) does not keep the "
+                             "attention output a fused kernel saves, so o_proj's fp32 adapter copy replaces it here",
+}
 
 
 # cpu_family_saved_tensors.jsonl rows whose CPU figure is not what a GPU keeps

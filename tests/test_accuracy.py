@@ -37,13 +37,17 @@ def test_every_transformers_family_layer_within_1_percent():
 
 def test_lora_changes_what_a_layer_keeps_as_measured():
     """PEFT's adapters keep their own inputs and the frozen base keeps less: the difference from
-    full fine-tuning, measured on four Llama shapes, Qwen3 (frozen q/k norms) and Gemma (fp32-scaled
-    norms) with fp32 (Trainer) and bf16 (DeepSpeed) adapters, within a tenth of a byte per token
-    per hidden unit."""
+    full fine-tuning, measured on four Llama shapes, Qwen3 (frozen q/k norms), Gemma (fp32-scaled
+    norms) and a DeepSeek-V3 dense layer (MLA's inner norms; an MLP PEFT leaves without adapters)
+    with fp32 (Trainer) and bf16 (DeepSpeed) adapters, within a tenth of a byte per token per
+    hidden unit; the one CPU artefact (the math SDPA's unsaved attention output) within its 2 h."""
     rows = calibration.lora_saved_rows()
-    assert len(rows) == 12
-    assert max(abs(r["error"]) for r in rows) < 0.1
+    assert len(rows) == 14
+    assert max(abs(r["error"]) for r in rows if not r["artefact"]) < 0.1
+    assert all(abs(abs(r["error"]) - 2.0) < 0.1 for r in rows if r["artefact"])
     assert any(r["measured"] > 0 for r in rows) and any(r["measured"] < 0 for r in rows)
+    deepseek = [r for r in rows if r["id"].startswith("deepseek_v3")]
+    assert len(deepseek) == 2 and all(r["measured"] < -10 * 512 for r in deepseek)
 
 
 def test_logits_within_2_percent():

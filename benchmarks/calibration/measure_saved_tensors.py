@@ -4,7 +4,8 @@ per storage, parameters and their casts left out. Runs on a CPU (bf16 autocast, 
 minute; the deltas between modes are what kb/memory/activations.adapter_saved_bytes models.
 
 Llama shapes, and Qwen3 (q/k norms) and Gemma (fp32-scaled norms, GeGLU) for their frozen
-norms. Modes: full (bf16 weights, every weight trained), lora (bf16 base, PEFT's default fp32
+norms; a DeepSeek-V3 dense layer (first_k_dense_replace=1: MLA, and an MLP PEFT leaves without
+adapters, as it maps those names onto the fused experts). Modes: full (bf16 weights, every weight trained), lora (bf16 base, PEFT's default fp32
 adapters, as the Trainer runs them without ZeRO), lora-bf16 (adapters kept in bf16,
 autocast_adapter_dtype=False, as DeepSpeed's, FSDP2's and Megatron's bf16 engines hold them).
 All-linear targets. Writes one JSON line per geometry and mode to stdout.
@@ -28,12 +29,17 @@ GEOMETRIES = [  # model type, hidden, ffn, heads, kv heads, LoRA rank
     ("llama", 512, 2816, 8, 1, 16),      # Qwen2.5-0.5B-like: F = 5.5 h, one KV head
     ("qwen3", 512, 1536, 8, 2, 16),      # q/k norms (frozen under LoRA)
     ("gemma", 512, 2048, 8, 1, 16),      # fp32-scaled norms, GeGLU
+    ("deepseek_v3", 512, 1536, 8, 8, 16),  # dense layer: MLA (MLA below), MLP without adapters
 ]
+# DeepSeek-V3's attention shapes, scaled as measure_family_layers.py scales them; the one layer is
+# a dense one (first_k_dense_replace=1)
+MLA = dict(q_lora_rank=192, kv_lora_rank=128, qk_nope_head_dim=64, qk_rope_head_dim=32, v_head_dim=64,
+           first_k_dense_replace=1, n_routed_experts=8, num_experts_per_tok=2, n_group=1, topk_group=1)
 
 
 def saved_bytes(model_type, h, ffn, heads, kv, rank, mode):
     torch.manual_seed(0)
-    extra = {"head_dim": h // heads} if model_type != "llama" else {}
+    extra = MLA if model_type == "deepseek_v3" else {"head_dim": h // heads} if model_type != "llama" else {}
     cfg = AutoConfig.for_model(model_type, hidden_size=h, intermediate_size=ffn, num_attention_heads=heads,
                                num_key_value_heads=kv, num_hidden_layers=1, vocab_size=1024, **extra)
     cfg._attn_implementation = "sdpa"

@@ -144,7 +144,8 @@ def adapters_in_fp32(t: TrainingSpec, lay: Layout):
 
 def adapter_saved_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
     """What PEFT's LoRA changes in what a transformers layer keeps for backward, bytes per token
-    (all-linear targets; dense layers, where the adapted linears are the projections and the MLP).
+    (all-linear targets; dense layers, where the adapted linears are the projections and the MLP,
+    and for MLA q_b and kv_b too, which read its inner norms' outputs).
 
     A frozen weight needs no input for its gradient, so autograd keeps less of the base: each
     norm's bf16 normalised value (kept by ``weight * hidden`` for the norm weight's gradient:
@@ -159,22 +160,46 @@ def adapter_saved_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
     0.21 and transformers 5.24 keeps +4.44 h a token over full fine-tuning (saved-tensor hooks,
     unique storages), which this gives, as it does for Qwen3's frozen q/k norms (-2.5 h there) and
     Gemma's fp32-scaled ones (-4 h); h200_hf_trainer_steps.jsonl t17 (LoRA 8B, 8K tokens,
-    no checkpointing) read 4.0 h a token a layer low without it. None under full recompute
-    (the layer keeps its input alone) or outside the transformers path."""
+    no checkpointing) read 4.0 h a token a layer low without it.
+
+    The dense layers of a model whose MoE experts PEFT adapts fused (DeepSeek's leading layers,
+    peft_experts.ADAPTED_EXPERT_FAMILIES) have no MLP adapters: PEFT turns the names gate_proj,
+    up_proj and down_proj into the experts' parameters, so their frozen MLP keeps neither the
+    norm's output nor the product gate x up (2 h + 2 F less). MLA's inner norms are frozen too,
+    and q_b's and kv_b's adapters keep the inputs the base kept (one copy each, in fp32 too).
+    Measured on a DeepSeek-V3-shaped dense layer (h 512, F 1536, q/kv ranks 192/128) with the
+    same tools: -6,624 bytes a token with bf16 adapters, as this gives; -5,600 with fp32 ones,
+    2 h under this, which keeps the attention output a fused kernel saves and the CPU's math
+    SDPA does not. None under full recompute (the layer keeps its input alone) or outside the
+    transformers path."""
     if t.training not in ADAPTERS or profile(t) != "hf" or moe:
         return 0.0
+    from .peft_experts import ADAPTED_EXPERT_FAMILIES, peft_on_transformers  # it imports this module
     h = m.hidden
     attn_in, mlp_in = _linear_inputs(m)
-    adapters = attn_in + 1 + mlp_in + 1
+    mlp_adapted = not (peft_on_transformers(t) and m.family in ADAPTED_EXPERT_FAMILIES)
+    inner_linears, inner_width = _mla_inner(m)
+    adapters = attn_in + inner_linears + 1 + (mlp_in + 1 if mlp_adapted else 0)
     n_norms = 4 if m.sandwich_norm else 2
     # the normalised value a norm keeps for its weight's gradient; q/k norms (Qwen3, Gemma 3)
-    # are frozen too
+    # and MLA's inner norms are frozen too
     normalised = _normalised_bytes(m)
-    frozen_norms = -normalised * h * n_norms
+    frozen_norms = -normalised * (h * n_norms + inner_width)
     if m.qk_norm:
         frozen_norms -= normalised * (m.q_width / lay.tp + maximum(m.kv_width / lay.tp, m.hd))
-    copies = 2.0 * (attn_in * h + m.attn_out_width / lay.tp + mlp_in * h) - 2.0 * 2.0 * h
-    return frozen_norms + 2.0 * t.lora_rank * adapters + where(adapters_in_fp32(t, lay), copies, 0.0)
+    unadapted_mlp = 0.0 if mlp_adapted else -2.0 * (h + m.ffn / lay.tp)
+    mlp_copies = mlp_in * h if mlp_adapted else 0
+    copies = 2.0 * (attn_in * h + m.attn_out_width / lay.tp + mlp_copies) - 2.0 * h * (2 if mlp_adapted else 1)
+    return (frozen_norms + unadapted_mlp + 2.0 * t.lora_rank * adapters
+            + where(adapters_in_fp32(t, lay), copies, 0.0))
+
+
+def _mla_inner(m: ModelSpec) -> tuple[int, int]:
+    """MLA's linears that read its inner norms' outputs (q_b after q_a_layernorm where queries
+    are compressed, kv_b after kv_a_layernorm) and the norms' total width; none elsewhere."""
+    if not m.is_mla:
+        return 0, 0
+    return (2 if m.q_lora_rank else 1), m.kv_lora_rank + m.q_lora_rank
 
 
 def fp32_residual_extra(m: ModelSpec, t: TrainingSpec, lay: Layout):
