@@ -46,6 +46,16 @@ def main() -> None:
               f"  predicted {r['predicted'] / unit:9.3f} {name}"
               + (f"  error {100 * r['error']:+6.2f}%" if r["predicted"] else
                  f"  ({100 * r['error']:.2f}% of a merge of its experts: none made)"))
+    print("\n== one transformers 5 MoE layer per token, cpu_peft_experts.jsonl (full: bytes a token;"
+          " LoRA: its change per token, in h)")
+    moe = calibration.moe_layer_token_rows()
+    for r in moe:
+        err = f"{100 * r['error']:+6.2f}%" if r["what"] == "full" else f"{r['error']:+.3f} h"
+        print(f"  {r['id']:<40} measured {r['measured']:+9.1f}  predicted {r['predicted']:+9.1f}  error {err}"
+              + (f"   [{r['artefact']}]" if r["artefact"] else ""))
+    clean = [r for r in moe if not r["artefact"]]
+    print(f"  max |error| without flagged rows: full {100 * max(abs(r['error']) for r in clean if r['what'] == 'full'):.2f}%,"
+          f" LoRA {max(abs(r['error']) for r in clean if r['what'] == 'lora'):.3f} h")
     print("\n== whole steps on one GPU, like for like (row by row: python benchmarks/trainer_steps.py)")
     for name, rows in (("Trainer, H100, h100_hf_trainer_steps.jsonl", calibration.trainer_rows("h100")),
                        ("Trainer, H200, h200_hf_trainer_steps.jsonl", calibration.trainer_rows("h200")),

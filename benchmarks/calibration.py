@@ -106,14 +106,6 @@ FAMILY_CPU_ONLY = {
 }
 
 
-# fp32-weight rows the estimate does not model yet: gpt-oss's experts under autocast keep their
-# clamped-GLU chain in fp32 (transformers GptOssExperts, fp32 parameters autocast does not cast)
-FAMILY_FP32_UNMODELLED = {
-    "gpt_oss": "19% over the estimate: its fp32 experts' clamped GLU, bias and routing-weight chain, kept in "
-               "fp32, is not counted tensor by tensor",
-}
-
-
 def family_saved_rows() -> list[dict]:
     """One decoder layer of each transformers family (cpu_family_saved_tensors.jsonl, taken by
     measure_family_layers.py), read through the estimate's own config.json reader: the bytes a
@@ -139,7 +131,7 @@ def family_saved_rows() -> list[dict]:
         pred = act.layer_bytes_per_token(m, t, lay, m.is_moe, r["seq"])
         rope = 2 * (4.0 if fp32 else 2.0) * (m.qk_rope_dim if m.is_mla else m.hd)
         meas = r["saved_bytes_per_token"] - rope
-        flag = FAMILY_CPU_ONLY.get(r["model_type"]) or (FAMILY_FP32_UNMODELLED.get(r["model_type"]) if fp32 else None)
+        flag = FAMILY_CPU_ONLY.get(r["model_type"])
         # bytes the layer keeps for its 256 tokens (the figure accuracy.py prints, in MiB)
         out.append({"id": f"{r['model_type']} ({r['attention']}, {'fp32' if fp32 else 'bf16'} weights)",
                     "measured": meas * r["seq"], "predicted": pred * r["seq"],
@@ -212,6 +204,50 @@ def peft_expert_rows() -> list[dict]:
         pred = lp.tp_sharded + (0 if pe.experts_stay_bf16(m, t) else lp.experts)
         out.append({"id": f"{r['model_type']} QLoRA: 4-bit", "measured": r["nf4_params"], "predicted": pred,
                     "what": "4-bit", "error": pred / r["nf4_params"] - 1, "artefact": None})
+    return out
+
+
+def moe_layer_token_rows() -> list[dict]:
+    """What one transformers 5 MoE layer keeps per token (cpu_peft_experts.jsonl, taken by
+    measure_peft_experts.py), read through the estimate's config.json reader: full fine-tuning's
+    bytes a token at each measured length (the eager attention's square term shows between
+    them), and what PEFT's LoRA changes per token -- the slope of LoRA less full fine-tuning from
+    the shorter length to the longer, which leaves out what does not grow with the tokens (the
+    merged experts, peft_expert_rows) -- with fp32 (the Trainer's) and bf16 (DeepSpeed's)
+    adapters. Errors in bytes per token per hidden unit for LoRA, relative for full."""
+    import tempfile
+    from shardwise.kb.hf_config import read_hf_config
+    data = _jsonl("cpu_peft_experts.jsonl")
+    rows = {(r["model_type"], r["mode"], r["seq"]): r for r in data if r["mode"] != "qlora-storage"}
+    seqs = sorted({k[2] for k in rows})
+    lay = Layout(mbs=1, recompute="none", zero=0)
+    out = []
+    for mt in sorted({k[0] for k in rows}):
+        r = rows[(mt, "full", seqs[0])]
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "config.json"
+            path.write_text(json.dumps(dict(r["config"], num_hidden_layers=1)))
+            m = read_hf_config(str(path))
+        for seq in seqs:
+            t = TrainingSpec(seq_len=seq, framework="hf", precision="pure-bf16", attention=r["attention"])
+            pred = act.layer_bytes_per_token(m, t, lay, True, seq)
+            meas = rows[(mt, "full", seq)]["saved_bytes"] / seq
+            out.append({"id": f"{mt} full, {seq} tokens ({r['attention']})", "what": "full", "measured": meas,
+                        "predicted": pred, "error": pred / meas - 1, "artefact": FAMILY_CPU_ONLY.get(mt)})
+
+        def slope(mode):
+            a, b = (rows[(mt, mode, s)]["saved_bytes"] for s in (seqs[0], seqs[-1]))
+            return (b - a) / (seqs[-1] - seqs[0])
+        for mode, fw in (("lora", "hf"), ("lora-bf16", "deepspeed")):
+            base = TrainingSpec(seq_len=seqs[0], framework=fw, precision="pure-bf16", attention=r["attention"])
+            lora = TrainingSpec(seq_len=seqs[0], framework=fw, training="lora", lora_rank=r["lora_rank"],
+                                attention=r["attention"])
+            pred = (act.layer_bytes_per_token(m, lora, lay, True, seqs[0])
+                    - act.layer_bytes_per_token(m, base, lay, True, seqs[0]))
+            meas = slope(mode) - slope("full")
+            out.append({"id": f"{mt} {'fp32' if mode == 'lora' else 'bf16'} adapters, per token", "what": "lora",
+                        "measured": meas, "predicted": pred, "error": (pred - meas) / m.hidden,
+                        "artefact": LORA_CPU_ONLY.get((mt, mode))})
     return out
 
 

@@ -59,6 +59,33 @@ EAGER_BACKWARD_PER_SCORE = 10.0
 # What eager attention saves per score for its backward (the probabilities and what the softmax
 # keeps): 6 bytes, from h100_hf_activations.jsonl's eager rows (the s^2 term flash removes).
 EAGER_SAVED_PER_SCORE = 6.0
+# gpt-oss's eager attention (modeling_gpt_oss.py eager_attention_forward) appends the sink logit
+# to the scores and takes the softmax in their own dtype (softmax(..., dtype=combined_logits.
+# dtype)), bf16, with no fp32 copy: it keeps the bf16 probabilities alone, which the value
+# matmul keeps too (a view, one storage), 2 bytes a score -- measured on a CPU gpt-oss layer
+# (cpu_peft_experts.jsonl, full rows: +16 bytes a token per key at 8 heads from 256 to 1,024
+# tokens) -- and the max it subtracts keeps its int64 index per row, 8 bytes a head a token. Its
+# backward holds the probabilities' bf16 gradient, padded for the sink column, and the softmax's
+# bf16 input gradient: 4 bytes a score, read from the ops, not measured. With fp32 weights under
+# autocast the sinks are an fp32 parameter, the concatenation promotes the scores to fp32 and the
+# softmax keeps 4 bytes, the bf16 cast for the value matmul 2 more: Llama's 6 (measured, same
+# CPU layer in fp32: 4 x 8 heads x 257 and 2 x 8 x 256 bytes a token).
+BF16_SOFTMAX_FAMILIES = ("gpt_oss",)
+BF16_SOFTMAX_SAVED_PER_SCORE = 2.0
+BF16_SOFTMAX_BACKWARD_PER_SCORE = 4.0
+
+
+def _bf16_softmax(m: ModelSpec, t: TrainingSpec, lay: Layout):
+    return where(fp32_weights_under_autocast(t, lay), False, m.family in BF16_SOFTMAX_FAMILIES)
+
+
+def eager_per_score(m: ModelSpec, t: TrainingSpec, lay: Layout) -> tuple:
+    """(saved, backward) bytes per attention score of transformers' eager attention for this
+    job: the fp32 softmax's 6 and 10, or the bf16 softmax's 2 and 4 (BF16_SOFTMAX_FAMILIES with
+    bf16 weights)."""
+    bf16 = _bf16_softmax(m, t, lay)
+    return (where(bf16, BF16_SOFTMAX_SAVED_PER_SCORE, EAGER_SAVED_PER_SCORE),
+            where(bf16, BF16_SOFTMAX_BACKWARD_PER_SCORE, EAGER_BACKWARD_PER_SCORE))
 
 
 # Megatron-Core's paged stash under full-iteration CUDA graphs keeps the routed experts'
@@ -82,10 +109,13 @@ def profile(t: TrainingSpec) -> str:
     return {"megatron": "megatron", "fsdp": "torch"}.get(t.framework, "hf")
 
 
-# transformers families whose RMSNorm scales by (1 + weight) in fp32 (modeling_gemma.py
-# GemmaRMSNorm, and Gemma 2's and 3's: output = norm(x.float()) * (1.0 + weight.float())): the
-# weight's gradient needs the fp32 normalised value, where LlamaRMSNorm keeps it in bf16
-FP32_SCALED_NORMS = ("gemma", "gemma2", "gemma3")
+# transformers families whose RMSNorm scales by its weight in fp32, before the cast back: by
+# (1 + weight) (modeling_gemma.py GemmaRMSNorm, and Gemma 2's and 3's: output = norm(x.float())
+# * (1.0 + weight.float())) or by the weight itself (modeling_gpt_oss.py GptOssRMSNorm:
+# (self.weight * hidden_states).to(input_dtype), "main diff with Llama"): the weight's gradient
+# needs the fp32 normalised value, where LlamaRMSNorm keeps it in bf16 (measured on CPU layers:
+# a gpt-oss layer keeps four fp32 h-wide tensors, two norms' inputs and normalised values)
+FP32_SCALED_NORMS = ("gemma", "gemma2", "gemma3", "gpt_oss")
 
 
 def _normalised_bytes(m: ModelSpec) -> float:
@@ -144,54 +174,67 @@ def adapters_in_fp32(t: TrainingSpec, lay: Layout):
 
 def adapter_saved_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
     """What PEFT's LoRA changes in what a transformers layer keeps for backward, bytes per token
-    (all-linear targets; dense layers, where the adapted linears are the projections and the MLP,
-    and for MLA q_b and kv_b too, which read its inner norms' outputs).
+    (all-linear targets): the attention's part (_attention_adapter_bytes) and the MLP's, a dense
+    one's (_dense_mlp_adapter_bytes) or an MoE block's (peft_experts.moe_adapter_mlp_bytes).
 
     A frozen weight needs no input for its gradient, so autograd keeps less of the base: each
-    norm's bf16 normalised value (kept by ``weight * hidden`` for the norm weight's gradient:
-    2 h a norm) and the two input norms' outputs, which the base q/k/v and gate/up linears kept
-    (2 h each). Each adapter's lora_A keeps its input instead, and lora_B the rank-r output of
-    lora_A (2 r an adapter). With fp32 adapters (adapters_in_fp32: PEFT's _cast_input_dtype to
-    fp32, then autocast's cast back to bf16 for the matmul, cached for weights only) every
-    adapter keeps its own bf16 copy of its input -- q, k, v, o, gate and up one each (2 h, the
-    o one 2 x attention width); down's replaces the product the base kept -- where bf16 adapters
-    keep the tensors the base would have (the input norms' outputs, the attention output's view,
-    the product). Measured: a Llama-shaped layer (h 512, F 3.5 h, GQA 4:1) on CPU with peft
-    0.21 and transformers 5.24 keeps +4.44 h a token over full fine-tuning (saved-tensor hooks,
-    unique storages), which this gives, as it does for Qwen3's frozen q/k norms (-2.5 h there) and
-    Gemma's fp32-scaled ones (-4 h); h200_hf_trainer_steps.jsonl t17 (LoRA 8B, 8K tokens,
-    no checkpointing) read 4.0 h a token a layer low without it.
-
-    The dense layers of a model whose MoE experts PEFT adapts fused (DeepSeek's leading layers,
-    peft_experts.ADAPTED_EXPERT_FAMILIES) have no MLP adapters: PEFT turns the names gate_proj,
-    up_proj and down_proj into the experts' parameters, so their frozen MLP keeps neither the
-    norm's output nor the product gate x up (2 h + 2 F less). MLA's inner norms are frozen too,
-    and q_b's and kv_b's adapters keep the inputs the base kept (one copy each, in fp32 too).
-    Measured on a DeepSeek-V3-shaped dense layer (h 512, F 1536, q/kv ranks 192/128) with the
-    same tools: -6,624 bytes a token with bf16 adapters, as this gives; -5,600 with fp32 ones,
-    2 h under this, which keeps the attention output a fused kernel saves and the CPU's math
-    SDPA does not. None under full recompute (the layer keeps its input alone) or outside the
-    transformers path."""
-    if t.training not in ADAPTERS or profile(t) != "hf" or moe:
+    norm's normalised value (kept by ``weight * hidden`` for the norm weight's gradient: 2 h a
+    norm, 4 h where it is fp32) and the inputs of frozen linears no adapter reads. Each
+    adapter's lora_A keeps its input instead, and lora_B the rank-r output of lora_A (2 r an
+    adapter). With fp32 adapters (adapters_in_fp32: PEFT's _cast_input_dtype to fp32, then
+    autocast's cast back to bf16 for the matmul, cached for weights only) every adapter keeps
+    its own bf16 copy of its input, where bf16 adapters keep the tensors the base would have.
+    Measured: a Llama-shaped layer (h 512, F 3.5 h, GQA 4:1) on CPU with peft 0.21 and
+    transformers 5.24 keeps +4.44 h a token over full fine-tuning (saved-tensor hooks, unique
+    storages), which this gives, as it does for Qwen3's frozen q/k norms (-2.5 h there), Gemma's
+    fp32-scaled ones (-4 h) and a DeepSeek-V3 dense layer (bf16 adapters exact; fp32 ones 2 h
+    over, the attention output the CPU's math SDPA does not keep, cpu_lora_saved_tensors.jsonl);
+    h200_hf_trainer_steps.jsonl t17 (LoRA 8B, 8K tokens, no checkpointing) read 4.0 h a token a
+    layer low without it. None under full recompute (the layer keeps its input alone) or
+    outside the transformers path."""
+    if t.training not in ADAPTERS or profile(t) != "hf":
         return 0.0
-    from .peft_experts import ADAPTED_EXPERT_FAMILIES, peft_on_transformers  # it imports this module
+    from .peft_experts import moe_adapter_mlp_bytes  # it imports this module
+    fp32 = adapters_in_fp32(t, lay)
+    mlp = moe_adapter_mlp_bytes(m, t, lay, fp32) if moe else _dense_mlp_adapter_bytes(m, t, lay, fp32)
+    return _attention_adapter_bytes(m, t, lay, fp32) + mlp
+
+
+def _attention_adapter_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, fp32) -> float:
+    """The attention's part of adapter_saved_bytes, with both layer norms' (their normalised
+    values; q/k norms, Qwen3 and Gemma 3, and MLA's inner norms are frozen too). Adapters on q,
+    k, v and o (MLA: q_a or q, kv_a, q_b, kv_b, o). fp32 copies: q, k and v one each of the
+    input norm's output, which the base kept and no longer does; MLA's q_b and kv_b one each of
+    its inner norms' outputs, which they replace; o one of the attention output, which a fused
+    kernel keeps anyway (2 x attention width more) and eager attention does not (it replaces
+    what o_proj kept: measured on a CPU gpt-oss layer, cpu_peft_experts.jsonl)."""
     h = m.hidden
-    attn_in, mlp_in = _linear_inputs(m)
-    mlp_adapted = not (peft_on_transformers(t) and m.family in ADAPTED_EXPERT_FAMILIES)
+    attn_in, _ = _linear_inputs(m)
     inner_linears, inner_width = _mla_inner(m)
-    adapters = attn_in + inner_linears + 1 + (mlp_in + 1 if mlp_adapted else 0)
     n_norms = 4 if m.sandwich_norm else 2
-    # the normalised value a norm keeps for its weight's gradient; q/k norms (Qwen3, Gemma 3)
-    # and MLA's inner norms are frozen too
     normalised = _normalised_bytes(m)
     frozen_norms = -normalised * (h * n_norms + inner_width)
     if m.qk_norm:
         frozen_norms -= normalised * (m.q_width / lay.tp + maximum(m.kv_width / lay.tp, m.hd))
-    unadapted_mlp = 0.0 if mlp_adapted else -2.0 * (h + m.ffn / lay.tp)
-    mlp_copies = mlp_in * h if mlp_adapted else 0
-    copies = 2.0 * (attn_in * h + m.attn_out_width / lay.tp + mlp_copies) - 2.0 * h * (2 if mlp_adapted else 1)
-    return (frozen_norms + unadapted_mlp + 2.0 * t.lora_rank * adapters
-            + where(adapters_in_fp32(t, lay), copies, 0.0))
+    o_copy = 0.0 if t.attention == "eager" else m.attn_out_width / lay.tp
+    copies = 2.0 * (attn_in * h + o_copy) - 2.0 * h
+    return frozen_norms + 2.0 * t.lora_rank * (attn_in + inner_linears + 1) + where(fp32, copies, 0.0)
+
+
+def _dense_mlp_adapter_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, fp32) -> float:
+    """A dense MLP's part of adapter_saved_bytes: adapters on gate, up and down (2 r each); with
+    fp32 ones gate's and up's copies of the MLP norm's output, which replace the one the base
+    kept, and down's of the product, which replaces it. The dense layers of a model whose MoE
+    experts PEFT adapts fused (DeepSeek's leading layers, peft_experts.ADAPTED_EXPERT_FAMILIES)
+    have no MLP adapters: PEFT turns the names gate_proj, up_proj and down_proj into the
+    experts' parameters, so their frozen MLP keeps neither the norm's output nor the product
+    (2 h + 2 F less; the DeepSeek-V3 dense rows of cpu_lora_saved_tensors.jsonl)."""
+    from .peft_experts import ADAPTED_EXPERT_FAMILIES, peft_on_transformers
+    h = m.hidden
+    if peft_on_transformers(t) and m.family in ADAPTED_EXPERT_FAMILIES:
+        return -2.0 * (h + m.ffn / lay.tp)
+    _, mlp_in = _linear_inputs(m)
+    return 2.0 * t.lora_rank * (mlp_in + 1) + where(fp32, 2.0 * mlp_in * h - 2.0 * h, 0.0)
 
 
 def _mla_inner(m: ModelSpec) -> tuple[int, int]:
@@ -232,7 +275,7 @@ def autocast_input_casts(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
     return where(fp32_weights_under_autocast(t, lay), extra, 0.0)
 
 
-def _attention_bytes(m: ModelSpec, t: TrainingSpec, q: float, kv: float, heads: float, s_local: int) -> float:
+def _attention_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, q: float, kv: float, heads: float, s_local: int) -> float:
     """Per token: what attention keeps (q, kv are per-rank widths; heads per rank)."""
     if m.is_mla:
         latent = 2 * 2 * (m.q_lora_rank or 0) + 2 * 2 * (m.kv_lora_rank + m.qk_rope_dim)
@@ -243,9 +286,19 @@ def _attention_bytes(m: ModelSpec, t: TrainingSpec, q: float, kv: float, heads: 
     if t.attention == "eager":
         # soft-capped logits (Gemma 2): tanh keeps its bf16 output for its backward, 2 bytes a
         # score more (measured on a CPU layer, saved-tensor hooks)
-        per_score = EAGER_SAVED_PER_SCORE + (2.0 if m.attn_softcap else 0.0)
-        return base - 4 * heads + 4 * maximum(0.0, q - kv) + per_score * heads * s_local
+        per_score = eager_per_score(m, t, lay)[0] + (2.0 if m.attn_softcap else 0.0)
+        row_max = 8.0 * heads if m.family in BF16_SOFTMAX_FAMILIES else 0.0
+        return base - 4 * heads + 4 * maximum(0.0, q - kv) + per_score * heads * s_local + row_max
     return base
+
+
+# gpt-oss's clamped GLU in transformers (modeling_gpt_oss.py GptOssExperts._apply_gate), per
+# element of the expert width F: the clamps keep their inputs, interleaved views of the gate_up
+# output, so its whole 2 F storage (4); sigmoid(alpha x gate) its output (2); gate x sigmoid the
+# clamped gate (2); (up + 1) x glu both factors (2 + 2); down_proj the gated output (2). 14,
+# where a SwiGLU keeps 8 -- measured on a CPU gpt-oss layer (cpu_peft_experts.jsonl: seven
+# F-wide bf16 tensors a routed token copy besides its input and output).
+CLAMPED_GLU_BYTES = 14.0
 
 
 def _mlp_bytes(m: ModelSpec, prof: str, width: float) -> float:
@@ -253,6 +306,8 @@ def _mlp_bytes(m: ModelSpec, prof: str, width: float) -> float:
     gated = m.mlp in ("swiglu", "geglu")
     if prof == "megatron":
         return (6.0 if gated else 4.0) * width
+    if prof == "hf" and m.glu_limit:
+        return CLAMPED_GLU_BYTES * width
     return (8.0 if gated else 4.0) * width
 
 
@@ -287,7 +342,7 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
     if m.qk_norm:
         norms += (q + kv) * (_norm_bytes(m, prof) - 2.0)
     attn_t = t if rc not in ("selective", "modules") else t.model_copy(update={"attention": "flash"})
-    attn = _attention_bytes(m, attn_t, q, kv, heads, s_local)
+    attn = _attention_bytes(m, attn_t, lay, q, kv, heads, s_local)
     if prof == "hf" and m.family in FUSED_PROJECTIONS:
         # q, k and v are views of one qkv_proj output (Phi-3): the v the attention keeps holds
         # the whole q + 2 kv storage alive (measured on a CPU layer: +4 h with MHA)
@@ -327,7 +382,7 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
         # torchtitan op-level SAC: layer input, flash outputs, and every other matmul output
         gated = m.mlp in ("swiglu", "geglu")
         mm_out = q + 2 * kv + h + (2 if gated else 1) * (m.ffn / tp) + h
-        total = 2.0 * h + _attention_bytes(m, attn_t, q, kv, heads, s_local) + 1.0 * mm_out
+        total = 2.0 * h + _attention_bytes(m, attn_t, lay, q, kv, heads, s_local) + 1.0 * mm_out
         # ... and TP's two reduce-scatter outputs a layer, the sequence-sharded bf16 h
         # (torchtitan's save list keeps _c10d_functional.reduce_scatter_tensor; export/fsdp.py)
         total = total + where(lay.sp, 2 * 2.0 * h / tp, 0.0)
@@ -368,8 +423,9 @@ def backward_transient(m: ModelSpec, t: TrainingSpec, lay: Layout, moe_heavy: bo
     tok = tokens_local(t, lay)
     seq_shard = where(lay.sp, lay.tp, 1)
     scores = m.heads / lay.tp * s_local if t.attention == "eager" else 0.0
-    eager = EAGER_BACKWARD_PER_SCORE * scores if profile(t) != "megatron" else 0.0
-    recomputed = where((lay.recompute == "selective") | (lay.recompute == "modules"), EAGER_SAVED_PER_SCORE * scores, 0.0)
+    saved_per_score, backward_per_score = eager_per_score(m, t, lay)
+    eager = backward_per_score * scores if profile(t) != "megatron" else 0.0
+    recomputed = where((lay.recompute == "selective") | (lay.recompute == "modules"), saved_per_score * scores, 0.0)
     base = tok * (BACKWARD_TRANSIENT_H * m.hidden / seq_shard + eager + recomputed)
     if lay.recompute == "full":
         one = layer_bytes_per_token(m, t, lay, moe_heavy and m.is_moe, s_local, recompute="none")

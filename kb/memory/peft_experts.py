@@ -51,6 +51,48 @@ def peft_on_transformers(t: TrainingSpec) -> bool:
     return t.framework in ("hf", "deepspeed", "fsdp")
 
 
+# MoE blocks whose post-attention norm output something still keeps under PEFT's LoRA: the
+# router's weight, wrapped and merged like the experts' (Mixtral, Qwen3-MoE: F.linear over the
+# bf16 output; lora_params' router adapter), or the adapted shared expert's lora_A (Qwen2-MoE).
+# DeepSeek's router reads an fp32 copy and its frozen shared expert nothing; gpt-oss's router is
+# a bare parameter PEFT leaves frozen: there the output goes (measured, cpu_peft_experts.jsonl).
+NORM_OUTPUT_KEPT_FAMILIES = ("mixtral", "qwen3_moe", "qwen2_moe")
+
+
+def moe_adapter_mlp_bytes(m: ModelSpec, t: TrainingSpec, lay, fp32) -> float:
+    """What PEFT's LoRA changes in what a transformers 5 MoE block keeps, bytes per token (the
+    attention's part is activations._attention_adapter_bytes):
+
+    - the post-attention norm's output, 2 h less outside NORM_OUTPUT_KEPT_FAMILIES;
+    - routed experts PEFT does not adapt (gpt-oss, Qwen2-MoE: frozen fused parameters) keep
+      neither each routed copy's input nor the product down_proj reads, k (2 h + 2 F) less;
+      merged ones (ADAPTED_EXPERT_FAMILIES) run on weights that take a gradient and keep what
+      full fine-tuning keeps;
+    - a shared expert: frozen without adapters beside merged experts (DeepSeek: PEFT maps its
+      names onto the fused ones), so its product goes, 2 F_shared less; adapted otherwise
+      (Qwen2-MoE: gate, up, down and the shared-expert gate, 2 r each, and with fp32 adapters
+      gate's, up's and the gate's copies of the norm output, less the one it replaces, 4 h).
+
+    Measured on CPU MoE layers of the five families (cpu_peft_experts.jsonl, the per-token slope
+    of LoRA less full fine-tuning from 256 to 1,024 tokens): with the attention's part, within
+    0.1 h a token for Mixtral, Qwen3-MoE, Qwen2-MoE and gpt-oss with either adapter dtype, and
+    for DeepSeek-V3 with bf16 ones (fp32: 2 h, the CPU's math SDPA under MLA). Routed experts
+    with per-expert nn.Linear adapters (a family transformers 5 does not fuse) are not counted."""
+    if not (peft_on_transformers(t) and m.family in FUSED_EXPERT_FAMILIES):
+        return 0.0
+    h = m.hidden
+    out = 0.0 if m.family in NORM_OUTPUT_KEPT_FAMILIES else -2.0 * h
+    adapted = m.family in ADAPTED_EXPERT_FAMILIES
+    if not adapted:
+        out -= m.top_k * 2.0 * (h + m.expert_ffn / lay.etp)
+    if m.shared_width and adapted:
+        out -= 2.0 * m.shared_width / lay.tp
+    elif m.shared_width:
+        gate = 1 if m.shared_gate else 0
+        out += 2.0 * t.lora_rank * (3 + gate) + where(fp32, 2.0 * h * (2 + gate) - 2.0 * h, 0.0)
+    return out
+
+
 def experts_stay_bf16(m: ModelSpec, t: TrainingSpec) -> bool:
     """QLoRA leaves transformers 5's fused routed experts in bf16 (bitsandbytes quantises
     nn.Linear only)."""
