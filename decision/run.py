@@ -181,7 +181,7 @@ def decide(job: Job, extra_rules: list[str] | None = None, playbook_dir: str | N
     f2 = run_stratum(book.strata[2], 2, _stratum_facts(book, 2, jf, lookup), engine, len(firings) + 1)
     firings += f2
     _, _, prefs = from_firings(f2)
-    broken = [p.broken(table.column, len(table)) for p in prefs]
+    broken = [p.broken(table.column, len(table), table.describe_row) for p in prefs]
     choice = choose(table, allowed, [(p.worth, b) for p, b in zip(prefs, broken)])
     d = Decision(job, gb, assumptions(job), book, firings, constraints, pins, sources, prefs, table, allowed, masks,
                  feas, broken, choice)
@@ -273,5 +273,5 @@ def _fits_memory(d: Decision, memory_rules: set) -> np.ndarray:
     ok = d.table.peak_gib <= d.table.capacity
     for c in d.constraints:
         if c.rule.id in memory_rules:
-            ok &= c.allows(d.table.column, len(d.table))
+            ok &= c.allows(d.table.column, len(d.table), d.table.describe_row)
     return ok

@@ -10,12 +10,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..kb.errors import InputError
 from . import expr
 from .loader import Rule
 
 
-def holds(node, columns, n: int) -> np.ndarray:
-    """An expression judged for each of the table's n layouts."""
+def holds(node, columns, n: int, rule: Rule, what: str, row=None) -> np.ndarray:
+    """An expression judged for each of the table's n layouts. Where it has no value for some
+    (expr.undefined_columns: a division by zero, log2 of a number not above 0), that is the
+    rule's fault, not a 'false' that quietly moves the answer: an InputError naming the rule,
+    how many layouts and one of them (``row(i)``, the i-th layout's description)."""
+    undefined = np.broadcast_to(np.asarray(expr.undefined_columns(node, columns), dtype=bool), (n,))
+    if undefined.any():
+        i = int(np.argmax(undefined))
+        example = f", e.g. {row(i)}" if row is not None else ""
+        raise InputError(f"rule {rule.id} ({rule.where}): {what} has no value for {int(undefined.sum()):,} of "
+                         f"{n:,} layouts (a division by zero, log2 of a number not above 0, or a number out of "
+                         f"range){example}; give it a guard that settles those layouts first ('layout.pp == 1 or ...', '... and ...')")
     return np.broadcast_to(np.asarray(expr.evaluate_columns(node, columns), dtype=bool), (n,))
 
 
@@ -27,8 +38,8 @@ class Constraint:
     text: str
     rule: Rule
 
-    def allows(self, columns, n: int) -> np.ndarray:
-        v = holds(self.node, columns, n)
+    def allows(self, columns, n: int, row=None) -> np.ndarray:
+        v = holds(self.node, columns, n, self.rule, f"{self.kind} '{self.text}'", row)
         return v if self.kind == "require" else ~v
 
     def describe(self) -> str:
@@ -45,8 +56,8 @@ class Preference:
     worth: float
     rule: Rule
 
-    def broken(self, columns, n: int) -> np.ndarray:
-        v = holds(self.node, columns, n)
+    def broken(self, columns, n: int, row=None) -> np.ndarray:
+        v = holds(self.node, columns, n, self.rule, f"{self.kind} '{self.text}'", row)
         return ~v if self.kind == "prefer" else v
 
     def describe(self) -> str:

@@ -383,6 +383,36 @@ def evaluate_columns(node: Node, facts: Callable[[str], Any]):
         return np.where(np.isfinite(r) & (np.abs(r) <= MAX_NUMBER), r, np.nan)
 
 
+def undefined_columns(node: Node, facts: Callable[[str], Any]):
+    """Where a type-checked true/false expression has no value, per layout (a mask, or False):
+    a comparison or 'in' whose number is undefined there (evaluate_columns' NaN: a division by
+    zero, log2 of a number not above 0, a result out of range). Kleene's logic for the
+    connectives, so a guard works: 'layout.pp > 1 and layout.dp / (layout.pp - 1) <= 100' is
+    false, not undefined, where pp is 1."""
+    import numpy as np
+    op = node.op
+    if op in ("cmp", "in"):
+        undefined = False
+        for side in (node.args if op == "cmp" else node.args[:1]):
+            v = np.asarray(evaluate_columns(side, facts))
+            if v.dtype.kind == "f":
+                undefined = undefined | np.isnan(v)
+        return undefined
+    if op == "not":
+        return undefined_columns(node.args[0], facts)
+    if op in ("and", "or"):
+        a, b = node.args
+        ua, ub = undefined_columns(a, facts), undefined_columns(b, facts)
+        if not (np.any(ua) or np.any(ub)):
+            return False
+        va = np.asarray(evaluate_columns(a, facts), dtype=bool)
+        vb = np.asarray(evaluate_columns(b, facts), dtype=bool)
+        # 'and' is false where either side is false and defined; 'or' true where either is true
+        settled = (~ua & ~va) | (~ub & ~vb) if op == "and" else (~ua & va) | (~ub & vb)
+        return (ua | ub) & ~settled
+    return False
+
+
 def _column_functions() -> dict:
     import numpy as np
 

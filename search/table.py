@@ -51,6 +51,10 @@ class Table:
     def layout(self, i: int) -> Layout:
         return self.space.layout(int(i))
 
+    def describe_row(self, i: int) -> str:
+        """The i-th layout, as a message names it."""
+        return self.layout(i).describe()
+
     def array(self, name: str) -> np.ndarray:
         """A raw setting array of the space (tp, pp, ..., rc)."""
         return self.space.arrays[name]
@@ -97,7 +101,7 @@ def apply_constraints(t: Table, constraints: list) -> tuple[np.ndarray, list]:
     layouts it allows. ``constraints`` have ``allows(columns, n)`` (rules/constraints.Constraint);
     ``t.facts`` must answer the job facts they read."""
     n = len(t)
-    masks = [c.allows(t.column, n) for c in constraints]
+    masks = [c.allows(t.column, n, t.describe_row) for c in constraints]
     allowed = np.ones(n, dtype=bool)
     for m in masks:
         allowed &= m

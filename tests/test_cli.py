@@ -153,6 +153,26 @@ def test_a_rule_that_cannot_be_evaluated_is_refused_in_one_line(run_cli, tmp_pat
     assert "rule house.x (" in err and "its condition cannot be evaluated for this job: division by zero" in err
 
 
+def test_a_layout_expression_undefined_for_some_layouts_is_refused_not_taken_as_false(run_cli, tmp_path):
+    """A require or prefer that divides by zero (or takes log2 of 0) on some layouts has no value
+    there; taking that as 'false' would quietly remove those layouts (every pp=1 layout here) or
+    count a preference as broken. It is refused in one line naming the rule and a layout; the
+    same rule with a guard that settles those layouts first runs."""
+    def rule(action):
+        return ('rules:\n  - id: house.x\n    title: t\n    priority: 500\n    when: "true"\n    then:\n'
+                f'      - {action}\n    because: because\n')
+    rules = tmp_path / "house.yaml"
+    for action, what in (('require: "layout.dp / (layout.pp - 1) <= 100"', "require"),
+                         ('prefer: "log2(layout.cp - 1) < 5"\n        worth: 50', "prefer")):
+        rules.write_text(rule(action))
+        code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--rules", str(rules))
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+        assert f"rule house.x ({rules}:" in err and f"{what} '" in err and "has no value for" in err and "e.g. tp=" in err
+    rules.write_text(rule('require: "layout.pp == 1 or layout.dp / (layout.pp - 1) <= 100"'))
+    code, out, _ = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--rules", str(rules))
+    assert code == 0 and "pp" in out
+
+
 def test_a_gemma3_config_whose_text_config_is_not_an_object_is_refused(run_cli, tmp_path):
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps({"model_type": "gemma3", "text_config": ["not", "an", "object"]}))
