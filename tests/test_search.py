@@ -216,6 +216,20 @@ def test_a_job_that_fits_nowhere_gets_a_cluster_size():
     assert n - 8 <= 8 or not _fits(with_cluster(job, n - 8), d.constraints)
 
 
+def test_the_cluster_size_is_not_thrown_far_by_node_counts_that_divide_nothing():
+    """A 1M-token Llama 3 8B job fits on 4 nodes of H100s (TP 4 x CP 4 x DP 2) but not on 3, 5,
+    9 or 17, whose degrees divide neither the heads nor the batch. Asked from 8 GPUs, the walk
+    must answer 32, not a count it reached by stepping over those (it said 8,704), and agree
+    with the answer asked from 16 GPUs."""
+    from shardwise.search.sizing import _fits, smallest_count, with_cluster
+    job = build_job(model="llama-3-8b", gpus=8, seq_len=1 << 20)
+    d = decide(job)
+    assert d.layout is None
+    assert d.sizing["smallest_gpus"] == 32
+    assert _fits(with_cluster(job, 32), d.constraints) and not _fits(with_cluster(job, 24), d.constraints)
+    assert smallest_count(build_job(model="llama-3-8b", gpus=16, seq_len=1 << 20), d.constraints) == 32
+
+
 def test_index_of_finds_a_layout_and_treats_single_replica_zero_as_zero0():
     d = decide(build_job(model="llama-3-70b", gpus=32, seq_len=8192))
     lay = d.layout
