@@ -444,10 +444,14 @@ def check_layout(job, lay: Layout) -> None:
             raise InputError(f"layout: {rule.refusal(job, lay)} [{rule.id}]")
 
 
-def first_failure(job, a: dict) -> np.ndarray:
-    """For arrays of candidates: the index in VALIDITY of the first rule each breaks, -1 if none."""
+def first_failure(job, a: dict) -> tuple[np.ndarray, np.ndarray]:
+    """For arrays of candidates: the index in VALIDITY of the first rule each breaks, -1 if none,
+    and how many of the rules each breaks (what says which invalid candidates are nearest to
+    valid: search/space._forbidding)."""
     out = np.full(len(a["tp"]), -1, dtype=np.int8)
+    count = np.zeros(len(a["tp"]), dtype=np.int8)
     for k, rule in enumerate(VALIDITY):
-        bad = (out == -1) & ~rule.ok(job, a)
-        out[bad] = k
-    return out
+        broken = ~np.broadcast_to(np.asarray(rule.ok(job, a), dtype=bool), out.shape)
+        out[(out == -1) & broken] = k
+        count += broken
+    return out, count

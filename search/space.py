@@ -146,7 +146,7 @@ def build_space(job: Job, gb: int, pins: dict | None = None, fit_only: bool = Fa
     a["grad_accum"] = gb // (a["mbs"] * a["dp"])
     a["gb"] = gb
     candidates = len(which)
-    fail = first_failure(job, a)
+    fail, n_broken = first_failure(job, a)
     excluded = [{"rule": rule.id, "why": rule.why, "excluded": int(np.count_nonzero(fail == k))}
                 for k, rule in enumerate(VALIDITY)]
     keep = fail == -1
@@ -157,16 +157,13 @@ def build_space(job: Job, gb: int, pins: dict | None = None, fit_only: bool = Fa
                      "experts over their own data-parallel group); with one it is ZeRO-0 under another name "
                      "(kept once, as ZeRO-0)", "excluded": int(single.sum())})
     keep &= ~single
-    return Space({k: a[k][keep] for k in FIELDS}, excluded, candidates, _blocked(job, a, fail, keep))
+    return Space({k: a[k][keep] for k in FIELDS}, excluded, candidates, _blocked(job, a, fail, n_broken, keep))
 
 
-def _blocked(job, a: dict, fail: np.ndarray, keep: np.ndarray) -> dict:
-    """For each value of a setting that no valid layout has: the validity rule that rules it out
-    (what the explanation names) -- the first that every one of its candidates breaks, which
-    alone forbids the value (recompute=modules under hf: recompute-framework, though vp-chunks
-    comes first for most of them), else the rule that removed most of them. Values are small
-    non-negative integers, so counting (bincount) answers it without sorting millions of
-    candidates."""
+def _blocked(job, a: dict, fail: np.ndarray, n_broken: np.ndarray, keep: np.ndarray) -> dict:
+    """For each value of a setting that no valid layout has: the validity rules that rule it out
+    (what the explanation names, _forbidding). Values are small non-negative integers, so
+    counting (bincount) answers it without sorting millions of candidates."""
     out = {}
     for setting, f in SETTING_FIELDS.items():
         col = a[f]
@@ -177,21 +174,34 @@ def _blocked(job, a: dict, fail: np.ndarray, keep: np.ndarray) -> dict:
             these = (col == v) & (fail >= 0)
             if not these.any():
                 continue
-            gone[RECOMPUTE[v] if setting == "recompute" else v] = VALIDITY[_forbidding(job, a, fail, these)].id
+            rules = _forbidding(job, a, fail, n_broken, these)
+            gone[RECOMPUTE[v] if setting == "recompute" else v] = ", ".join(VALIDITY[k].id for k in rules)
         out[setting] = gone
     return out
 
 
-def _forbidding(job, a: dict, fail: np.ndarray, these: np.ndarray) -> int:
-    """Index of the first validity rule every candidate in ``these`` breaks, else of the rule that
-    removed most of them. A candidate whose first broken rule is m passed every rule before m,
-    so only rules from the largest m on can be broken by all of them."""
+def _forbidding(job, a: dict, fail: np.ndarray, n_broken: np.ndarray, these: np.ndarray) -> list[int]:
+    """Indices of the validity rules that rule out the candidates in ``these`` (one value of a
+    setting): the first rule every one of them breaks, which alone forbids the value
+    (recompute=modules under hf: recompute-framework); else the rules the nearest candidates
+    break -- those breaking the fewest rules (``n_broken``), a person's next try with that
+    value -- the most common first, at most two. The most common *first* failure over all of
+    them would name what the far candidates break: DeepSeek-V3 fine-tuned by the Trainer on 256
+    GPUs had every EP degree blamed on vp-chunks (interleaving, for which the Trainer has no
+    pipeline), where the default batch of 128 caps DP and AutoEP refuses the TP or CP that would
+    make up the rest. A candidate whose first broken rule is m passed every rule before m, so
+    only rules from the largest m on can be broken by all of them."""
     first = fail[these]
     sub = _Masked(a, these)
     for k in range(int(first.max()), len(VALIDITY)):
         if not np.any(VALIDITY[k].ok(job, sub)):
-            return k
-    return int(np.bincount(first).argmax())
+            return [k]
+    counts = n_broken[these]
+    near = _Masked(a, these & (n_broken == counts.min()))
+    n = int(np.count_nonzero(counts == counts.min()))
+    by_rule = np.array([int(np.count_nonzero(~np.broadcast_to(np.asarray(r.ok(job, near), dtype=bool), (n,))))
+                        for r in VALIDITY])
+    return [int(k) for k in np.argsort(-by_rule, kind="stable")[:2] if by_rule[k] > 0]
 
 
 class _Masked(dict):

@@ -67,3 +67,16 @@ def test_a_smaller_memory_what_if_does_not_offer_gpus_of_real_memory():
     answers = dict(what_ifs(job, [], None))
     small = answers["memory per GPU were 48 GiB"]
     assert isinstance(small, str) and "it would fit on" in small and "of type" not in small
+
+
+def test_a_value_no_layout_has_is_blamed_on_what_its_nearest_layouts_break(run_cli):
+    """DeepSeek-V3 fine-tuned by the Trainer on 256 H200s with the default batch of 128: no EP
+    degree above 1 is valid, because DP is capped at 128 and AutoEP refuses the TP or CP that
+    would make up the rest. Each EP value must be blamed on AutoEP's limits, not on vp-chunks
+    (interleaving), the rule most of its far candidates break first."""
+    code, out, err = run_cli("explain", "--model", "deepseek-v3", "--gpus", "256", "--gpu", "h200",
+                             "--seq-len", "4096", "--training", "finetune", "--why", "ep")
+    assert code == 0, err
+    lines = [x for x in out.splitlines() if x.strip().startswith("ep=") and "no valid layout" in x]
+    assert len(lines) == 8
+    assert all("autoep-limits" in x and "vp-chunks" not in x for x in lines), lines
