@@ -103,6 +103,19 @@ def grad_accum_for(gb: int, mbs: int, dp: int) -> int:
     return gb // (mbs * dp)
 
 
+def _layout_defaults(job: Job, lay: Layout, keys: set) -> list[str]:
+    """The assumption line for the settings --layout left out that took a default and matter to
+    this job: ZeRO 0 (no sharding: the full optimizer states on every replica) matters where
+    there is more than one replica, VP where there is a pipeline, EP for an MoE model."""
+    t = job.training
+    shown = [("tp", True), ("pp", True), ("vp", lay.pp > 1), ("cp", True), ("ep", job.model.is_moe),
+             ("zero", lay.dp * lay.cp > 1), ("mbs", not t.mbs), ("recompute", t.recompute in (None, "auto"))]
+    left = [k for k, matters in shown if matters and k not in keys]
+    if not left:
+        return []
+    return [f"--layout left out {', '.join(left)}: taken as {', '.join(f'{k}={getattr(lay, k)}' for k in left)}"]
+
+
 def resolve_layout(job: Job, text: str) -> tuple[Layout, list[str]]:
     lay, keys = parse_layout(text, job.cluster.gpus, job.training.framework)
     t = job.training
@@ -128,6 +141,7 @@ def resolve_layout(job: Job, text: str) -> tuple[Layout, list[str]]:
         elif lay.global_batch != gb:
             raise InputError(f"layout ga={lay.grad_accum} gives a global batch of {lay.global_batch} sequences, "
                              f"not the {gb} of --global-batch{'-tokens' if job.training.global_batch_tokens else ''}")
+    notes = notes + _layout_defaults(job, lay, keys)
     held = lay.canonical(job.model.is_moe)
     if held != lay:
         # as the search and the exports hold it, so that memory and export print the same layout

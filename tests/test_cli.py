@@ -191,3 +191,18 @@ def test_a_gpu_timed_below_its_datasheet_peak_is_named_in_the_assumptions(run_cl
                                     "set from NVIDIA's published runs on it and put down to the clock its power "
                                     "limit holds under training load); MFU is against the datasheet"]
     assert assumptions("h100-sxm") == []
+
+
+def test_memory_names_the_layout_settings_it_defaulted(run_cli):
+    """A --layout without zero is ZeRO 0 -- the full optimizer states on each of the two replicas,
+    25 GiB more than Megatron's usual distributed optimizer here -- so the answer says it took
+    that default, as it does for every setting the user did not give; settings given are not
+    listed."""
+    code, out, err = run_cli("memory", "--model", "llama-3-70b", "--gpus", "64", "--seq-len", "8192",
+                             "--layout", "tp=8,pp=4,dp=2,mbs=1,recompute=full")
+    assert code == 0, err
+    line = [x for x in out.splitlines() if x.startswith("assumption: --layout left out")]
+    assert len(line) == 1 and "zero=0" in line[0] and "vp=1" in line[0] and "tp" not in line[0].split(":")[2]
+    code, out, err = run_cli("memory", "--model", "llama-3-70b", "--gpus", "64", "--seq-len", "8192",
+                             "--layout", "tp=8,pp=4,vp=1,cp=1,dp=2,zero=1,mbs=1,recompute=full")
+    assert code == 0 and "--layout left out" not in out
