@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import functools
 import os
+import re
 from typing import get_args
 
 import click
@@ -35,6 +36,31 @@ JOB_KEYS = {
 
 def _choice(values):
     return click.Choice(values, case_sensitive=False)
+
+
+class _Plain(click.ParamType):
+    """A number in the digits 0-9 (a sign; for a decimal a point and an exponent), as a job file
+    takes it: Python's int() and float() also read '1_6' as 16 and full-width or other scripts'
+    digits, which no one means on a command line."""
+
+    def __init__(self, kind):
+        self.kind = kind
+        self.name = "integer" if kind is int else "number"
+        self.pattern = re.compile(r"[+-]?[0-9]+" if kind is int else
+                                  r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, self.kind) and not isinstance(value, bool):
+            return value
+        text = str(value).strip()
+        if not self.pattern.fullmatch(text):
+            if self.kind is float and text.lower().lstrip("+-") in ("inf", "infinity", "nan"):
+                self.fail(f"{value!r} is not a finite number", param, ctx)
+            self.fail(f"{value!r} is not {'an integer' if self.kind is int else 'a number'} in the digits 0-9", param, ctx)
+        return self.kind(text)
+
+
+PLAIN_INT, PLAIN_FLOAT = _Plain(int), _Plain(float)
 
 
 LOWERCASE = ("precision", "training", "framework", "recompute", "attention", "cuda_graphs", "optimizer", "zero_grad")
@@ -64,16 +90,18 @@ def job_options(f=None, *, raw: bool = False):
     opts = [
         click.option("-f", "--job-file", type=click.Path(dir_okay=False), help="YAML job file (flags override it)"),
         click.option("--model", help="catalog model name, e.g. llama-3-70b (shardwise kb models)"),
-        click.option("--hf-config", help="path to a Hugging Face config.json"),
+        click.option("--hf-config", help="path to a Hugging Face config.json, or its folder"),
         click.option("--params", help="parameter count, e.g. 70B (a standard shape is inferred)"),
         click.option("--gpu", help="catalog GPU, e.g. h100-sxm (shardwise kb gpus)"),
-        click.option("--gpu-memory", type=float, help="override GPU memory, GiB as nvidia-smi reports it (8-320)"),
-        click.option("--gpus", type=int, help="GPU count (1-16384)"),
-        click.option("--gpus-per-node", type=int, help="GPUs per node (default: the GPU's usual server)"),
-        click.option("--interconnect", help="nvlink|infiniband|roce|ethernet|pcie or a link of `kb links`"),
+        click.option("--gpu-memory", type=PLAIN_FLOAT, help="override GPU memory, GiB as nvidia-smi reports it (8-320)"),
+        click.option("--gpus", type=PLAIN_INT, help="GPU count (1-16384)"),
+        click.option("--gpus-per-node", type=PLAIN_INT, help="GPUs per node (default: the GPU's usual server)"),
+        click.option("--interconnect", help="infiniband|roce|ethernet: the link between nodes; nvlink|pcie: the "
+                                             "link inside a node (between nodes then stays InfiniBand NDR); or a "
+                                             "link of `kb links`"),
         click.option("--seq-len", help="sequence length, tokens: 8192, 32k (= 32,768), 128K (default 4096)"),
-        click.option("--mbs", type=int, help="micro-batch size (default: the advisor chooses)"),
-        click.option("--global-batch", type=int, help="global batch, sequences"),
+        click.option("--mbs", type=PLAIN_INT, help="micro-batch size (default: the advisor chooses)"),
+        click.option("--global-batch", type=PLAIN_INT, help="global batch, sequences"),
         click.option("--global-batch-tokens", help="global batch, tokens; K/M/B binary: 4M = 4,194,304"),
         click.option("--training", type=_choice(list(get_args(TrainingType)))),
         click.option("--precision", type=_choice(list(get_args(Precision)))),
@@ -89,9 +117,9 @@ def job_options(f=None, *, raw: bool = False):
                      help="hf/fsdp loops: set-to-none frees the gradients between steps (PyTorch's default), "
                           "zeros keeps them (zero_grad(set_to_none=False))"),
         click.option("--token-budget", help="tokens to train, decimal: 100B = 10^11"),
-        click.option("--price-per-gpu-hour", type=float, help="price of one GPU-hour, for cost"),
-        click.option("--lora-rank", type=int, help="LoRA rank (default 16)"),
-        click.option("--loss-chunks", type=int,
+        click.option("--price-per-gpu-hour", type=PLAIN_FLOAT, help="price of one GPU-hour, for cost"),
+        click.option("--lora-rank", type=PLAIN_INT, help="LoRA rank (default 16)"),
+        click.option("--loss-chunks", type=PLAIN_INT,
                      help="fsdp: the loss in N sequence chunks (torchtitan's ChunkedLossWrapper; default 8 for "
                           "pre-training and fine-tuning, 1 = the whole logits at once)"),
     ]

@@ -183,6 +183,12 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
         raise InputError(f"--loss-chunks {tspec.loss_chunks}: a chunked loss is torchtitan's (ChunkedLossWrapper); "
                          f"{tspec.framework}'s cross-entropy takes the whole logits; allowed: --framework fsdp, "
                          "or --loss-chunks 1")
+    if tspec.loss_chunks > 1 and tspec.seq_len % tspec.loss_chunks:
+        # each CP rank's share of the sequence divides it, so no layout could split the loss
+        fits = [d for d in range(1, min(tspec.seq_len, 1024) + 1) if tspec.seq_len % d == 0]
+        raise InputError(f"--loss-chunks {tspec.loss_chunks} does not divide --seq-len {tspec.seq_len}, so no CP "
+                         f"rank's share of it splits into equal chunks; allowed: a divisor of the sequence per CP "
+                         f"rank, e.g. {', '.join(map(str, fits[:8]))}")
     if m.attn_softcap and tspec.attention == "sdpa" and tspec.framework in ("hf", "deepspeed"):
         # transformers' Gemma 2 refuses attn_implementation="sdpa" ("does not support an
         # attention implementation through torch.nn.functional.scaled_dot_product_attention"):

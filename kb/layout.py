@@ -190,10 +190,9 @@ def parse_layout(text: str, gpus: Optional[int] = None, framework: Optional[str]
         elif k == "zero" and v in ("fsdp",):
             given[k] = 3
         else:
-            try:
-                given[k] = int(v)
-            except ValueError:
-                raise InputError(f"--layout: {k}={v!r} must be an integer")
+            if not re.fullmatch(r"[+-]?[0-9]+", v):         # int() would take '1_6' and other scripts' digits
+                raise InputError(f"--layout: {k}={v!r} must be an integer in the digits 0-9")
+            given[k] = int(v)
             if given[k] < (0 if k in ("zero", "shard") else 1):
                 raise InputError(f"--layout: {k}={v} must be a {'non-negative' if k in ('zero', 'shard') else 'positive'} "
                                  "integer")

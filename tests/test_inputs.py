@@ -307,7 +307,14 @@ def test_a_chunked_loss_is_torchtitans_and_divides_the_sequence(run_cli):
     assert "--loss-chunks 8" in err and "ChunkedLossWrapper" in err and "--framework fsdp" in err
     err = refused(run_cli, "memory", "--model", "llama-3-8b", "--framework", "fsdp", "--loss-chunks", "3",
                   "--layout", "dp=8,zero=3,mbs=1")
-    assert "3 equal sequence chunks" in err and "--seq-len 4096" in err and "[loss-chunks-split-sequence]" in err
+    assert "--loss-chunks 3 does not divide --seq-len 4096" in err and "e.g. 1, 2, 4, 8" in err
+    # ... refused by recommend too, as bad input, not answered NO LAYOUT: no CP degree could make it divide
+    err = refused(run_cli, "recommend", "--model", "llama-3-8b", "--framework", "fsdp", "--loss-chunks", "3")
+    assert "--loss-chunks 3 does not divide --seq-len 4096" in err
+    # a count that divides the sequence but not one CP rank's share is the layout's matter
+    err = refused(run_cli, "memory", "--model", "llama-3-8b", "--gpus", "24", "--framework", "fsdp", "--seq-len", "6144",
+                  "--loss-chunks", "3", "--layout", "dp=8,cp=3,zero=3,mbs=1")
+    assert "3 equal sequence chunks" in err and "[loss-chunks-split-sequence]" in err
     # torchtitan chunks each rank's share of the sequence: 6000 / cp 4 = 1500 tokens, not a multiple of 8
     err = refused(run_cli, "memory", "--model", "llama-3-8b", "--gpus", "16", "--framework", "fsdp", "--seq-len", "6000",
                   "--layout", "dp=4,cp=4,zero=3,mbs=1")
@@ -320,10 +327,11 @@ def test_a_chunked_loss_is_torchtitans_and_divides_the_sequence(run_cli):
 
 
 def test_compare_says_why_a_variant_has_no_layout(run_cli):
-    """A variant the validity rules empty is not reported as one that does not fit in memory."""
+    """A variant no layout can run is not reported as one that does not fit in memory: a loss
+    chunk count that divides no share of the sequence is refused in its row, as bad input."""
     code, out, err = run_cli("compare", "--model", "llama-3-8b", "--framework", "fsdp", "--vary", "loss_chunks=1,3")
     assert code == 0, err
-    assert "no valid layout (loss-chunks-split-sequence removed" in out and "nothing fits" not in out
+    assert "refused: --loss-chunks 3 does not divide --seq-len 4096" in out and "nothing fits" not in out
     code, out, err = run_cli("compare", "--model", "llama-3-70b", "--gpus", "2", "--vary", "seq_len=4096")
     assert code == 0 and "nothing fits" in out, err
 
