@@ -60,10 +60,10 @@ def training_carried(framework: str, job) -> list[str]:
                    "bnb_4bit_quant_type='nf4', bnb_4bit_quant_storage=torch.bfloat16), the storage dtype that lets "
                    "ZeRO-3 / FSDP shard them)" if qlora else "") + "; this file sets the parallelism"]
     out = []
-    if t.training in ("finetune", "rlhf") and framework in WHOLE_RUNS:
-        load = "--load <Megatron checkpoint> --finetune" if framework == "megatron" else "its checkpoint settings"
+    # Megatron's script loads it (export/megatron.checkpoint_args); the others start from random weights
+    if t.training in ("finetune", "rlhf") and framework in WHOLE_RUNS and framework != "megatron":
         out.append(f"the run starts from random weights: {'fine-tuning' if t.training == 'finetune' else 'RLHF'} "
-                   f"loads the model's checkpoint ({load})")
+                   "loads the model's checkpoint (its checkpoint settings)")
     if t.training == "rlhf" and framework in WHOLE_RUNS:
         out.append("RLHF's PPO holds four models (policy, value, reference, reward), as the estimate counts them; "
                    "this file launches the policy's training alone")

@@ -14,6 +14,7 @@ import yaml
 from shardwise.kb.validity import autoep_runs
 
 from .deepspeed import export as deepspeed_export
+from .optimizer import WHAT, fsdp2_refuses, named, script_caveat
 from .target import Export, Target, dp_dims, hsdp_caveats, memory_as_run, with_caveats
 
 # the decoder-layer class FSDP wraps, per model family (transformers' modeling_<family>.py)
@@ -46,6 +47,7 @@ def config(tg: Target) -> tuple[dict, list[str]]:
         caveats.append("sequence parallelism follows Accelerate's TP plan (transformers' tp_plan), not Megatron's")
     if lay.ep > 1:
         caveats.append(f"ep={lay.ep}: Accelerate has no expert parallelism; experts are sharded by FSDP")
+    caveats += fsdp2_refuses(tg) or script_caveat(tg, "Accelerate's config")
     if t.framework in ("hf", "deepspeed") and lay.zero >= 1:
         caveats.append(f"ZeRO-{lay.zero} runs here as FSDP2 (Accelerate's TP and CP need it), while the estimate sized "
                        "DeepSpeed's ZeRO buffers; `shardwise memory --framework fsdp --layout ...` sizes this config")
@@ -91,7 +93,9 @@ def runs_deepspeed(tg: Target) -> bool:
 def deepspeed_config(tg: Target) -> tuple[dict, list[str]]:
     """No mixed_precision key: beside a deepspeed_config_file, Accelerate's DeepSpeedPlugin refuses
     one from the config file ("the following accelerate config variables will be ignored"); the
-    JSON's bf16 section sets the precision."""
+    JSON's bf16 section sets the precision. The optimizer is the script's, or the JSON's where its
+    optimizer section builds it (export/deepspeed._optimizer), which the script then stands for with
+    accelerate.utils.DummyOptim (Accelerate refuses an optimizer in both)."""
     lay, c = tg.layout, tg.job.cluster
     cfg = {
         "compute_environment": "LOCAL_MACHINE", "distributed_type": "DEEPSPEED",
@@ -99,7 +103,11 @@ def deepspeed_config(tg: Target) -> tuple[dict, list[str]]:
         "same_network": True, "rdzv_backend": "static", "main_training_function": "main", "use_cpu": False,
         "deepspeed_config": {"deepspeed_config_file": "ds_config.json", "zero3_init_flag": lay.zero == 3},
     }
-    return cfg, list(deepspeed_export(tg).caveats)
+    ds = deepspeed_export(tg)
+    caveats = [c for c in ds.caveats if not c.startswith("--optimizer ")]
+    if '"optimizer"' not in ds.files["ds_config.json"]:
+        caveats += script_caveat(tg, "Accelerate's config")
+    return cfg, caveats
 
 
 def export(tg: Target) -> Export:
@@ -113,4 +121,7 @@ def export(tg: Target) -> Export:
     body = yaml.safe_dump(cfg, sort_keys=False)
     note = (f"# per process: micro-batch {tg.layout.mbs}, gradient accumulation {tg.layout.grad_accum} "
             f"(global batch {tg.global_batch}); pass them to your training loop\n")
+    if '"optimizer"' in files.get("ds_config.json", ""):
+        note += (f"# ds_config.json's optimizer section builds {WHAT[named(tg)]}: your script hands "
+                 "accelerator.prepare an accelerate.utils.DummyOptim(params) in its place\n")
     return Export("accelerate", {"accelerate_config.yaml": head + "\n" + note + body, **files}, caveats)

@@ -15,11 +15,25 @@ from shardwise.kb.errors import InputError
 from shardwise.kb.frameworks import ULYSSES_FRAMEWORKS, autoep_preset
 from shardwise.kb.validity import autoep_runs
 
+from .optimizer import CONSTRUCTOR, WHAT, ZERO_UNTESTED, named, trainer_caveats, trainer_flags
 from .target import Export, Target, with_caveats
 
 TOP_LEVEL = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
              "gradient_clipping", "steps_per_print", "bf16", "fp16", "zero_optimization", "pipeline",
-             "wall_clock_breakdown", "activation_checkpointing", "expert_parallel", "sequence_parallel_size"}
+             "wall_clock_breakdown", "activation_checkpointing", "expert_parallel", "sequence_parallel_size",
+             "optimizer", "zero_allow_untested_optimizer"}
+
+# The JSON's optimizer section for what DeepSpeed builds itself (engine._configure_basic_optimizer):
+# "AdamW" is its FusedAdam (adam_w_mode), or with torch_adam torch.optim.AdamW with the foreach the
+# section gives (engine.get_optimizer_configuration); any other type is the torch.optim class of that
+# exact name (getattr(torch.optim, type)): SGD, with the momentum the estimate sizes a buffer for.
+# 8-bit AdamW and transformers' Adafactor are not DeepSpeed's: the script passes them.
+JSON_OPTIMIZER = {
+    "adamw-fused": {"type": "AdamW"},
+    "adamw-foreach": {"type": "AdamW", "params": {"torch_adam": True, "foreach": True}},
+    "adamw-single": {"type": "AdamW", "params": {"torch_adam": True, "foreach": False}},
+    "sgd": {"type": "SGD", "params": {"momentum": 0.9}},
+}
 
 
 def export(tg: Target) -> Export:
@@ -87,6 +101,9 @@ def export(tg: Target) -> Export:
     if lay.ep > 1:
         more, notes = _experts(tg, cfg)
         caveats += more
+    more, opt_notes = _optimizer(tg, cfg)
+    caveats += more
+    notes += opt_notes
     launch = with_caveats(tg.header(), caveats) + [
         f"# TP {lay.tp} x PP {lay.pp}" + (f" x CP {lay.cp} (Ulysses sequence parallelism, the nearest)" if lay.cp > 1
                                           else "")
@@ -117,6 +134,33 @@ def _experts(tg: Target, cfg: dict) -> tuple[list[str], list[str]]:
             + (", which refuses ZeRO-3: zero=3 with it does not run" if lay.zero == 3 else "")], []
 
 
+def _optimizer(tg: Target, cfg: dict) -> tuple[list[str], list[str]]:
+    """The optimizer, as (caveats, launch-script notes). Under the Trainer (hf) it is the Trainer's
+    --optim (launch_lines), which the Trainer builds and hands DeepSpeed: the JSON has no optimizer
+    section, which would replace it. Otherwise the JSON's optimizer section builds it where DeepSpeed
+    can (JSON_OPTIMIZER), and the script passes it where DeepSpeed cannot. Under ZeRO an optimizer
+    DeepSpeed has not tested (ZERO_UNTESTED) needs zero_allow_untested_optimizer, which the Trainer
+    and Accelerate set themselves for the optimizer they hand DeepSpeed (transformers
+    integrations/deepspeed.py deepspeed_optim_sched, accelerate's _prepare_deepspeed) and a script
+    of its own does not."""
+    o, caveats, notes = named(tg), [], []
+    if o is None:
+        return [], []
+    if tg.job.training.framework == "hf":
+        caveats += trainer_caveats(tg)
+    elif o in JSON_OPTIMIZER:
+        cfg["optimizer"] = json.loads(json.dumps(JSON_OPTIMIZER[o]))
+        notes.append(f"# ds_config.json's optimizer section builds {WHAT[o]}, as the estimate sized it, at its "
+                     "constructor's default learning rate and with no scheduler: add optimizer.params.lr and a "
+                     "scheduler section (a client optimizer passed to deepspeed.initialize replaces the section)")
+    else:
+        caveats.append(f"--optimizer {o}: DeepSpeed's JSON cannot build {WHAT[o]}; your script passes "
+                       f"{CONSTRUCTOR[o]} to deepspeed.initialize(optimizer=...)")
+    if o in ZERO_UNTESTED and tg.layout.zero >= 1 and tg.job.training.framework != "hf":
+        cfg["zero_allow_untested_optimizer"] = True
+    return caveats, notes
+
+
 def launch_lines(tg: Target) -> list[str]:
     """The launch command. A job on the transformers Trainer (--framework hf) passes the config
     with TrainingArguments' own flags, whose batch and precision must agree with the JSON or the
@@ -133,7 +177,7 @@ def launch_lines(tg: Target) -> list[str]:
     if t.framework == "hf":
         flags = (f" --deepspeed ds_config.json --per_device_train_batch_size {lay.mbs}"
                  f" --gradient_accumulation_steps {lay.grad_accum} --bf16"
-                 + (" --gradient_checkpointing" if lay.recompute == "full" else ""))
+                 + (" --gradient_checkpointing" if lay.recompute == "full" else "") + trainer_flags(tg))
         return ["# train.py is your transformers Trainer script (HfArgumentParser over TrainingArguments)"] + hosts + [
             run + flags]
     return ["# train.py is your script; the parallel-size flags are Megatron-DeepSpeed's (pretrain_gpt.py), "

@@ -16,6 +16,7 @@ from shardwise.kb.memory.activations import PAGED_STASH_FACTOR
 from shardwise.kb.memory.states import megatron_grad_bytes
 from shardwise.kb.stages import layers_on_stage, pipeline_slots
 
+from .optimizer import WHAT, named, runs_instead
 from .target import Export, Target, shell_command, with_caveats
 
 
@@ -84,12 +85,14 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
         a += ["--window-size", f"{m.sliding_window - 1},0"]
         if m.full_attn_every:
             a += ["--window-attn-skip-freq", m.full_attn_every]
-    a += ["--seq-length", s, "--max-position-embeddings", s]
+    positions, caveats = max_positions(m, s)
+    a += ["--seq-length", s, "--max-position-embeddings", positions]
     if m.learned_pos:
         a += ["--position-embedding-type", "learned_absolute"]
-        rope, caveats = [], []
+        rope = []
     else:
-        rope, caveats = rope_args(m)
+        rope, more = rope_args(m)
+        caveats += more
     a += rope
     if m.norm == "rmsnorm":
         a += ["--normalization", "RMSNorm"]
@@ -122,6 +125,22 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
     if m.embed_norm:
         caveats.append("embedding LayerNorm (BLOOM): Megatron's command line has no flag for it")
     return a, caveats
+
+
+def max_positions(m, seq_len: int) -> tuple[int, list[str]]:
+    """--max-position-embeddings: the model's, as config.json gives it (the table a learned
+    position embedding has, which the estimate counts and a checkpoint of the model holds), and at
+    least the sequence (validate_args: max_position_embeddings >= seq_length). With RoPE it sizes
+    no weight (GPTModel keeps it as max_sequence_length for export and inference), so the
+    model's value only keeps the script's model the model; where config.json gives none, the
+    sequence. A learned table shorter than the sequence cannot hold it: the script builds one of
+    the sequence's length, another model than config.json's."""
+    table = m.learned_pos or m.max_positions
+    if m.learned_pos and m.learned_pos < seq_len:
+        return seq_len, [f"learned position embedding of {m.learned_pos} positions (config.json) is shorter than "
+                         f"the sequence, {seq_len}: this script builds a table of {seq_len}, which a checkpoint of "
+                         "the model cannot fill"]
+    return max(table, seq_len), []
 
 
 # what a family has that no spec field names and Megatron's command line does not build
@@ -405,15 +424,64 @@ def graph_environment(tg: Target) -> list[str]:
     return lines
 
 
+def optimizer_args(tg: Target) -> tuple[list, list[str]]:
+    """--optimizer (arguments.py: adam, sgd, muon, lion, soap, ...). Megatron's adam is AdamW
+    (OptimizerConfig.decoupled_weight_decay defaults to True) run by Transformer Engine's FusedAdam,
+    in place: the framework's own AdamW the estimate sizes for "adamw", left at the default. Its sgd
+    is torch.optim.SGD with --sgd-momentum (0.9, written: the estimate sizes the momentum buffer).
+    Megatron has no single-tensor or foreach AdamW, no 8-bit AdamW and no Adafactor: the nearest is
+    its adam, said with the memory it runs in."""
+    o = named(tg)
+    if o is None:
+        return [], []
+    if o == "sgd":
+        return ["--optimizer", "sgd", "--sgd-momentum", 0.9], []
+    if o == "adamw-fused":
+        return ["--optimizer", "adam"], []
+    fused = "Megatron's adam (AdamW run by Transformer Engine's FusedAdam, in place)"
+    if o in ("adamw-foreach", "adamw-single"):
+        return ["--optimizer", "adam"], [runs_instead(tg, f"Megatron's adam has no {WHAT[o]} step", fused,
+                                                      "adamw-fused")]
+    return [], [runs_instead(tg, f"Megatron has no {WHAT[o]} (--optimizer takes adam, sgd, muon, lion, soap)",
+                             fused, "adamw-fused")]
+
+
+# a fine-tune (or RLHF's policy) starts from the model's checkpoint, named by this variable
+CHECKPOINT_VAR = "CHECKPOINT_DIR"
+
+
+def loads_checkpoint(tg: Target) -> bool:
+    return tg.job.training.training in ("finetune", "rlhf")
+
+
+def checkpoint_args(tg: Target) -> list[str]:
+    """A fine-tune loads the model's weights (--load; --finetune: not its optimizer, RNG state or
+    iteration, which start afresh) from the directory in $CHECKPOINT_DIR, which the shell refuses
+    to leave unset (an empty --load trains from random weights); --exit-on-missing-checkpoint stops
+    the run where the directory holds no checkpoint, where Megatron would otherwise warn and start
+    from random weights (checkpointing.py _load_base_checkpoint). (No quote inside the ${...:?}
+    message: bash would take it as one.)"""
+    if not loads_checkpoint(tg):
+        return []
+    return ["--load", f"${{{CHECKPOINT_VAR}:?set {CHECKPOINT_VAR} to the Megatron checkpoint directory of the model}}",
+            "--finetune", "--exit-on-missing-checkpoint"]
+
+
+# the learning-rate schedule the script writes: framework-configs.md's verified pre-training example's,
+# a placeholder that shardwise does not size (said in the script)
+SCHEDULE = ["--lr", "1.5e-4", "--min-lr", "1.5e-5", "--lr-decay-style", "cosine"]
+
+
 def launch_args(tg: Target) -> tuple[list[str], list[str]]:
     model, caveats = model_args(tg)
     par, more = parallel_args(tg)
     caveats += more
     par += cuda_graph_args(tg)
-    # schedule placeholders from framework-configs.md's verified example: the user sets their own
-    rest = ["--train-iters", tg.train_steps or 100000, "--lr", "1.5e-4", "--min-lr", "1.5e-5", "--lr-decay-style", "cosine",
+    opt, more = optimizer_args(tg)
+    caveats += more
+    rest = ["--train-iters", tg.train_steps or 100000, *opt, *SCHEDULE,
             "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "$TOKENIZER", "--data-path", "$DATA_PREFIX"]
-    return [str(x) for x in model + par + rest], caveats
+    return [str(x) for x in model + par + rest + checkpoint_args(tg)], caveats
 
 
 def connections_line(tg: Target) -> str:
@@ -434,8 +502,14 @@ def export(tg: Target) -> Export:
     args, caveats = launch_args(tg)
     c = tg.job.cluster
     lines = with_caveats(tg.header(), caveats) + [
-        "# set TOKENIZER (a Hugging Face tokenizer name or path) and DATA_PREFIX (Megatron .bin/.idx prefix)",
+        "# set TOKENIZER (a Hugging Face tokenizer name or path)"
+        + (", DATA_PREFIX (Megatron .bin/.idx prefix) and CHECKPOINT_DIR (the model's weights as a Megatron "
+           "checkpoint, e.g. converted from Hugging Face with Megatron-Bridge; --finetune loads the weights alone"
+           + (", and Megatron-FSDP reads it in its --ckpt-format fsdp_dtensor" if tg.layout.zero >= 2 else "") + ")"
+           if loads_checkpoint(tg) else " and DATA_PREFIX (Megatron .bin/.idx prefix)"),
         tg.steps_comment(),
+        f"# learning rate: {' '.join(SCHEDULE)}, placeholders that shardwise does not size: set your own"
+        + (" (a fine-tune usually runs a lower one)" if loads_checkpoint(tg) else ""),
         connections_line(tg),
     ] + graph_environment(tg) + (
         [f"# {c.nodes} nodes: run this on every node, with HEAD_NODE the first node's address (torchrun's c10d "

@@ -10,6 +10,7 @@ import yaml
 
 from shardwise.kb.errors import InputError
 
+from .optimizer import WHAT, named, runs_instead
 from .target import Export, Target, memory_as_run, with_caveats
 
 
@@ -58,12 +59,14 @@ def config(tg: Target) -> tuple[dict, list[str]]:
             "zero_stage": min(lay.zero, 1), "accumulate_grad_in_fp32": True, "clip_grad": 1.0, "weight_decay": 0.1,
             "learning_rate_scheduler": {"learning_rate": 0.00015, "lr_warmup_steps": 2000, "lr_warmup_style": "linear",
                                         "lr_decay_style": "cosine", "min_decay_lr": 1.5e-05},
-            "optimizer_factory": {"name": "adamW", "adam_beta1": 0.9, "adam_beta2": 0.95, "adam_eps": 1.0e-08,
-                                  "torch_adam_is_fused": True},
+            "optimizer_factory": dict(ADAMW),
         },
         "tokens": {"sequence_length": t.seq_len, "micro_batch_size": lay.mbs,
                    "batch_accumulation_per_replica": lay.grad_accum, "train_steps": tg.train_steps or 100000, "val_check_interval": -1},
     }
+    factory, more = optimizer_factory(tg)
+    cfg["optimizer"]["optimizer_factory"] = factory
+    caveats += more
     if m.rope_scaling:
         caveats.append(f"RoPE scaling {m.rope_scaling} (factor {m.rope_factor:g}): not written; Nanotron trains "
                        "with unscaled RoPE at this rope_theta")
@@ -77,7 +80,35 @@ def config(tg: Target) -> tuple[dict, list[str]]:
     return cfg, caveats
 
 
+# the optimizer's numbers are framework-configs.md's verified example's, not sized by shardwise
+SCHEDULE_COMMENT = ("# learning_rate_scheduler, weight_decay and the Adam betas: placeholders that shardwise does not "
+                    "size: set your own")
+ADAMW = {"name": "adamW", "adam_beta1": 0.9, "adam_beta2": 0.95, "adam_eps": 1.0e-08, "torch_adam_is_fused": True}
+
+
+def optimizer_factory(tg: Target) -> tuple[dict, list[str]]:
+    """optimizer_factory (nanotron main's OptimizerArgs: adamW or sgd): adamW is torch.optim.AdamW
+    with fused=torch_adam_is_fused, so unfused it runs torch's default, foreach on CUDA; sgd is
+    torch.optim.SGD with no momentum (helpers.init_optimizer_and_grad_accumulator). The single-tensor
+    AdamW, 8-bit AdamW and Adafactor are not Nanotron's, nor SGD's momentum buffer: what runs
+    instead is said, with its memory."""
+    o = named(tg)
+    if o is None or o == "adamw-fused":
+        return dict(ADAMW), []
+    if o in ("adamw-foreach", "adamw-single"):
+        caveats = [] if o == "adamw-foreach" else [runs_instead(
+            tg, "Nanotron's adamW has no single-tensor step", "torch's foreach AdamW (torch_adam_is_fused false), "
+            "with a temporary of every parameter at the step", "adamw-foreach")]
+        return dict(ADAMW, torch_adam_is_fused=False), caveats
+    if o == "sgd":
+        return {"name": "sgd"}, [runs_instead(tg, "Nanotron's sgd is torch.optim.SGD without momentum",
+                                             "SGD with no momentum buffer, less memory than the estimate, which "
+                                             "sized one", None)]
+    return dict(ADAMW), [runs_instead(tg, f"Nanotron builds adamW and sgd only, no {WHAT[o]}",
+                                      "fused AdamW (adamW)", "adamw-fused")]
+
+
 def export(tg: Target) -> Export:
     cfg, caveats = config(tg)
-    head = "\n".join(with_caveats(tg.header(), caveats) + [tg.steps_comment()])
+    head = "\n".join(with_caveats(tg.header(), caveats) + [tg.steps_comment(), SCHEDULE_COMMENT])
     return Export("nanotron", {"nanotron.yaml": head + "\n" + yaml.safe_dump(cfg, sort_keys=False)}, caveats)

@@ -103,11 +103,16 @@ def _quote(v: str) -> str:
     return f'"{v}"' if v.startswith("$") else shlex.quote(v)
 
 
-def memory_as_run(tg: Target, **changes) -> str:
+def memory_as_run(tg: Target, optimizer: str | None = None, **changes) -> str:
     """The estimated peak of the layout a framework actually runs (``changes`` applied to the
-    planned one, e.g. ZeRO-1 where the plan sharded more), for a caveat to say whether it fits."""
+    planned one, e.g. ZeRO-1 where the plan sharded more; ``optimizer``, an --optimizer name, where
+    it runs another optimizer than the planned one), for a caveat to say whether it fits."""
+    from shardwise.kb.job import Job
     from shardwise.kb.memory.estimate import estimate_memory
-    est = estimate_memory(tg.job, tg.layout.with_(**changes))
+    job = tg.job
+    if optimizer is not None:
+        job = Job(job.model, job.cluster, job.training.model_copy(update={"optimizer": optimizer}))
+    est = estimate_memory(job, tg.layout.with_(**changes))
     return (f"estimated {est.peak_gib:.1f} of {est.capacity_gib:.1f} GiB a GPU as it runs: "
             f"{'fits' if est.fits else 'does not fit'}")
 

@@ -8,6 +8,7 @@ accumulation = global / (local x DP).
 """
 from __future__ import annotations
 
+from .optimizer import WHAT, named, runs_instead
 from .target import Export, Target, dp_dims, hsdp_caveats, shell_command, with_caveats
 
 # torchtitan model registry entries (torchtitan/models/*/__init__.py of 0.3.0)
@@ -74,9 +75,31 @@ def flags(tg: Target) -> tuple[list[str], list[str], tuple]:
     elif conf == "llama3_405b":
         caveats.append("torchtitan's llama3_405b registry entry turns on Float8 linears (converters); for the "
                        f"{t.precision} run planned here, drop them from a copy of that entry")
+    more, caveats_opt = optimizer_flags(tg)
+    f += more
+    caveats += caveats_opt
     ac = {"none": "activation-checkpoint:none", "selective": "activation-checkpoint:selective",
           "full": "activation-checkpoint:full"}[lay.recompute]
     return [str(x) for x in f] + [ac], caveats, (module, conf)
+
+
+# --optimizer.implementation for torch's AdamW (OptimizersContainer.Config: fused, the default;
+# foreach; for-loop, torch's single-tensor one)
+IMPLEMENTATION = {"adamw-fused": "fused", "adamw-foreach": "foreach", "adamw-single": "for-loop"}
+
+
+def optimizer_flags(tg: Target) -> tuple[list, list[str]]:
+    """torchtitan 0.3's optimizer: the registry's param groups name it (AdamW, the default), and
+    torchtitan builds Adam, AdamW and DistMuon only (OptimizersContainer
+    _resolve_optimizer_factory); --optimizer.implementation picks AdamW's kernel. SGD, 8-bit AdamW
+    and Adafactor are not torchtitan's: the registry's fused AdamW runs, said with its memory."""
+    o = named(tg)
+    if o is None:
+        return [], []
+    if o in IMPLEMENTATION:
+        return ["--optimizer.implementation", IMPLEMENTATION[o]], []
+    return [], [runs_instead(tg, f"torchtitan builds Adam, AdamW and DistMuon only, no {WHAT[o]}",
+                             "the registry entry's AdamW, fused", "adamw-fused")]
 
 
 def export(tg: Target) -> Export:

@@ -313,10 +313,13 @@ def test_an_export_says_what_the_training_type_needs_beyond_the_parallelism():
             said = [c for c in out[fw]["caveats"] if "your PEFT script's (peft.LoraConfig(r=16))" in c]
             assert said and any(said[0] in text for text in out[fw]["files"].values()), fw
             assert ("bnb_4bit_quant_storage=torch.bfloat16" in said[0]) == (training == "qlora")
-    tune = export("megatron", Target(build_job(model="llama-3-8b", gpus=8, training="finetune"),
-                                     Layout(dp=8, zero=1, mbs=1, grad_accum=16)))
-    assert any("--load <Megatron checkpoint> --finetune" in c for c in tune.caveats)
-    assert "--load <Megatron checkpoint> --finetune" in tune.files["megatron_pretrain.sh"]
+    tune = export_all(Target(build_job(model="llama-3-8b", gpus=8, training="finetune"),
+                             Layout(dp=8, zero=1, mbs=1, grad_accum=16)))
+    args = script_args(tune["megatron"]["files"]["megatron_pretrain.sh"])
+    assert "--finetune" in args and "--load" in args
+    assert not any("random weights" in c for c in tune["megatron"]["caveats"])
+    for fw in ("torchtitan", "nanotron"):
+        assert any(c.startswith("the run starts from random weights") for c in tune[fw]["caveats"]), fw
     lora_tp = Target(build_job(model="llama-3-70b", gpus=16, training="lora"),
                      Layout(tp=2, dp=8, zero=3, mbs=1, grad_accum=16))
     assert "not as DeepSpeed's AutoTP" in export_all(lora_tp)["deepspeed"]["refused"]
@@ -495,3 +498,144 @@ def test_exports_say_where_the_loss_is_chunked_otherwise():
         assert not any("chunk" in c for c in whole[fw]["caveats"]), fw
     assert any("num_chunks 8" in c for c in whole["torchtitan"]["caveats"])
     assert not any("chunk" in c for c in chunked["torchtitan"]["caveats"])
+
+
+def test_a_megatron_fine_tune_loads_the_checkpoint_the_script_checks_for():
+    """A fine-tune (and RLHF's policy) exported to Megatron loads the model's weights: --load from
+    $CHECKPOINT_DIR, which the shell refuses to leave unset (an empty --load would train from
+    random weights), --finetune (weights only, iteration 0) and --exit-on-missing-checkpoint (a
+    directory without a checkpoint stops the run rather than starting from random weights); a
+    pre-training script loads nothing. The invented learning rate is said to be a placeholder."""
+    import subprocess
+    lay = Layout(dp=16, zero=1, mbs=1, grad_accum=8)
+    for training in ("finetune", "rlhf"):
+        text = export("megatron", Target(build_job(model="qwen3-8b", gpus=16, training=training), lay)) \
+            .files["megatron_pretrain.sh"]
+        args = script_args(text)
+        load = args[args.index("--load") + 1]
+        assert load.startswith("${CHECKPOINT_DIR:?") and "--finetune" in args and "--exit-on-missing-checkpoint" in args
+        assert "CHECKPOINT_DIR (the model's weights as a Megatron checkpoint" in text
+        assert "placeholders that shardwise does not size" in text and "a fine-tune usually runs a lower one" in text
+        # bash stops at the unset variable, with its message, before torchrun starts
+        launch = text[text.index("\ntorchrun "):].replace("torchrun ", "echo ", 1)
+        r = subprocess.run(["bash", "-c", launch], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+        assert r.returncode != 0 and "set CHECKPOINT_DIR to the Megatron checkpoint" in r.stderr
+        r = subprocess.run(["bash", "-c", launch], capture_output=True, text=True,
+                           env={"PATH": "/usr/bin:/bin", "CHECKPOINT_DIR": "/ckpt"})
+        assert r.returncode == 0 and "--load /ckpt --finetune" in r.stdout
+    pretrain = script_args(export("megatron", Target(build_job(model="qwen3-8b", gpus=16), lay)).files["megatron_pretrain.sh"])
+    assert "--load" not in pretrain and "--finetune" not in pretrain
+
+
+def test_megatron_max_position_embeddings_is_the_models():
+    """--max-position-embeddings is config.json's max_position_embeddings (131072 for Llama 3.1),
+    not the sequence: it sizes a learned position table (GPT-3's 2048, which a checkpoint holds),
+    and for RoPE keeps the model the model's; at least the sequence, which Megatron requires."""
+    def positions(model, seq_len):
+        job = build_job(model=model, gpus=8, seq_len=seq_len)
+        ex = export("megatron", Target(job, Layout(tp=8, dp=1, sp=True, mbs=1, grad_accum=8, recompute="full")))
+        a = script_args(ex.files["megatron_pretrain.sh"])
+        return int(a[a.index("--max-position-embeddings") + 1]), ex.caveats
+    assert positions("llama-3.1-8b", 4096) == (131072, [])
+    assert positions("llama-2-7b", 8192)[0] == 8192                  # past the model's 4096: the sequence
+    assert positions("gpt-3-175b", 2048)[0] == 2048
+    n, caveats = positions("gpt-3-175b", 4096)
+    assert n == 4096 and any("learned position embedding of 2048 positions" in c for c in caveats)
+
+
+# the setting each export writes for a named optimizer; None where the export says it cannot
+OPTIMIZER_WRITTEN = {
+    "megatron": {"adamw-fused": "--optimizer adam \\\n", "adamw-foreach": "--optimizer adam \\\n",
+                 "adamw-single": "--optimizer adam \\\n", "adamw-8bit": None, "adafactor": None,
+                 "sgd": "--optimizer sgd \\\n  --sgd-momentum 0.9"},
+    "torchtitan": {"adamw-fused": "--optimizer.implementation fused", "adamw-foreach": "--optimizer.implementation foreach",
+                   "adamw-single": "--optimizer.implementation for-loop", "adamw-8bit": None, "adafactor": None,
+                   "sgd": None},
+    "nanotron": {"adamw-fused": "torch_adam_is_fused: true", "adamw-foreach": "torch_adam_is_fused: false",
+                 "adamw-single": "torch_adam_is_fused: false", "adamw-8bit": "torch_adam_is_fused: true",
+                 "adafactor": "torch_adam_is_fused: true", "sgd": "optimizer_factory:\n    name: sgd"},
+    "deepspeed": {"adamw-fused": '"type": "AdamW"', "adamw-foreach": '"foreach": true', "adamw-single": '"foreach": false',
+                  "adamw-8bit": None, "adafactor": None, "sgd": '"type": "SGD"'},
+    "fsdp": {"adamw-fused": "torch.optim.AdamW(params, lr=lr, fused=True)",
+             "adamw-foreach": "torch.optim.AdamW(params, lr=lr, foreach=True)",
+             "adamw-single": "torch.optim.AdamW(params, lr=lr, foreach=False)",
+             "adamw-8bit": "bitsandbytes.optim.AdamW8bit(params, lr=lr)",
+             "adafactor": None,
+             "sgd": "torch.optim.SGD(params, lr=lr, momentum=0.9)"},
+    "accelerate": dict.fromkeys(("adamw-fused", "adamw-foreach", "adamw-single", "adamw-8bit", "adafactor", "sgd")),
+}
+# what each export's cannot-express line names, where it has one
+OPTIMIZER_SAID = {
+    "megatron": ("adamw-foreach", "adamw-single", "adamw-8bit", "adafactor"),
+    "torchtitan": ("adamw-8bit", "adafactor", "sgd"),
+    "nanotron": ("adamw-single", "adamw-8bit", "adafactor", "sgd"),
+    "deepspeed": ("adamw-8bit", "adafactor"),
+    "fsdp": ("adafactor",),
+    "accelerate": ("adamw-fused", "adamw-foreach", "adamw-single", "adamw-8bit", "adafactor", "sgd"),
+}
+
+
+@pytest.mark.parametrize("optimizer", ["adamw-fused", "adamw-foreach", "adamw-single", "adamw-8bit", "adafactor", "sgd"])
+def test_every_export_writes_the_optimizer_or_says_it_cannot(optimizer):
+    """--optimizer was dropped from every export (a Megatron script for SGD ran Adam). Each export
+    writes the named optimizer where its framework has a setting for it, and otherwise says so in a
+    cannot-express line, in the file, with what runs instead and its estimated memory."""
+    job = build_job(model="llama-3-8b", gpus=8, optimizer=optimizer)
+    out = export_all(Target(job, Layout(dp=8, zero=1, mbs=1, grad_accum=16, recompute="full")))
+    for fw, ex in out.items():
+        text = "".join(ex["files"].values())
+        said = [c for c in ex["caveats"] if c.startswith(f"--optimizer {optimizer}:")]
+        written = OPTIMIZER_WRITTEN[fw][optimizer]
+        assert written is None or written in text, (fw, written)
+        assert bool(said) == (optimizer in OPTIMIZER_SAID[fw]), (fw, said)
+        assert written is not None or said, fw
+        assert all(f"cannot express: {c}" in text for c in said), fw
+        if fw in ("megatron", "torchtitan") and said and optimizer in ("adamw-8bit", "adafactor", "sgd"):
+            assert re.search(r"estimated [\d.]+ of [\d.]+ GiB a GPU as it runs: (fits|does not fit)", said[0]), fw
+    # the Megatron script runs no 8-bit optimizer: Adam's fp32 moments are more memory than the plan's
+    if optimizer == "adamw-8bit":
+        assert "--optimizer" not in script_args(out["megatron"]["files"]["megatron_pretrain.sh"])
+    ds = json.loads(out["deepspeed"]["files"]["ds_config.json"])
+    assert ds_check(ds, 8) == []
+    assert ds.get("zero_allow_untested_optimizer") is (True if optimizer in ("adamw-8bit", "adafactor", "sgd") else None)
+    if "optimizer" in ds:
+        # Accelerate's DeepSpeed path shares the JSON, and stands for its optimizer with DummyOptim
+        assert "DummyOptim" in out["accelerate"]["files"].get("accelerate_config.yaml", "") or \
+            "ds_config.json" not in out["accelerate"]["files"]
+
+
+@pytest.mark.parametrize("optimizer,flags", [("adamw-8bit", "--optim adamw_bnb_8bit"), ("adafactor", "--optim adafactor"),
+                                             ("sgd", "--optim sgd --optim_args momentum=0.9"),
+                                             ("adamw-foreach", "--optim adamw_torch"),
+                                             ("adamw-fused", "--optim adamw_torch_fused")])
+def test_the_trainer_launch_names_the_optimizer(optimizer, flags):
+    """Under the transformers Trainer the optimizer is TrainingArguments' --optim, beside the
+    DeepSpeed JSON (which has no optimizer section, which would replace the Trainer's)."""
+    job = build_job(model="llama-3-8b", gpus=16, training="finetune", optimizer=optimizer)
+    ex = export("deepspeed", Target(job, Layout(dp=16, zero=3, mbs=1, grad_accum=8, recompute="full")))
+    assert ex.files["launch.sh"].rstrip().endswith(flags)
+    assert "optimizer" not in json.loads(ex.files["ds_config.json"])
+
+
+def test_the_default_optimizer_leaves_the_exports_as_they_were():
+    """No --optimizer (or adamw, the framework's own AdamW) writes no optimizer setting: each
+    framework's default is the fused AdamW the estimate sizes."""
+    for optimizer in (None, "adamw"):
+        job = build_job(model="llama-3-8b", gpus=8, **({"optimizer": optimizer} if optimizer else {}))
+        out = export_all(Target(job, Layout(dp=8, zero=1, mbs=1, grad_accum=16, recompute="full")))
+        assert "--optimizer" not in out["megatron"]["files"]["megatron_pretrain.sh"]
+        assert "--optimizer." not in out["torchtitan"]["files"]["torchtitan_train.sh"]
+        assert "optimizer" not in json.loads(out["deepspeed"]["files"]["ds_config.json"])
+        assert "build_optimizer" not in out["fsdp"]["files"]["fsdp2_sharding.py"]
+        assert not any("--optimizer" in c for ex in out.values() for c in ex["caveats"])
+
+
+def test_export_to_all_carries_the_optimizer(run_cli, tmp_path):
+    code, out, err = run_cli("export", "--model", "llama-3-8b", "--gpus", "8", "--optimizer", "sgd", "--to", "all",
+                             "-o", str(tmp_path))
+    assert code == 0, err
+    assert "--optimizer sgd" in (tmp_path / "megatron" / "megatron_pretrain.sh").read_text()
+    assert "note: torchtitan cannot express: --optimizer sgd:" in out
+    code, out, err = run_cli("export", "--model", "llama-3-8b", "--gpus", "8", "--optimizer", "adamw-8bit",
+                             "--to", "megatron")
+    assert code == 0 and "cannot express: --optimizer adamw-8bit: Megatron has no 8-bit AdamW" in out

@@ -2,6 +2,7 @@
 # layout: tp=8 pp=4 dp=1 zero=0 sp=on mbs=4 ga=128 recompute=full; global batch 512 sequences
 # set TOKENIZER (a Hugging Face tokenizer name or path) and DATA_PREFIX (Megatron .bin/.idx prefix)
 # train steps: a placeholder (give --token-budget and the export counts them)
+# learning rate: --lr 1.5e-4 --min-lr 1.5e-5 --lr-decay-style cosine, placeholders that shardwise does not size: set your own
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 # 4 nodes: run this on every node, with HEAD_NODE the first node's address (torchrun's c10d rendezvous gives each node its rank)
 torchrun --nnodes 4 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint $HEAD_NODE:29500 pretrain_gpt.py \
