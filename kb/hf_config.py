@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import reprlib
 from pathlib import Path
 
 from .errors import InputError, read_input_file, too_long_number
 from .params import total_params
 from .schema import ModelSpec
 
-# model_type -> (family, extra fields set on the spec)
+# model_type -> (family, extra fields set on the spec); the MLP's activation is read from the file
+# (_activation: the Gemmas' default GELU gates a GeGLU, the others' SiLU a SwiGLU)
 SUPPORTED = {
     "llama": ("llama", {}),
     "mistral": ("mistral", {}),
@@ -33,9 +36,9 @@ SUPPORTED = {
     "gpt_oss": ("gpt_oss", {"linear_bias": True, "attn_sinks": True}),
     "deepseek_v2": ("deepseek_v2", {}),
     "deepseek_v3": ("deepseek_v3", {"router_bias": True}),
-    "gemma": ("gemma", {"mlp": "geglu", "tied": True}),
-    "gemma2": ("gemma2", {"mlp": "geglu", "tied": True, "sandwich_norm": True}),
-    "gemma3_text": ("gemma3", {"mlp": "geglu", "tied": True, "sandwich_norm": True, "qk_norm": True}),
+    "gemma": ("gemma", {"tied": True}),
+    "gemma2": ("gemma2", {"tied": True, "sandwich_norm": True}),
+    "gemma3_text": ("gemma3", {"tied": True, "sandwich_norm": True, "qk_norm": True}),
 }
 
 
@@ -84,17 +87,26 @@ FIELD_MAX = 2 ** 31 - 1
 # The sizes this tool answers for, as for --params (kb/infer.py)
 PARAMS_MAX = 10 ** 13
 
+# A value from the file, as a refusal quotes it: a few levels and items deep and a few dozen
+# characters long, so that a 16 MB list or a deeply nested one still gives one short line
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 2, 4, 3, 40, 40
+
+
+def _show(v) -> str:
+    return _REPR.repr(v)
+
 
 def _field(cfg: dict, path: str, *names: str, required: bool = True, default=None, kind=int, least: int = 0):
     for n in names:
         if n in cfg and cfg[n] is not None:
             v = cfg[n]
             if kind is int and (isinstance(v, bool) or not isinstance(v, int) or not least <= v <= FIELD_MAX):
-                raise InputError(f"{path}: field '{n}' must be an integer from {least} to {FIELD_MAX}, got {v!r}")
+                raise InputError(f"{path}: field '{n}' must be an integer from {least} to {FIELD_MAX}, got {_show(v)}")
             if kind is bool and not isinstance(v, bool):
-                raise InputError(f"{path}: field '{n}' must be true or false, got {v!r}")
+                raise InputError(f"{path}: field '{n}' must be true or false, got {_show(v)}")
             if kind is float and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1e12):
-                raise InputError(f"{path}: field '{n}' must be a positive number, got {v!r}")
+                raise InputError(f"{path}: field '{n}' must be a positive number, got {_show(v)}")
             return v
     if required:
         raise InputError(f"{path}: missing field '{names[0]}' needed for a {cfg.get('model_type')} model")
@@ -109,7 +121,7 @@ def rope_fields(cfg: dict, path: str, theta: float) -> dict:
     too and may be keyed by layer type (Gemma 3: full_attention, sliding_attention)."""
     rp = cfg.get("rope_parameters")
     if rp is not None and not isinstance(rp, dict):
-        raise InputError(f"{path}: field 'rope_parameters' must be an object or null, got {rp!r}")
+        raise InputError(f"{path}: field 'rope_parameters' must be an object or null, got {_show(rp)}")
     if rp and all(isinstance(v, dict) for v in rp.values()):
         rp = rp.get("full_attention") or rp[sorted(rp)[0]]
     rp = rp or {}
@@ -122,10 +134,10 @@ def rope_fields(cfg: dict, path: str, theta: float) -> dict:
     if rs is None or rs == {}:          # transformers reads an empty rope_scaling as the default RoPE
         return out
     if not isinstance(rs, dict):
-        raise InputError(f"{path}: field 'rope_scaling' must be an object or null, got {rs!r}")
+        raise InputError(f"{path}: field 'rope_scaling' must be an object or null, got {_show(rs)}")
     kind = rs.get("rope_type", rs.get("type", "default" if rs is rp else None))
     if not isinstance(kind, str) or not kind:
-        raise InputError(f"{path}: rope_scaling needs a rope_type (e.g. llama3, yarn), got {kind!r}")
+        raise InputError(f"{path}: rope_scaling needs a rope_type (e.g. llama3, yarn), got {_show(kind)}")
     if kind == "default":
         return out
     factor = _field(rs, path, "factor", required=False, default=0.0, kind=float) if rs.get("factor") is not None else 0.0
@@ -187,12 +199,59 @@ def window_fields(cfg: dict, path: str, mt: str, layers: int) -> dict:
                      "every layer sliding, or every Nth layer full and the others sliding")
 
 
+# A folder or file name that says nothing about the model: a revision (a 40-hex commit, a
+# 64-hex blob), the Hugging Face cache's own folders, the Trainer's checkpoint-<step> and the
+# like, or a word any config could sit under
+HASH = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
+STEP = re.compile(r"(checkpoint|ckpt|step|global_step|iter|epoch)[-_]?\d+", re.IGNORECASE)
+GENERIC_NAMES = frozenset({
+    "", ".", "..", "config", "configs", "cfg", "cfgs", "conf", "hf", "hf_config", "hub", "huggingface", "cache",
+    "snapshots", "blobs", "refs", "main", "model", "models", "checkpoint", "checkpoints", "ckpt", "ckpts",
+    "weights", "final", "latest", "best", "output", "outputs", "out", "tmp", "temp", "data", "download",
+    "downloads", "files", "src", "json",
+})
+NAME_MAX = 100
+
+
+def _printable(raw: str) -> str:
+    """raw with every character Python does not print replaced by a space -- control characters
+    and Unicode line and paragraph separators, which would end an exported script's comment line
+    (and start a command) or a YAML value (and start a key) -- spaces collapsed, at most NAME_MAX
+    characters."""
+    return " ".join("".join(c if c.isprintable() else " " for c in raw).split())[:NAME_MAX].strip()
+
+
+def _generic(name: str, parent: str = "") -> bool:
+    return (name.lower() in GENERIC_NAMES or bool(HASH.fullmatch(name)) or bool(STEP.fullmatch(name))
+            or parent == "snapshots")         # the cache's snapshots/<revision>, whatever the revision's form
+
+
+def cache_repo(p: Path) -> str:
+    """ORG/NAME where p lies in the Hugging Face cache's models--ORG--NAME folder (huggingface_hub
+    writes a repo id's '/' as '--', which a repo id itself may not hold), else ''. The path is
+    made absolute, not resolved: the cache links snapshots/<revision>/config.json into blobs/
+    of the same folder."""
+    for d in reversed(Path(os.path.abspath(p)).parts[:-1]):
+        if d.startswith("models--"):
+            repo = d[len("models--"):].split("--")
+            return "/".join(repo) if len(repo) <= 2 and all(repo) else ""
+    return ""
+
+
 def config_name(p: Path) -> str:
-    """The model's name where config.json has no _name_or_path: the folder of a file called
-    config.json (a downloaded model's folder), else the file's own name -- the same however the
-    path is written (./config.json, an absolute path). Links are not followed: the Hugging Face
-    cache links snapshots/<revision>/config.json into blobs/."""
-    return Path(os.path.abspath(p)).parent.name if p.name == "config.json" else p.stem
+    """The model's name from where its config.json lies, or '' where the path says nothing:
+    the cache folder's ORG/NAME (cache_repo); the folder of a file called config.json (a
+    downloaded or saved model's folder), unless that folder is a revision or a generic one
+    (GENERIC_NAMES); else a file's own name, unless it is 'config' or generic. The same however
+    the path is written (./config.json, an absolute path), and no other folder of the machine's
+    layout is read."""
+    repo = cache_repo(p)
+    if repo:
+        return _printable(repo)
+    if p.stem.lower() == "config":
+        folder = Path(os.path.abspath(p)).parent
+        return "" if _generic(folder.name, folder.parent.name) else _printable(folder.name)
+    return "" if _generic(p.stem) else _printable(p.stem)
 
 
 # multimodal wrappers whose language model is their text_config
@@ -206,6 +265,9 @@ def _parse_json(text: str, path: str) -> dict:
         raise InputError(f"--hf-config: '{path}' is not valid JSON (line {e.lineno}: {e.msg})")
     except ValueError:          # json.loads' only other ValueError: an integer past Python's digit limit
         raise too_long_number(f"--hf-config: '{path}'")
+    except RecursionError:      # arrays or objects nested past Python's recursion limit (about 1000 deep)
+        raise InputError(f"--hf-config: '{path}' nests too deeply (JSON arrays or objects inside each other "
+                         f"past what Python's parser takes); a config.json nests a few levels")
     if not isinstance(cfg, dict):
         raise InputError(f"--hf-config: '{path}' must hold a JSON object")
     return cfg
@@ -223,11 +285,11 @@ def _text_config(cfg: dict, path: str) -> dict:
     text = cfg.get("text_config")
     if not isinstance(text, dict):
         raise InputError(f"--hf-config: '{path}': text_config must be a JSON object (the language model's "
-                         f"config), got {text!r:.40}")
+                         f"config), got {_show(text)}")
     want = WRAPPED_TEXT_TYPE[cfg["model_type"]]
     if text.get("model_type", want) not in (want, cfg["model_type"]):
         raise InputError(f"--hf-config: '{path}': a {cfg['model_type']} config's text_config must be a {want} "
-                         f"config, got model_type {text.get('model_type')!r}")
+                         f"config, got model_type {_show(text.get('model_type'))}")
     text = {**GEMMA3_TEXT_DEFAULTS, **text, "model_type": want}    # a field the file gives, even null, is the file's
     if "tie_word_embeddings" in cfg:
         text["tie_word_embeddings"] = cfg["tie_word_embeddings"]
@@ -275,12 +337,56 @@ def _bias_fields(cfg: dict, path: str, mt: str) -> dict:
 
 
 def _name(cfg: dict, p: Path) -> str:
-    """The model's name, as every output and export header writes it: config.json's
-    _name_or_path, else its folder's name, with every character Python does not print replaced
-    by a space -- control characters and Unicode line and paragraph separators, which would end
-    an exported script's comment line (and start a command) or a YAML value (and start a key)."""
-    raw = str(cfg.get("_name_or_path") or config_name(p))
-    return "".join(c if c.isprintable() else " " for c in raw)[:200]
+    """The model's name, as every output and export header writes it, or '' where neither the
+    path nor the file names it (read_hf_config then writes model_type and size): the cache
+    folder's ORG/NAME; else config.json's _name_or_path (often the Hugging Face id the model was
+    loaded from), where it is a string with something printable in it; else what config_name
+    reads from the path. Printable characters only (_printable)."""
+    repo = cache_repo(p)
+    if repo:
+        return _printable(repo)
+    given = cfg.get("_name_or_path")
+    if isinstance(given, str) and _printable(given):
+        return _printable(given)
+    return config_name(p)
+
+
+def _size_name(model_type: str, params: int) -> str:
+    """model_type and parameter count, as kb/infer.py names a shape it infers: qwen2-7.62b."""
+    b = params / 1e9
+    size = f"{b / 1000:.3g}t" if b >= 1000 else f"{b:.3g}b" if b >= 1 else f"{b * 1000:.3g}m"
+    return _printable(f"{model_type}-{size}")
+
+
+# The MLP's activation. Every supported family's MLP is gated, down(act(gate(x)) * up(x)), with
+# act = ACT2FN[<field>] (transformers 5.24 modeling_<model_type>.py): hidden_act, except Gemma 2
+# and 3, whose MLP reads hidden_activation (their hidden_act, if the file has one, is not used).
+# SiLU gates a SwiGLU, any GELU a GeGLU (ModelSpec.mlp); another ACT2FN activation (relu,
+# tanh, ...) gates an MLP the estimate does not build, and anything else transformers itself
+# refuses. GemmaConfig reads a legacy "gelu" as gelu_pytorch_tanh: a GeGLU either way.
+# gpt-oss's experts ignore hidden_act (GptOssExperts gates with a clamped x * sigmoid(1.702 x)):
+# its config.json says silu, and only that is taken.
+GATED_ACTIVATIONS = {
+    "silu": "swiglu", "swish": "swiglu",
+    **{a: "geglu" for a in ("gelu", "gelu_new", "gelu_fast", "gelu_python", "gelu_pytorch_tanh",
+                            "gelu_python_tanh", "gelu_accurate", "quick_gelu")},
+}
+ACTIVATION_FIELD = {"gemma2": "hidden_activation", "gemma3_text": "hidden_activation"}
+# the config classes' defaults, where the file gives no activation
+ACTIVATION_DEFAULT = {"gemma": "gelu_pytorch_tanh", "gemma2": "gelu_pytorch_tanh", "gemma3_text": "gelu_pytorch_tanh"}
+
+
+def _activation(cfg: dict, path: str, mt: str) -> str:
+    """ModelSpec.mlp from the activation config.json names (GATED_ACTIVATIONS)."""
+    key = ACTIVATION_FIELD.get(mt, "hidden_act")
+    act = cfg.get(key, ACTIVATION_DEFAULT.get(mt, "silu"))
+    allowed = ("silu",) if mt == "gpt_oss" else tuple(GATED_ACTIVATIONS)
+    if not isinstance(act, str) or act not in allowed:
+        why = " (its experts always gate with a clamped SiLU-like GLU)" if mt == "gpt_oss" else \
+            " (SiLU gates a SwiGLU MLP, GELU a GeGLU one)"
+        raise InputError(f"{path}: field '{key}' {_show(act)} is not supported for a {mt} model; supported: "
+                         f"{', '.join(allowed)}{why}")
+    return GATED_ACTIVATIONS[act]
 
 
 # model classes shardwise sizes: a causal language model, or Gemma 3's multimodal wrapper
@@ -293,10 +399,10 @@ def _check_architectures(cfg: dict, path: str) -> None:
     if arch is None:
         return
     if not isinstance(arch, list) or not all(isinstance(a, str) for a in arch):
-        raise InputError(f"{path}: field 'architectures' must be a list of class names, got {arch!r:.60}")
+        raise InputError(f"{path}: field 'architectures' must be a list of class names, got {_show(arch)}")
     other = [a for a in arch if not a.endswith(CAUSAL_SUFFIXES)]
     if other:
-        raise InputError(f"{path}: architectures {other[0]!r:.60} is not a causal language model; supported: "
+        raise InputError(f"{path}: architectures {_show(other[0])} is not a causal language model; supported: "
                          f"classes ending in {' or '.join(CAUSAL_SUFFIXES)} (a classification or reward head "
                          f"is not modelled)")
 
@@ -317,22 +423,51 @@ def _reading_notes(outer: dict, cfg: dict, h: int) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def read_hf_config(path: str) -> ModelSpec:
+def _locate(path: str) -> Path:
+    """The config.json a --hf-config path names: the file, or a model folder's config.json."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise InputError(f"--hf-config: '{path}' does not exist; give the path of a model's config.json or of "
+                         "the folder holding it")
+    except ValueError:          # a NUL in a path from a job file
+        raise InputError(f"--hf-config: {_show(path)} is not a valid path; give the path of a model's config.json "
+                         "or of the folder holding it")
+    except OSError:             # read_input_file says why it cannot be read
+        pass
     p = Path(path)
     if p.is_dir():
         # a model folder (a snapshot, a checkpoint) holds its config.json
         if not (p / "config.json").is_file():
             raise InputError(f"--hf-config: '{path}' is a folder without a config.json; give the config.json's path")
         p = p / "config.json"
-        path = str(p)
+    return p
+
+
+# the expert count's field, in the order each config class reads it (attribute_map aliases:
+# transformers 5 writes MixtralConfig's and GptOssConfig's num_experts as num_local_experts,
+# Qwen3MoeConfig's num_local_experts as num_experts)
+EXPERT_FIELDS = {
+    "mixtral": ("num_local_experts", "num_experts"), "gpt_oss": ("num_local_experts", "num_experts"),
+    "qwen2_moe": ("num_experts", "num_local_experts"), "qwen3_moe": ("num_experts", "num_local_experts"),
+    "deepseek_v2": ("n_routed_experts", "num_local_experts"), "deepseek_v3": ("n_routed_experts", "num_local_experts"),
+}
+
+
+def read_hf_config(path: str) -> ModelSpec:
+    p = _locate(path)
+    path = str(p) if p != Path(path) else path
     outer = cfg = _parse_json(read_input_file(path, "--hf-config"), path)
     _check_architectures(cfg, path)
     if cfg.get("model_type") in WRAPPERS:
         cfg = _text_config(cfg, path)
     mt = cfg.get("model_type")
+    supported = ", ".join(sorted(set(SUPPORTED) | set(WRAPPERS)))
+    if mt is None:
+        raise InputError(f"{path}: missing field 'model_type' (which transformers model the file describes); "
+                         f"supported: {supported}")
     if not isinstance(mt, str) or mt not in SUPPORTED:
-        raise InputError(f"{path}: model_type {mt!r} is not supported; supported: "
-                         f"{', '.join(sorted(set(SUPPORTED) | set(WRAPPERS)))}")
+        raise InputError(f"{path}: model_type {_show(mt)} is not supported; supported: {supported}")
     defaulted = sorted(k for k in CLASS_DEFAULTS.get(mt, {}) if k not in cfg)
     cfg = {**CLASS_DEFAULTS.get(mt, {}), **cfg}
     if mt in MLA_TYPES:
@@ -341,7 +476,7 @@ def read_hf_config(path: str) -> ModelSpec:
     h = _field(cfg, path, "hidden_size", least=1)
     heads = _field(cfg, path, "num_attention_heads", least=1)
     spec = dict(
-        name=_name(outer, p),
+        name=_name(outer, p) or mt,
         family=family,
         layers=_field(cfg, path, "num_hidden_layers", least=1),
         hidden=h,
@@ -356,13 +491,14 @@ def read_hf_config(path: str) -> ModelSpec:
         reading_notes=_reading_notes(outer, cfg, h),
     )
     spec.update({k: v for k, v in extra.items() if k != "tied"})
+    spec["mlp"] = _activation(cfg, path, mt)
     spec.update(rope_fields(cfg, path, ROPE_THETA_DEFAULT.get(mt, 10000.0)))
     spec.update(window_fields(cfg, path, mt, spec["layers"]))
     spec.update(_bias_fields(cfg, path, mt))
     if mt in ("mixtral", "gpt_oss"):
         # transformers' attribute_map aliases (MixtralConfig, GptOssConfig: num_experts ->
         # num_local_experts): a config.json may carry either name
-        spec.update(experts=_field(cfg, path, "num_local_experts", "num_experts", least=1),
+        spec.update(experts=_field(cfg, path, *EXPERT_FIELDS[mt], least=1),
                     top_k=_field(cfg, path, "num_experts_per_tok", least=1), expert_ffn=spec["ffn"])
     if mt == "gemma2":
         # Gemma2Config's default attn_logit_softcapping is 50.0 (configuration_gemma2.py); null
@@ -377,7 +513,7 @@ def read_hf_config(path: str) -> ModelSpec:
         spec["glu_limit"] = float(_field(cfg, path, "swiglu_limit", required=False, default=7.0, kind=float))
     if mt in ("qwen3_moe", "qwen2_moe"):
         # transformers 5 writes Qwen3MoeConfig's num_experts as num_local_experts (attribute_map)
-        spec.update(experts=_field(cfg, path, "num_experts", "num_local_experts", least=1),
+        spec.update(experts=_field(cfg, path, *EXPERT_FIELDS[mt], least=1),
                     top_k=_field(cfg, path, "num_experts_per_tok", least=1),
                     expert_ffn=_field(cfg, path, "moe_intermediate_size", least=1))
         if _field(cfg, path, "decoder_sparse_step", required=False, default=1) != 1 or cfg.get("mlp_only_layers"):
@@ -388,7 +524,7 @@ def read_hf_config(path: str) -> ModelSpec:
             spec["shared_experts"] = 1
     if mt in ("deepseek_v2", "deepseek_v3"):
         # V2 routes by softmax scores without V3's e_score_correction_bias (modeling_deepseek_v2.py)
-        spec.update(experts=_field(cfg, path, "n_routed_experts", "num_local_experts", least=1),
+        spec.update(experts=_field(cfg, path, *EXPERT_FIELDS[mt], least=1),
                     top_k=_field(cfg, path, "num_experts_per_tok", least=1),
                     expert_ffn=_field(cfg, path, "moe_intermediate_size", least=1),
                     shared_experts=_field(cfg, path, "n_shared_experts", required=False, default=0),
@@ -401,15 +537,38 @@ def read_hf_config(path: str) -> ModelSpec:
     if not spec["head_dim"] and h % heads:
         raise InputError(f"{path}: num_attention_heads {heads} does not divide hidden_size {h}, and no head_dim "
                          "is given; give head_dim or heads that divide the hidden size")
+    _check_consistent(spec, cfg, path, mt, defaulted)
     try:
         model = ModelSpec(**spec)
-    except ValueError as e:
+    except ValueError as e:     # what _check_consistent does not name: still one line, without pydantic's wording
         first = e.errors()[0] if hasattr(e, "errors") else {"msg": str(e)}
-        shape = [k for k in defaulted if k in ("num_key_value_heads", "head_dim")]
-        given = (f" ({', '.join(f'{k} {cfg[k]}' for k in shape)}: the {mt} config class's default, the file "
-                 f"gives none)") if shape else ""
-        raise InputError(f"{path}: inconsistent config: {first.get('msg', e)}{given}")
+        msg = str(first.get("msg", e)).removeprefix("Value error, ")
+        raise InputError(f"{path}: inconsistent config: {msg}")
     if total_params(model) > PARAMS_MAX:
         raise InputError(f"{path}: the config describes {total_params(model):.3g} parameters; supported: up to "
                          "10T (as for --params)")
+    if not _name(outer, p):
+        # nothing names the model: its model_type and size, the same for the same file anywhere
+        model = model.model_copy(update={"name": _size_name(str(outer.get("model_type")), total_params(model))})
     return model
+
+
+def _check_consistent(spec: dict, cfg: dict, path: str, mt: str, defaulted: list[str]) -> None:
+    """What ModelSpec's validator checks, refused in config.json's own words (the field names
+    the file uses) before it is built."""
+    def given(*keys):               # a shape taken from the config class, not the file, is said
+        shape = [k for k in defaulted if k in keys]
+        return (f" ({', '.join(f'{k} {cfg[k]}' for k in shape)}: the {mt} config class's default, the file "
+                f"gives none)") if shape else ""
+    heads, kv = spec["heads"], spec["kv_heads"]
+    if heads % kv:
+        raise InputError(f"{path}: num_attention_heads ({heads}) must be a multiple of num_key_value_heads ({kv})"
+                         f"{given('num_key_value_heads')}; supported: a num_key_value_heads that divides "
+                         "num_attention_heads (each key/value head serves a whole group of query heads)")
+    if spec.get("experts") and spec.get("top_k", 0) > spec["experts"]:
+        field = next(k for k in EXPERT_FIELDS[mt] if cfg.get(k) is not None)
+        raise InputError(f"{path}: num_experts_per_tok ({spec['top_k']}) is more than {field} ({spec['experts']}); "
+                         "supported: at most as many experts per token as there are experts")
+    if spec.get("first_dense", 0) > spec["layers"]:
+        raise InputError(f"{path}: first_k_dense_replace ({spec['first_dense']}) is more than num_hidden_layers "
+                         f"({spec['layers']}); supported: at most num_hidden_layers dense layers")

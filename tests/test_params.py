@@ -142,7 +142,7 @@ def test_truncated_and_inconsistent_configs_are_refused_naming_the_field(tmp_pat
         read_hf_config(str(p))
     cfg = dict(HF_CONFIGS["llama3_8b"][0], num_key_value_heads=5)
     p.write_text(json.dumps(cfg))
-    with pytest.raises(InputError, match="multiple of kv_heads"):
+    with pytest.raises(InputError, match=r"num_attention_heads \(32\) must be a multiple of num_key_value_heads \(5\)"):
         read_hf_config(str(p))
     cfg = dict(HF_CONFIGS["llama3_8b"][0], hidden_size="4096")
     p.write_text(json.dumps(cfg))
@@ -163,13 +163,19 @@ def test_a_config_is_named_the_same_however_its_path_is_written(tmp_path, monkey
             read_hf_config(str(folder / "config.json")).name} == {"Llama-3-8B"}
     monkeypatch.chdir(tmp_path)
     assert {read_hf_config("llama_8b.json").name, read_hf_config(str(tmp_path / "llama_8b.json")).name} == {"llama_8b"}
-    # the Hugging Face cache: snapshots/<revision>/config.json links into blobs/
-    blobs, snap = tmp_path / "blobs", tmp_path / "snapshots" / "abc123"
-    blobs.mkdir()
+    # the Hugging Face cache: models--ORG--NAME/snapshots/<revision>/config.json links into
+    # blobs/; the revision names no model, the cache folder does
+    repo = tmp_path / "hub" / "models--meta-llama--Meta-Llama-3-8B"
+    blobs, snap = repo / "blobs", repo / "snapshots" / "abc123"
+    blobs.mkdir(parents=True)
     snap.mkdir(parents=True)
     (blobs / "0f1e2d").write_text(json.dumps(cfg))
     (snap / "config.json").symlink_to(blobs / "0f1e2d")
-    assert read_hf_config(str(snap / "config.json")).name == "abc123"
+    assert read_hf_config(str(snap / "config.json")).name == "meta-llama/Meta-Llama-3-8B"
+    # a snapshots/<revision> folder outside the cache: the model_type and size
+    (tmp_path / "snapshots" / "abc123").mkdir(parents=True)
+    (tmp_path / "snapshots" / "abc123" / "config.json").write_text(json.dumps(cfg))
+    assert read_hf_config(str(tmp_path / "snapshots" / "abc123")).name == "llama-8.03b"
 
 
 def test_rope_base_and_scaling_are_read_from_config_json(tmp_path):

@@ -1,0 +1,216 @@
+"""Reading a Hugging Face config.json (kb/hf_config.py), as a user review found it: the model's
+name (never a cache revision hash, the same for the same input wherever it lies), the MLP's
+activation (hidden_act / hidden_activation: read, mapped to the gated MLP it builds, or refused),
+and one-line refusals that say what is wrong in the file's own words."""
+import json
+import os
+
+import pytest
+
+from shardwise.kb.build import build_job
+from shardwise.kb.errors import InputError
+from shardwise.kb.hf_config import read_hf_config
+
+QWEN = {"model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
+        "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064}
+REV = "a09a35458c702b33eeacc393d103063234e8bc28"
+GEMMA2 = {"model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+          "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000}
+GPT_OSS = {"model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880, "num_hidden_layers": 24,
+           "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64, "vocab_size": 201088,
+           "num_local_experts": 32, "num_experts_per_tok": 4}
+
+
+def write(path, cfg) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(cfg if isinstance(cfg, str) else json.dumps(cfg))
+    return str(path)
+
+
+def refused(run_cli, *args) -> str:
+    code, out, err = run_cli(*args)
+    assert code == 2 and out == "", (code, out, err)
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    return err.strip()
+
+
+def name_of(path) -> str:
+    return read_hf_config(str(path)).name
+
+
+# --- the model's name ---------------------------------------------------------------------------
+
+def test_a_cached_model_is_named_by_its_cache_folder_not_its_revision(run_cli, tmp_path, monkeypatch):
+    """The Hugging Face cache keeps hub/models--ORG--NAME/snapshots/<commit>/config.json: the
+    name is ORG/NAME, whether the file, its folder, a relative or an absolute path is given,
+    and the report's title carries no hash."""
+    snap = tmp_path / "hub" / "models--Qwen--Qwen2.5-7B" / "snapshots" / REV
+    write(snap / "config.json", QWEN)
+    monkeypatch.chdir(tmp_path)
+    rel = os.path.join("hub", "models--Qwen--Qwen2.5-7B", "snapshots", REV)
+    assert {name_of(snap / "config.json"), name_of(snap), name_of(rel), name_of(os.path.join(rel, "config.json"))} \
+        == {"Qwen/Qwen2.5-7B"}
+    monkeypatch.chdir(snap)
+    assert name_of("config.json") == "Qwen/Qwen2.5-7B"
+    code, out, err = run_cli("recommend", "--hf-config", str(snap / "config.json"), "--gpus", "8")
+    assert code == 0, err
+    assert out.startswith("Qwen/Qwen2.5-7B (7.6B parameters) on 8 x ") and REV not in out
+    # a repo without an organisation (models--gpt2) and the cache folder over _name_or_path
+    write(tmp_path / "models--mymodel" / "snapshots" / REV / "config.json", dict(QWEN, _name_or_path="/home/x/run"))
+    assert name_of(tmp_path / "models--mymodel" / "snapshots" / REV) == "mymodel"
+
+
+def test_name_or_path_names_a_model_outside_the_cache(tmp_path):
+    """config.json's _name_or_path (the id it was loaded from) names the model, where it is a
+    string with something printable in it; a non-string or blank one is passed over."""
+    assert name_of(write(tmp_path / REV / "config.json", dict(QWEN, _name_or_path="Qwen/Qwen2.5-7B"))) \
+        == "Qwen/Qwen2.5-7B"
+    for bad in (7, ["Qwen/Qwen2.5-7B"], "", "   ", "\n\t", None):
+        assert name_of(write(tmp_path / "Qwen2.5-7B" / "config.json", dict(QWEN, _name_or_path=bad))) \
+            == "Qwen2.5-7B", bad
+    # kept short and on one line
+    long = name_of(write(tmp_path / "m" / "config.json", dict(QWEN, _name_or_path="org/" + "x" * 5000 + "\n")))
+    assert long.startswith("org/xxx") and len(long) <= 100 and long.isprintable()
+
+
+@pytest.mark.parametrize("folder", [REV, REV.upper(), "ab" * 32, "checkpoint-500", "snapshots", "cfg", "model", "tmp"])
+def test_a_revision_or_generic_folder_gives_model_type_and_size(tmp_path, folder):
+    """A config.json whose folder names no model (a commit hash, a Trainer checkpoint, a generic
+    word) and that has no _name_or_path is named by model_type and size."""
+    assert name_of(write(tmp_path / folder / "config.json", QWEN)) == "qwen2-7.62b"
+
+
+def test_a_renamed_file_keeps_its_own_name_and_a_model_folder_its_name(tmp_path):
+    assert name_of(write(tmp_path / "cfg" / "qwen-7b-gelu.json", QWEN)) == "qwen-7b-gelu"
+    assert name_of(write(tmp_path / "anything" / "Qwen2.5-7B" / "config.json", QWEN)) == "Qwen2.5-7B"
+    assert name_of(write(tmp_path / "cfg" / f"{REV}.json", QWEN)) == "qwen2-7.62b"
+    # the size name follows the file (a Gemma 3 wrapper is named by its own model_type)
+    small = dict(QWEN, hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
+                 num_key_value_heads=2)
+    assert name_of(write(tmp_path / REV / "config.json", small)) == "qwen2-630m"
+
+
+def test_the_same_file_gets_the_same_name_wherever_it_lies(run_cli, tmp_path):
+    """Two machines, two layouts: the same cache entry, or the same revision folder, prints the
+    same title byte for byte."""
+    for root in ("a", os.path.join("b", "deeper", "still")):
+        for where in (os.path.join("hub", "models--Qwen--Qwen2.5-7B", "snapshots", REV), REV):
+            write(tmp_path / root / where / "config.json", QWEN)
+    for where, want in ((os.path.join("hub", "models--Qwen--Qwen2.5-7B", "snapshots", REV), "Qwen/Qwen2.5-7B"),
+                        (REV, "qwen2-7.62b")):
+        titles = set()
+        for root in ("a", os.path.join("b", "deeper", "still")):
+            code, out, err = run_cli("recommend", "--hf-config", str(tmp_path / root / where / "config.json"),
+                                     "--gpus", "8")
+            assert code == 0, err
+            titles.add(out.splitlines()[0])
+        assert len(titles) == 1 and titles.pop().startswith(want + " ("), (where, titles)
+
+
+# --- the MLP's activation -----------------------------------------------------------------------
+
+def test_an_unknown_activation_is_refused_naming_field_value_and_choices(run_cli, tmp_path):
+    err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / "act.json", dict(QWEN, hidden_act="banana")),
+                  "--gpus", "8")
+    assert "'hidden_act'" in err and "'banana'" in err and "supported: silu" in err and "gelu_pytorch_tanh" in err
+    for bad in ("relu", "SiLU", None, 1, ["silu"]):
+        with pytest.raises(InputError, match=r"field 'hidden_act' .* supported: silu"):
+            read_hf_config(write(tmp_path / "act.json", dict(QWEN, hidden_act=bad)))
+
+
+@pytest.mark.parametrize("act, mlp", [(None, "swiglu"), ("silu", "swiglu"), ("swish", "swiglu"), ("gelu", "geglu"),
+                                      ("gelu_pytorch_tanh", "geglu"), ("gelu_new", "geglu"),
+                                      ("quick_gelu", "geglu")])
+def test_a_gated_family_gates_with_the_activation_it_names(tmp_path, act, mlp):
+    cfg = dict(QWEN) if act is None else dict(QWEN, hidden_act=act)
+    assert read_hf_config(write(tmp_path / "config.json", cfg)).mlp == mlp
+
+
+def test_a_gelu_qwen2_is_exported_as_a_geglu(run_cli, tmp_path):
+    """Before, hidden_act gelu on a qwen2 config still gave a SwiGLU and Megatron's --swiglu."""
+    code, out, err = run_cli("export", "--hf-config", write(tmp_path / "config.json", dict(QWEN, hidden_act="gelu")),
+                             "--gpus", "8", "--to", "megatron", "-o", str(tmp_path / "out"))
+    assert code == 0, err
+    script = next((tmp_path / "out").rglob("*.sh")).read_text()
+    assert "--quick-geglu" in script and "--swiglu" not in script
+
+
+def test_the_gemmas_read_the_field_their_mlp_reads(tmp_path):
+    """Gemma reads hidden_act (a legacy "gelu" is its tanh GELU), Gemma 2 and 3 hidden_activation;
+    the default is GELU, a GeGLU."""
+    gemma = dict(GEMMA2, model_type="gemma", num_key_value_heads=8)
+    assert read_hf_config(write(tmp_path / "config.json", gemma)).mlp == "geglu"
+    assert read_hf_config(write(tmp_path / "config.json", dict(gemma, hidden_act="gelu"))).mlp == "geglu"
+    assert read_hf_config(write(tmp_path / "config.json", dict(gemma, hidden_act="silu"))).mlp == "swiglu"
+    assert read_hf_config(write(tmp_path / "config.json", GEMMA2)).mlp == "geglu"
+    assert read_hf_config(write(tmp_path / "config.json", dict(GEMMA2, hidden_activation="silu"))).mlp == "swiglu"
+    with pytest.raises(InputError, match=r"field 'hidden_activation' 'relu' is not supported for a gemma2 model"):
+        read_hf_config(write(tmp_path / "config.json", dict(GEMMA2, hidden_activation="relu")))
+    wrapped = {"model_type": "gemma3", "text_config": {"hidden_activation": "tanh"}}
+    with pytest.raises(InputError, match=r"field 'hidden_activation' 'tanh' is not supported for a gemma3_text"):
+        read_hf_config(write(tmp_path / "config.json", wrapped))
+
+
+def test_gpt_oss_takes_only_its_own_activation(tmp_path):
+    assert read_hf_config(write(tmp_path / "config.json", dict(GPT_OSS, hidden_act="silu"))).mlp == "swiglu"
+    with pytest.raises(InputError, match=r"field 'hidden_act' 'gelu' is not supported for a gpt_oss model; "
+                                         r"supported: silu"):
+        read_hf_config(write(tmp_path / "config.json", dict(GPT_OSS, hidden_act="gelu")))
+
+
+# --- refusals -----------------------------------------------------------------------------------
+
+def test_a_path_that_does_not_exist_says_so(run_cli, tmp_path):
+    for missing in (tmp_path / "nothing", tmp_path / "nothing" / "config.json", tmp_path / "nothing" / ""):
+        err = refused(run_cli, "recommend", "--hf-config", str(missing), "--gpus", "8")
+        assert "does not exist" in err and "folder" not in err.split("does not exist")[0], err
+    (tmp_path / "empty").mkdir()
+    err = refused(run_cli, "recommend", "--hf-config", str(tmp_path / "empty"), "--gpus", "8")
+    assert "is a folder without a config.json" in err
+    with pytest.raises(InputError, match="not a valid path"):
+        build_job(hf_config="a\0b", gpus=8)
+
+
+@pytest.mark.parametrize("value", ["absent", None])
+def test_a_missing_model_type_says_it_is_missing_and_lists_the_supported(run_cli, tmp_path, value):
+    cfg = {k: v for k, v in QWEN.items() if k != "model_type"}
+    if value is None:
+        cfg["model_type"] = None
+    err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / "config.json", cfg), "--gpus", "8")
+    assert "missing field 'model_type'" in err and "supported: " in err and "llama" in err and "qwen2" in err
+    assert "None" not in err
+
+
+def test_inconsistent_heads_are_named_in_the_files_words(run_cli, tmp_path):
+    path = write(tmp_path / "config.json", dict(QWEN, num_key_value_heads=5))
+    err = refused(run_cli, "recommend", "--hf-config", path, "--gpus", "8")
+    assert "num_attention_heads (28) must be a multiple of num_key_value_heads (5)" in err
+    assert "Value error" not in err and "kv_heads (" not in err
+    # a count the config class supplies is said to be the class's default
+    cfg = {k: v for k, v in QWEN.items() if k != "num_key_value_heads"}
+    with pytest.raises(InputError, match=r"multiple of num_key_value_heads \(32\) \(num_key_value_heads 32: the "
+                                         r"qwen2 config class's default"):
+        read_hf_config(write(tmp_path / "config.json", cfg))
+
+
+def test_more_experts_per_token_than_experts_names_both_fields(tmp_path):
+    with pytest.raises(InputError) as e:
+        read_hf_config(write(tmp_path / "config.json", dict(GPT_OSS, num_experts_per_tok=33)))
+    msg = str(e.value)
+    assert "num_experts_per_tok (33)" in msg and "num_local_experts (32)" in msg and "Value error" not in msg
+
+
+def test_too_deep_a_config_names_the_file(run_cli, tmp_path):
+    path = write(tmp_path / "deep.json", "[" * 100_000 + "]" * 100_000)
+    err = refused(run_cli, "recommend", "--hf-config", path, "--gpus", "8")
+    assert path in err and "nests too deeply" in err
+    path = write(tmp_path / "deep2.json", '{"model_type": "qwen2", "rope_scaling": ' + "{\"a\": " * 100_000 + "1"
+                 + "}" * 100_001)
+    assert path in refused(run_cli, "recommend", "--hf-config", path, "--gpus", "8")
+
+
+def test_a_huge_bad_value_is_quoted_short(tmp_path):
+    """A refusal quotes a bad value in a few dozen characters, not the whole of a 1M-item list."""
+    with pytest.raises(InputError) as e:
+        read_hf_config(write(tmp_path / "config.json", dict(QWEN, hidden_size=list(range(1_000_000)))))
+    assert "'hidden_size'" in str(e.value) and len(str(e.value)) < 300
