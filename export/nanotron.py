@@ -6,6 +6,8 @@ no MoE in its Llama config. Global batch = micro_batch_size x batch_accumulation
 """
 from __future__ import annotations
 
+import re
+
 import yaml
 
 from shardwise.kb.errors import InputError
@@ -34,7 +36,7 @@ def config(tg: Target) -> tuple[dict, list[str]]:
         caveats.append("fp8: Nanotron's release trains in bfloat16 (dtype bfloat16)")
     # optimizer and schedule as in framework-configs.md's verified Nanotron example
     cfg = {
-        "general": {"project": "shardwise", "run": f"{m.name}-{lay.tp}tp{lay.pp}pp{lay.dp}dp", "seed": 42,
+        "general": {"project": "shardwise", "run": f"{_run_name(m.name)}-{lay.tp}tp{lay.pp}pp{lay.dp}dp", "seed": 42,
                     "ignore_sanity_checks": True},
         "checkpoints": {"checkpoint_interval": 1000, "checkpoints_path": "checkpoints", "save_initial_state": False},
         "parallelism": {
@@ -52,7 +54,8 @@ def config(tg: Target) -> tuple[dict, list[str]]:
                 "is_llama_config": True, "hidden_size": m.hidden, "intermediate_size": m.ffn,
                 "num_hidden_layers": m.layers, "num_attention_heads": m.heads, "num_key_value_heads": m.kv_heads,
                 "max_position_embeddings": t.seq_len, "vocab_size": m.vocab, "rms_norm_eps": 1.0e-05,
-                "rope_theta": float(m.rope_theta), "tie_word_embeddings": bool(m.tied), "hidden_act": "silu",
+                "rope_theta": float(m.rope_theta), "tie_word_embeddings": bool(m.tied),
+                "hidden_act": GLU_ACTIVATION.get(m.mlp, "silu"),
             },
         },
         "optimizer": {
@@ -78,6 +81,17 @@ def config(tg: Target) -> tuple[dict, list[str]]:
         caveats.append(f"{m.name} is exported as a Llama-architecture config (is_llama_config); check its "
                        "normalisation and activation")
     return cfg, caveats
+
+
+# The activation Nanotron's Llama MLP gates with (GLUActivation over its ACT2FN, transformers'
+# names): SiLU for a SwiGLU, the tanh GELU Gemma's GeGLU uses (config.json's hidden_act)
+GLU_ACTIVATION = {"swiglu": "silu", "geglu": "gelu_pytorch_tanh"}
+
+
+def _run_name(name: str) -> str:
+    """The model's name as a run name: a Hugging Face id's '/' (Qwen/Qwen2.5-7B) and any other
+    character outside letters, digits, '.', '_' and '-' become '-' (the run name names folders)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "model"
 
 
 # the optimizer's numbers are framework-configs.md's verified example's, not sized by shardwise

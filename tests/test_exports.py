@@ -639,3 +639,22 @@ def test_export_to_all_carries_the_optimizer(run_cli, tmp_path):
     code, out, err = run_cli("export", "--model", "llama-3-8b", "--gpus", "8", "--optimizer", "adamw-8bit",
                              "--to", "megatron")
     assert code == 0 and "cannot express: --optimizer adamw-8bit: Megatron has no 8-bit AdamW" in out
+
+
+def test_nanotron_gates_with_the_models_activation_and_names_its_run_for_folders(run_cli, tmp_path):
+    """A GeGLU model (config.json's gelu) is not exported to Nanotron as a SwiGLU one, and a model
+    named by its Hugging Face id (the cache folder models--Qwen--...) gives a run name without the
+    '/' that would make it a path."""
+    folder = tmp_path / "models--Qwen--Qwen2.5-7B" / "snapshots" / "abc"
+    folder.mkdir(parents=True)
+    cfg = {"model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
+           "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064, "max_position_embeddings": 32768}
+    for act, want in (("gelu", "gelu_pytorch_tanh"), ("silu", "silu")):
+        (folder / "config.json").write_text(json.dumps(dict(cfg, hidden_act=act)))
+        out = tmp_path / act
+        code, _, err = run_cli("export", "--hf-config", str(folder / "config.json"), "--gpus", "8", "--to", "nanotron",
+                               "-o", str(out))
+        assert code == 0, err
+        nt = yaml.safe_load((out / "nanotron.yaml").read_text())
+        assert nt["model"]["model_config"]["hidden_act"] == want
+        assert nt["general"]["run"].startswith("Qwen-Qwen2.5-7B-") and "/" not in nt["general"]["run"]
