@@ -46,7 +46,7 @@ def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
         rows.append({
             "variant": variant, "best": d.layout.describe(), "fits": bool(d.memory.fits),
             "tokens_per_s": round(mt["tokens_per_s"], 1), "time_to_train_h": mt.get("time_to_train_h"),
-            "cost": mt.get("cost"),
+            "cost": mt.get("cost"), "speed_checked": bool(job.cluster.gpu.speed_checked_on),
         })
     if refused and len(refused) == len(rows):
         raise refused[0]
@@ -80,8 +80,10 @@ def _no_layout(why: str) -> str:
 
 def render(rows: list[dict], heads: list[str], markdown: bool, priced: bool = False) -> str:
     shown = lambda r: r["best"] or _no_layout(r.get("why", ""))  # noqa: E731
+    # a GPU no measured or published run checks (warn.unchecked-gpu-speed): its speed is an upper bound
+    unchecked = lambda r: "*" if r["best"] and not r.get("speed_checked", True) else ""  # noqa: E731
     body = [[*(r["variant"][k] for k in heads), shown(r),
-             f"{r['tokens_per_s']:,.0f}" if r["tokens_per_s"] else "-",
+             f"{r['tokens_per_s']:,.0f}{unchecked(r)}" if r["tokens_per_s"] else "-",
              f"{r['time_to_train_h']:,.1f}" if r["time_to_train_h"] is not None else "-",
              f"{r['cost']:,.0f}" if r["cost"] is not None else "-"] for r in rows]
     out = table(body, [*heads, "best layout", "tokens/s", "hours", "cost"], markdown=markdown)
@@ -91,5 +93,8 @@ def render(rows: list[dict], heads: list[str], markdown: bool, priced: bool = Fa
         note = "hours and cost need --token-budget" + ("" if priced else ", and cost --price-per-gpu-hour too")
     elif answered and all(r["cost"] is None for r in answered):
         note = "cost needs --price-per-gpu-hour"
+    if any(unchecked(r) for r in rows):
+        note = "; ".join(x for x in (note, "* no measured or published run on that GPU checks its speed: an upper "
+                                           "bound (kb/data/gpus.yaml speed_checked_on)") if x)
     # a blank line first: in Markdown a line right under a table is read as one of its rows
     return out + (f"\n\n({note})" if note else "")

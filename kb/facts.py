@@ -58,6 +58,7 @@ def job_facts(job: Job, global_batch: int) -> dict:
         "cluster.nodes": c.nodes, "cluster.nvlink_domain": c.nvlink_domain, "cluster.gpu_memory_gib": c.gpu.memory_gib,
         "cluster.intra": c.intra.name, "cluster.intra_kind": _intra_kind(c.intra.name), "cluster.inter": c.inter.name,
         "cluster.inter_kind": c.inter.name.split("-")[0], "cluster.mxfp8": c.gpu.mxfp8,
+        "cluster.speed_checked": bool(c.gpu.speed_checked_on),
         "train.seq_len": t.seq_len, "train.global_batch": global_batch, "train.training": t.training,
         "train.precision": t.precision, "train.framework": t.framework, "train.attention": t.attention,
         "train.cuda_graphs": t.cuda_graphs, "train.optimizer": t.optimizer, "train.zero_grad": t.zero_grad,

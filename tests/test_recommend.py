@@ -252,3 +252,17 @@ def test_a_kept_preference_names_what_honouring_it_would_break_instead(run_cli):
                              "--seq-len", "16k", "--training", "finetune", "--format", "json")
     kept = {k["rule"]: k for k in json.loads(out)["search"]["kept_despite"]}["memory.headroom"]
     assert kept["also_breaks"] == ["zero.lowest-that-fits"] and kept["slower_pct"] > 0
+
+
+def test_a_gpu_no_run_checks_is_marked_in_recommend_and_compare(run_cli):
+    """MI300X's speed rests on its datasheet peak and NVIDIA-measured efficiencies, with no run to
+    check it: recommend warns, and compare marks its tokens/s as an upper bound; H100 is not."""
+    code, out, err = run_cli("recommend", "--model", "llama-3.1-8b", "--gpus", "8", "--gpu", "mi300x")
+    assert code == 0 and "no measured or published training run on mi300x" in out, err
+    code, out, err = run_cli("recommend", "--model", "llama-3.1-8b", "--gpus", "8", "--gpu", "h100-sxm")
+    assert code == 0 and "no measured or published training run" not in out, err
+    code, out, err = run_cli("compare", "--model", "llama-3.1-8b", "--gpus", "8", "--vary", "gpu=h100-sxm,mi300x")
+    assert code == 0, err
+    rows = {x.split()[0]: x for x in out.splitlines() if x.startswith(("h100-sxm ", "mi300x "))}
+    assert rows["mi300x"].split()[-3].endswith("*") and not rows["h100-sxm"].split()[-3].endswith("*")
+    assert "* no measured or published run on that GPU checks its speed" in out
