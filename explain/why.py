@@ -64,7 +64,7 @@ def what_ifs(job: Job, rules: list, playbook: str | None) -> list[tuple[str, obj
             if why and text.startswith("memory per GPU") and d.sizing and d.sizing["gpus_that_fit"]:
                 # the catalog's GPUs have their real memory, not the hypothetical one: listing
                 # them beside "if memory were 48 GiB" read as if the job's own GPU would do
-                why = why.split("; or on ")[0]
+                why = why.replace(d.sizing["summary"], d.sizing["summary_same_gpu"])
             out.append((text, d.layout if d.layout else why))
         except InputError as e:
             out.append((text, InputError(" ".join(str(e).split())[:160])))

@@ -13,6 +13,7 @@ smallest count it found.
 from __future__ import annotations
 
 from shardwise.kb import catalog
+from shardwise.kb.errors import InputError
 from shardwise.kb.facts import job_facts
 from shardwise.kb.job import Job
 from shardwise.kb.resolve import global_batch
@@ -99,17 +100,65 @@ def gpus_that_fit(job: Job, constraints=(), pins=None) -> list[str]:
     return out
 
 
+FRAMEWORKS = ("megatron", "fsdp", "deepspeed", "hf")
+# torchtitan's chunked loss (ChunkedLossWrapper) at its default count, for a job that gave none
+CHUNKS = 8
+
+
+def frameworks_that_fit(job: Job, constraints=(), pins=None) -> list[str]:
+    """Where the framework was a default (not given), the others on which the job fits as it is,
+    as the flags that select them: their memory differs by more than a few percent (the
+    Trainer's whole fp32 logits against torchtitan's chunked loss, Megatron's sharded
+    cross-entropy), so a job refused under the default may run unchanged under another.
+    torchtitan is tried with its chunked loss too where the job gave no --loss-chunks."""
+    t = job.training
+    if "framework" not in t.defaulted:
+        return []
+    tries = []
+    for fw in FRAMEWORKS:
+        if fw != t.framework:
+            tries.append((fw, {"framework": fw}, f"--framework {fw}"))
+            if fw == "fsdp" and not t.loss_chunks and t.seq_len % CHUNKS == 0:
+                tries.append((fw, {"framework": fw, "loss_chunks": CHUNKS}, f"--framework fsdp --loss-chunks {CHUNKS}"))
+    out, done = [], set()
+    for fw, update, flags in tries:
+        if fw in done:
+            continue
+        try:
+            if _fits(Job(job.model, job.cluster, t.model_copy(update=update)), constraints, pins):
+                out.append(flags)
+                done.add(fw)
+        except InputError:                       # a framework this job cannot run (its validity says why)
+            continue
+    return out
+
+
 def sizing(job: Job, constraints=(), pins=None, policies: bool = False) -> dict:
     """``constraints`` include the memory margin; ``policies``: whether house policies are among them."""
     n = smallest_count(job, constraints, pins)
     others = gpus_that_fit(job, constraints, pins)
-    parts = []
+    frameworks = frameworks_that_fit(job, constraints, pins)
+    summary = _summary(job, n, others, frameworks, policies)
+    return {"smallest_gpus": n, "gpus_that_fit": others, "frameworks_that_fit": frameworks, "summary": summary,
+            # without the other GPUs: what a what-if of another memory size says (explain/why.py)
+            "summary_same_gpu": _summary(job, n, [], frameworks, policies)}
+
+
+def _summary(job: Job, n, others: list, frameworks: list, policies: bool) -> str:
+    """One clause: where no count fits (under the job's framework, within the policies), then
+    every way it would fit -- another framework on these GPUs, more of them, another GPU."""
+    g = job.cluster.gpus
+    ways = []
+    if frameworks:
+        ways.append(f"on these {g} x {job.cluster.gpu.name} with {' or '.join(frameworks)}")
     if n:
-        parts.append(f"it would fit on {n} x {job.cluster.gpu.name}")
-    else:
-        parts.append(f"no count of {job.cluster.gpu.name} up to {MAX_GPUS} fits it"
-                     + (" within the house policies" if policies else ""))
+        ways.append(f"on {n} x {job.cluster.gpu.name}")
     if others:
-        g = job.cluster.gpus
-        parts.append(f"on {g} GPU{'s' if g > 1 else ''} of type {', '.join(others)}")
-    return {"smallest_gpus": n, "gpus_that_fit": others, "summary": "; or ".join(parts)}
+        ways.append(f"on {g} GPU{'s' if g > 1 else ''} of type {', '.join(others)}")
+    summary = "it would fit " + ", or ".join(ways) if ways else ""
+    if not n:
+        none = (f"no count of {job.cluster.gpu.name} up to {MAX_GPUS} fits it"
+                + (f" under --framework {job.training.framework}" if frameworks else "")
+                + (" within the house policies" if policies else ""))
+        summary = none + ("; " + summary if summary else "")
+    return summary

@@ -230,6 +230,20 @@ def test_the_cluster_size_is_not_thrown_far_by_node_counts_that_divide_nothing()
     assert smallest_count(build_job(model="llama-3-8b", gpus=16, seq_len=1 << 20), d.constraints) == 32
 
 
+def test_a_refusal_under_a_defaulted_framework_names_the_framework_that_fits(run_cli):
+    """Qwen2.5 0.5B LoRA at 32k tokens on one L4: the Trainer's whole fp32 logits (150k vocab)
+    fit on no count of L4s, but torchtitan's chunked loss fits it on this one. The framework was
+    the default, so the refusal says so, instead of 'no count fits' alone; given, it does not."""
+    job = ["--model", "qwen2.5-0.5b", "--gpus", "1", "--gpu", "l4", "--seq-len", "32k", "--training", "lora"]
+    code, out, err = run_cli("recommend", *job)
+    assert code == 0, err
+    assert "under --framework hf" in out and "on these 1 x l4 with --framework fsdp --loss-chunks 8" in out
+    code, out, err = run_cli("recommend", *job, "--framework", "fsdp", "--loss-chunks", "8")
+    assert code == 0 and "NO LAYOUT" not in out, err
+    code, out, err = run_cli("recommend", *job, "--framework", "hf")
+    assert code == 0 and "NO LAYOUT" in out and "--framework fsdp" not in out
+
+
 def test_index_of_finds_a_layout_and_treats_single_replica_zero_as_zero0():
     d = decide(build_job(model="llama-3-70b", gpus=32, seq_len=8192))
     lay = d.layout
