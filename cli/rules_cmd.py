@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from shardwise.kb.build import build_job
+from shardwise.kb.choices import RECOMPUTE
 from shardwise.kb.errors import InputError, read_input_file
 from shardwise.kb.fact_schema import DESCRIPTIONS, GROUP_OF, SCHEMA
 from shardwise.kb.facts import layout_dict
@@ -77,9 +78,29 @@ EXPECT_KEYS = {"tp", "pp", "vp", "dp", "cp", "ep", "etp", "zero", "zero_stage", 
                "grad_accum", "global_batch", "recompute", "fits"}
 
 
+def _expect_value(path: str, i: int, key: str, v) -> None:
+    """An expected value of the kind the headline has, or one line naming what is allowed: a
+    case that expects tp 'one' or recompute 'ful' would fail for ever, not test the policy."""
+    if key in ("sp", "fits"):
+        ok, allowed = isinstance(v, bool), "true or false"
+    elif key == "recompute":
+        ok, allowed = v in RECOMPUTE, ", ".join(RECOMPUTE)
+    elif key in ("zero", "zero_stage"):
+        ok, allowed = isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 3, "a stage 0-3"
+    else:
+        least = 0 if key == "shard_group" else 1
+        ok, allowed = isinstance(v, int) and not isinstance(v, bool) and v >= least, f"a whole number from {least}"
+    if not ok:
+        raise InputError(f"{path}: case {i + 1}: expect {key}: {v!r} is not a value the headline can have; "
+                         f"allowed: {allowed}")
+
+
 def _case_job(path: str, i: int, case) -> object:
     if not isinstance(case, dict) or not isinstance(case.get("job"), dict) or not isinstance(case.get("expect"), dict):
         raise InputError(f"{path}: case {i + 1} needs 'job:' and 'expect:' mappings")
+    extra = set(case) - {"name", "job", "expect"}
+    if extra:
+        raise InputError(f"{path}: case {i + 1}: unknown key(s) {sorted(map(str, extra))}; allowed: name, job, expect")
     unknown = set(case["job"]) - set(JOB_KEYS)
     if unknown:
         raise InputError(f"{path}: case {i + 1}: unknown job setting(s) {sorted(unknown)}; "
@@ -88,7 +109,28 @@ def _case_job(path: str, i: int, case) -> object:
     if bad:
         raise InputError(f"{path}: case {i + 1}: unknown expect key(s) {sorted(map(str, bad))}; "
                          f"allowed: {', '.join(sorted(EXPECT_KEYS))}")
+    if not case["expect"]:
+        raise InputError(f"{path}: case {i + 1}: 'expect:' names nothing to check; allowed: {', '.join(sorted(EXPECT_KEYS))}")
+    for k, v in case["expect"].items():
+        _expect_value(path, i, k, v)
     return build_job(**case["job"])
+
+
+def _case_names(path: str, cases: list) -> None:
+    """A file with no cases, or two cases of one name, would pass (or report) without testing
+    what it says: refused."""
+    if not cases:
+        raise InputError(f"{path}: 'cases:' is empty; a policy test file needs at least one case")
+    seen = set()
+    for i, case in enumerate(cases):
+        name = case.get("name") if isinstance(case, dict) else None
+        if name is None:
+            continue
+        if not isinstance(name, str) or not name.strip():
+            raise InputError(f"{path}: case {i + 1}: 'name:' must be text")
+        if name in seen:
+            raise InputError(f"{path}: case {i + 1}: the name {name!r} is given to an earlier case too; names must differ")
+        seen.add(name)
 
 
 def _got(d) -> dict:
@@ -122,6 +164,7 @@ def test_(path, extra, playbook_dir):
         raise InputError(f"{path}: 'playbook:' must be a folder (relative to the test file)")
     extra_rules = [str(p.parent / r) for r in files] + list(extra)
     book_dir = playbook_dir or (str(p.parent / book_dir) if book_dir else None)
+    _case_names(path, spec["cases"])
     jobs = [_case_job(path, i, case) for i, case in enumerate(spec["cases"])]   # every case checked before any runs
     failed = 0
     for i, (case, job) in enumerate(zip(spec["cases"], jobs)):

@@ -544,3 +544,24 @@ def test_rules_facts_gives_every_fact_its_meaning(run_cli):
     code, out, err = run_cli("rules", "facts")
     assert code == 0, err
     assert all(p in out for p in SCHEMA) and DESCRIPTIONS["same.min_zero"][:40] in out
+
+
+@pytest.mark.parametrize("cases, needle", [
+    ('  - job: {model: llama-3-8b, gpus: 8}\n    expect: {tp: "one"}\n', "expect tp: 'one' is not a value"),
+    ('  - job: {model: llama-3-8b, gpus: 8}\n    expect: {recompute: ful}\n', "allowed: none, selective, full, modules"),
+    ('  - job: {model: llama-3-8b, gpus: 8}\n    expect: {zero: 7}\n', "a stage 0-3"),
+    ('  - job: {model: llama-3-8b, gpus: 8}\n    expect: {}\n', "names nothing to check"),
+    ("[]\n", "'cases:' is empty"),
+    ('  - {name: a, job: {model: llama-3-8b, gpus: 8}, expect: {tp: 1}}\n'
+     '  - {name: a, job: {model: llama-3-8b, gpus: 8}, expect: {tp: 2}}\n', "names must differ"),
+    ('  - {job: {model: llama-3-8b, gpus: 8}, expect: {tp: 1}, expected: {pp: 1}}\n', "allowed: name, job, expect"),
+])
+def test_a_policy_test_that_could_not_test_anything_is_refused(run_cli, tmp_path, cases, needle):
+    """A case expecting a value the headline never takes would fail for ever, and one that
+    expects nothing, a file without cases or two cases of one name would pass a CI gate without
+    testing what they say: each is bad input, one line and exit 2, before any case runs."""
+    spec = tmp_path / "cases.yaml"
+    spec.write_text("cases:" + ("\n" + cases if not cases.startswith("[") else " " + cases))
+    code, out, err = run_cli("rules", "test", str(spec))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (code, out, err)
+    assert needle in err
