@@ -136,20 +136,36 @@ def job_options(f=None, *, raw: bool = False):
                 if v is not None:
                     flags[k] = v.lower() if isinstance(v, str) and k in LOWERCASE else v
             override(settings, flags)
-            if raw:
-                # refuse a bad base job before any variant; a --lora-rank waits for the variants,
-                # which may vary the training type into one that takes it, and a job without a
-                # model for a --vary that names one (compare_variants refuses it if none does)
-                if any(k in settings for k in EXCLUSIVE[0]):
-                    build_job(**{k: v for k, v in settings.items() if k != "lora_rank"})
-                kwargs["settings"] = settings
-            else:
-                kwargs["job"] = build_job(**settings)
+            from_file = {k for k in settings if k not in flags} if job_file else set()
+            try:
+                if raw:
+                    # refuse a bad base job before any variant; a --lora-rank waits for the variants,
+                    # which may vary the training type into one that takes it, and a job without a
+                    # model for a --vary that names one (compare_variants refuses it if none does)
+                    if any(k in settings for k in EXCLUSIVE[0]):
+                        build_job(**{k: v for k, v in settings.items() if k != "lora_rank"})
+                    kwargs["settings"] = settings
+                else:
+                    kwargs["job"] = build_job(**settings)
+            except InputError as e:
+                raise _named_in_file(e, job_file, from_file) from None
             return f(*args, **kwargs)
 
     for o in reversed(opts):
         wrapper = o(wrapper)
     return wrapper
+
+
+def _named_in_file(e: InputError, path: str | None, from_file: set) -> InputError:
+    """A setting's refusal, which names its flag (build_job reads flags and job files alike),
+    named as the job file's key where the value came from the file: 'j.yaml: 'gpu': unknown
+    gpu '8'', not '--gpu: ...', which the user never typed."""
+    text = str(e)
+    for key in sorted(from_file, key=len, reverse=True):
+        flag = "--" + key.replace("_", "-")
+        if text.startswith(flag + ":"):           # the value itself, not how it combines with others
+            return InputError(f"{path}: '{key}'{text[len(flag):]}")
+    return e
 
 
 def load_job_file(path: str) -> dict:

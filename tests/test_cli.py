@@ -206,3 +206,17 @@ def test_memory_names_the_layout_settings_it_defaulted(run_cli):
     code, out, err = run_cli("memory", "--model", "llama-3-70b", "--gpus", "64", "--seq-len", "8192",
                              "--layout", "tp=8,pp=4,vp=1,cp=1,dp=2,zero=1,mbs=1,recompute=full")
     assert code == 0 and "--layout left out" not in out
+
+
+@pytest.mark.parametrize("line, key, needle", [("gpu: 8", "gpu", "unknown gpu '8'"),
+                                               ("seq_len: .inf", "seq_len", "is not a count"),
+                                               ("training: lorra", "training", "'lorra'"),
+                                               ("gpus: 0", "gpus", "from 1 to 16384")])
+def test_a_job_file_value_is_refused_by_its_key_not_a_flag(run_cli, tmp_path, line, key, needle):
+    """A bad value from a job file names the file and its key; the flag named instead was one the
+    user never typed. The same value as a flag still names the flag."""
+    job = tmp_path / "job.yaml"
+    job.write_text(f"model: llama-3-8b\n{line}\n")
+    code, out, err = run_cli("recommend", "-f", str(job))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert f"{job}: '{key}':" in err and needle in err and "--" + key.replace("_", "-") + ":" not in err
