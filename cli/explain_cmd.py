@@ -18,7 +18,7 @@ from .output import FORMATS, emit
               callback=checked_graph_path)
 @click.option("--rules", "rules", multiple=True, help="house-policy rule file or folder (repeatable)")
 @click.option("--playbook", "playbook", help="run this edited copy of the playbook (shardwise rules init DIR)")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
 def explain(job, setting, graph, rules, playbook, fmt):
     """Why the recommendation chose a setting, and what would change it."""
     from shardwise.decision.result import as_dict
@@ -31,9 +31,10 @@ def explain(job, setting, graph, rules, playbook, fmt):
 
     d = decide(job, list(rules), playbook, progress=hook())
     r = run_explain(d, setting, what_ifs(job, list(rules), playbook))
+    # drawn first, so that a graph that cannot be written fails before anything is printed
+    written = write_graph(trace_graph(as_dict(d)).source, graph) if graph else None
     emit(r, fmt, lambda markdown: render(r))
-    if graph:
-        written = write_graph(trace_graph(as_dict(d)).source, graph)
+    if written:
         click.echo(f"wrote {written}", err=fmt in ("json", "yaml"))
 
 

@@ -78,6 +78,8 @@ def _export_all(target, out):
 def _write(folder: Path, files: dict, out: str) -> None:
     """Write an export's files into ``folder`` and say so; a folder that cannot be written is
     the -o argument's error."""
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"-o {out}: {folder} exists and is not a folder; give a folder to write the files in")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for name, text in files.items():

@@ -15,7 +15,7 @@ def kb():
     """List the built-in catalogs."""
 
 
-fmt_opt = click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+fmt_opt = click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
 
 
 @kb.command()

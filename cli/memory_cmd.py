@@ -44,7 +44,7 @@ def render_memory(result: dict) -> str:
 @job_options
 @click.option("--layout", "layout_text", required=True,
               help='e.g. "tp=8,pp=4,dp=1,mbs=4,recompute=full" (dp defaults to the rest)')
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
 def memory(job, layout_text, fmt):
     """Memory per GPU (and its breakdown), step time, throughput and MFU for one layout."""
     from shardwise.decision.memory_rules import broken_memory_rules

@@ -223,12 +223,16 @@ def parse_vary(texts: tuple) -> list[tuple[str, list]]:
         if not items:
             raise InputError(f"--vary {text!r}: no values after '='")
         want = JOB_KEYS[key]
+        plain = {int: PLAIN_INT, float: PLAIN_FLOAT}.get(want)
         try:
-            items = [want(v) for v in items]
-        except ValueError:
-            raise InputError(f"--vary {key}: values must be {want.__name__}, got {values!r}")
+            items = [plain.convert(v, None, None) if plain else want(v) for v in items]
+        except (ValueError, click.BadParameter):
+            raise InputError(f"--vary {key}: values must be {want.__name__} in the digits 0-9, got {values!r}")
         if key in LOWERCASE:
             items = [v.lower() for v in items]
+        twice = sorted({str(v) for v in items if items.count(v) > 1})
+        if twice:
+            raise InputError(f"--vary {key}: {', '.join(twice)} given twice; each value makes one row")
         from shardwise.kb.build import check_setting
         for v in items:
             try:

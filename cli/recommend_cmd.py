@@ -149,7 +149,7 @@ def _tokens(n: float) -> str:
 @job_options
 @click.option("--rules", "rules", multiple=True, help="house-policy rule file or folder (repeatable)")
 @click.option("--playbook", "playbook", help="run this edited copy of the playbook (shardwise rules init DIR)")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
 def recommend(job, rules, playbook, fmt):
     """Recommend the whole layout, with the rules behind each setting and the arithmetic of the choice."""
     from shardwise.decision.result import as_dict

@@ -11,6 +11,7 @@ Every failure (folder, `dot`, WebAssembly) is an InputError: one line on stderr,
 from __future__ import annotations
 
 import shutil
+import os
 from pathlib import Path
 
 from shardwise.kb.errors import InputError
@@ -32,8 +33,12 @@ def checked_graph_path(ctx, param, path):
     if path is not None:
         if graph_format(path) == "png":
             _png_program(path)
-        if not Path(path).parent.is_dir():
-            raise InputError(f"--graph {path}: cannot write (no folder {Path(path).parent})")
+        parent = Path(path).parent
+        if not parent.is_dir():
+            raise InputError(f"--graph {path}: cannot write (no folder {parent})")
+        if not os.access(parent, os.W_OK) or Path(path).is_dir():
+            raise InputError(f"--graph {path}: cannot write there (a folder this user may not write in, or "
+                             "a folder of that name); give another path")
     return path
 
 

@@ -220,3 +220,22 @@ def test_a_job_file_value_is_refused_by_its_key_not_a_flag(run_cli, tmp_path, li
     code, out, err = run_cli("recommend", "-f", str(job))
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert f"{job}: '{key}':" in err and needle in err and "--" + key.replace("_", "-") + ":" not in err
+
+
+def test_outputs_that_cannot_be_written_and_repeated_rows_are_refused_before_anything_prints(run_cli, tmp_path):
+    """-o naming a file, not a folder, says so; a --graph that cannot be written fails before the
+    explanation is printed (it was printed, then the error); --format takes any case, as the
+    other choices do; a --vary value given twice would print the same row twice."""
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    code, out, err = run_cli("export", "--model", "llama-3-8b", "--to", "megatron", "-o", str(f))
+    assert code == 2 and str(f) in err and "is a file" in err and len(err.strip().splitlines()) == 1
+    code, out, err = run_cli("export", "--model", "llama-3-8b", "--to", "megatron", "-o", "/dev/null")
+    assert code == 2 and "/dev/null exists and is not a folder" in err and len(err.strip().splitlines()) == 1
+    code, out, err = run_cli("explain", "--model", "llama-3-8b", "--why", "tp", "--graph",
+                             str(tmp_path / "no" / "such" / "g.svg"))
+    assert code == 2 and out == "" and "--graph" in err
+    code, out, err = run_cli("search", "--model", "llama-3-8b", "--top", "1", "--format", "JSON")
+    assert code == 0 and json.loads(out)["top"], err
+    code, out, err = run_cli("compare", "--model", "llama-3-8b", "--vary", "gpus=8,8")
+    assert code == 2 and "8 given twice" in err
