@@ -52,8 +52,11 @@ def setting_line(name: str, s: dict) -> str:
     a = max(allowed or alts, key=lambda a: a["delta_pct"]) if alts else None
     if a:
         why = re.sub(r"^(\d+(\.\d+)?% slower|as fast, to 0\.01%)(; )?", "", a["ruled_out_by"])     # the delta says it already
-        parts.append(f"with {name}={_value(a['value'])}: {'+' if a['delta_pct'] > 0 else '-'}{pct(a['delta_pct'])} "
-                     "tokens/s" + (f", {why}" if why else ""))
+        if why.startswith("breaks "):      # the whole alternative layout breaks it, maybe through another setting
+            why = "that layout " + why
+        shown = pct(a["delta_pct"])
+        sign = "" if shown == "0%" else "+" if a["delta_pct"] > 0 else "-"     # no '-0%' for a tie
+        parts.append(f"with {name}={_value(a['value'])}: {sign}{shown} tokens/s" + (f", {why}" if why else ""))
     elif not lead:
         parts.append("the only valid value")
     return "; ".join(parts)
@@ -109,6 +112,8 @@ def render(result: dict, markdown: bool = False) -> str:
             speed = slower_or_faster(k["slower_pct"])
             lines.append(f"  breaks {k['rule']} (worth {k['worth_pct']:g}%): the best layout honouring it "
                          f"is {speed}{also} ({k['honoured_by']})")
+        else:
+            lines.append(f"  breaks {k['rule']} (worth {k['worth_pct']:g}%): no layout the hard rules allow honours it")
     if result["alternatives"]:
         lines.append("  next in the ranking (#1 is the headline; ranked by tokens/s less the worth of the "
                      "preferences broken):")

@@ -123,3 +123,13 @@ def test_webassembly_draws_the_same_graph_as_dot(trace_source):
     check_svg(by_dot), check_svg(by_wasm)
     assert titles(by_wasm, "node") == titles(by_dot, "node") and len(titles(by_dot, "node")) > 10
     assert titles(by_wasm, "edge") == titles(by_dot, "edge")
+
+
+def test_a_tie_is_not_minus_zero_and_an_alternatives_rule_is_its_layouts(run_cli):
+    """An alternative as fast to the printed digit reads '0% tokens/s', not '-0%'; a rule an
+    alternative breaks is said to be broken by that layout, which may break it through another
+    setting than the row's."""
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--global-batch", "1")
+    assert code == 0, err
+    assert "-0%" not in out and "with zero=2: 0% tokens/s" in out
+    assert "that layout breaks zero.lowest-that-fits" in out
