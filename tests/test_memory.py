@@ -412,3 +412,19 @@ def test_fsdp_zero2_under_pipelining_accumulates_unsharded_gradients_as_zero3_do
     grads = {z: estimate_memory(job, resolve_layout(job, f"pp=2,dp=8,zero={z},mbs=1,recompute=full")[0])
              .breakdown_gib["gradients"] for z in (2, 3)}
     assert grads[2] == pytest.approx(grads[3], rel=0.15) and grads[2] > 8 / 2 * 4 * 0.9
+
+
+def test_adafactor_on_deepspeeds_flattened_partitions_keeps_a_full_second_moment():
+    """DeepSpeed's ZeRO hands the optimizer one flattened fp32 partition, which Adafactor cannot
+    factor: a full fp32 second moment (4 bytes a parameter of the partition) and two
+    partition-sized temporaries at its step. Without ZeRO (the Trainer's own data parallelism)
+    its moments are factored, next to nothing."""
+    estimate = estimate_memory
+    job = build_job(model="llama-3-8b", gpus=8, framework="deepspeed", optimizer="adafactor")
+    params_rank = 8.03e9 / 8
+    z1 = estimate(job, Layout(dp=8, zero=1, mbs=1, recompute="full"))
+    assert z1.breakdown_gib["optimizer"] == pytest.approx(4 * params_rank / 2**30, rel=0.01)
+    assert z1.breakdown_gib["optimizer_temporaries"] == pytest.approx(8 * params_rank / 2**30, rel=0.01)
+    hf = estimate(build_job(model="llama-3-8b", gpus=8, framework="hf", optimizer="adafactor"),
+                  Layout(dp=8, zero=0, mbs=1, recompute="full"))
+    assert hf.breakdown_gib.get("optimizer", 0.0) < 0.05

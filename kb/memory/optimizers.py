@@ -15,7 +15,9 @@ One function per question, one row per implementation (``--optimizer``):
                                                                     absmax per 256-value block each (Dettmers et al. 2022,
                                                                     arXiv:2110.02861 section 2), updated in place by its kernels
   adafactor      ~0 (factored)        3 x the largest tensor, fp32  transformers.optimization.Adafactor (the Trainer's
-                                                                    optim="adafactor"): row and column second-moment vectors,
+                 (1 x state dtype                                   optim="adafactor"): row and column second-moment vectors,
+                 under DeepSpeed's ZeRO:                            (a full one on DeepSpeed ZeRO's flattened partitions,
+                 adafactor_unfactored)                               adafactor_unfactored),
                                                                     no first moment (beta1=None); step() loops over parameters
                                                                     with fp32 grad**2, the factored estimate and -update alive
   sgd            1 x state dtype      none                          torch.optim.SGD(momentum>0): one momentum buffer, foreach
@@ -28,6 +30,7 @@ optimizers create states like the parameter, torch.zeros_like(p)).
 from __future__ import annotations
 
 from ..schema import ModelSpec, TrainingSpec
+from ..vec import where
 
 # What "adamw" is in each framework profile, as each runs by default:
 #   hf: transformers' Trainer defaults to optim="adamw_torch_fused" when torch >= 2.8
@@ -65,6 +68,19 @@ def state_bytes(t: TrainingSpec, dtype_bytes: float) -> float:
     return 0.0          # adafactor: factored rows + columns, under 0.1% of the parameters at h >= 1024
 
 
+def adafactor_unfactored(t: TrainingSpec, zero):
+    """Whether Adafactor steps unfactored here: DeepSpeed's ZeRO (stages 1-3, and so the Trainer's
+    ZeRO) hands the optimizer its fp32 partitions flattened, one 1-D tensor per parameter group
+    (deepspeed/runtime/zero/stage_1_and_2.py single_partition_of_fp32_groups; stage3.py
+    fp32_partitioned_groups_flat), and transformers' Adafactor factors only tensors of two or more
+    dimensions (optimization.py Adafactor.step: factored = len(grad_shape) >= 2). So it keeps a
+    full second moment, one state-dtype value a parameter, and its step's grad**2 and update span
+    the whole partition. A boolean, or one per layout."""
+    if implementation(t) != "adafactor" or t.framework not in ("deepspeed", "hf"):
+        return False
+    return zero >= 1
+
+
 def largest_tensor(m: ModelSpec, tp) -> float:
     """Elements of the largest parameter tensor on a rank: the embedding or LM head (V x h), an
     MLP projection (F x h), or transformers' fused expert tensor (E x 2F x h, MixtralExperts)."""
@@ -74,14 +90,18 @@ def largest_tensor(m: ModelSpec, tp) -> float:
     return biggest / tp
 
 
-def step_temporaries(t: TrainingSpec, opt_params, largest, dtype_bytes: float):
+def step_temporaries(t: TrainingSpec, opt_params, largest, dtype_bytes: float, unfactored=False):
     """Bytes the optimizer step allocates on top of the states (see the table above).
-    ``opt_params``: parameters this rank's optimizer updates; ``largest``: its largest tensor."""
+    ``opt_params``: parameters this rank's optimizer updates; ``largest``: its largest tensor.
+    Adafactor on DeepSpeed's flattened partition (``unfactored``, adafactor_unfactored) steps
+    it as one tensor whose fp32 gradient DeepSpeed already holds: two partition-sized fp32
+    temporaries at a time (grad**2 and the update it becomes; the update and the rsqrt of the
+    second moment; the update and its negation: Adafactor.step)."""
     name = implementation(t)
     if name == "adamw-foreach":
         return dtype_bytes * opt_params
     if name == "adamw-single":
         return 2.0 * dtype_bytes * largest
     if name == "adafactor":
-        return 3.0 * 4.0 * largest
+        return where(unfactored, 2.0 * 4.0 * opt_params, 3.0 * 4.0 * largest)
     return 0.0 * opt_params

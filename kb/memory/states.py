@@ -174,7 +174,9 @@ def full_training_states(params_rank: float, gemm_rank: float, expert_rank: floa
     if t.framework == "megatron" and t.precision == "fp8":
         fp8 = where(zero == 0, gemm_rank * 2.0, fp8)
     opt_params = _shard(params_rank, zero >= 1, group) + _shard(expert_rank, zero >= 1, expert_group)
-    temp = opt.step_temporaries(t, opt_params, largest, r.state_dtype) + r.main_grad_copy * opt_params
+    unfactored = opt.adafactor_unfactored(t, zero)
+    moments = where(unfactored, per(r.state_dtype, 1), moments)
+    temp = opt.step_temporaries(t, opt_params, largest, r.state_dtype, unfactored) + r.main_grad_copy * opt_params
     accumulated = 0.0
     if t.framework == "fsdp" and pp > 1:
         # torch.distributed.pipelining runs every micro-batch but the last without FSDP
@@ -248,9 +250,10 @@ def adapter_states(m: ModelSpec, t: TrainingSpec, params_rank: float, block_line
     base = (_shard((dense - dense_linear) * 2.0 + dense_linear * linear, zero >= 3, group)
             + _shard(expert_rank * expert_linear, zero >= 3, expert_group))
     ad = lora_params(m, t.lora_rank, t) * frac
-    mom = opt.state_bytes(t, 4.0)
+    unfactored = opt.adafactor_unfactored(t, zero)
+    mom = where(unfactored, 4.0, opt.state_bytes(t, 4.0))
     largest = t.lora_rank * (m.hidden + max(m.ffn, m.q_width))     # the largest A or B matrix
-    temp = opt.step_temporaries(t, _shard(ad, zero >= 1, group), largest, 4.0)
+    temp = opt.step_temporaries(t, _shard(ad, zero >= 1, group), largest, 4.0, unfactored)
     return States(weights=_shard(ad * 4, zero >= 3, group), grads=_shard(ad * 4, zero >= 2, group), master=0.0,
                   optimizer=_shard(ad * mom, zero >= 1, group), compute_copy=ad * 2, fp8_cache=0.0, frozen=base,
                   persistent_grads=grads_kept(t), optimizer_temp=temp, loop_kept_grads=grads_kept(t))
