@@ -1,5 +1,7 @@
 """Memory estimator behaviour a user relies on: the seed scenarios, and the direction each knob
 moves the peak."""
+import json
+
 import pytest
 
 from shardwise.kb.build import build_job
@@ -428,3 +430,16 @@ def test_adafactor_on_deepspeeds_flattened_partitions_keeps_a_full_second_moment
     hf = estimate(build_job(model="llama-3-8b", gpus=8, framework="hf", optimizer="adafactor"),
                   Layout(dp=8, zero=0, mbs=1, recompute="full"))
     assert hf.breakdown_gib.get("optimizer", 0.0) < 0.05
+
+
+def test_adafactor_under_fsdp2_needs_plain_tensors(run_cli):
+    """Adafactor fails on FSDP2's and TP's DTensor parameters: under --framework fsdp a layout
+    with ZeRO 2-3 or TP is refused, naming the rule, and the recommendation keeps to zero=0, tp=1."""
+    code, out, err = run_cli("memory", "--model", "llama-3-8b", "--gpus", "8", "--framework", "fsdp",
+                             "--optimizer", "adafactor", "--layout", "dp=8,zero=3")
+    assert code == 2 and "[adafactor-dtensor]" in err and len(err.strip().splitlines()) == 1
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--framework", "fsdp",
+                             "--optimizer", "adafactor", "--format", "json")
+    assert code == 0, err
+    lay = json.loads(out)["layout"]
+    assert lay["zero_stage"] == 0 and lay["tp"] == 1
