@@ -84,8 +84,8 @@ def render(rows: list[dict], heads: list[str], markdown: bool, priced: bool = Fa
     unchecked = lambda r: "*" if r["best"] and not r.get("speed_checked", True) else ""  # noqa: E731
     body = [[*(r["variant"][k] for k in heads), shown(r),
              f"{r['tokens_per_s']:,.0f}{unchecked(r)}" if r["tokens_per_s"] else "-",
-             f"{r['time_to_train_h']:,.1f}" if r["time_to_train_h"] is not None else "-",
-             f"{r['cost']:,.0f}" if r["cost"] is not None else "-"] for r in rows]
+             f"{r['time_to_train_h']:,.1f}{unchecked(r)}" if r["time_to_train_h"] is not None else "-",
+             f"{r['cost']:,.0f}{unchecked(r)}" if r["cost"] is not None else "-"] for r in rows]
     out = table(body, [*heads, "best layout", "tokens/s", "hours", "cost"], markdown=markdown)
     answered = [r for r in rows if r["best"]]
     note = ""
@@ -94,7 +94,8 @@ def render(rows: list[dict], heads: list[str], markdown: bool, priced: bool = Fa
     elif answered and all(r["cost"] is None for r in answered):
         note = "cost needs --price-per-gpu-hour"
     if any(unchecked(r) for r in rows):
-        note = "; ".join(x for x in (note, "* no measured or published run on that GPU checks its speed: an upper "
-                                           "bound (kb/data/gpus.yaml speed_checked_on)") if x)
+        note = "; ".join(x for x in (note, "* no measured or published run on that GPU checks its speed: the "
+                                           "tokens/s an upper bound, hours and cost a lower one (kb/data/gpus.yaml "
+                                           "speed_checked_on)") if x)
     # a blank line first: in Markdown a line right under a table is read as one of its rows
     return out + (f"\n\n({note})" if note else "")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import math
 import os
 import re
 from typing import get_args
@@ -39,9 +40,10 @@ def _choice(values):
 
 
 class _Plain(click.ParamType):
-    """A number in the digits 0-9 (a sign; for a decimal a point and an exponent), as a job file
-    takes it: Python's int() and float() also read '1_6' as 16 and full-width or other scripts'
-    digits, which no one means on a command line."""
+    """A number in the digits 0-9 (a sign; for a decimal a point and an exponent): Python's int()
+    and float() also read '1_6' as 16 and full-width or other scripts' digits, which no one
+    means on a command line. (A job file also refuses leading zeros, which YAML 1.1 reads as
+    octal; on a command line 02 is 2.)"""
 
     def __init__(self, kind):
         self.kind = kind
@@ -57,7 +59,10 @@ class _Plain(click.ParamType):
             if self.kind is float and text.lower().lstrip("+-") in ("inf", "infinity", "nan"):
                 self.fail(f"{value!r} is not a finite number", param, ctx)
             self.fail(f"{value!r} is not {'an integer' if self.kind is int else 'a number'} in the digits 0-9", param, ctx)
-        return self.kind(text)
+        number = self.kind(text)
+        if self.kind is float and not math.isfinite(number):
+            self.fail(f"{value!r} is out of range", param, ctx)
+        return number
 
 
 PLAIN_INT, PLAIN_FLOAT = _Plain(int), _Plain(float)

@@ -149,7 +149,9 @@ FITS_THE_GPU = _fits_the_gpu()
 
 
 def decide(job: Job, extra_rules: list[str] | None = None, playbook_dir: str | None = None,
-           engine: str = "durable", progress=None) -> Decision:
+           engine: str = "durable", progress=None, other_frameworks: bool = True) -> Decision:
+    """The decision for a job. ``other_frameworks``: where nothing fits, whether the sizing also
+    tries the frameworks the job did not choose (a search each; explain's what-ifs leave it out)."""
     book = playbook.load(extra_rules, playbook_dir)
     gb, _ = global_batch(job)
     jf = job_facts(job, gb)
@@ -192,7 +194,7 @@ def decide(job: Job, extra_rules: list[str] | None = None, playbook_dir: str | N
                           f"100: the playbook's memory.fit-margin is disabled or missing); {FITS_THE_GPU.rule.id} "
                           "left them out, as they cannot run")
     if choice is None:
-        return _nothing_allowed(d)
+        return _nothing_allowed(d, other_frameworks)
     lay = table.layout(choice.index)
     d.layout, d.memory, d.step = lay, estimate_memory(job, lay), step_time(job, lay)
     d._answer.update(layout_facts(lay))
@@ -214,7 +216,7 @@ def _texts(d: Decision) -> None:
                     lst.append(text)
 
 
-def _nothing_allowed(d: Decision) -> Decision:
+def _nothing_allowed(d: Decision, other_frameworks: bool = True) -> Decision:
     """No layout meets the hard constraints: name what is in the way (memory, or a house policy),
     and size a cluster where memory is the limit."""
     from shardwise.search.sizing import sizing
@@ -243,7 +245,7 @@ def _nothing_allowed(d: Decision) -> Decision:
                                  f"(the smallest peak is {float(t.peak_gib.min()):.1f} GiB of {t.capacity:.1f}, "
                                  f"against {margin or 'the GPU memory itself'})")
             house = any(d.book.is_policy(c.rule) for c in d.constraints)
-            d.sizing = sizing(d.job, d.constraints, d.pins, policies=house)
+            d.sizing = sizing(d.job, d.constraints, d.pins, policies=house, frameworks=other_frameworks)
             d.nothing_allowed += f"; {d.sizing['summary']}"
     d.warnings.append(d.nothing_allowed)
     return d

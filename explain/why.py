@@ -59,7 +59,7 @@ def what_ifs(job: Job, rules: list, playbook: str | None) -> list[tuple[str, obj
     out = []
     for text, variant in variants(job):
         try:
-            d = decide(variant, rules, playbook)
+            d = decide(variant, rules, playbook, other_frameworks=False)   # a what-if sizes its own GPU only
             why = d.nothing_allowed
             if why and text.startswith("memory per GPU") and d.sizing and d.sizing["gpus_that_fit"]:
                 # the catalog's GPUs have their real memory, not the hypothetical one: listing

@@ -176,6 +176,16 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
         # (an r x (in + out) adapter has rank at most min(in, out); Hu et al. 2021 use r <= 64)
         raise InputError(f"--lora-rank: {tspec.lora_rank} is larger than the model's hidden size {m.hidden}, which "
                          f"bounds the rank of every adapter; allowed: 1 to {m.hidden} (typically 8-256)")
+    check_training(m, g, tspec, given)
+    job = Job(model=m, cluster=cluster, training=tspec)
+    _check_micro_batch(job)
+    return job
+
+
+def check_training(m, g, tspec: TrainingSpec, given=frozenset()) -> None:
+    """What a training spec asks that its framework, model or GPU cannot run, refused in one line
+    naming the flag and what is allowed: build_job's checks after the spec parses, and what
+    search/sizing.frameworks_that_fit runs on the framework it would suggest instead."""
     if "loss_chunks" in given and tspec.loss_chunks == 0:
         raise InputError("--loss-chunks 0: the loss runs in at least one chunk; allowed: 1 (the whole sequence) "
                          "to 1024, or leave it out for the framework's own (torchtitan's 8)")
@@ -230,9 +240,14 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
     if tspec.recompute != "auto" and tspec.recompute not in modes:
         raise InputError(f"--recompute {tspec.recompute}: --framework {tspec.framework} cannot run it; allowed: "
                          f"{', '.join(modes)}, or auto")
-    job = Job(model=m, cluster=cluster, training=tspec)
-    _check_micro_batch(job)
-    return job
+    if tspec.optimizer == "adafactor" and tspec.framework == "fsdp":
+        # transformers' Adafactor keeps its factored moments as plain tensors and fails on FSDP2's
+        # DTensor parameters ("aten.add_.Tensor got mixed torch.Tensor and DTensor"); torch's
+        # Adafactor needs a placement change it refuses (fake process group, torch 2.13): and
+        # torchtitan's and the FSDP2 export's layouts are DTensors even at one shard
+        raise InputError("--optimizer adafactor with --framework fsdp: Adafactor cannot step FSDP2's DTensor "
+                         "parameters (torchtitan and the FSDP2 export hold every layout's parameters as DTensors); "
+                         "allowed: another --optimizer, or --framework hf or deepspeed")
 
 
 def _check_micro_batch(job: Job) -> None:

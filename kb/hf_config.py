@@ -347,8 +347,30 @@ def _name(cfg: dict, p: Path) -> str:
         return _printable(repo)
     given = cfg.get("_name_or_path")
     if isinstance(given, str) and _printable(given):
-        return _printable(given)
+        return _name_from_id_or_path(given) or config_name(p)
     return config_name(p)
+
+
+def _name_from_id_or_path(given: str) -> str:
+    """A _name_or_path as a name: a Hugging Face id (ORG/NAME or NAME) as it is; a local path
+    (the folder a model was saved to or loaded from, '/home/u/runs/out/checkpoint-1000', a cache
+    snapshot) read like --hf-config's own path -- the cache folder's ORG/NAME, else its last
+    folder that is not a revision or generic -- or '' where it names nothing."""
+    text = given.strip()
+    looks_local = text.startswith(("/", ".", "~")) or "\\" in text or text.count("/") > 1
+    if not looks_local:
+        return _printable(text)
+    parts = [x for x in re.split(r"[\\/]+", text) if x]
+    for d in reversed(parts):
+        if d.startswith("models--"):
+            repo = d[len("models--"):].split("--")
+            if len(repo) <= 2 and all(repo):
+                return _printable("/".join(repo))
+    for i in range(len(parts) - 1, -1, -1):
+        parent = parts[i - 1] if i else ""
+        if not _generic(parts[i], parent):
+            return _printable(parts[i])
+    return ""
 
 
 def _size_name(model_type: str, params: int) -> str:

@@ -106,14 +106,17 @@ def grad_accum_for(gb: int, mbs: int, dp: int) -> int:
 def _layout_defaults(job: Job, lay: Layout, keys: set) -> list[str]:
     """The assumption line for the settings --layout left out that took a default and matter to
     this job: ZeRO 0 (no sharding: the full optimizer states on every replica) matters where
-    there is more than one replica, VP where there is a pipeline, EP for an MoE model."""
+    there is more than one replica, VP where there is a pipeline, EP for an MoE model (ETP where
+    it has EP), SP where there is TP."""
     t = job.training
     shown = [("tp", True), ("pp", True), ("vp", lay.pp > 1), ("cp", True), ("ep", job.model.is_moe),
-             ("zero", lay.dp * lay.cp > 1), ("mbs", not t.mbs), ("recompute", t.recompute in (None, "auto"))]
+             ("etp", job.model.is_moe and lay.ep > 1), ("zero", lay.dp * lay.cp > 1), ("sp", lay.tp > 1),
+             ("mbs", not t.mbs), ("recompute", t.recompute in (None, "auto"))]
     left = [k for k, matters in shown if matters and k not in keys]
     if not left:
         return []
-    return [f"--layout left out {', '.join(left)}: taken as {', '.join(f'{k}={getattr(lay, k)}' for k in left)}"]
+    value = lambda k: ("on" if lay.sp else "off") if k == "sp" else getattr(lay, k)  # noqa: E731
+    return [f"--layout left out {', '.join(left)}: taken as {', '.join(f'{k}={value(k)}' for k in left)}"]
 
 
 def resolve_layout(job: Job, text: str) -> tuple[Layout, list[str]]:

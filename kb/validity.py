@@ -178,17 +178,6 @@ _hf_pipeline = _under("hf", lambda a: a["pp"] == 1)
 _fsdp_zero = _under("fsdp", lambda a: a["zero"] != 1)
 
 
-def _dtensor_adafactor(job, a):
-    """Adafactor under FSDP2 / torchtitan steps plain tensors only: FSDP2's sharded parameters
-    (ZeRO 2-3) and TP's are DTensors, which transformers' Adafactor (its factored moments are
-    plain tensors: "aten.add_.Tensor got mixed torch.Tensor and DTensor") and torch's (a norm
-    needing a placement change) both fail on -- run on the fake process group, torch 2.13,
-    transformers 5.24 (export/optimizer.py DTENSOR_REFUSES)."""
-    if job.training.framework != "fsdp" or job.training.optimizer != "adafactor":
-        return _all(a)
-    return (a["zero"] == 0) & (a["tp"] == 1)
-
-
 def _deepspeed_moe(job, a):
     """DeepSpeed without an AutoEP preset for the model: the MoE layer is deepspeed.moe.layer.MoE
     in the model code, which ZeRO-3 refuses."""
@@ -421,11 +410,6 @@ VALIDITY = [
                               f"{job.training.framework}: PEFT's adapters wrap transformers' own MoE layer, which "
                               "expert parallelism replaces; use ep=1 (ZeRO-3 shards the experts), or --framework "
                               "megatron"),
-    Validity("adafactor-dtensor", "Adafactor cannot step FSDP2's or TP's DTensor parameters: under --framework "
-             "fsdp it needs zero=0 and tp=1", _dtensor_adafactor,
-             lambda job, lay: f"--optimizer adafactor with zero={lay.zero} tp={lay.tp} under --framework fsdp: "
-                              "Adafactor cannot step FSDP2's or TP's sharded (DTensor) parameters; use zero=0 and "
-                              "tp=1, another --optimizer, or --framework deepspeed"),
     Validity("adapters-megatron-zero", "LoRA with Megatron's distributed optimizer is not modelled",
              _adapter_megatron,
              lambda job, lay: "LoRA/QLoRA with Megatron's distributed optimizer is not modelled; use --framework hf, "

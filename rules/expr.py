@@ -383,6 +383,9 @@ def evaluate_columns(node: Node, facts: Callable[[str], Any]):
         return np.where(np.isfinite(r) & (np.abs(r) <= MAX_NUMBER), r, np.nan)
 
 
+_BOOLEAN = ("cmp", "in", "and", "or", "not")
+
+
 def undefined_columns(node: Node, facts: Callable[[str], Any]):
     """Where a type-checked true/false expression has no value, per layout (a mask, or False):
     a comparison or 'in' whose number is undefined there (evaluate_columns' NaN: a division by
@@ -394,6 +397,9 @@ def undefined_columns(node: Node, facts: Callable[[str], Any]):
     if op in ("cmp", "in"):
         undefined = False
         for side in (node.args if op == "cmp" else node.args[:1]):
+            if side.op in _BOOLEAN:              # '(x > 1) == false': the side's own undefined places
+                undefined = undefined | undefined_columns(side, facts)
+                continue
             v = np.asarray(evaluate_columns(side, facts))
             if v.dtype.kind == "f":
                 undefined = undefined | np.isnan(v)

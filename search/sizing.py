@@ -13,6 +13,7 @@ smallest count it found.
 from __future__ import annotations
 
 from shardwise.kb import catalog
+from shardwise.kb.build import check_training
 from shardwise.kb.errors import InputError
 from shardwise.kb.facts import job_facts
 from shardwise.kb.job import Job
@@ -124,20 +125,25 @@ def frameworks_that_fit(job: Job, constraints=(), pins=None) -> list[str]:
     for fw, update, flags in tries:
         if fw in done:
             continue
+        other = t.model_copy(update=update)
         try:
-            if _fits(Job(job.model, job.cluster, t.model_copy(update=update)), constraints, pins):
+            # what build_job would refuse for these flags (QLoRA on Megatron, a framework's
+            # recompute modes, ...) is no way to fit
+            check_training(job.model, job.cluster.gpu, other)
+            if _fits(Job(job.model, job.cluster, other), constraints, pins):
                 out.append(flags)
                 done.add(fw)
-        except InputError:                       # a framework this job cannot run (its validity says why)
+        except InputError:
             continue
     return out
 
 
-def sizing(job: Job, constraints=(), pins=None, policies: bool = False) -> dict:
-    """``constraints`` include the memory margin; ``policies``: whether house policies are among them."""
+def sizing(job: Job, constraints=(), pins=None, policies: bool = False, frameworks: bool = True) -> dict:
+    """``constraints`` include the memory margin; ``policies``: whether house policies are among
+    them; ``frameworks``: whether to try the frameworks the job did not choose (frameworks_that_fit)."""
     n = smallest_count(job, constraints, pins)
     others = gpus_that_fit(job, constraints, pins)
-    frameworks = frameworks_that_fit(job, constraints, pins)
+    frameworks = frameworks_that_fit(job, constraints, pins) if frameworks else []
     summary = _summary(job, n, others, frameworks, policies)
     return {"smallest_gpus": n, "gpus_that_fit": others, "frameworks_that_fit": frameworks, "summary": summary,
             # without the other GPUs: what a what-if of another memory size says (explain/why.py)

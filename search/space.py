@@ -175,7 +175,8 @@ def _blocked(job, a: dict, fail: np.ndarray, n_broken: np.ndarray, keep: np.ndar
             if not these.any():
                 continue
             rules = _forbidding(job, a, fail, n_broken, these)
-            gone[RECOMPUTE[v] if setting == "recompute" else v] = ", ".join(VALIDITY[k].id for k in rules)
+            # the nearest layouts with the value break one rule or another
+            gone[RECOMPUTE[v] if setting == "recompute" else v] = " or ".join(VALIDITY[k].id for k in rules)
         out[setting] = gone
     return out
 

@@ -163,6 +163,7 @@ def test_a_layout_expression_undefined_for_some_layouts_is_refused_not_taken_as_
                 f'      - {action}\n    because: because\n')
     rules = tmp_path / "house.yaml"
     for action, what in (('require: "layout.dp / (layout.pp - 1) <= 100"', "require"),
+                         ('require: "(layout.dp / (layout.pp - 1) > 100) == false"', "require"),
                          ('prefer: "log2(layout.cp - 1) < 5"\n        worth: 50', "prefer")):
         rules.write_text(rule(action))
         code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--rules", str(rules))
@@ -204,7 +205,7 @@ def test_memory_names_the_layout_settings_it_defaulted(run_cli):
     line = [x for x in out.splitlines() if x.startswith("assumption: --layout left out")]
     assert len(line) == 1 and "zero=0" in line[0] and "vp=1" in line[0] and "tp" not in line[0].split(":")[2]
     code, out, err = run_cli("memory", "--model", "llama-3-70b", "--gpus", "64", "--seq-len", "8192",
-                             "--layout", "tp=8,pp=4,vp=1,cp=1,dp=2,zero=1,mbs=1,recompute=full")
+                             "--layout", "tp=8,pp=4,vp=1,cp=1,dp=2,zero=1,sp=on,mbs=1,recompute=full")
     assert code == 0 and "--layout left out" not in out
 
 

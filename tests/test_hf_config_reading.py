@@ -60,6 +60,16 @@ def test_a_cached_model_is_named_by_its_cache_folder_not_its_revision(run_cli, t
     assert name_of(tmp_path / "models--mymodel" / "snapshots" / REV) == "mymodel"
 
 
+def test_a_local_name_or_path_is_read_like_a_path(tmp_path):
+    """A _name_or_path that is the local folder a model was saved to or loaded from is read like
+    --hf-config's own path: the cache folder's ORG/NAME, else its last folder that is not a
+    revision hash or generic -- not printed whole, hash and home folder included."""
+    cached = f"/root/.cache/huggingface/hub/models--meta-llama--Llama-3.1-8B/snapshots/{REV}"
+    for given, want in ((cached, "meta-llama/Llama-3.1-8B"), ("/home/u/runs/llama-ft/checkpoint-1000", "llama-ft"),
+                        ("./my-model", "my-model"), ("Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B")):
+        assert name_of(write(tmp_path / "cfg" / "config.json", dict(QWEN, _name_or_path=given))) == want, given
+
+
 def test_name_or_path_names_a_model_outside_the_cache(tmp_path):
     """config.json's _name_or_path (the id it was loaded from) names the model, where it is a
     string with something printable in it; a non-string or blank one is passed over."""

@@ -432,14 +432,11 @@ def test_adafactor_on_deepspeeds_flattened_partitions_keeps_a_full_second_moment
     assert hf.breakdown_gib.get("optimizer", 0.0) < 0.05
 
 
-def test_adafactor_under_fsdp2_needs_plain_tensors(run_cli):
-    """Adafactor fails on FSDP2's and TP's DTensor parameters: under --framework fsdp a layout
-    with ZeRO 2-3 or TP is refused, naming the rule, and the recommendation keeps to zero=0, tp=1."""
-    code, out, err = run_cli("memory", "--model", "llama-3-8b", "--gpus", "8", "--framework", "fsdp",
-                             "--optimizer", "adafactor", "--layout", "dp=8,zero=3")
-    assert code == 2 and "[adafactor-dtensor]" in err and len(err.strip().splitlines()) == 1
+def test_adafactor_under_fsdp2_is_refused(run_cli):
+    """Adafactor fails on FSDP2's and TP's DTensor parameters, and torchtitan and the FSDP2 export
+    hold every layout's parameters as DTensors (a replicated one as a 1-wide shard): under
+    --framework fsdp it is refused as input, with what runs it."""
     code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--framework", "fsdp",
-                             "--optimizer", "adafactor", "--format", "json")
-    assert code == 0, err
-    lay = json.loads(out)["layout"]
-    assert lay["zero_stage"] == 0 and lay["tp"] == 1
+                             "--optimizer", "adafactor")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--optimizer adafactor with --framework fsdp" in err and "--framework hf or deepspeed" in err

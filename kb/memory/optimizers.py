@@ -69,16 +69,20 @@ def state_bytes(t: TrainingSpec, dtype_bytes: float) -> float:
 
 
 def adafactor_unfactored(t: TrainingSpec, zero):
-    """Whether Adafactor steps unfactored here: DeepSpeed's ZeRO (stages 1-3, and so the Trainer's
-    ZeRO) hands the optimizer its fp32 partitions flattened, one 1-D tensor per parameter group
+    """Whether Adafactor steps unfactored here: DeepSpeed hands the optimizer its fp32 copy
+    flattened, one 1-D tensor per parameter group -- ZeRO 1-3 their partitions
     (deepspeed/runtime/zero/stage_1_and_2.py single_partition_of_fp32_groups; stage3.py
-    fp32_partitioned_groups_flat), and transformers' Adafactor factors only tensors of two or more
-    dimensions (optimization.py Adafactor.step: factored = len(grad_shape) >= 2). So it keeps a
-    full second moment, one state-dtype value a parameter, and its step's grad**2 and update span
-    the whole partition. A boolean, or one per layout."""
-    if implementation(t) != "adafactor" or t.framework not in ("deepspeed", "hf"):
+    fp32_partitioned_groups_flat), and at ZeRO-0 in bf16 its BF16_Optimizer's flat fp32 groups
+    (runtime/bf16_optimizer.py fp32_groups_flat_partition) -- and transformers' Adafactor factors
+    only tensors of two or more dimensions (optimization.py Adafactor.step: factored =
+    len(grad_shape) >= 2). So it keeps a full second moment, one state-dtype value a parameter,
+    and its step's grad**2 and update span the whole partition. The Trainer without ZeRO is its
+    own data parallelism, on the model's tensors. A boolean, or one per layout."""
+    if implementation(t) != "adafactor":
         return False
-    return zero >= 1
+    if t.framework == "deepspeed":
+        return True
+    return (zero >= 1) if t.framework == "hf" else False
 
 
 def largest_tensor(m: ModelSpec, tp) -> float:
