@@ -430,6 +430,9 @@ def test_adafactor_on_deepspeeds_flattened_partitions_keeps_a_full_second_moment
     hf = estimate(build_job(model="llama-3-8b", gpus=8, framework="hf", optimizer="adafactor"),
                   Layout(dp=8, zero=0, mbs=1, recompute="full"))
     assert hf.breakdown_gib.get("optimizer", 0.0) < 0.05
+    # DeepSpeed without ZeRO: its BF16_Optimizer steps flat fp32 groups of every parameter
+    z0 = estimate(job, Layout(dp=8, zero=0, mbs=1, recompute="full"))
+    assert z0.breakdown_gib["optimizer"] == pytest.approx(4 * 8.03e9 / 2**30, rel=0.01)
 
 
 def test_adafactor_under_fsdp2_is_refused(run_cli):
