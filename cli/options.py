@@ -216,6 +216,20 @@ def _as_flag_reads(key: str, v, path: str):
     return v
 
 
+def _same_value(key: str, v):
+    """What a --vary value means, to find one given twice: a count as the job reads it (seq_len
+    and token batches binary, budgets and parameter counts decimal), a name in any case."""
+    from shardwise.kb.counts import parse_count, parse_seq_len
+    try:
+        if key == "seq_len":
+            return parse_seq_len(v)
+        if key in ("global_batch_tokens", "token_budget", "params"):
+            return parse_count(v, binary=key == "global_batch_tokens")
+    except InputError:
+        return v
+    return v.lower() if isinstance(v, str) else v
+
+
 def parse_vary(texts: tuple) -> list[tuple[str, list]]:
     """--vary gpu=h100-sxm,h200 --vary gpus=64,128 -> [("gpu", [...]), ("gpus", [64, 128])]."""
     out = []
@@ -235,9 +249,10 @@ def parse_vary(texts: tuple) -> list[tuple[str, list]]:
             raise InputError(f"--vary {key}: values must be {want.__name__} in the digits 0-9, got {values!r}")
         if key in LOWERCASE:
             items = [v.lower() for v in items]
-        twice = sorted({str(v) for v in items if items.count(v) > 1})
+        same = [_same_value(key, v) for v in items]      # 4k and 4096, H100-SXM and h100-sxm are one value
+        twice = sorted({str(v) for v, k in zip(items, same) if same.count(k) > 1})
         if twice:
-            raise InputError(f"--vary {key}: {', '.join(twice)} given twice; each value makes one row")
+            raise InputError(f"--vary {key}: {', '.join(twice)} name one value more than once; each value makes one row")
         from shardwise.kb.build import check_setting
         for v in items:
             try:

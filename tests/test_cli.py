@@ -239,4 +239,7 @@ def test_outputs_that_cannot_be_written_and_repeated_rows_are_refused_before_any
     code, out, err = run_cli("search", "--model", "llama-3-8b", "--top", "1", "--format", "JSON")
     assert code == 0 and json.loads(out)["top"], err
     code, out, err = run_cli("compare", "--model", "llama-3-8b", "--vary", "gpus=8,8")
-    assert code == 2 and "8 given twice" in err
+    assert code == 2 and "8 name one value more than once" in err
+    for vary in ("seq_len=4k,4096", "gpu=h100-sxm,H100-SXM"):      # one value, written two ways
+        code, out, err = run_cli("compare", "--model", "llama-3-8b", "--vary", vary)
+        assert code == 2 and "name one value more than once" in err, vary
