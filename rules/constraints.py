@@ -17,17 +17,18 @@ from .loader import Rule
 
 def holds(node, columns, n: int, rule: Rule, what: str, row=None) -> np.ndarray:
     """An expression judged for each of the table's n layouts. Where it has no value for some
-    (expr.undefined_columns: a division by zero, log2 of a number not above 0), that is the
+    (expr.judge_columns: a division by zero, log2 of a number not above 0), that is the
     rule's fault, not a 'false' that quietly moves the answer: an InputError naming the rule,
     how many layouts and one of them (``row(i)``, the i-th layout's description)."""
-    undefined = np.broadcast_to(np.asarray(expr.undefined_columns(node, columns), dtype=bool), (n,))
+    value, undefined = expr.judge_columns(node, columns)
+    undefined = np.broadcast_to(np.asarray(undefined, dtype=bool), (n,))
     if undefined.any():
         i = int(np.argmax(undefined))
         example = f", e.g. {row(i)}" if row is not None else ""
         raise InputError(f"rule {rule.id} ({rule.where}): {what} has no value for {int(undefined.sum()):,} of "
                          f"{n:,} layouts (a division by zero, log2 of a number not above 0, or a number out of "
                          f"range){example}; give it a guard that settles those layouts first ('layout.pp == 1 or ...', '... and ...')")
-    return np.broadcast_to(np.asarray(expr.evaluate_columns(node, columns), dtype=bool), (n,))
+    return np.broadcast_to(np.asarray(value, dtype=bool), (n,))
 
 
 @dataclass(frozen=True)

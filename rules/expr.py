@@ -366,16 +366,14 @@ def evaluate_columns(node: Node, facts: Callable[[str], Any]):
         f = np.logical_and if op == "and" else np.logical_or
         return f(evaluate_columns(node.args[0], facts), evaluate_columns(node.args[1], facts))
     if op == "in":
-        return np.isin(evaluate_columns(node.args[0], facts), list(node.value))
+        return _compare(node, evaluate_columns(node.args[0], facts))
     if op == "call":
         args = [np.asarray(evaluate_columns(a, facts), dtype=float) for a in node.args]
         with np.errstate(all="ignore"):
             return _COLUMN_FUNCTIONS[node.value](*args)
     a, b = evaluate_columns(node.args[0], facts), evaluate_columns(node.args[1], facts)
     if op == "cmp":
-        import operator
-        return {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
-                ">=": operator.ge}[node.value](a, b)
+        return _compare(node, a, b)
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     with np.errstate(all="ignore"):
         r = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "//": np.floor_divide,
@@ -383,40 +381,52 @@ def evaluate_columns(node: Node, facts: Callable[[str], Any]):
         return np.where(np.isfinite(r) & (np.abs(r) <= MAX_NUMBER), r, np.nan)
 
 
+def _compare(node: Node, a, b=None):
+    """A comparison ('cmp', of a and b) or an 'in' (of a) on evaluated operands, element by element."""
+    import operator
+
+    import numpy as np
+    if node.op == "in":
+        return np.isin(a, list(node.value))
+    return {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+            ">=": operator.ge}[node.value](a, b)
+
+
 _BOOLEAN = ("cmp", "in", "and", "or", "not")
 
 
-def undefined_columns(node: Node, facts: Callable[[str], Any]):
-    """Where a type-checked true/false expression has no value, per layout (a mask, or False):
-    a comparison or 'in' whose number is undefined there (evaluate_columns' NaN: a division by
-    zero, log2 of a number not above 0, a result out of range). Kleene's logic for the
-    connectives, so a guard works: 'layout.pp > 1 and layout.dp / (layout.pp - 1) <= 100' is
-    false, not undefined, where pp is 1."""
+def judge_columns(node: Node, facts: Callable[[str], Any]):
+    """A type-checked true/false expression over the table in one pass: its value, as
+    evaluate_columns gives it, and where it has none (a mask, or False) -- a comparison or 'in'
+    whose number is undefined there (evaluate_columns' NaN: a division by zero, log2 of a number
+    not above 0, a result out of range). Kleene's logic for the connectives, so a guard works:
+    'layout.pp > 1 and layout.dp / (layout.pp - 1) <= 100' is false, not undefined, where pp is 1."""
     import numpy as np
     op = node.op
     if op in ("cmp", "in"):
-        undefined = False
+        sides, undefined = [], False
         for side in (node.args if op == "cmp" else node.args[:1]):
             if side.op in _BOOLEAN:              # '(x > 1) == false': the side's own undefined places
-                undefined = undefined | undefined_columns(side, facts)
-                continue
-            v = np.asarray(evaluate_columns(side, facts))
-            if v.dtype.kind == "f":
-                undefined = undefined | np.isnan(v)
-        return undefined
+                v, u = judge_columns(side, facts)
+            else:
+                v = evaluate_columns(side, facts)
+                u = np.isnan(v) if np.asarray(v).dtype.kind == "f" else False
+            sides.append(v)
+            undefined = undefined | u
+        return _compare(node, *sides), undefined
     if op == "not":
-        return undefined_columns(node.args[0], facts)
+        v, u = judge_columns(node.args[0], facts)
+        return np.logical_not(v), u
     if op in ("and", "or"):
-        a, b = node.args
-        ua, ub = undefined_columns(a, facts), undefined_columns(b, facts)
+        (va, ua), (vb, ub) = judge_columns(node.args[0], facts), judge_columns(node.args[1], facts)
+        value = (np.logical_and if op == "and" else np.logical_or)(va, vb)
         if not (np.any(ua) or np.any(ub)):
-            return False
-        va = np.asarray(evaluate_columns(a, facts), dtype=bool)
-        vb = np.asarray(evaluate_columns(b, facts), dtype=bool)
+            return value, False
+        va, vb = np.asarray(va, dtype=bool), np.asarray(vb, dtype=bool)
         # 'and' is false where either side is false and defined; 'or' true where either is true
         settled = (~ua & ~va) | (~ub & ~vb) if op == "and" else (~ua & va) | (~ub & vb)
-        return (ua | ub) & ~settled
-    return False
+        return value, (ua | ub) & ~settled
+    return evaluate_columns(node, facts), False
 
 
 def _column_functions() -> dict:
