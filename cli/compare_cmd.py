@@ -10,7 +10,7 @@ import itertools
 import click
 
 from .options import job_options, override, parse_vary
-from .output import FORMATS, emit, table
+from .output import emit, format_option, table
 
 
 def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
@@ -57,7 +57,7 @@ def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
 @job_options(raw=True)
 @click.option("--vary", "vary", multiple=True, required=True, help="SETTING=V1,V2 (repeatable), e.g. gpu=h100-sxm,h200")
 @click.option("--rules", "rules", multiple=True, help="house-policy rule file or folder (repeatable)")
-@click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
+@format_option
 def compare(settings, vary, rules, fmt):
     """Compare the best layout, speed, time and cost across variants of a job."""
     varied = parse_vary(vary)

@@ -7,7 +7,7 @@ from shardwise.explain.render import checked_graph_path
 from shardwise.kb.fact_schema import SETTINGS
 
 from .options import job_options
-from .output import FORMATS, emit
+from .output import emit, format_option
 
 
 @click.command()
@@ -18,7 +18,7 @@ from .output import FORMATS, emit
               callback=checked_graph_path)
 @click.option("--rules", "rules", multiple=True, help="house-policy rule file or folder (repeatable)")
 @click.option("--playbook", "playbook", help="run this edited copy of the playbook (shardwise rules init DIR)")
-@click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
+@format_option
 def explain(job, setting, graph, rules, playbook, fmt):
     """Why the recommendation chose a setting, and what would change it."""
     from shardwise.decision.result import as_dict

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .output import FORMATS, emit, table
+from .output import emit, format_option, table
 
 
 def _emit(rows, headers, fmt, data):
@@ -15,11 +15,10 @@ def kb():
     """List the built-in catalogs."""
 
 
-fmt_opt = click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
 
 
 @kb.command()
-@fmt_opt
+@format_option
 def gpus(fmt):
     """GPUs: memory, dense TFLOP/s, HBM bandwidth, link, GPUs per node."""
     from shardwise.kb import catalog
@@ -30,7 +29,7 @@ def gpus(fmt):
 
 
 @kb.command()
-@fmt_opt
+@format_option
 def models(fmt):
     """Models: shape and parameter counts (computed from the architecture)."""
     from shardwise.kb import catalog
@@ -49,7 +48,7 @@ def models(fmt):
 
 
 @kb.command()
-@fmt_opt
+@format_option
 def links(fmt):
     """Interconnects: per-GPU one-direction bandwidth, latency, collective efficiency."""
     from shardwise.kb import catalog

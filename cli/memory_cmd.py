@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from .options import job_options
-from .output import FORMATS, emit, table
+from .output import emit, format_option, table
 
 
 def render_memory(result: dict) -> str:
@@ -44,7 +44,7 @@ def render_memory(result: dict) -> str:
 @job_options
 @click.option("--layout", "layout_text", required=True,
               help='e.g. "tp=8,pp=4,dp=1,mbs=4,recompute=full" (dp defaults to the rest)')
-@click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
+@format_option
 def memory(job, layout_text, fmt):
     """Memory per GPU (and its breakdown), step time, throughput and MFU for one layout."""
     from shardwise.decision.memory_rules import broken_memory_rules

@@ -9,6 +9,9 @@ import click
 import yaml
 
 FORMATS = ["table", "json", "yaml", "markdown"]
+# every command's --format, in any case like the job flags' choices (a click decorator, shared)
+format_option = click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table",
+                             show_default=True)
 
 
 def to_json(data: dict) -> str:

@@ -9,7 +9,7 @@ import click
 from shardwise.decision.text import faster, pct, slower_or_faster
 
 from .options import job_options
-from .output import FORMATS, emit
+from .output import emit, format_option
 
 ORDER = ["tp", "sp", "pp", "vp", "cp", "ep", "dp", "zero", "mbs", "recompute"]
 WIDTH = 110
@@ -154,7 +154,7 @@ def _tokens(n: float) -> str:
 @job_options
 @click.option("--rules", "rules", multiple=True, help="house-policy rule file or folder (repeatable)")
 @click.option("--playbook", "playbook", help="run this edited copy of the playbook (shardwise rules init DIR)")
-@click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
+@format_option
 def recommend(job, rules, playbook, fmt):
     """Recommend the whole layout, with the rules behind each setting and the arithmetic of the choice."""
     from shardwise.decision.result import as_dict

@@ -19,7 +19,7 @@ from shardwise.explain import rule_graph
 from shardwise.explain.render import checked_graph_path, write_graph
 
 from .options import JOB_KEYS
-from .output import FORMATS, emit, table
+from .output import emit, format_option, table
 
 _RULES = click.option("--rules", "extra", multiple=True, help="also these house-policy rule files or folders")
 _PLAYBOOK = click.option("--playbook", "playbook_dir", help="an edited copy of the playbook (shardwise rules init DIR)")
@@ -33,7 +33,7 @@ def rules():
 @rules.command("list")
 @_RULES
 @_PLAYBOOK
-@click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
+@format_option
 def list_(extra, playbook_dir, fmt):
     """Every rule: id, stratum, kind (hard, soft, info), file:line, title."""
     book = playbook.load(list(extra), playbook_dir)
@@ -44,7 +44,7 @@ def list_(extra, playbook_dir, fmt):
 
 
 @rules.command()
-@click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
+@format_option
 def facts(fmt):
     """Every fact rules can read: its type, its group (where a rule may read it), what it means;
     and the settings a rule may pin."""
@@ -197,7 +197,7 @@ def init(directory):
               help="the rules that bear on this setting")
 @click.option("--graph", "-o", "graph", help="draw it: out.dot, out.svg or out.png (with --setting: what bears on it)",
               callback=checked_graph_path)
-@click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
+@format_option
 def graph(extra, playbook_dir, setting, graph, fmt):
     """Which facts each rule reads and which settings it bears on: rules that can never fire,
     rules that bear on no setting, and (--setting) every rule that bears on one setting."""

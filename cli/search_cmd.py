@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from .options import job_options
-from .output import FORMATS, emit, table
+from .output import emit, format_option, table
 
 
 @click.command()
@@ -12,7 +12,7 @@ from .output import FORMATS, emit, table
 @click.option("--top", "top", type=click.IntRange(1, 1000), default=10, show_default=True, help="layouts to list")
 @click.option("--rules", "rules", multiple=True, help="house-policy rule file or folder (repeatable)")
 @click.option("--playbook", "playbook", help="run this edited copy of the playbook (shardwise rules init DIR)")
-@click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
+@format_option
 def search(job, top, rules, playbook, fmt):
     """Rank the layouts the rules allow by predicted throughput x (1 - broken worths)."""
     from shardwise.decision.result import entry, ranked, search_summary
