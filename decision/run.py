@@ -245,7 +245,7 @@ def _nothing_allowed(d: Decision, other_frameworks: bool = True) -> Decision:
                                  f"(the smallest peak is {float(t.peak_gib.min()):.1f} GiB of {t.capacity:.1f}, "
                                  f"against {margin or 'the GPU memory itself'})")
             house = any(d.book.is_policy(c.rule) for c in d.constraints)
-            d.sizing = sizing(d.job, d.constraints, d.pins, policies=house, frameworks=other_frameworks)
+            d.sizing = sizing(d.job, d.constraints, d.pins, policies=house, other_frameworks=other_frameworks)
             d.nothing_allowed += f"; {d.sizing['summary']}"
     d.warnings.append(d.nothing_allowed)
     return d

@@ -138,12 +138,13 @@ def frameworks_that_fit(job: Job, constraints=(), pins=None) -> list[str]:
     return out
 
 
-def sizing(job: Job, constraints=(), pins=None, policies: bool = False, frameworks: bool = True) -> dict:
+def sizing(job: Job, constraints=(), pins=None, policies: bool = False, other_frameworks: bool = True) -> dict:
     """``constraints`` include the memory margin; ``policies``: whether house policies are among
-    them; ``frameworks``: whether to try the frameworks the job did not choose (frameworks_that_fit)."""
+    them; ``other_frameworks``: whether to try the frameworks the job did not choose
+    (frameworks_that_fit)."""
     n = smallest_count(job, constraints, pins)
     others = gpus_that_fit(job, constraints, pins)
-    frameworks = frameworks_that_fit(job, constraints, pins) if frameworks else []
+    frameworks = frameworks_that_fit(job, constraints, pins) if other_frameworks else []
     summary = _summary(job, n, others, frameworks, policies)
     return {"smallest_gpus": n, "gpus_that_fit": others, "frameworks_that_fit": frameworks, "summary": summary,
             # without the other GPUs: what a what-if of another memory size says (explain/why.py)
