@@ -225,13 +225,13 @@ def _dense_mlp_adapter_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, fp32) -
     """A dense MLP's part of adapter_saved_bytes: adapters on gate, up and down (2 r each); with
     fp32 ones gate's and up's copies of the MLP norm's output, which replace the one the base
     kept, and down's of the product, which replaces it. The dense layers of a model whose MoE
-    experts PEFT adapts fused (DeepSeek's leading layers, peft_experts.ADAPTED_EXPERT_FAMILIES)
+    experts PEFT adapts fused and merges (DeepSeek's leading layers, peft_experts.merges_experts)
     have no MLP adapters: PEFT turns the names gate_proj, up_proj and down_proj into the
     experts' parameters, so their frozen MLP keeps neither the norm's output nor the product
     (2 h + 2 F less; the DeepSeek-V3 dense rows of cpu_lora_saved_tensors.jsonl)."""
-    from .peft_experts import ADAPTED_EXPERT_FAMILIES, peft_on_transformers
+    from .peft_experts import merges_experts
     h = m.hidden
-    if peft_on_transformers(t) and m.family in ADAPTED_EXPERT_FAMILIES:
+    if merges_experts(m, t):
         return -2.0 * (h + m.ffn / lay.tp)
     _, mlp_in = _linear_inputs(m)
     return 2.0 * t.lora_rank * (mlp_in + 1) + where(fp32, 2.0 * mlp_in * h - 2.0 * h, 0.0)

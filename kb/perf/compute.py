@@ -306,7 +306,7 @@ def lora_bytes_per_token(m: ModelSpec, t: TrainingSpec, moe: bool, fp32_adapters
     if not moe:
         # PEFT maps gate/up/down_proj onto the fused experts' parameters, so a dense layer's MLP of
         # those names (DeepSeek's leading layers) keeps no adapter (kb/memory/states.lora_params)
-        f = 0 if peft_on_transformers(t) and m.family in ADAPTED_EXPERT_FAMILIES else m.ffn
+        f = 0 if merges_experts(m, t) else m.ffn
     elif peft_on_transformers(t) and m.family in FUSED_EXPERT_FAMILIES:
         f = m.shared_width if m.family not in ADAPTED_EXPERT_FAMILIES else 0
     else:
