@@ -231,7 +231,12 @@ def cache_repo(p: Path) -> str:
     writes a repo id's '/' as '--', which a repo id itself may not hold), else ''. The path is
     made absolute, not resolved: the cache links snapshots/<revision>/config.json into blobs/
     of the same folder."""
-    for d in reversed(Path(os.path.abspath(p)).parts[:-1]):
+    return _repo_in(Path(os.path.abspath(p)).parts[:-1])
+
+
+def _repo_in(folders) -> str:
+    """ORG/NAME of the innermost models--ORG--NAME folder among ``folders``, else ''."""
+    for d in reversed(folders):
         if d.startswith("models--"):
             repo = d[len("models--"):].split("--")
             return "/".join(repo) if len(repo) <= 2 and all(repo) else ""
@@ -361,11 +366,9 @@ def _name_from_id_or_path(given: str) -> str:
     if not looks_local:
         return _printable(text)
     parts = [x for x in re.split(r"[\\/]+", text) if x]
-    for d in reversed(parts):
-        if d.startswith("models--"):
-            repo = d[len("models--"):].split("--")
-            if len(repo) <= 2 and all(repo):
-                return _printable("/".join(repo))
+    repo = _repo_in(parts)
+    if repo:
+        return _printable(repo)
     for i in range(len(parts) - 1, -1, -1):
         parent = parts[i - 1] if i else ""
         if not _generic(parts[i], parent):
