@@ -1,7 +1,5 @@
 """Memory estimator behaviour a user relies on: the seed scenarios, and the direction each knob
 moves the peak."""
-import json
-
 import pytest
 
 from shardwise.kb.build import build_job
