@@ -210,6 +210,8 @@ GENERIC_NAMES = frozenset({
     "weights", "final", "latest", "best", "output", "outputs", "out", "tmp", "temp", "data", "download",
     "downloads", "files", "src", "json",
 })
+# a model's name in a header, a title or a run name: Hugging Face ids run to a few dozen
+# characters (ORG/NAME, each at most 96 on the Hub); longer is a path or junk, cut here
 NAME_MAX = 100
 
 
