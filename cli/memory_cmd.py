@@ -35,8 +35,9 @@ def render_memory(result: dict) -> str:
          if mt.get("time_to_train_h") is not None else [])
       + ([["cost", f"{mt['cost']:,.0f} at {mt['price_per_gpu_hour']} per GPU-hour"]] if "cost" in mt else []),
         ["time", "predicted"])]
-    for a in result.get("assumptions", []):
-        lines.append(f"assumption: {a}")
+    lines += [f"warning: {w}" for w in result.get("warnings", [])]
+    lines += [f"note: {n}" for n in result.get("notes", [])]
+    lines += [f"assumption: {a}" for a in result.get("assumptions", [])]
     return "\n".join(lines)
 
 
@@ -47,7 +48,7 @@ def render_memory(result: dict) -> str:
 @format_option
 def memory(job, layout_text, fmt):
     """Memory per GPU (and its breakdown), step time, throughput and MFU for one layout."""
-    from shardwise.decision.memory_rules import broken_memory_rules
+    from shardwise.decision.memory_rules import broken_memory_rules, layout_texts
     from shardwise.kb.facts import evaluate
     from shardwise.kb.memory import estimate_memory
     from shardwise.kb.perf import step_time
@@ -57,5 +58,6 @@ def memory(job, layout_text, fmt):
     mem, st = estimate_memory(job, lay), step_time(job, lay)
     result = evaluate(job, lay, mem, st)
     result["memory"]["broken_rules"] = broken_memory_rules(job, lay, mem, st)
+    result["warnings"], result["notes"] = layout_texts(job, lay, mem, st)
     result["assumptions"] = assumptions
     emit(result, fmt, lambda markdown: render_memory(result))

@@ -6,6 +6,11 @@ rules (rules/memory.yaml memory.fit-margin: at most 95%, for the estimate's own 
 stricter, and a house policy may be stricter still. Only unconditional rules (``when: true``)
 whose every fact one layout's estimate gives are judged here: a conditional one, or one that
 reads the search's feasibility or neighbour facts, needs the decision.
+
+The warnings and notes the recommendation would print for the layout are given the same way
+(layout_texts): those whose condition and text read only the job's, the layout's and its
+estimate's facts -- the tight-memory warning among them, which a layout the user names needs as
+much as a recommended one.
 """
 from __future__ import annotations
 
@@ -35,3 +40,24 @@ def broken_memory_rules(job: Job, lay: Layout, mem, st, rules: list[str] | None 
             if not Constraint(a.kind, a.node, a.expr_text, r).allows(facts.get, 1)[0]:
                 out.append(f"{r.id} ({r.where}): {r.title}")
     return out
+
+
+def layout_texts(job: Job, lay: Layout, mem, st, rules: list[str] | None = None,
+                 playbook: str | None = None) -> tuple[list[str], list[str]]:
+    """(warnings, notes) of the rules whose condition holds for the layout, in the order of their
+    priority, rendered on its facts; a rule reading a fact only the search knows (same.*,
+    search.*) is left to the decision."""
+    facts = {**job_facts(job, lay.global_batch), **layout_facts(lay), **estimate_facts(job, mem, st)}
+    warnings, notes = [], []
+    book = pb.load(rules or [], playbook)
+    for r in sorted(book.rules, key=lambda r: -r.priority):
+        texts = [a for a in r.actions if a.kind in ("warn", "note")]
+        reads = expr.paths(r.when).union(*(expr.template_paths(a.text) for a in texts))
+        if not texts or not reads <= facts.keys() or not expr.evaluate(r.when, facts.get):
+            continue
+        for a in texts:
+            text = expr.render(a.text, facts.get)
+            lst = warnings if a.kind == "warn" else notes
+            if text not in lst:
+                lst.append(text)
+    return warnings, notes

@@ -38,6 +38,20 @@ def test_a_layout_inside_the_fit_margin_is_not_called_a_plain_fit(run_cli):
     assert "warning" not in err
 
 
+def test_memory_prints_the_warnings_the_recommendation_would_give_its_layout(run_cli):
+    """A layout the user names past 90% of memory gets the playbook's tight-memory warning (the
+    caching allocator's split segments, and expandable_segments as the remedy), as the same
+    layout recommended would; with room to spare it does not."""
+    code, out, _ = run_cli("memory", *NEAR, "--gpu-memory", "78")
+    assert code == 0 and out.startswith("llama-3-8b")
+    tight = [line for line in out.splitlines() if line.startswith("warning: the peak is")]
+    assert len(tight) == 1 and "expandable_segments:True" in tight[0]
+    code, out, _ = run_cli("memory", *NEAR, "--gpu-memory", "78", "--format", "json")
+    assert any(w.startswith("the peak is 9") for w in json.loads(out)["warnings"])
+    code, out, _ = run_cli("memory", *NEAR, "--gpu-memory", "120", "--format", "json")
+    assert not any(w.startswith("the peak is") for w in json.loads(out)["warnings"])
+
+
 def test_export_judges_a_house_memory_rule_that_reads_the_metrics_too(run_cli, tmp_path):
     rule = tmp_path / "half.yaml"
     rule.write_text('rules:\n  - id: house.half-unless-fast\n    title: Half the memory unless very fast\n'
