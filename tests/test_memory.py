@@ -424,11 +424,13 @@ def test_adafactor_on_deepspeeds_flattened_partitions_keeps_a_full_second_moment
     params_rank = 8.03e9 / 8
     z1 = estimate(job, Layout(dp=8, zero=1, mbs=1, recompute="full"))
     assert z1.breakdown_gib["optimizer"] == pytest.approx(4 * params_rank / 2**30, rel=0.01)
-    assert z1.breakdown_gib["optimizer_temporaries"] == pytest.approx(8 * params_rank / 2**30, rel=0.01)
+    # its two temporaries, and the partition's fp32 gradient DeepSpeed makes for the step
+    assert z1.breakdown_gib["optimizer_temporaries"] == pytest.approx((8 + 4) * params_rank / 2**30, rel=0.01)
     hf = estimate(build_job(model="llama-3-8b", gpus=8, framework="hf", optimizer="adafactor"),
                   Layout(dp=8, zero=0, mbs=1, recompute="full"))
     assert hf.breakdown_gib.get("optimizer", 0.0) < 0.05
-    # DeepSpeed without ZeRO: its BF16_Optimizer steps flat fp32 groups of every parameter
+    # DeepSpeed without ZeRO or its pipeline: FP16_Optimizer (in bf16) steps flat fp32 groups of
+    # every parameter
     z0 = estimate(job, Layout(dp=8, zero=0, mbs=1, recompute="full"))
     assert z0.breakdown_gib["optimizer"] == pytest.approx(4 * 8.03e9 / 2**30, rel=0.01)
 
@@ -441,3 +443,41 @@ def test_adafactor_under_fsdp2_is_refused(run_cli):
                              "--optimizer", "adafactor")
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "--optimizer adafactor with --framework fsdp" in err and "--framework hf or deepspeed" in err
+
+
+def test_fsdp_zero2_keeps_fp32_shards_and_the_unsharded_bf16_copies_whatever_the_recompute():
+    """FSDP2's ZeRO-2 (reshard_after_forward=False) shards its fp32 parameters as ZeRO-3 does and
+    keeps every parameter's unsharded bf16 copy from forward to backward -- which full
+    recomputation does not free, as it would autocast's casts."""
+    job = build_job(model="llama-3-8b", gpus=8, seq_len=8192, framework="fsdp")
+    z2 = {r: mem(job, f"dp=8,zero=2,mbs=1,recompute={r}").breakdown_gib for r in ("full", "none")}
+    z3 = mem(job, "dp=8,zero=3,mbs=1,recompute=full").breakdown_gib
+    assert z2["full"]["weights"] == pytest.approx(z3["weights"])
+    assert z2["full"]["compute_copies"] == pytest.approx(z2["none"]["compute_copies"])
+    assert z2["full"]["compute_copies"] == pytest.approx(2 * 8.03e9 / 2**30, rel=0.02)
+
+
+def test_deepspeed_makes_its_fp32_gradient_partition_only_for_the_step():
+    """DeepSpeed ZeRO-1/2/3 accumulate gradients in bf16 and cast the partition to fp32 inside
+    step(): forward and backward hold 2 bytes a parameter of gradient (sharded at ZeRO-2), and
+    the 4 bytes of the fp32 partition appear with the optimizer step."""
+    job = build_job(model="llama-3-8b", gpus=8, seq_len=4096, framework="deepspeed", training="finetune",
+                    global_batch=64)
+    e = mem(job, "dp=8,zero=2,mbs=1,recompute=full")
+    part = 8.03e9 / 8 / 2**30
+    assert e.phase == "backward-start"
+    assert e.breakdown_gib["gradients"] == pytest.approx(2 * part, rel=0.02)
+    step = e.phases()["optimizer-step"]["live_gib"]
+    assert step["optimizer_temporaries"] == pytest.approx(4 * part, rel=0.02)
+
+
+def test_deepspeed_pipeline_in_bf16_shards_master_and_moments_at_zero0():
+    """Under its pipeline engine in bf16 DeepSpeed runs BF16_Optimizer, which keeps the fp32
+    master and Adam's moments on the rank's data-parallel partition (ZeRO-1's sharding) and two
+    full bf16 gradients; without the pipeline, ZeRO-0 keeps them whole."""
+    job = build_job(model="llama-3-8b", gpus=16, seq_len=4096, framework="deepspeed", global_batch=256)
+    piped = mem(job, "pp=4,dp=4,zero=0,mbs=1,recompute=full")
+    zero1 = mem(job, "pp=4,dp=4,zero=1,mbs=1,recompute=full")
+    for k in ("master_weights", "optimizer"):
+        assert piped.breakdown_gib[k] == pytest.approx(zero1.breakdown_gib[k])
+    assert piped.breakdown_gib["gradients"] == pytest.approx(2 * zero1.breakdown_gib["gradients"])

@@ -126,8 +126,10 @@ def saved_weight_copies(s: st.States, lay, layer_rank: float, head_rank: float, 
     layer saves none (torch.utils.checkpoint keeps only its input and recasts in backward): the
     share of the LM head and one recomputed layer remains (of the adapters' copies, for LoRA)."""
     share = minimum(1.0, (head_rank + layer_rank) / maximum(1.0, rank_params))
-    # FSDP under pipelining keeps the stage unsharded for the whole step (states.py): not autocast
-    return where(both(lay.recompute == "full", s.accumulated_grads <= 0), s.compute_copy * share, s.compute_copy)
+    # FSDP's unsharded parameters (ZeRO-2; the stage under pipelining) are not autocast's casts:
+    # recomputation does not free them (states.py, States.copies_kept)
+    return where(s.copies_kept, s.compute_copy,
+                 where(lay.recompute == "full", s.compute_copy * share, s.compute_copy))
 
 
 def phase_live(s: st.States, lay, acts, copies, fwd_copies, logits_fwd, logits_peak, transient, head_grads) -> dict:

@@ -58,7 +58,8 @@ def framework_buffers(t: TrainingSpec, lay: Layout, rank_params: float, layer_pa
     (the current one and the prefetched next one, FSDP's default backward/forward prefetch)
     plus one layer's unsharded bf16 gradient and its fp32 reduce-scatter output; DeepSpeed caps
     the gathered parameters at stage3_max_live_parameters. When the parameters already stay
-    unsharded (FSDP under pipeline parallelism), only the fp32 reduce-scatter output remains.
+    unsharded (FSDP under pipeline parallelism), only the fp32 reduce-scatter output remains;
+    FSDP's ZeRO-2 keeps one layer's gradient reduce-scatter (its bf16 gradient and fp32 input).
     A frozen LoRA / QLoRA base under FSDP has no gradients to reduce: only the two gathered
     layers, in the dtype they are stored in (bf16, or QLoRA's NF4 packed into bf16 storage,
     bnb_4bit_quant_storage, as FSDP + QLoRA requires), less ``bf16_experts_rank``, a layer's
@@ -75,4 +76,10 @@ def framework_buffers(t: TrainingSpec, lay: Layout, rank_params: float, layer_pa
         layer = stored * (layer_params_rank - bf16_experts_rank) + 2.0 * bf16_experts_rank
         return where(z == 3, 2 * layer, 0.0)
     stage3 = where(unsharded, 4.0 * layer_params_rank, (2 * 2.0 + 2.0 + 4.0) * layer_params_rank)
-    return where(z == 3, stage3, 0.0)
+    # FSDP2 ZeRO-2 gathers nothing in backward (its unsharded parameters are compute copies,
+    # states.py) but still reduce-scatters each layer's gradient as backward makes it: the bf16
+    # gradient and its fp32 reduce-scatter input (_fsdp_collectives.foreach_reduce)
+    stage2 = where(unsharded, 4.0 * layer_params_rank, (2.0 + 4.0) * layer_params_rank)
+    if t.framework != "fsdp":
+        return where(z == 3, stage3, 0.0)
+    return where(z == 3, stage3, where(z == 2, stage2, 0.0))

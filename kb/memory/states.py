@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 
 from ..params import attention_projections, layer_params, total_params
 from ..schema import ModelSpec, TrainingSpec
-from ..vec import maximum, where
+from ..vec import both, maximum, minimum, where
 from . import optimizers as opt
 from .peft_experts import (ADAPTED_EXPERT_FAMILIES, FUSED_EXPERT_FAMILIES, expert_adapter_params, experts_stay_bf16,
                            peft_on_transformers)
@@ -22,7 +22,6 @@ class Recipe:
 
     weights:   the parameter tensor the framework keeps (bf16 copy, or fp32 in FSDP/HF)
     grads:     gradient buffer the framework keeps through the step
-    grads_fp32: an extra fp32 gradient partition (DeepSpeed's optimizer partition)
     master:    fp32 master weights (when weights are not already fp32)
     moments:   optimizer moments
     compute_copy: bf16 copies made for compute when weights are fp32 (autocast / FSDP
@@ -43,7 +42,6 @@ class Recipe:
     grads: float
     master: float
     moments: float
-    grads_fp32: float = 0.0
     compute_copy: float = 0.0
     fp8_cache: float = 0.0
     persistent_grads: bool = True
@@ -82,10 +80,21 @@ def _recipe(t: TrainingSpec, fw: str) -> Recipe:
       with bf16 grads -- the extra 4/d is the fp32 main-grad shard that
       distrib_optimizer.py _copy_model_grads_to_main_grads makes with .float() for the step and
       zero_grad frees again).
-    deepspeed (DeepSpeed stage_1_and_2.py / estimate_zero2_model_states_mem_needs, 2P + 18P/N):
-      bf16 params 2, bf16 grads 2, fp32 gradient partition 4, fp32 master 4, Adam 8.
+    deepspeed (DeepSpeed 0.19 stage_1_and_2.py, stage3.py; its estimate_zero2_model_states_mem_needs
+      says 2P + 18P/N at the step): bf16 params 2, bf16 grads 2 (ZeRO-1/2 grads_in_partition and
+      ZeRO-3 grad_partitions_flat_buffer are in the model dtype, as the export sets no
+      data_types.grad_accum_dtype), fp32 master 4, Adam 8; the fp32 gradient partition (4) exists
+      only inside step() -- ZeRO-1/2 step: flat_grad_partition.to(fp32) per param group, deleted
+      after its update; ZeRO-3 _prepare_fp32_grad_for_sub_group per sub-group; FP16_Optimizer at
+      ZeRO-0 flattens p.grad.to(fp32) in step and drops it after -- so it is an optimizer-step
+      temporary (fp32_grad_temporary), not a state. At ZeRO-0 under DeepSpeed's pipeline engine
+      with bf16 the engine takes BF16_Optimizer instead (deepspeed_bf16_pipeline).
     fsdp (PyTorch FSDP2 / torchtitan with mixed_precision_param=bfloat16): sharded fp32 params
       4 double as master weights, fp32 reduced grads 4, Adam 8; bf16 unsharded copies for compute.
+      The fp32 parameters stay sharded at ZeRO-2 as at ZeRO-3: reshard_after_forward=False keeps
+      only the unsharded bf16 copies from forward to backward (torch 2.13
+      _fully_shard.py fully_shard docstring: "keeps the unsharded parameters in memory after
+      forward"), counted as compute copies.
     hf (transformers Trainer, bf16=True): fp32 weights 4, fp32 grads 4 (freed by zero_grad's
       set_to_none), AdamW 8, bf16 autocast copies of the weights 2 (saved for backward).
       With ZeRO stages 1-3 the Trainer hands the model to DeepSpeed: the deepspeed recipe.
@@ -109,9 +118,41 @@ def _recipe(t: TrainingSpec, fw: str) -> Recipe:
         g = megatron_grad_bytes(t)
         return Recipe(weights=2, grads=g, master=4, moments=mom, fp8_cache=fp8, main_grad_copy=4.0 if g < 4 else 0.0)
     if fw == "deepspeed":
-        return Recipe(weights=2, grads=2, grads_fp32=4, master=4, moments=mom, fp8_cache=fp8)
+        return Recipe(weights=2, grads=2, master=4, moments=mom, fp8_cache=fp8)
     return Recipe(weights=4, grads=4, master=0, moments=mom, compute_copy=2, persistent_grads=grads_kept(t),
                   loop_kept=grads_kept(t))
+
+
+# DeepSpeed ZeRO-3 sub_group_size default, 1e9 elements (deepspeed/runtime/zero/config.py): the
+# step makes the fp32 gradient of one sub-group of the partition at a time
+DEEPSPEED_SUB_GROUP_ELEMS = 1e9
+
+
+def deepspeed_bf16_pipeline(t: TrainingSpec, zero, pp: int):
+    """Whether DeepSpeed runs BF16_Optimizer: bf16 weights under its pipeline engine at ZeRO-0.
+    engine.py _do_optimizer_sanity_check returns BFLOAT16 when the model and gradient-accumulation
+    dtypes are both bf16 and pipeline parallelism is on (the export writes no data_types, so
+    grad_accum_dtype is the model's). BF16_Optimizer (bf16_optimizer.py
+    _setup_for_real_optimizer) keeps the fp32 master and the optimizer states on this rank's
+    data-parallel partition only -- ZeRO-1's sharding -- and a full flat gradient buffer in
+    grad_accum_dtype (bf16) beside the bf16 p.grad, which the pipeline engine zeroes in place
+    (pipe/engine.py clear_lp_grads) rather than frees: two full bf16 gradients."""
+    return both(both(t.framework == "deepspeed", pp > 1), both(zero == 0, t.precision in ("bf16", "fp8")))
+
+
+def fp32_grad_temporary(t: TrainingSpec, zero, opt_params, pp: int = 1):
+    """Bytes of the fp32 gradient DeepSpeed makes inside its optimizer step (see _recipe,
+    deepspeed): the rank's optimizer partition (``opt_params``, sharded already where ZeRO or
+    BF16_Optimizer shards) in fp32, one ZeRO-3 sub-group (DEEPSPEED_SUB_GROUP_ELEMS) at a time.
+    Zero for other frameworks, and under pure-bf16 (no fp32 copy to make)."""
+    if t.framework not in ("deepspeed", "hf") or t.precision == "pure-bf16":
+        return 0.0 * opt_params
+    # FP16_Optimizer (ZeRO-0 without the pipeline engine, fp16/fused_optimizer.py step) casts each
+    # p.grad to fp32 in a list and flattens the list into a new tensor: both at once, 8 bytes
+    cast = 4.0 * where(zero == 3, minimum(opt_params, DEEPSPEED_SUB_GROUP_ELEMS),
+                       where(both(zero == 0, pp == 1), 2.0 * opt_params, opt_params))
+    # the Trainer runs DeepSpeed only at ZeRO 1-3 (its ZeRO-0 is a plain PyTorch loop)
+    return where(zero >= 1, cast, 0.0) if t.framework == "hf" else cast
 
 
 def grads_kept(t: TrainingSpec) -> bool:
@@ -137,6 +178,8 @@ class States:
     optimizer_temp: float    # extra memory during the optimizer step (foreach temporaries)
     accumulated_grads: float = 0.0   # unsharded grads held across micro-batches (FSDP under PP)
     loop_kept_grads: bool = False    # persistent only because the loop keeps them (Recipe.loop_kept)
+    copies_kept: bool = False        # compute copies FSDP keeps whatever the recomputation: its
+                                     # unsharded parameters (ZeRO-2, and ZeRO-3 under pipelining)
 
 
 def _shard(b: float, on, group):
@@ -153,30 +196,39 @@ def full_training_states(params_rank: float, gemm_rank: float, expert_rank: floa
     partition), stage 2 adds grads, stage 3 adds weights.
     """
     r = recipe(t, zero)
+    fsdp = t.framework == "fsdp"
+    bf16_pipe = deepspeed_bf16_pipeline(t, zero, pp)
 
-    def per(b_per_param: float, min_stage: int) -> float:
-        on = zero >= min_stage
+    def per(b_per_param: float, min_stage: int, also=False) -> float:
+        on = (zero >= min_stage) | also
         return _shard(params_rank * b_per_param, on, group) + _shard(expert_rank * b_per_param, on, expert_group)
 
-    weights = per(r.weights, 3)
-    grads = per(r.grads, 2) + per(r.grads_fp32, 1)
-    master = per(r.master, 1)
-    moments = per(r.moments, 1)
+    weights = per(r.weights, 2 if fsdp else 3)
+    grads = per(r.grads, 2) + where(bf16_pipe, per(r.grads, 2), 0.0)
+    master = per(r.master, 1, bf16_pipe)
+    moments = per(r.moments, 1, bf16_pipe)
     # fp32 weights double as master when the recipe keeps fp32 weights (fsdp/hf). Autocast casts
     # the weights of the ops on its bf16 list, the projections and the LM head (F.linear), not
     # the input embedding (F.embedding), the norms, or transformers' fp32 experts, whose matmuls
     # autocast does not cast (kb/perf/compute.expert_gemm_rate)
     compute_copy = where(zero < 3, (gemm_rank - expert_rank) * r.compute_copy, 0.0)
+    if fsdp:
+        # FSDP2 ZeRO-2 (reshard_after_forward=False): every parameter's unsharded bf16 copy, the
+        # embedding and norms included (MixedPrecisionPolicy casts all), from its forward until
+        # its layer's backward reshards it (reshard_after_backward, default True)
+        compute_copy = where(zero == 2, (params_rank + expert_rank) * 2.0, compute_copy)
     # Transformer Engine caches the FP8 copy (and transpose) of weights the rank holds; under
     # ZeRO-3 / Megatron-FSDP the rank holds only a shard and the gathered layer is transient
     # (counted with the gathered-layer buffers, overheads.framework_buffers)
     fp8 = where(zero >= 3, 0.0, gemm_rank * r.fp8_cache)
     if t.framework == "megatron" and t.precision == "fp8":
         fp8 = where(zero == 0, gemm_rank * 2.0, fp8)
-    opt_params = _shard(params_rank, zero >= 1, group) + _shard(expert_rank, zero >= 1, expert_group)
+    sharded_opt = (zero >= 1) | bf16_pipe
+    opt_params = _shard(params_rank, sharded_opt, group) + _shard(expert_rank, sharded_opt, expert_group)
     unfactored = opt.adafactor_unfactored(t, zero)
-    moments = where(unfactored, per(r.state_dtype, 1), moments)
-    temp = opt.step_temporaries(t, opt_params, largest, r.state_dtype, unfactored) + r.main_grad_copy * opt_params
+    moments = where(unfactored, per(r.state_dtype, 1, bf16_pipe), moments)
+    temp = (opt.step_temporaries(t, opt_params, largest, r.state_dtype, unfactored) + r.main_grad_copy * opt_params
+            + fp32_grad_temporary(t, zero, opt_params, pp))
     accumulated = 0.0
     if t.framework == "fsdp" and pp > 1:
         # torch.distributed.pipelining runs every micro-batch but the last without FSDP
@@ -187,8 +239,9 @@ def full_training_states(params_rank: float, gemm_rank: float, expert_rank: floa
         # gradient sync off either way (kb/perf/step._dp_time reduces once a step for both).
         compute_copy = where(zero == 3, (params_rank + expert_rank) * 2.0, compute_copy)
         accumulated = where(zero >= 2, (params_rank + expert_rank) * 4.0, 0.0)
+    kept = both(fsdp, (zero == 2) | ((zero == 3) & (pp > 1)))
     return States(weights, grads, master, moments, compute_copy, fp8, 0.0, r.persistent_grads, temp, accumulated,
-                  r.loop_kept)
+                  r.loop_kept, kept)
 
 
 def lora_params(m: ModelSpec, rank: int, t: TrainingSpec | None = None) -> int:
