@@ -619,3 +619,25 @@ def test_the_trainers_and_deepspeeds_context_parallelism_is_ulysses():
     qwen = build_job(model="qwen2.5-7b", gpus=8, seq_len=8192, framework="hf", training="finetune")
     with pytest.raises(InputError, match="ulysses-splits-heads"):
         resolve_layout(qwen, "dp=1,cp=8,zero=3,mbs=1,recompute=full")
+
+
+def test_fsdp_zero2_gathers_its_parameters_every_micro_batch():
+    """FSDP2 reshards after each backward, so its ZeRO-2 gathers the parameters for every
+    micro-batch's forward: on a slow network the exposed data-parallel time doubles with the
+    micro-batches, as ZeRO-3's does; DeepSpeed's ZeRO-2 gathers once a step, after the optimizer."""
+    def dp(fw, zero, ga):
+        job = build_job(model="llama-3-8b", gpus=64, interconnect="ethernet", seq_len=2048, framework=fw,
+                        global_batch=64 * ga)
+        return run(job, f"dp=64,zero={zero},mbs=1,recompute=none").comm_by_kind_s["dp"]
+    assert dp("fsdp", 2, 8) / dp("fsdp", 2, 4) == pytest.approx(2.0, rel=0.05)
+    assert dp("fsdp", 3, 8) / dp("fsdp", 3, 4) == pytest.approx(2.0, rel=0.05)
+    assert dp("deepspeed", 2, 8) / dp("deepspeed", 2, 4) < 1.9
+
+
+def test_a_fully_recomputed_layer_runs_its_context_parallel_ring_again():
+    """Ring attention passes K/V cp - 1 times forward and K/V with their gradients backward; under
+    full recomputation the forward, ring included, runs twice: 4 passes for 3."""
+    job = build_job(model="llama-3-8b", gpus=16, seq_len=131072, framework="megatron", global_batch=16)
+    sel = run(job, "tp=1,cp=16,dp=1,zero=1,mbs=1,recompute=selective").comm_by_kind_s["cp"]
+    full = run(job, "tp=1,cp=16,dp=1,zero=1,mbs=1,recompute=full").comm_by_kind_s["cp"]
+    assert full / sel == pytest.approx(4 / 3, rel=0.01)

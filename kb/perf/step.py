@@ -192,7 +192,10 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict, flo
         kinds["cp"] = where(lay.cp > 1, layers * ulysses_seconds(m, lay, tokens, cp_link), 0.0)
     else:
         kv_bytes = tokens * 2 * maximum(m.kv_width / lay.tp, m.hd) * 2.0
-        kinds["cp"] = where(lay.cp > 1, layers * 3 * (lay.cp - 1) * comm.p2p(cp_link, kv_bytes) * (1 - ov["cp"]), 0.0)
+        # the ring passes K/V (cp - 1) times in forward, K/V and their gradients in backward;
+        # a fully recomputed layer runs its forward ring again
+        rings = 3 + where(lay.recompute == "full", 1, 0)
+        kinds["cp"] = where(lay.cp > 1, layers * rings * (lay.cp - 1) * comm.p2p(cp_link, kv_bytes) * (1 - ov["cp"]), 0.0)
     if sp.moe_layers:
         ep_link = comm.group_link(c, lay.ep, st["ep"])
         a2a = moe_tokens(tokens, lay) * m.top_k * m.hidden * 2.0
@@ -281,6 +284,13 @@ def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compu
     # micro-batch's backward (torch.distributed.pipelining stage.py, as for ZeRO-3 above)
     per_mb_rs = maximum(scatter - ov * compute_mb, (1 - ov) * scatter)
     stage2 = rounds * per_mb_rs + (gather + rep) * (1 - ov)
+    if t.framework == "fsdp" and lay.pp == 1:
+        # FSDP2's ZeRO-2 reshards after each backward (reshard_after_backward defaults to True,
+        # _fsdp_param_group.py), so every micro-batch's forward gathers the parameters again --
+        # once, where ZeRO-3 gathers for its backward too; DeepSpeed's and Megatron's ZeRO-2 keep
+        # their parameters whole and gather once a step, after the optimizer
+        per_mb2 = gather + scatter
+        stage2 = rounds * maximum(per_mb2 - ov * compute_mb, (1 - ov) * per_mb2) + rep * (1 - ov)
     return where(lay.zero == 0, plain, where(lay.zero == 3, stage3, where(lay.zero == 2, stage2, stage1)))
 
 
