@@ -191,7 +191,10 @@ def test_table_and_markdown_render(run_cli):
 def test_the_table_shows_an_hsdp_group(run_cli):
     """A headline that shards ZeRO-3 over a group smaller than DP x CP says so in its table, as
     its layout string does (shard=N); a full shard has no such row."""
-    args = ["recommend", "--model", "llama-3-8b", "--gpus", "16", "--framework", "fsdp", "--seq-len", "8192"]
+    # 70 GB GPUs, where FSDP's ZeRO-2 (every parameter's bf16 copy kept) does not fit, and
+    # Ethernet between the nodes, where HSDP keeps the parameter gathers inside a node
+    args = ["recommend", "--model", "llama-3-8b", "--gpus", "16", "--framework", "fsdp", "--seq-len", "8192",
+            "--gpu-memory", "70", "--interconnect", "ethernet"]
     code, out, err = run_cli(*args, "--format", "json")
     assert code == 0, err
     lay = json.loads(out)["layout"]
@@ -246,10 +249,12 @@ def test_durable_and_the_reference_agenda_decide_alike(kw):
 
 
 def test_a_kept_preference_names_what_honouring_it_would_break_instead(run_cli):
-    """Llama 3 8B fine-tuned at 16K on 16 GPUs keeps memory.headroom broken: the best layout
-    that honours it is slower and breaks zero.lowest-that-fits, and the answer says both."""
+    """Llama 3 8B fine-tuned at 16K on 16 GPUs under DeepSpeed keeps memory.headroom broken: the
+    best layout that honours it is slower and breaks zero.lowest-that-fits, and the answer says
+    both."""
     code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "16", "--gpu", "h100-sxm",
-                             "--seq-len", "16k", "--training", "finetune", "--format", "json")
+                             "--seq-len", "16k", "--training", "finetune", "--framework", "deepspeed",
+                             "--format", "json")
     kept = {k["rule"]: k for k in json.loads(out)["search"]["kept_despite"]}["memory.headroom"]
     assert kept["also_breaks"] == ["zero.lowest-that-fits"] and kept["slower_pct"] > 0
 
@@ -266,3 +271,40 @@ def test_a_gpu_no_run_checks_is_marked_in_recommend_and_compare(run_cli):
     rows = {x.split()[0]: x for x in out.splitlines() if x.startswith(("h100-sxm ", "mi300x "))}
     assert rows["mi300x"].split()[-3].endswith("*") and not rows["h100-sxm"].split()[-3].endswith("*")
     assert "* no measured or published run on that GPU checks its speed" in out
+
+
+def test_no_layout_names_the_jobs_own_flags_when_they_are_what_is_in_the_way(run_cli):
+    """8B at 32K on 8 H100s fits with a small micro-batch; with --mbs 16 nothing does. The refusal
+    says the flag is what is in the way on these GPUs, before sizing a larger cluster; where no
+    flag of the job's is to blame (405B on 16 GPUs) it does not say so."""
+    code, out, err = run_cli("recommend", "--model", "llama-3.1-8b", "--gpus", "8", "--gpu", "h100-sxm",
+                             "--seq-len", "32k", "--mbs", "16", "--recompute", "none")
+    assert code == 0, err
+    assert "--mbs 16 is what is in the way: without it a layout fits on these 8 GPUs" in out
+    code, out, err = run_cli("recommend", "--model", "llama-3.1-405b", "--gpus", "16", "--gpu", "h100-sxm",
+                             "--seq-len", "8k", "--recompute", "none")
+    assert "NO LAYOUT" in out and "in the way" not in out
+
+
+def test_an_alternative_that_does_not_fit_is_given_its_memory_not_a_speed(run_cli):
+    """Mixtral LoRA on 8 H100s fits only with full recomputation: the recompute line's alternative
+    says it does not fit and by how much, not a tokens/s figure for a layout that cannot run."""
+    code, out, err = run_cli("recommend", "--model", "mixtral-8x7b", "--gpus", "8", "--gpu", "h100-sxm",
+                             "--seq-len", "4k", "--training", "lora")
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if x.startswith("recompute "))
+    assert "with recompute=none: does not fit" in line and "GiB of 79.7" in line and "tokens/s" not in line
+
+
+def test_expert_parallelism_is_preferred_only_where_the_framework_can_run_it(run_cli):
+    """Under the Trainer EP is DeepSpeed AutoEP's, which has a preset for Mixtral and none for
+    gpt-oss: ep.for-experts fires for the first and not the second, whose answer then names no
+    preference that no layout could honour."""
+    def fired(model):
+        code, out, err = run_cli("recommend", "--model", model, "--gpus", "8", "--gpu", "h100-sxm", "--seq-len", "4k",
+                                 "--training", "finetune", "--framework", "hf", "--format", "json")
+        assert code == 0, err
+        return "ep.for-experts" in {f["rule"] for f in json.loads(out)["trace"]}, out
+    assert fired("mixtral-8x7b")[0]
+    gpt_oss, out = fired("gpt-oss-20b")
+    assert not gpt_oss and "ep.for-experts" not in out
