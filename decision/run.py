@@ -244,11 +244,29 @@ def _nothing_allowed(d: Decision, other_frameworks: bool = True) -> Decision:
             d.nothing_allowed = (f"no layout fits in memory on {d.job.cluster.gpus} x {d.job.cluster.gpu.name} "
                                  f"(the smallest peak is {float(t.peak_gib.min()):.1f} GiB of {t.capacity:.1f}, "
                                  f"against {margin or 'the GPU memory itself'})")
+            blockers = _pins_in_the_way(d)
+            if blockers:
+                d.nothing_allowed += (f"; {' and '.join(blockers)} {'is' if len(blockers) == 1 else 'are'} what is in "
+                                      f"the way: without {'it' if len(blockers) == 1 else 'them'} a layout fits on these "
+                                      f"{d.job.cluster.gpus} GPUs")
             house = any(d.book.is_policy(c.rule) for c in d.constraints)
             d.sizing = sizing(d.job, d.constraints, d.pins, policies=house, other_frameworks=other_frameworks)
             d.nothing_allowed += f"; {d.sizing['summary']}"
     d.warnings.append(d.nothing_allowed)
     return d
+
+
+def _pins_in_the_way(d: Decision) -> list[str]:
+    """Where nothing fits in memory: the job's own --mbs / --recompute (UserPin) without which
+    some layout would fit on the same GPUs -- each alone first, then both -- as their flags,
+    or [] when dropping them would not help (or the job set neither)."""
+    from shardwise.search.sizing import _fits
+    user = [p for p in d.pin_sources.values() if isinstance(p, UserPin)]
+    for drop in [[p] for p in user] + ([user] if len(user) > 1 else []):
+        rest = {k: v for k, v in d.pins.items() if k not in {p.setting for p in drop}}
+        if _fits(d.job, d.constraints, rest):
+            return [p.flag for p in drop]
+    return []
 
 
 def _workable_batches(d: Decision) -> list[int]:
