@@ -56,7 +56,11 @@ def setting_line(name: str, s: dict) -> str:
             why = "that layout " + why
         shown = pct(a["delta_pct"])
         sign = "" if shown == "0%" else "+" if a["delta_pct"] > 0 else "-"     # no '-0%' for a tie
-        parts.append(f"with {name}={_value(a['value'])}: {sign}{shown} tokens/s" + (f", {why}" if why else ""))
+        if why.startswith("memory: "):
+            # no speed for a layout that cannot run: its memory is the answer
+            parts.append(f"with {name}={_value(a['value'])}: does not fit, {why[len('memory: '):]}")
+        else:
+            parts.append(f"with {name}={_value(a['value'])}: {sign}{shown} tokens/s" + (f", {why}" if why else ""))
     elif not lead:
         parts.append("the only valid value")
     return "; ".join(parts)
