@@ -44,7 +44,7 @@ JOB = {
     "train.seq_len": N, "train.global_batch": N, "train.training": S, "train.precision": S,
     "train.framework": S, "train.attention": S, "train.cuda_graphs": S, "train.optimizer": S, "train.zero_grad": S,
     "train.sequence_parallel": B,
-    "train.mbs_given": B, "train.recompute_given": B,
+    "train.mbs_given": B, "train.recompute_given": B, "train.expert_parallel": B,
 }
 LAYOUT = {
     "layout.tp": N, "layout.pp": N, "layout.vp": N, "layout.dp": N, "layout.cp": N, "layout.ep": N,
@@ -151,4 +151,5 @@ DESCRIPTIONS = {
     "train.sequence_parallel": "the framework has sequence parallelism (kb/data/frameworks.yaml)",
     "train.mbs_given": "the job fixed the micro-batch",
     "train.recompute_given": "the job fixed the recomputation",
+    "train.expert_parallel": "the framework can run expert parallelism for this model (kb/validity.py expert_parallel_runs)",
 }

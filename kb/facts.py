@@ -48,6 +48,7 @@ def _intra_kind(name: str) -> str:
 def job_facts(job: Job, global_batch: int) -> dict:
     """model.*, cluster.*, train.*: the job facts every stratum reads (kb/fact_schema.JOB)."""
     from .frameworks import has_sequence_parallel
+    from .validity import expert_parallel_runs
     m, c, t = job.model, job.cluster, job.training
     return {
         "model.name": m.name, "model.params_b": total_params(m) / 1e9, "model.active_params_b": active_params(m) / 1e9,
@@ -64,6 +65,7 @@ def job_facts(job: Job, global_batch: int) -> dict:
         "train.cuda_graphs": t.cuda_graphs, "train.optimizer": t.optimizer, "train.zero_grad": t.zero_grad,
         "train.sequence_parallel": has_sequence_parallel(t.framework),
         "train.mbs_given": bool(t.mbs), "train.recompute_given": t.recompute != "auto",
+        "train.expert_parallel": expert_parallel_runs(job),
     }
 
 

@@ -195,6 +195,17 @@ def _hf_experts(job, a):
     return (a["ep"] == 1) | ((a["zero"] >= 1) & bool(autoep_preset(job.model.family)))
 
 
+def expert_parallel_runs(job) -> bool:
+    """Whether the job's framework can run expert parallelism for its model at all: an MoE model,
+    not LoRA / QLoRA outside Megatron (_adapter_experts), and under the Trainer a family DeepSpeed
+    AutoEP has a preset for (_hf_experts). The job fact train.expert_parallel, which
+    rules/ep.yaml reads so as not to prefer what no layout can do."""
+    m, t = job.model, job.training
+    if not m.is_moe or (t.training in ADAPTERS and t.framework != "megatron"):
+        return False
+    return t.framework != "hf" or bool(autoep_preset(m.family))
+
+
 def _autoep_limits(job, a):
     """AutoEP's limits (deepspeed 0.19.8, frameworks.yaml autoep): TP 1 (the TP these exports
     write is an mpu's, which AutoEP refuses), expert TP 1, under ZeRO-3 no Ulysses (cp) and no hpZ
