@@ -103,7 +103,7 @@ def job_options(f=None, *, raw: bool = False):
         click.option("--gpus-per-node", type=PLAIN_INT, help="GPUs per node (default: the GPU's usual server)"),
         click.option("--interconnect", help="infiniband|roce|ethernet: the link between nodes; nvlink|pcie: the "
                                              "link inside a node (between nodes then stays InfiniBand NDR); or a "
-                                             "link of `kb links`"),
+                                             "link of `kb links` (inside a node: the GPU's own, or PCIe)"),
         click.option("--seq-len", help="sequence length, tokens: 8192, 32k (= 32,768), 128K (default 4096)"),
         click.option("--mbs", type=PLAIN_INT, help="micro-batch size (default: the advisor chooses)"),
         click.option("--global-batch", type=PLAIN_INT, help="global batch, sequences"),

@@ -61,6 +61,11 @@ def resolve_links(gpu_intra: str, interconnect: Optional[str]) -> tuple:
         intra_name = gpu_intra if gpu_intra.startswith("pcie") else "pcie5"
     elif word in catalog.raw("links").get("aliases", {}) or word in catalog.link_names():
         ln = catalog.link(word)
+        if ln.kind == "intra" and ln.name != gpu_intra and not ln.name.startswith("pcie"):
+            # a GPU's own fabric inside a node is what it has (kb/data/gpus.yaml intra_link):
+            # NVLink 5 for an H100, or NVLink for a PCIe card, would time links it cannot have
+            raise InputError(f"--interconnect {interconnect}: this GPU's link inside a node is {gpu_intra}; "
+                             f"allowed: {gpu_intra}, pcie, or a link between nodes (infiniband, roce, ethernet)")
         if ln.kind == "intra":
             intra_name = ln.name
         else:

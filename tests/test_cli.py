@@ -77,6 +77,11 @@ def test_kb_lists(run_cli):
 
 BAD = [
     (["memory", "--model", "llama-3-70b", "--gpus", "0", "--layout", "tp=8"], "--gpus"),
+    # a link inside a node the GPU cannot have: a PCIe card on NVLink, an H100 on NVLink 5
+    (["recommend", "--model", "llama-3-8b", "--gpus", "16", "--gpu", "rtx-4090", "--interconnect", "nvlink4"],
+     "this GPU's link inside a node is pcie4"),
+    (["recommend", "--model", "llama-3-8b", "--gpus", "16", "--gpu", "h100-sxm", "--interconnect", "nvlink5"],
+     "this GPU's link inside a node is nvlink4"),
     (["memory", "--model", "llama-3-70b", "--gpus", "-8", "--layout", "tp=8"], "gpus"),
     (["memory", "--model", "llama-3-70b", "--gpus", "12", "--layout", "tp=4"], "multiple of --gpus-per-node"),
     (["memory", "--model", "llama-3-70c", "--gpus", "8", "--layout", "tp=8"], "did you mean llama-3-70b"),
