@@ -231,6 +231,14 @@ class ClusterSpec(_Frozen):
             raise ValueError(
                 f"--gpus {self.gpus} is not a multiple of --gpus-per-node {self.gpus_per_node}; "
                 "use whole nodes")
+        # a node larger than the GPU's fast-link domain (the 8-GPU baseboard of an H100 SXM, an
+        # NVL72 rack) would be islands joined by PCIe inside the node, which the communication
+        # model does not have: it would time the whole node at NVLink speed
+        most = self.gpu.nvlink_domain or self.gpu.gpus_per_node
+        if not self.intra.name.startswith("pcie") and self.gpus_per_node > most:
+            raise ValueError(
+                f"--gpus-per-node {self.gpus_per_node}: {self.gpu.name}'s {self.intra.name} joins at most {most} "
+                f"GPUs (kb/data/gpus.yaml); use --gpus-per-node {most} or fewer, or --interconnect pcie")
         return self
 
     @property

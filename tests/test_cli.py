@@ -82,6 +82,9 @@ BAD = [
      "this GPU's link inside a node is pcie4"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "16", "--gpu", "h100-sxm", "--interconnect", "nvlink5"],
      "this GPU's link inside a node is nvlink4"),
+    # a node larger than the GPU's NVLink domain would be timed as one NVLink island
+    (["recommend", "--model", "llama-3-70b", "--gpus", "32", "--gpu", "h100-sxm", "--gpus-per-node", "16"],
+     "h100-sxm's nvlink4 joins at most 8 GPUs"),
     (["memory", "--model", "llama-3-70b", "--gpus", "-8", "--layout", "tp=8"], "gpus"),
     (["memory", "--model", "llama-3-70b", "--gpus", "12", "--layout", "tp=4"], "multiple of --gpus-per-node"),
     (["memory", "--model", "llama-3-70c", "--gpus", "8", "--layout", "tp=8"], "did you mean llama-3-70b"),
