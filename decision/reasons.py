@@ -147,6 +147,7 @@ def alternatives(d: Decision, setting: str) -> list[dict]:
     col = t.array(_FIELD.get(setting, setting))
     mine = _mine(d, setting)
     head_tps = float(t.tokens_per_s[d.index])
+    head_obj = float(d.choice.objective[d.index])
     out = []
     values = sorted(set(np.unique(col).tolist()) - {mine})
     for v in values:
@@ -159,10 +160,13 @@ def alternatives(d: Decision, setting: str) -> list[dict]:
         out.append({"value": _shown(setting, v), "layout": t.layout(i).describe(),
                     "tokens_per_s": round(float(t.tokens_per_s[i]), 1),
                     "delta_pct": pct_value(100 * (float(t.tokens_per_s[i]) / head_tps - 1)),
+                    # by the objective the choice ranks on (tokens/s less the worths broken): which
+                    # other value comes nearest to the headline, for the one-line why
+                    "objective_delta_pct": pct_value(100 * (float(d.choice.objective[i]) / head_obj - 1)),
                     "ruled_out_by": _ruled_out(d, i, head_tps)})
     for v, rule in sorted(t.space.blocked.get(setting, {}).items(), key=lambda x: str(x[0])):
         out.append({"value": _shown(setting, v), "layout": None, "tokens_per_s": None, "delta_pct": None,
-                    "ruled_out_by": f"validity: {rule}"})
+                    "objective_delta_pct": None, "ruled_out_by": f"validity: {rule}"})
     return out
 
 

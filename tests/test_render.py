@@ -125,11 +125,25 @@ def test_webassembly_draws_the_same_graph_as_dot(trace_source):
     assert titles(by_wasm, "edge") == titles(by_dot, "edge")
 
 
-def test_a_tie_is_not_minus_zero_and_an_alternatives_rule_is_its_layouts(run_cli):
+def test_a_tie_is_not_minus_zero_and_an_alternatives_rule_is_its_layouts():
     """An alternative as fast to the printed digit reads '0% tokens/s', not '-0%'; a rule an
     alternative breaks is said to be broken by that layout, which may break it through another
     setting than the row's."""
-    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--global-batch", "1")
-    assert code == 0, err
-    assert "-0%" not in out and "with zero=2: 0% tokens/s" in out
-    assert "that layout breaks zero.lowest-that-fits" in out
+    from shardwise.cli.recommend_cmd import setting_line
+    tie = {"value": 2, "layout": "tp=4 zero=2", "tokens_per_s": 44783.0, "delta_pct": -0.001,
+           "objective_delta_pct": -3.0, "ruled_out_by": "as fast, to 0.01%; breaks zero.lowest-that-fits (worth 3%)"}
+    line = setting_line("zero", {"reasons": [], "alternatives": [tie]})
+    assert line == "with zero=2: 0% tokens/s, that layout breaks zero.lowest-that-fits (worth 3%)"
+
+
+def test_the_why_line_names_the_value_nearest_the_headline_by_the_objective():
+    """Of the other values, the line quotes the one whose best layout the choice ranks highest
+    (tokens/s less the worths it breaks), not the one with the most raw tokens/s: a slightly
+    faster layout that breaks a 5% preference is further from the headline than one 2.5% slower
+    that breaks nothing."""
+    from shardwise.cli.recommend_cmd import setting_line
+    fast = {"value": 16, "layout": "mbs=16", "tokens_per_s": 99.0, "delta_pct": -1.0, "objective_delta_pct": -9.0,
+            "ruled_out_by": "1.0% slower; breaks cp.long-sequences (worth 5%), memory.headroom (worth 3%)"}
+    near = {"value": 4, "layout": "mbs=4", "tokens_per_s": 97.5, "delta_pct": -2.5, "objective_delta_pct": -2.5,
+            "ruled_out_by": "2.5% slower"}
+    assert setting_line("mbs", {"reasons": [], "alternatives": [fast, near]}) == "with mbs=4: -2.5% tokens/s"
