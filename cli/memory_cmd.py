@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from .options import job_options
-from .output import emit, format_option, table
+from .output import cost_text, emit, format_option, table, token_count
 
 
 def render_memory(result: dict) -> str:
@@ -31,9 +31,10 @@ def render_memory(result: dict) -> str:
         ["MFU / HFU", f"{mt['mfu_pct']:.1f}% / {mt['hfu_pct']:.1f}%"],
         ["communication (exposed)", f"{mt['comm_overhead_pct']:.1f}% of the step"],
         ["pipeline bubble", f"{mt['bubble_pct']:.1f}% of the step"],
-    ] + ([["time to train", f"{mt['time_to_train_h']:,.1f} h for {mt['token_budget']:.3g} tokens"]]
+    ] + ([["time to train", f"{mt['time_to_train_h']:,.1f} h ({mt['time_to_train_h'] / 24:,.1f} days) for "
+                             f"{token_count(mt['token_budget'])}"]]
          if mt.get("time_to_train_h") is not None else [])
-      + ([["cost", f"{mt['cost']:,.0f} at {mt['price_per_gpu_hour']} per GPU-hour"]] if "cost" in mt else []),
+      + ([["cost", cost_text(mt["cost"], mt["price_per_gpu_hour"])]] if "cost" in mt else []),
         ["time", "predicted"])]
     lines += [f"warning: {w}" for w in result.get("warnings", [])]
     lines += [f"note: {n}" for n in result.get("notes", [])]

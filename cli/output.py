@@ -45,3 +45,16 @@ def table(rows: list[list], headers: list[str], markdown: bool = False) -> str:
                  "  ".join("-" * w for w in widths)]
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
     return "\n".join(lines)
+
+
+def token_count(n: float) -> str:
+    """A token count as people write it: 500B tokens, 1.5T tokens, 4,096 tokens."""
+    for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if n >= div:
+            return f"{n / div:,.4g}{unit} tokens"
+    return f"{n:,.0f} tokens"
+
+
+def cost_text(cost: float, price: float) -> str:
+    """The run's cost and the price it was reckoned at, in dollars (--price-per-gpu-hour)."""
+    return f"${cost:,.0f} at ${price:,.2f} per GPU-hour"

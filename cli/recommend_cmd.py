@@ -9,7 +9,7 @@ import click
 from shardwise.decision.text import faster, pct, slower_or_faster
 
 from .options import job_options
-from .output import emit, format_option
+from .output import cost_text, emit, format_option, token_count
 
 ORDER = ["tp", "sp", "pp", "vp", "cp", "ep", "dp", "zero", "mbs", "recompute"]
 WIDTH = 110
@@ -106,9 +106,8 @@ def render(result: dict, markdown: bool = False) -> str:
               f"{mt['comm_overhead_pct']:.1f}%, bubble {mt['bubble_pct']:.1f}%"]
     if mt.get("time_to_train_h") is not None:
         budget = mt["token_budget"]
-        cost = f", ${mt['cost']:,.0f} at ${mt['price_per_gpu_hour']:,.2f} per GPU-hour" \
-            if "cost" in mt else ""
-        lines.append(f"time to train {_tokens(budget)}: {mt['time_to_train_h']:,.1f} h "
+        cost = f", {cost_text(mt['cost'], mt['price_per_gpu_hour'])}" if "cost" in mt else ""
+        lines.append(f"time to train {token_count(budget)}: {mt['time_to_train_h']:,.1f} h "
                      f"({mt['time_to_train_h'] / 24:,.1f} days){cost}")
     lines.append(f"search: {s['valid']:,} valid layouts scored, {s['allowed']:,} meet every hard rule; "
                  + decision_line(s))
@@ -147,13 +146,6 @@ def decision_line(s: dict) -> str:
     return (f"the fastest ({s['best']['layout']}, {s['best']['tokens_per_s']:,.0f} tokens/s) is "
             f"{faster(s['departures'][0]['cost_pct'])} but breaks {names}: {worth:g}% of worth "
             f"against {pct(s['departures'][0]['cost_pct'])} of speed")
-
-
-def _tokens(n: float) -> str:
-    for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if n >= div:
-            return f"{n / div:,.4g}{unit} tokens"
-    return f"{n:,.0f} tokens"
 
 
 @click.command()

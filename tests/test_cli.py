@@ -265,3 +265,14 @@ def test_outputs_that_cannot_be_written_and_repeated_rows_are_refused_before_any
     for vary in ("seq_len=4k,4096", "gpu=h100-sxm,H100-SXM"):      # one value, written two ways
         code, out, err = run_cli("compare", "--model", "llama-3-8b", "--vary", vary)
         assert code == 2 and "name one value more than once" in err, vary
+
+
+def test_memory_and_recommend_write_time_and_cost_alike(run_cli):
+    """The same budget and price read the same way in both commands: 500B tokens, not 5e+11, and
+    dollars on the cost and the price."""
+    args = ["--model", "llama-3-8b", "--gpus", "8", "--token-budget", "500B", "--price-per-gpu-hour", "2"]
+    code, out, err = run_cli("memory", *args, "--layout", "dp=8,mbs=1")
+    assert code == 0, err
+    assert "for 500B tokens" in out and "5e+11" not in out and " at $2.00 per GPU-hour" in out
+    code, out, err = run_cli("recommend", *args)
+    assert "time to train 500B tokens" in out and " at $2.00 per GPU-hour" in out
