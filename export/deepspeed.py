@@ -174,17 +174,23 @@ def launch_lines(tg: Target) -> list[str]:
               "launcher starts every node from this one (pdsh/ssh)"] if c.nodes > 1 else [])
     run = (f"deepspeed {'--hostfile hostfile ' if c.nodes > 1 else ''}--num_nodes {c.nodes} "
            f"--num_gpus {c.gpus_per_node} train.py")
+    # the steps that train --token-budget: TrainingArguments' max_steps, Megatron-DeepSpeed's
+    # --train-iters (the script's own default where there is no budget)
+    steps = tg.train_steps
     if t.framework == "hf":
         flags = (f" --deepspeed ds_config.json --per_device_train_batch_size {lay.mbs}"
                  f" --gradient_accumulation_steps {lay.grad_accum} --bf16"
-                 + (" --gradient_checkpointing" if lay.recompute == "full" else "") + trainer_flags(tg))
-        return ["# train.py is your transformers Trainer script (HfArgumentParser over TrainingArguments)"] + hosts + [
-            run + flags]
+                 + (" --gradient_checkpointing" if lay.recompute == "full" else "")
+                 + (f" --max_steps {steps}" if steps else "") + trainer_flags(tg))
+        return ["# train.py is your transformers Trainer script (HfArgumentParser over TrainingArguments)",
+                tg.steps_comment(unset="the script's own (num_train_epochs)")] + hosts + [run + flags]
     return ["# train.py is your script; the parallel-size flags are Megatron-DeepSpeed's (pretrain_gpt.py), "
-            "elsewhere TP and PP are built in the model code"] + hosts + [
+            "elsewhere TP and PP are built in the model code",
+            tg.steps_comment(unset="the script's own")] + hosts + [
             run + f" --deepspeed_config ds_config.json --tensor-model-parallel-size {lay.tp} "
                   f"--pipeline-model-parallel-size {lay.pp}"
-                + (f" --ds-sequence-parallel-size {lay.cp}" if lay.cp > 1 else "")]
+                + (f" --ds-sequence-parallel-size {lay.cp}" if lay.cp > 1 else "")
+                + (f" --train-iters {steps}" if steps else "")]
 
 
 def check(cfg: dict, dp: int) -> list[str]:

@@ -137,6 +137,10 @@ def test_every_export_carries_the_layout(tg):
     if budget:
         steps, per_step = int(flag("--train-iters")), int(flag("--global-batch-size")) * tg.job.training.seq_len
         assert steps * per_step >= budget > (steps - 1) * per_step
+        # DeepSpeed's launch line trains as many: the Trainer's --max_steps, Megatron-DeepSpeed's --train-iters
+        launch = out["deepspeed"]["files"]["launch.sh"].split()
+        key = "--max_steps" if tg.job.training.framework == "hf" else "--train-iters"
+        assert int(launch[launch.index(key) + 1]) == steps
     custom = flag("--pipeline-model-parallel-layout")
     vp = len(custom.split("|")) // lay.pp if custom else int(flag("--num-virtual-stages-per-pipeline-rank") or 1)
     assert vp == lay.vp

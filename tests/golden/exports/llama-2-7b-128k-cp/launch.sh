@@ -4,5 +4,6 @@
 # cannot express: Megatron sequence parallelism is not in DeepSpeed's JSON (Megatron-DeepSpeed: --sequence-parallel)
 # TP 8 x PP 1 x CP 4 (Ulysses sequence parallelism, the nearest) x DP 2 = 64 GPUs: DeepSpeed counts train_batch_size over the 2 DP ranks
 # train.py is your script; the parallel-size flags are Megatron-DeepSpeed's (pretrain_gpt.py), elsewhere TP and PP are built in the model code
+# train steps: the script's own (give --token-budget and the export counts them)
 # 8 nodes: list them in a hostfile, one 'HOST slots=8' line each; the launcher starts every node from this one (pdsh/ssh)
 deepspeed --hostfile hostfile --num_nodes 8 --num_gpus 8 train.py --deepspeed_config ds_config.json --tensor-model-parallel-size 8 --pipeline-model-parallel-size 1 --ds-sequence-parallel-size 4

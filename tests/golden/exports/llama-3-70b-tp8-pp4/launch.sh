@@ -4,5 +4,6 @@
 # cannot express: full recomputation is enabled in the model code (gradient_checkpointing_enable(), or the pipeline's activation_checkpoint_interval)
 # TP 8 x PP 4 x DP 1 = 32 GPUs: DeepSpeed counts train_batch_size over the 1 DP ranks
 # train.py is your script; the parallel-size flags are Megatron-DeepSpeed's (pretrain_gpt.py), elsewhere TP and PP are built in the model code
+# train steps: the script's own (give --token-budget and the export counts them)
 # 4 nodes: list them in a hostfile, one 'HOST slots=8' line each; the launcher starts every node from this one (pdsh/ssh)
 deepspeed --hostfile hostfile --num_nodes 4 --num_gpus 8 train.py --deepspeed_config ds_config.json --tensor-model-parallel-size 8 --pipeline-model-parallel-size 4
