@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from shardwise.export import FRAMEWORKS
-from shardwise.kb.errors import InputError
+from shardwise.kb.errors import InputError, NoLayout
 
 from .options import job_options
 
@@ -44,7 +44,7 @@ def export(job, to, out, layout, rules, playbook):
         from .progress import hook
         d = decide(job, list(rules), playbook, progress=hook())
         if d.layout is None:
-            raise InputError(f"nothing to export: {d.nothing_allowed}")
+            raise NoLayout(f"nothing to export: {d.nothing_allowed}")
         lay = d.layout
     if to == "all":
         return _export_all(Target(job, lay), out)

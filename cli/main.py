@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from shardwise.kb.errors import InputError
+from shardwise.kb.errors import InputError, NoLayout
 from shardwise.rules.expr import ExprError
 
 # name -> (module, attribute, short help). The short help is the command's own first docstring
@@ -92,6 +92,8 @@ def _main(argv) -> None:
         rv = cli.main(args=argv, prog_name="shardwise", standalone_mode=False)
     except InputError as e:
         _fail(str(e))
+    except NoLayout as e:
+        _fail(str(e), 3)
     except click.BadParameter as e:
         # click names the bad value (a choice's message lists the choices); the option's help says
         # what it takes

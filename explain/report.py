@@ -12,7 +12,7 @@ from importlib.metadata import version
 from shardwise.decision.reasons import SETTINGS
 from shardwise.decision.result import as_dict
 from shardwise.decision.run import decide
-from shardwise.kb.errors import InputError
+from shardwise.kb.errors import NoLayout
 from shardwise.kb.job import Job
 
 from .render import svg_of
@@ -25,7 +25,7 @@ ALTERNATIVES_PER_VALUE = 4
 def build(job: Job, rules: list[str], playbook: str | None = None) -> dict:
     d = decide(job, rules, playbook)
     if d.layout is None:
-        raise InputError(f"no layout to report: {d.nothing_allowed}")
+        raise NoLayout(f"no layout to report: {d.nothing_allowed}")
     rec = as_dict(d, exports=True)
     tried = what_ifs(job, rules, playbook)
     per_setting = []

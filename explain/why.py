@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from shardwise.decision.reasons import SETTINGS, alternatives, reasons
 from shardwise.decision.run import Decision, decide
-from shardwise.kb.errors import InputError
+from shardwise.kb.errors import InputError, NoLayout
 from shardwise.kb.fact_schema import SETTING_NAMES, shown_setting
 from shardwise.kb.job import Job
 
@@ -86,7 +86,7 @@ def would_change(setting: str, current, tried: list) -> list[str]:
 
 def explain(d: Decision, setting: str, tried: list) -> dict:
     if d.layout is None:
-        raise InputError(f"no layout to explain: {d.nothing_allowed}")
+        raise NoLayout(f"no layout to explain: {d.nothing_allowed}")
     current = getattr(d.layout, setting)
     return {"setting": setting, "value": current, "layout": d.layout.describe(), "reasons": reasons(d, setting),
             "alternatives": alternatives(d, setting), "would_change": would_change(setting, current, tried)}

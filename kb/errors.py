@@ -7,6 +7,15 @@ line prints it on stderr and exits with status 2 (cli/main.py).
 import sys
 
 
+class NoLayout(Exception):
+    """A valid job whose answer is NO LAYOUT, asked for what only a layout has (explain, report,
+    export): one line on stderr, exit status 3 -- not bad input (2), not a bug (1). `recommend`
+    answers NO LAYOUT itself, with status 0."""
+
+    def __init__(self, message: str):
+        super().__init__(" ".join(str(message).split()))
+
+
 class InputError(ValueError):
     """Bad input: the message names the problem and what is allowed, on one line."""
 

@@ -276,3 +276,16 @@ def test_memory_and_recommend_write_time_and_cost_alike(run_cli):
     assert "for 500B tokens" in out and "5e+11" not in out and " at $2.00 per GPU-hour" in out
     code, out, err = run_cli("recommend", *args)
     assert "time to train 500B tokens" in out and " at $2.00 per GPU-hour" in out
+
+
+def test_a_valid_job_with_no_layout_is_not_called_bad_input(run_cli, tmp_path):
+    """70B on 8 H100s fits nowhere: recommend answers NO LAYOUT (status 0); explain, report and
+    export have nothing to show and say why in one line with status 3 -- 2 is for bad input."""
+    job = ["--params", "70B", "--gpus", "8"]
+    code, out, _ = run_cli("recommend", *job)
+    assert code == 0 and "NO LAYOUT" in out
+    for cmd in (["explain", "--why", "tp"], ["report", "-o", str(tmp_path / "r.html")],
+                ["export", "--to", "megatron", "-o", str(tmp_path / "x")]):
+        code, out, err = run_cli(*cmd, *job)
+        assert code == 3 and len(err.strip().splitlines()) == 1 and "it would fit on" in err, (cmd, code, err)
+    assert not (tmp_path / "r.html").exists() and not (tmp_path / "x").exists()
