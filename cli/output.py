@@ -15,7 +15,9 @@ format_option = click.option("--format", "fmt", type=click.Choice(FORMATS, case_
 
 
 def to_json(data: dict) -> str:
-    return json.dumps(data, indent=2, sort_keys=False)
+    # strict JSON: an Infinity or NaN that reached the answer is a bug to see, not text that
+    # JSON readers other than Python's reject
+    return json.dumps(data, indent=2, sort_keys=False, allow_nan=False)
 
 
 def to_yaml(data: dict) -> str:

@@ -51,7 +51,8 @@ def setting_line(name: str, s: dict) -> str:
                a["ruled_out_by"] and "(forbid" not in a["ruled_out_by"]]
     # the value whose best layout comes nearest the headline by the objective the choice ranks
     # on (an allowed one first); its tokens/s are what the line shows
-    a = max(allowed or alts, key=lambda a: (a["objective_delta_pct"], a["delta_pct"])) if alts else None
+    a = max(allowed or alts, key=lambda a: (a["objective_delta_pct"] if a["objective_delta_pct"] is not None
+                                            else float("-inf"), a["delta_pct"])) if alts else None
     if a:
         why = re.sub(r"^(\d+(\.\d+)?% slower|as fast, to 0\.01%)(; )?", "", a["ruled_out_by"])     # the delta says it already
         if why.startswith("breaks "):      # the whole alternative layout breaks it, maybe through another setting

@@ -148,6 +148,8 @@ def alternatives(d: Decision, setting: str) -> list[dict]:
     mine = _mine(d, setting)
     head_tps = float(t.tokens_per_s[d.index])
     head_obj = float(d.choice.objective[d.index])
+    # the objective's distance in percent of the headline's tokens/s: a difference, since the
+    # headline's objective is 0 where its broken worths reach 100% (search/choice.py clips it)
     out = []
     values = sorted(set(np.unique(col).tolist()) - {mine})
     for v in values:
@@ -161,8 +163,10 @@ def alternatives(d: Decision, setting: str) -> list[dict]:
                     "tokens_per_s": round(float(t.tokens_per_s[i]), 1),
                     "delta_pct": pct_value(100 * (float(t.tokens_per_s[i]) / head_tps - 1)),
                     # by the objective the choice ranks on (tokens/s less the worths broken): which
-                    # other value comes nearest to the headline, for the one-line why
-                    "objective_delta_pct": pct_value(100 * (float(d.choice.objective[i]) / head_obj - 1)),
+                    # other value comes nearest to the headline, for the one-line why; None for a
+                    # layout the hard rules do not allow (its objective is -inf)
+                    "objective_delta_pct": (pct_value(100 * (float(d.choice.objective[i]) - head_obj) / head_tps)
+                                            if d.allowed[i] else None),
                     "ruled_out_by": _ruled_out(d, i, head_tps)})
     for v, rule in sorted(t.space.blocked.get(setting, {}).items(), key=lambda x: str(x[0])):
         out.append({"value": _shown(setting, v), "layout": None, "tokens_per_s": None, "delta_pct": None,

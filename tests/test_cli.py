@@ -289,3 +289,21 @@ def test_a_valid_job_with_no_layout_is_not_called_bad_input(run_cli, tmp_path):
         code, out, err = run_cli(*cmd, *job)
         assert code == 3 and len(err.strip().splitlines()) == 1 and "it would fit on" in err, (cmd, code, err)
     assert not (tmp_path / "r.html").exists() and not (tmp_path / "x").exists()
+
+
+def test_json_is_strict_json_and_a_policy_worth_everything_does_not_break_the_answer(run_cli, tmp_path):
+    """Alternatives the hard rules do not allow have no objective to compare: the JSON says null,
+    never -Infinity (which JSON readers other than Python's reject); and a house preference worth
+    100% that every layout breaks leaves every objective 0 without a division by it."""
+    def strict(text):
+        return json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+    code, out, err = run_cli("recommend", "--model", "llama-3-70b", "--gpus", "16", "--framework", "fsdp",
+                             "--format", "json")
+    assert code == 0, err
+    alts = [a for s in strict(out)["settings"].values() for a in s["alternatives"]]
+    assert any(a["objective_delta_pct"] is None and a["layout"] for a in alts)
+    rule = tmp_path / "all.yaml"
+    rule.write_text('rules:\n  - id: house.everything\n    title: Worth everything\n    priority: 500\n    then:\n'
+                    '      - avoid: "layout.tp >= 1"\n        worth: 100\n    because: "a test policy"\n')
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--rules", str(rule))
+    assert code == 0 and "internal error" not in err, err

@@ -68,12 +68,12 @@ def state_bytes(t: TrainingSpec, dtype_bytes: float) -> float:
     return 0.0          # adafactor: factored rows + columns, under 0.1% of the parameters at h >= 1024
 
 
-def adafactor_unfactored(t: TrainingSpec, zero):
+def adafactor_unfactored(t: TrainingSpec, zero, pp: int = 1):
     """Whether Adafactor steps unfactored here: DeepSpeed hands the optimizer its fp32 copy
     flattened, one 1-D tensor per parameter group -- ZeRO 1-3 their partitions
     (deepspeed/runtime/zero/stage_1_and_2.py single_partition_of_fp32_groups; stage3.py
-    fp32_partitioned_groups_flat), and at ZeRO-0 in bf16 its BF16_Optimizer's flat fp32 groups
-    (runtime/bf16_optimizer.py fp32_groups_flat_partition) -- and transformers' Adafactor factors
+    fp32_partitioned_groups_flat), and at ZeRO-0 in bf16 under its pipeline engine BF16_Optimizer's
+    flat fp32 groups (runtime/bf16_optimizer.py fp32_groups_flat_partition) -- and transformers' Adafactor factors
     only tensors of two or more dimensions (optimization.py Adafactor.step: factored =
     len(grad_shape) >= 2). So it keeps a full second moment, one state-dtype value a parameter,
     and its step's grad**2 and update span the whole partition. The Trainer without ZeRO is its
@@ -81,7 +81,9 @@ def adafactor_unfactored(t: TrainingSpec, zero):
     if implementation(t) != "adafactor":
         return False
     if t.framework == "deepspeed":
-        return True
+        # ZeRO-0 without the pipeline engine is FP16_UnfusedOptimizer, which keeps a per-parameter
+        # fp32 copy of each tensor's shape (fp16/unfused_optimizer.py): factored there
+        return (zero >= 1) | ((zero == 0) & (pp > 1) & (t.precision in ("bf16", "fp8")))
     return (zero >= 1) if t.framework == "hf" else False
 
 

@@ -140,17 +140,24 @@ def deepspeed_bf16_pipeline(t: TrainingSpec, zero, pp: int):
     return both(both(t.framework == "deepspeed", pp > 1), both(zero == 0, t.precision in ("bf16", "fp8")))
 
 
-def fp32_grad_temporary(t: TrainingSpec, zero, opt_params, pp: int = 1):
+def fp32_grad_temporary(t: TrainingSpec, zero, dense_opt, expert_opt, pp: int = 1):
     """Bytes of the fp32 gradient DeepSpeed makes inside its optimizer step (see _recipe,
-    deepspeed): the rank's optimizer partition (``opt_params``, sharded already where ZeRO or
-    BF16_Optimizer shards) in fp32, one ZeRO-3 sub-group (DEEPSPEED_SUB_GROUP_ELEMS) at a time.
-    Zero for other frameworks, and under pure-bf16 (no fp32 copy to make)."""
+    deepspeed), for the rank's optimizer partition (sharded already where ZeRO or BF16_Optimizer
+    shards): ZeRO-1/2 make and delete it one parameter group at a time (stage_1_and_2.py step),
+    and an MoE model's experts are a group of their own (DeepSpeed's MoE param groups), so the
+    larger of the dense and expert parts (``dense_opt``, ``expert_opt``); ZeRO-3 one sub-group
+    (DEEPSPEED_SUB_GROUP_ELEMS) at a time. Zero for other frameworks, and under pure-bf16 (no
+    fp32 copy to make)."""
     if t.framework not in ("deepspeed", "hf") or t.precision == "pure-bf16":
-        return 0.0 * opt_params
-    # FP16_Optimizer (ZeRO-0 without the pipeline engine, fp16/fused_optimizer.py step) casts each
-    # p.grad to fp32 in a list and flattens the list into a new tensor: both at once, 8 bytes
-    cast = 4.0 * where(zero == 3, minimum(opt_params, DEEPSPEED_SUB_GROUP_ELEMS),
-                       where(both(zero == 0, pp == 1), 2.0 * opt_params, opt_params))
+        return 0.0 * dense_opt
+    group = maximum(dense_opt, expert_opt)
+    # FP16_Optimizer (ZeRO-0 without the pipeline engine, with DeepSpeed's FusedAdam: the
+    # framework's AdamW, engine._configure_fp16_optimizer) casts each p.grad to fp32 in a list and
+    # flattens the list into a new tensor, both at once: 8 bytes. Any other optimizer gets
+    # FP16_UnfusedOptimizer, which casts parameter by parameter: 4
+    flat = 2.0 if opt.implementation(t) == "adamw-fused" else 1.0
+    cast = 4.0 * where(zero == 3, minimum(group, DEEPSPEED_SUB_GROUP_ELEMS),
+                       where(both(zero == 0, pp == 1), flat * (dense_opt + expert_opt), group))
     # the Trainer runs DeepSpeed only at ZeRO 1-3 (its ZeRO-0 is a plain PyTorch loop)
     return where(zero >= 1, cast, 0.0) if t.framework == "hf" else cast
 
@@ -179,7 +186,7 @@ class States:
     accumulated_grads: float = 0.0   # unsharded grads held across micro-batches (FSDP under PP)
     loop_kept_grads: bool = False    # persistent only because the loop keeps them (Recipe.loop_kept)
     copies_kept: bool = False        # compute copies FSDP keeps whatever the recomputation: its
-                                     # unsharded parameters (ZeRO-2, and ZeRO-3 under pipelining)
+                                     # unsharded parameters (ZeRO-0/2, and ZeRO-3 under pipelining)
 
 
 def _shard(b: float, on, group):
@@ -215,8 +222,11 @@ def full_training_states(params_rank: float, gemm_rank: float, expert_rank: floa
     if fsdp:
         # FSDP2 ZeRO-2 (reshard_after_forward=False): every parameter's unsharded bf16 copy, the
         # embedding and norms included (MixedPrecisionPolicy casts all), from its forward until
-        # its layer's backward reshards it (reshard_after_backward, default True)
-        compute_copy = where(zero == 2, (params_rank + expert_rank) * 2.0, compute_copy)
+        # its layer's backward reshards it (reshard_after_backward, default True). ZeRO-0 too, as
+        # the FSDP2 export runs it (fully_shard over a 1-wide dp_shard, reshard_after_forward=False,
+        # export/fsdp.py), and torchtitan wherever CP turns FSDP on; torchtitan's ZeRO-0 without
+        # CP is DDP under autocast, whose casts recomputation frees: read high there
+        compute_copy = where((zero == 2) | (zero == 0), (params_rank + expert_rank) * 2.0, compute_copy)
     # Transformer Engine caches the FP8 copy (and transpose) of weights the rank holds; under
     # ZeRO-3 / Megatron-FSDP the rank holds only a shard and the gathered layer is transient
     # (counted with the gathered-layer buffers, overheads.framework_buffers)
@@ -224,11 +234,12 @@ def full_training_states(params_rank: float, gemm_rank: float, expert_rank: floa
     if t.framework == "megatron" and t.precision == "fp8":
         fp8 = where(zero == 0, gemm_rank * 2.0, fp8)
     sharded_opt = (zero >= 1) | bf16_pipe
-    opt_params = _shard(params_rank, sharded_opt, group) + _shard(expert_rank, sharded_opt, expert_group)
-    unfactored = opt.adafactor_unfactored(t, zero)
+    dense_opt, expert_opt = _shard(params_rank, sharded_opt, group), _shard(expert_rank, sharded_opt, expert_group)
+    opt_params = dense_opt + expert_opt
+    unfactored = opt.adafactor_unfactored(t, zero, pp)
     moments = where(unfactored, per(r.state_dtype, 1, bf16_pipe), moments)
     temp = (opt.step_temporaries(t, opt_params, largest, r.state_dtype, unfactored) + r.main_grad_copy * opt_params
-            + fp32_grad_temporary(t, zero, opt_params, pp))
+            + fp32_grad_temporary(t, zero, dense_opt, expert_opt, pp))
     accumulated = 0.0
     if t.framework == "fsdp" and pp > 1:
         # torch.distributed.pipelining runs every micro-batch but the last without FSDP
@@ -239,7 +250,7 @@ def full_training_states(params_rank: float, gemm_rank: float, expert_rank: floa
         # gradient sync off either way (kb/perf/step._dp_time reduces once a step for both).
         compute_copy = where(zero == 3, (params_rank + expert_rank) * 2.0, compute_copy)
         accumulated = where(zero >= 2, (params_rank + expert_rank) * 4.0, 0.0)
-    kept = both(fsdp, (zero == 2) | ((zero == 3) & (pp > 1)))
+    kept = both(fsdp, (zero == 2) | (zero == 0) | ((zero == 3) & (pp > 1)))
     return States(weights, grads, master, moments, compute_copy, fp8, 0.0, r.persistent_grads, temp, accumulated,
                   r.loop_kept, kept)
 

@@ -28,7 +28,7 @@ from ..stages import all_stages
 from . import comm
 from . import param_traffic as pt
 from ..memory.peft_experts import experts_stay_bf16, merges_experts
-from ..memory.states import lora_params
+from ..memory.states import deepspeed_bf16_pipeline, lora_params
 from ..params import layer_params, total_params
 from ..frameworks import ULYSSES_FRAMEWORKS, megatron_ep_overlap_share, megatron_tp_overlap, profile as framework_profile
 from .compute import HBM_EFFICIENCY, gemm_efficiency, layer_time, loss_time, moe_tokens
@@ -193,8 +193,12 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict, flo
     else:
         kv_bytes = tokens * 2 * maximum(m.kv_width / lay.tp, m.hd) * 2.0
         # the ring passes K/V (cp - 1) times in forward, K/V and their gradients in backward;
-        # a fully recomputed layer runs its forward ring again
-        rings = 3 + where(lay.recompute == "full", 1, 0)
+        # a recomputed attention runs its forward ring again: full recomputation, and Megatron's
+        # selective and per-module ones, which checkpoint the core attention (Megatron-Core
+        # attention.py checkpoint_core_attention; TE's CP attention holds the ring) -- not
+        # torchtitan's per-op policy, which saves the attention kernels' outputs
+        again = (lay.recompute == "full") | ((t.framework == "megatron") & (lay.recompute != "none"))
+        rings = 3 + where(again, 1, 0)
         kinds["cp"] = where(lay.cp > 1, layers * rings * (lay.cp - 1) * comm.p2p(cp_link, kv_bytes) * (1 - ov["cp"]), 0.0)
     if sp.moe_layers:
         ep_link = comm.group_link(c, lay.ep, st["ep"])
@@ -269,7 +273,11 @@ def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compu
     # behind the other chunks' backwards and the cool-down: the profile's share alone.
     def hidden_behind_one(x):
         return where(lay.pp > 1, (1 - ov) * x, maximum(x - ov * compute_mb, (1 - ov) * x))
-    plain = hidden_behind_one(plain)
+    # DeepSpeed's BF16_Optimizer (its pipeline engine at ZeRO-0 in bf16, kb/memory/states.py)
+    # all-reduces the gradients and, its master weights being partitioned, all-gathers the bf16
+    # weights after its step (bf16_optimizer.py update_lp_params: all_gather_dp_groups)
+    plain = where(deepspeed_bf16_pipeline(t, lay.zero, lay.pp), hidden_behind_one(plain + gather),
+                  hidden_behind_one(plain))
     # ZeRO-3: parameters gathered (bf16) for forward and backward and gradients reduce-scattered,
     # every micro-batch -- except under torch pipelining, which keeps the stage's parameters
     # unsharded across micro-batches (and kb/memory/states.py charges the memory for that)
