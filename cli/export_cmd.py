@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from shardwise.export import FRAMEWORKS
-from shardwise.kb.errors import InputError, NoLayout
+from shardwise.kb.errors import InputError, NoLayout, refuse_empty_path
 
 from .options import job_options
 
@@ -23,6 +23,8 @@ def export(job, to, out, layout, rules, playbook):
     """Write the layout as DeepSpeed / Megatron / Nanotron / torchtitan / FSDP2 / Accelerate config."""
     from shardwise.export import Target, export as run_export
     from shardwise.kb.resolve import resolve_layout
+
+    refuse_empty_path(out, "-o", "a folder to write the files in, or leave -o out to print them")
 
     if layout is not None:
         from shardwise.decision.memory_rules import broken_memory_rules
@@ -49,7 +51,7 @@ def export(job, to, out, layout, rules, playbook):
     if to == "all":
         return _export_all(Target(job, lay), out)
     ex = run_export(to, Target(job, lay))
-    if out:
+    if out is not None:
         _write(Path(out), ex.files, out)
     else:
         for name, text in ex.files.items():
@@ -64,7 +66,7 @@ def _export_all(target, out):
     """Every framework's files in DIR/<framework>/; a framework that refuses the job says why."""
     from shardwise.export import export_all
 
-    if not out:
+    if out is None:
         raise InputError("--to all writes a folder per framework: give -o DIR")
     for name, ex in export_all(target).items():
         if ex.get("refused"):

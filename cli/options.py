@@ -134,14 +134,14 @@ def job_options(f=None, *, raw: bool = False):
         from shardwise.kb.build import build_job     # pydantic and NumPy: not for --help
 
         with search_progress():                      # a bar on a terminal when the search is long
-            settings = load_job_file(job_file) if job_file else {}
+            settings = load_job_file(job_file) if job_file is not None else {}
             flags = {}
             for k in JOB_KEYS:
                 v = kwargs.pop(k, None)
                 if v is not None:
                     flags[k] = v.lower() if isinstance(v, str) and k in LOWERCASE else v
             override(settings, flags)
-            from_file = {k for k in settings if k not in flags} if job_file else set()
+            from_file = {k for k in settings if k not in flags} if job_file is not None else set()
             try:
                 if raw:
                     # refuse a bad base job before any variant; a --lora-rank waits for the variants,
@@ -174,8 +174,9 @@ def _named_in_file(e: InputError, path: str | None, from_file: set) -> InputErro
 
 
 def load_job_file(path: str) -> dict:
-    from shardwise.kb.errors import read_input_file
+    from shardwise.kb.errors import read_input_file, refuse_empty_path
     from shardwise.kb.user_yaml import JobYamlLoader, load_user_yaml
+    refuse_empty_path(path, "-f", "a YAML job file")
     text = read_input_file(path, "-f")
     data = load_user_yaml(text, path, JobYamlLoader)
     if data is None:
@@ -211,7 +212,7 @@ def _as_flag_reads(key: str, v, path: str):
     case_sensitive=False, then lower-cased in job_options), and hf_config beside the job file."""
     if key in LOWERCASE:
         return v.lower()
-    if key == "hf_config":
+    if key == "hf_config" and v.strip():   # an empty one stays empty, for resolve_model to refuse, not the folder
         return os.path.join(os.path.dirname(path), os.path.expanduser(v))   # an absolute (or ~) one as it is
     return v
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from shardwise.kb.errors import InputError
+from shardwise.kb.errors import InputError, refuse_empty_path
 
 from .options import job_options
 
@@ -18,6 +18,7 @@ from .options import job_options
 def report(job, output, rules, playbook):
     """The recommendation, why each setting, the decision trace, memory per stage, the ranked
     alternatives, the exports and the rule files' hashes, in one HTML file (nothing fetched)."""
+    refuse_empty_path(output, "-o", "the HTML file to write, e.g. report.html")
     if not output.lower().endswith((".html", ".htm")):
         raise InputError(f"-o {output}: the report is HTML; allowed endings .html, .htm")
     from shardwise.explain.report import build

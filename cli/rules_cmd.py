@@ -7,7 +7,7 @@ import click
 
 from shardwise.kb.build import build_job
 from shardwise.kb.choices import RECOMPUTE
-from shardwise.kb.errors import InputError, read_input_file
+from shardwise.kb.errors import InputError, read_input_file, refuse_empty_path
 from shardwise.kb.fact_schema import DESCRIPTIONS, GROUP_OF, SCHEMA
 from shardwise.kb.facts import layout_dict
 from shardwise.kb.user_yaml import load_user_yaml
@@ -149,6 +149,7 @@ def test_(path, extra, playbook_dir):
     settings or `fits`), and optionally `rules:` (files, relative to it) and `playbook:` (a
     folder, relative to it). Exit 1 when a case fails."""
     from shardwise.decision.run import decide
+    refuse_empty_path(path, "rules test", "a policy test file (YAML with 'cases:')")
     p = Path(path)
     spec = load_user_yaml(read_input_file(path, "rules test"), path)
     if not isinstance(spec, dict) or not isinstance(spec.get("cases"), list):
@@ -159,11 +160,16 @@ def test_(path, extra, playbook_dir):
     files = spec.get("rules") or []
     if not isinstance(files, list) or not all(isinstance(r, str) for r in files):
         raise InputError(f"{path}: 'rules:' must be a list of rule files (relative to the test file)")
+    for r in files:     # joined to the test file's folder, '' would name that whole folder
+        refuse_empty_path(r, f"{path}: 'rules:'", "a rule file or folder (relative to the test file)")
     book_dir = spec.get("playbook")
     if book_dir is not None and not isinstance(book_dir, str):
         raise InputError(f"{path}: 'playbook:' must be a folder (relative to the test file)")
+    refuse_empty_path(book_dir, f"{path}: 'playbook:'", "a folder of rule files (relative to the test file)")
     extra_rules = [str(p.parent / r) for r in files] + list(extra)
-    book_dir = playbook_dir or (str(p.parent / book_dir) if book_dir else None)
+    if playbook_dir is None and book_dir is not None:
+        playbook_dir = str(p.parent / book_dir)
+    book_dir = playbook_dir
     _case_names(path, spec["cases"])
     jobs = [_case_job(path, i, case) for i, case in enumerate(spec["cases"])]   # every case checked before any runs
     failed = 0

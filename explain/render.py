@@ -14,7 +14,7 @@ import shutil
 import os
 from pathlib import Path
 
-from shardwise.kb.errors import InputError
+from shardwise.kb.errors import InputError, refuse_empty_path
 
 FORMATS = ("gv", "dot", "svg", "png")
 DOT_TIMEOUT_S = 120     # a trace graph takes well under a second; this only stops a hung `dot`
@@ -31,6 +31,7 @@ def graph_format(path: str) -> str:
 def checked_graph_path(ctx, param, path):
     """click callback: refuse a --graph path before any work is done (and anything printed)."""
     if path is not None:
+        refuse_empty_path(path, "--graph", "a file to draw into: out.svg, out.dot or out.png")
         if graph_format(path) == "png":
             _png_program(path)
         parent = Path(path).parent

@@ -29,6 +29,15 @@ class InputError(ValueError):
 INPUT_MAX_BYTES = 16 * 2 ** 20
 
 
+def refuse_empty_path(path, flag: str, want: str) -> None:
+    """An empty path argument names no file: ``Path('')`` is the current folder (``--rules ''``
+    would load every *.yaml there) and ``if path:`` reads it as not given (``-f ''`` would drop
+    the job file, ``--playbook ''`` run the shipped playbook). Refused, as an empty --model is
+    (kb/build.resolve_model), with what to give instead."""
+    if path is not None and str(path) == "":
+        raise InputError(f"{flag}: an empty path; give {want}")
+
+
 def read_input_file(path: str, flag: str, limit: int = INPUT_MAX_BYTES) -> str:
     """The text of a file the user named, or an InputError saying why it cannot be read."""
     try:

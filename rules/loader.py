@@ -35,7 +35,7 @@ from pathlib import Path
 
 import yaml
 
-from shardwise.kb.errors import InputError
+from shardwise.kb.errors import InputError, refuse_empty_path
 from shardwise.kb.user_yaml import UserYamlLoader, load_user_yaml
 
 from shardwise.kb.fact_schema import GROUP_OF, SCHEMA, VALUES
@@ -374,6 +374,7 @@ def _template(text, file, line, rid):
 
 def expand(path: str, shown: str | None = None, flag: str = "--rules") -> list[tuple[Path, str]]:
     """(file, shown name) of a rule file, or of a folder's *.yaml files in name order."""
+    refuse_empty_path(path, flag, "a rule file or folder")
     p, shown = Path(path), shown or path
     if p.is_dir():
         files = [(f, f"{shown.rstrip('/')}/{f.name}") for f in sorted(p.glob("*.yaml"))]

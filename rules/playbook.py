@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from shardwise.kb.errors import InputError
+from shardwise.kb.errors import InputError, refuse_empty_path
 
 from .compiler import compile_rules
 from .loader import Rule, expand, load_rulebook
@@ -53,7 +53,8 @@ def rule_files(extra: list[str], playbook: str | None = None) -> list[tuple[Path
 
 
 def _playbook_files(playbook: str | None) -> list[tuple[Path, str]]:
-    if playbook:
+    if playbook is not None:
+        refuse_empty_path(playbook, "--playbook", "a folder of rule files (make one with `shardwise rules init DIR`)")
         base = Path(playbook)
         if not base.is_dir():
             raise InputError(f"--playbook: '{playbook}' is not a folder (make one with `shardwise rules init DIR`)")
@@ -115,6 +116,7 @@ How rules work (the full format: the project README, "Rules: the playbook as dat
 
 def init(target: str) -> list[str]:
     """Copy the shipped playbook into ``target`` (which must not exist or be empty)."""
+    refuse_empty_path(target, "rules init", "a new or empty folder to copy the playbook into")
     dest = Path(target)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise InputError(f"rules init: '{target}' exists and is not an empty folder; choose a new folder")

@@ -164,6 +164,55 @@ def test_job_file(run_cli, tmp_path):
     assert code == 2 and "not valid YAML" in err and len(err.strip().splitlines()) == 1
 
 
+EMPTY_PATHS = [
+    (["recommend", "--model", "llama-3-8b", "--rules", ""], "--rules: an empty path; give a rule file or folder"),
+    (["recommend", "--model", "llama-3-8b", "--playbook", ""], "--playbook: an empty path; give a folder"),
+    (["recommend", "-f", "", "--model", "llama-3-8b"], "-f: an empty path; give a YAML job file"),
+    (["compare", "-f", "", "--model", "llama-3-8b", "--vary", "gpus=8,16"], "-f: an empty path"),
+    (["rules", "lint", ""], "rules lint: an empty path; give a rule file or folder"),
+    (["rules", "init", ""], "rules init: an empty path; give a new or empty folder"),
+    (["rules", "test", ""], "rules test: an empty path"),
+    (["rules", "list", "--rules", ""], "--rules: an empty path"),
+    (["rules", "graph", "--playbook", ""], "--playbook: an empty path"),
+    (["export", "--model", "llama-3-8b", "--to", "deepspeed", "-o", ""], "-o: an empty path; give a folder"),
+    (["report", "--model", "llama-3-8b", "-o", ""], "-o: an empty path; give the HTML file"),
+    (["explain", "--model", "llama-3-8b", "--why", "tp", "--graph", ""], "--graph: an empty path"),
+]
+
+
+@pytest.mark.parametrize("args,needle", EMPTY_PATHS)
+def test_an_empty_path_is_refused_not_read_as_this_folder_or_as_not_given(run_cli, tmp_path, monkeypatch, args, needle):
+    """Path('') is the current folder and `if path:` reads '' as not given: `--rules ''` loaded
+    every *.yaml here, `--playbook ''` ran the shipped playbook, `-f ''` dropped the job file,
+    `rules init ''` copied the playbook here, `export -o ''` printed instead of writing. Each is
+    refused in one line, as an empty --model is, in a folder that holds a rule file and nothing
+    else is written to."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "house.yaml").write_text('rules:\n  - id: house.x\n    title: t\n    priority: 500\n'
+                                         '    then:\n      - note: "a house note"\n    because: because\n')
+    code, out, err = run_cli(*args)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err, (code, out, err)
+    assert needle in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["house.yaml"]
+
+
+def test_an_empty_path_inside_a_job_or_policy_test_file_is_refused(run_cli, tmp_path):
+    """Joined to the file's own folder, '' named that folder: a job file's `hf_config: ""` read
+    the config.json beside it, a policy test's `rules: [""]` every rule file beside it."""
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 512,
+                                                      "intermediate_size": 1024, "num_hidden_layers": 2,
+                                                      "num_attention_heads": 8, "vocab_size": 1000}))
+    job = tmp_path / "job.yaml"
+    job.write_text('hf_config: ""\ngpus: 8\n')
+    code, out, err = run_cli("recommend", "-f", str(job))
+    assert code == 2 and out == "" and f"{job}: 'hf_config': empty" in err
+    cases = tmp_path / "cases.yaml"
+    for extra, needle in (('rules: [""]\n', "'rules:': an empty path"), ('playbook: ""\n', "'playbook:': an empty path")):
+        cases.write_text(extra + "cases:\n  - job: {model: llama-3-8b, gpus: 8}\n    expect: {fits: true}\n")
+        code, out, err = run_cli("rules", "test", str(cases))
+        assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1, err
+
+
 def test_a_rule_that_cannot_be_evaluated_is_refused_in_one_line(run_cli, tmp_path):
     rules = tmp_path / "house.yaml"
     rules.write_text('rules:\n  - id: house.x\n    title: t\n    priority: 500\n'
