@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from .main import Group
 from .output import emit, format_option, table
 
 
@@ -10,7 +11,7 @@ def _emit(rows, headers, fmt, data):
     emit(data, fmt, lambda markdown: table(rows, headers, markdown=markdown))
 
 
-@click.group()
+@click.group(cls=Group)
 def kb():
     """List the built-in catalogs."""
 

@@ -9,6 +9,7 @@ command (issue 16: `--help` took as long as a whole recommendation).
 """
 from __future__ import annotations
 
+import difflib
 import gc
 import importlib
 import sys
@@ -42,7 +43,28 @@ COMMANDS = {
 }
 
 
-class LazyGroup(click.Group):
+class Group(click.Group):
+    """Every group of shardwise (the command itself, `rules`, `kb`): run without a subcommand it
+    prints its help, as bare `shardwise` does (click would raise its help as one squashed usage
+    error); a subcommand it lacks is refused naming those it takes."""
+
+    def parse_args(self, ctx, args):
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            click.echo(ctx.get_help())
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
+
+    def resolve_command(self, ctx, args):
+        name = args[0]
+        if not name.startswith("-") and self.get_command(ctx, name) is None and not ctx.resilient_parsing:
+            names = self.list_commands(ctx)
+            near = difflib.get_close_matches(name, names, n=1)
+            raise click.UsageError(f"no such command '{name}'" + (f" (did you mean {near[0]}?)" if near else "")
+                                   + f"; {ctx.info_name} takes {', '.join(names[:-1])} or {names[-1]}", ctx)
+        return super().resolve_command(ctx, args)
+
+
+class LazyGroup(Group):
     """A group whose commands are imported by name, only when one is invoked (or asked for
     its own help); the group's help lists them from COMMANDS."""
 

@@ -18,6 +18,7 @@ from shardwise.rules.loader import SETTINGS
 from shardwise.explain import rule_graph
 from shardwise.explain.render import checked_graph_path, write_graph
 
+from .main import Group
 from .options import JOB_KEYS
 from .output import emit, format_option, table
 
@@ -25,7 +26,7 @@ _RULES = click.option("--rules", "extra", multiple=True, help="also these house-
 _PLAYBOOK = click.option("--playbook", "playbook_dir", help="an edited copy of the playbook (shardwise rules init DIR)")
 
 
-@click.group()
+@click.group(cls=Group)
 def rules():
     """List, lint, test and copy the rule files (the playbook as data)."""
 

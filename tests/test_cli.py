@@ -67,6 +67,24 @@ def test_same_input_same_bytes(run_cli):
     assert a == b
 
 
+@pytest.mark.parametrize("group", ["kb", "rules"])
+def test_a_group_without_a_subcommand_prints_its_help_as_bare_shardwise_does(run_cli, group):
+    code, out, err = run_cli(group)
+    assert code == 0 and err == "" and out.startswith(f"Usage: shardwise {group} [OPTIONS] COMMAND")
+    assert out == run_cli(group, "--help")[1] and "Commands:" in out
+    code, out, err = run_cli()
+    assert code == 0 and out == run_cli("--help")[1]
+
+
+@pytest.mark.parametrize("args,line", [
+    (["kb", "nope"], "no such command 'nope'; kb takes gpus, links or models"),
+    (["rules", "lnt"], "no such command 'lnt' (did you mean lint?); rules takes facts, graph, init, lint, list or test"),
+])
+def test_an_unknown_subcommand_names_the_ones_its_group_takes(run_cli, args, line):
+    code, out, err = run_cli(*args)
+    assert code == 2 and out == "" and err == f"shardwise: error: {line}\n"
+
+
 def test_kb_lists(run_cli):
     for what in ("gpus", "models", "links"):
         code, out, _ = run_cli("kb", what)

@@ -55,7 +55,9 @@ def test_help_output_shows_each_command_with_its_short_help(run_cli):
 
 def test_an_unknown_command_is_one_line_and_status_2(run_cli):
     code, out, err = run_cli("recomend", *SMALL_JOB)
-    assert code == 2 and err.strip() == "shardwise: error: No such command 'recomend'."
+    assert code == 2 and err.strip() == ("shardwise: error: no such command 'recomend' (did you mean recommend?); "
+                                         "shardwise takes compare, explain, export, kb, memory, recommend, report, "
+                                         "rules or search")
 
 
 def test_table_recommend_builds_no_export_but_json_carries_them():
