@@ -46,7 +46,8 @@ COMMANDS = {
 class Group(click.Group):
     """Every group of shardwise (the command itself, `rules`, `kb`): run without a subcommand it
     prints its help, as bare `shardwise` does (click would raise its help as one squashed usage
-    error); a subcommand it lacks is refused naming those it takes."""
+    error); a subcommand it lacks is refused naming those it takes; and the subcommand it runs
+    gets refuse_repeats."""
 
     def parse_args(self, ctx, args):
         if not args and self.no_args_is_help and not ctx.resilient_parsing:
@@ -61,7 +62,61 @@ class Group(click.Group):
             near = difflib.get_close_matches(name, names, n=1)
             raise click.UsageError(f"no such command '{name}'" + (f" (did you mean {near[0]}?)" if near else "")
                                    + f"; {ctx.info_name} takes {', '.join(names[:-1])} or {names[-1]}", ctx)
-        return super().resolve_command(ctx, args)
+        name, cmd, rest = super().resolve_command(ctx, args)
+        if cmd is not None and not isinstance(cmd, click.Group):
+            refuse_repeats(cmd, rest, ctx.help_option_names)
+        return name, cmd, rest
+
+
+def refuse_repeats(cmd: click.Command, args: list, help_names=("--help",)) -> None:
+    """Refuse an option that takes one value given more than once: click keeps the last one
+    silently, so `--gpus 8 --gpus 16` ran 16 GPUs and `-f a.yaml -f b.yaml` dropped a.yaml.
+    Read from the command's own declared options, as click's parser reads them (`--opt value`,
+    `--opt=value`, `-f value`, `-fvalue`; an option's value is the next word even if it starts
+    with '-'; nothing after `--`). Options declared multiple=True (--rules, --vary) repeat by
+    design; a flag given twice says the same thing twice and is let be. With --help the command
+    prints its help, whatever else is given."""
+    takes = {o: p for p in cmd.params if isinstance(p, click.Option) and not p.is_flag and not p.count
+             for o in p.opts}
+    seen: dict = {}                     # option name -> [(as typed, value)]
+    i = 0
+    while i < len(args):
+        word, i = args[i], i + 1
+        if word == "--":
+            break
+        if word in help_names:
+            return
+        if word.startswith("--"):
+            opt, eq, value = word.partition("=")
+            if opt not in takes:
+                continue
+            if not eq:
+                if i == len(args):
+                    break               # click says the value is missing
+                value, i = args[i], i + 1
+        elif word.startswith("-") and len(word) > 1:
+            # a cluster of short options: flags, until one that takes the rest (or the next word)
+            opt = next((f"-{c}" for c in word[1:] if f"-{c}" in takes or f"-{c}" in help_names), None)
+            if opt is None:
+                continue
+            if opt in help_names:
+                return
+            value = word[word.index(opt[1]) + 1:]
+            if not value:
+                if i == len(args):
+                    break
+                value, i = args[i], i + 1
+        else:
+            continue
+        p = takes[opt]
+        if not p.multiple:
+            seen.setdefault(p.name, []).append((opt, value))
+    for uses in seen.values():
+        if len(uses) > 1:
+            typed = "/".join(dict.fromkeys(o for o, _ in uses))
+            times = "twice" if len(uses) == 2 else f"{len(uses)} times"
+            values = ", ".join(v if v else "''" for _, v in uses)
+            raise InputError(f"{typed} given {times} ({values}): give it once")
 
 
 class LazyGroup(Group):

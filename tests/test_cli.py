@@ -231,6 +231,51 @@ def test_an_empty_path_inside_a_job_or_policy_test_file_is_refused(run_cli, tmp_
         assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1, err
 
 
+SMALL = ["--model", "llama-3-8b", "--gpus", "8"]
+REPEATS = [
+    (["recommend", "--model", "llama-3-8b", "--model", "llama-3-70b", "--gpus", "8"],
+     "--model given twice (llama-3-8b, llama-3-70b): give it once"),
+    (["recommend", *SMALL, "--gpus", "16"], "--gpus given twice (8, 16): give it once"),
+    (["recommend", *SMALL, "--gpus=16", "--gpus", "32"], "--gpus given 3 times (8, 16, 32): give it once"),
+    (["memory", *SMALL, "--layout", "tp=2", "--layout", "tp=4"], "--layout given twice (tp=2, tp=4): give it once"),
+    (["explain", *SMALL, "--why", "tp", "--why", "pp"], "--why given twice (tp, pp): give it once"),
+    (["recommend", "-f", "JOB", "-f", "JOB"], "-f given twice (JOB, JOB): give it once"),
+    (["recommend", "-fJOB", "--job-file=JOB"], "-f/--job-file given twice (JOB, JOB): give it once"),
+    (["compare", *SMALL, "--vary", "gpu=h100-sxm,h200", "--seq-len", "4k", "--seq-len", "8k"],
+     "--seq-len given twice (4k, 8k): give it once"),
+    (["kb", "gpus", "--format", "json", "--format=yaml"], "--format given twice (json, yaml): give it once"),
+    (["rules", "graph", "-o", "a.svg", "--graph", "b.svg"], "-o/--graph given twice (a.svg, b.svg): give it once"),
+]
+
+
+@pytest.mark.parametrize("args,line", REPEATS)
+def test_a_single_value_option_given_twice_is_refused_not_the_last_taken(run_cli, tmp_path, monkeypatch, args, line):
+    """click keeps the last of a repeated option: --gpus 8 --gpus 16 ran 16 GPUs and -f a -f b
+    dropped a. Every command's single-value options are refused when repeated, in each way
+    click reads them (--opt v, --opt=v, -f v, -fv), before anything is written."""
+    monkeypatch.chdir(tmp_path)
+    job = tmp_path / "job.yaml"
+    job.write_text("model: llama-3-8b\ngpus: 8\n")
+    code, out, err = run_cli(*[a.replace("JOB", str(job)) for a in args])
+    assert code == 2 and out == "" and err == f"shardwise: error: {line.replace('JOB', str(job))}\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["job.yaml"]
+
+
+def test_options_declared_repeatable_still_repeat(run_cli, tmp_path):
+    rule = tmp_path / "house.yaml"
+    rule.write_text('rules:\n  - id: house.x\n    title: t\n    priority: 500\n'
+                    '    then:\n      - note: "a house note"\n    because: because\n')
+    other = tmp_path / "other.yaml"
+    other.write_text(rule.read_text().replace("house.x", "house.y"))
+    code, out, err = run_cli("recommend", *SMALL, "--rules", str(rule), "--rules", str(other))
+    assert code == 0, err
+    code, out, err = run_cli("compare", *SMALL, "--vary", "gpu=h100-sxm,h200", "--vary", "mbs=1,2")
+    assert code == 0, err
+    # --help still shows the help whatever else is given
+    code, out, _ = run_cli("recommend", *SMALL, "--gpus", "16", "--help")
+    assert code == 0 and out.startswith("Usage: shardwise recommend")
+
+
 def test_a_rule_that_cannot_be_evaluated_is_refused_in_one_line(run_cli, tmp_path):
     rules = tmp_path / "house.yaml"
     rules.write_text('rules:\n  - id: house.x\n    title: t\n    priority: 500\n'
