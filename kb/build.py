@@ -173,6 +173,15 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
         tspec = TrainingSpec(token_budget=tb, defaulted=tuple(defaulted), **clean)
     except ValidationError as e:
         raise _first_error(e, "")
+    if tspec.global_batch_tokens is not None and tspec.global_batch_tokens < tspec.seq_len:
+        # a step holds whole sequences: taking it as one sequence would run seq_len / tokens times
+        # the batch asked for (1 token at 4,096: +409,500%), not a rounding of it (kb/batch.py)
+        tokens, text = tspec.global_batch_tokens, str(gbt).strip()
+        plain = f"{tokens:.0f}" if tokens == int(tokens) else f"{tokens}"
+        shown = text if text == plain else f"{text} = {tokens:,.0f}" if tokens == int(tokens) else f"{text} = {tokens:,}"
+        raise InputError(f"--global-batch-tokens: {shown} is fewer tokens than one sequence (--seq-len "
+                         f"{tspec.seq_len:,}); allowed: at least {tspec.seq_len:,} tokens a step, "
+                         "or --global-batch in sequences")
     if "lora_rank" in given and tspec.training not in ADAPTERS:
         raise InputError(f"--lora-rank: applies to --training lora or qlora only, and this job is "
                          f"{tspec.training}; drop it, or set --training lora/qlora")

@@ -71,8 +71,8 @@ def test_a_prime_sequence_count_moves_within_five_percent_and_says_so(run_cli):
 
 def test_a_token_batch_is_never_refused_for_rounding(run_cli):
     d = memory(run_cli, "--model", "llama-3-8b", "--gpus", "8", "--seq-len", "8192",
-               "--global-batch-tokens", "1000", "--layout", "tp=8")
-    assert d["layout"]["global_batch"] == 1 and "at least one" in " ".join(d["assumptions"])
+               "--global-batch-tokens", "12k", "--layout", "tp=8")
+    assert d["layout"]["global_batch"] in (1, 2) and "at least one" in " ".join(d["assumptions"])
     # a fixed layout: the count moves to one that its mbs x DP divides (512 -> 504 for DP 24)
     d = memory(run_cli, "--model", "llama-3-8b", "--gpus", "24", "--seq-len", "8192",
                "--global-batch-tokens", "4M", "--layout", "tp=1,mbs=1")
@@ -81,6 +81,23 @@ def test_a_token_batch_is_never_refused_for_rounding(run_cli):
     d = memory(run_cli, "--model", "llama-3-8b", "--gpus", "64", "--seq-len", "8k",
                "--global-batch-tokens", "1.1M", "--layout", "tp=1,mbs=2")
     assert d["layout"]["global_batch"] == 128 and "taken as 128 (-9.09%)" in " ".join(d["assumptions"])
+
+
+@pytest.mark.parametrize("text,shown", [("1", "1"), ("1000", "1000"), ("8191", "8191"), ("4k", "4k = 4,096"),
+                                         ("0.5", "0.5")])
+def test_a_token_batch_smaller_than_one_sequence_is_refused_not_taken_as_one(run_cli, tmp_path, text, shown):
+    """A step holds whole sequences, and taking 1 token as one sequence of 8,192 ran 8,192 times
+    the batch asked for ("taken as 1 (+819100.00%)"): not a rounding, so refused with both
+    numbers, from a flag or a job file. One whole sequence is a batch."""
+    base = ["--model", "llama-3-8b", "--gpus", "8", "--seq-len", "8k", "--layout", "tp=8"]
+    err = refused(run_cli, "memory", *base, "--global-batch-tokens", text)
+    assert (f"--global-batch-tokens: {shown} is fewer tokens than one sequence (--seq-len 8,192); "
+            "allowed: at least 8,192 tokens a step, or --global-batch in sequences") in err
+    job = tmp_path / "job.yaml"
+    job.write_text(f"model: llama-3-8b\nseq_len: 8k\nglobal_batch_tokens: {text}\n")
+    assert f"{job}: 'global_batch_tokens': {shown} is fewer tokens than one sequence (--seq-len 8,192)" in \
+        refused(run_cli, "memory", "-f", str(job), "--layout", "tp=8")
+    assert memory(run_cli, *base, "--global-batch-tokens", "8k")["layout"]["global_batch"] == 1
 
 
 def test_budgets_stay_decimal():
@@ -144,8 +161,11 @@ def test_no_token_batch_is_refused_for_rounding(value, suffix, seq_len, gpus, mb
     try:
         job = build_job(model="llama-3-8b", gpus=gpus, seq_len=seq_len, mbs=mbs, global_batch_tokens=text)
     except InputError as e:
-        # never for rounding: only a given micro-batch the batch cannot hold (a few sequences at most)
-        assert mbs and str(e).startswith(f"--mbs {mbs} ")
+        # never for rounding: only a batch of less than one sequence, or a given micro-batch the
+        # batch cannot hold (a few sequences at most)
+        tokens = float(text[:-1] if suffix else text) * {"": 1, "K": 2 ** 10, "M": 2 ** 20, "B": 2 ** 30}[suffix]
+        assert (tokens < seq_len and str(e).startswith("--global-batch-tokens: ")) or \
+            (mbs and str(e).startswith(f"--mbs {mbs} "))
         return
     n, (said,) = global_batch(job)
     exact = job.training.global_batch_tokens / seq_len
