@@ -4,7 +4,7 @@ A job file (``-f job.yaml``) holds the same settings as the flags, with undersco
 ``model: llama-3-70b``, ``gpus: 32``, ``seq_len: 32k`` ... Flags given on the command line
 override the file. Counts are read as kb/counts.py says: ``seq_len`` and
 ``global_batch_tokens`` binary (32k = 32,768; 4M = 4 x 2^20), ``params`` and ``token_budget``
-decimal (100B = 10^11); numbers only as plain decimals (kb/user_yaml.JobYamlLoader: YAML 1.1
+decimal (100B = 10^11); numbers only as plain decimals, no exponent (kb/user_yaml.JobYamlLoader: YAML 1.1
 reads ``010`` as 8). Choices take any case, as the flags do. A relative ``hf_config`` is read
 from the job file's folder (an absolute one as it is), so a job file and its config.json move
 together.
@@ -22,6 +22,7 @@ import click
 
 from shardwise.kb.choices import (RECOMPUTE_CHOICES, Attention, CudaGraphs, Framework, Optimizer, Precision,
                                    TrainingType, ZeroGrad)
+from shardwise.kb.counts import exponent_refusal
 from shardwise.kb.errors import InputError
 
 from .progress import search_progress
@@ -40,21 +41,24 @@ def _choice(values):
 
 
 class _Plain(click.ParamType):
-    """A number in the digits 0-9 (a sign; for a decimal a point and an exponent): Python's int()
-    and float() also read '1_6' as 16 and full-width or other scripts' digits, which no one
-    means on a command line. (A job file also refuses leading zeros, which YAML 1.1 reads as
-    octal; on a command line 02 is 2.)"""
+    """A number in the digits 0-9 (a sign; for a decimal a point): Python's int() and float()
+    also read '1_6' as 16 and full-width or other scripts' digits, which no one means on a
+    command line, and float() '1e2', which the counts and job files do not take either
+    (kb/counts.exponent_refusal). (A job file also refuses leading zeros, which YAML 1.1 reads
+    as octal; on a command line 02 is 2.)"""
 
     def __init__(self, kind):
         self.kind = kind
         self.name = "integer" if kind is int else "number"
-        self.pattern = re.compile(r"[+-]?[0-9]+" if kind is int else
-                                  r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+        self.pattern = re.compile(r"[+-]?[0-9]+" if kind is int else r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 
     def convert(self, value, param, ctx):
         if isinstance(value, self.kind) and not isinstance(value, bool):
             return value
         text = str(value).strip()
+        refusal = exponent_refusal(param.opts[0] if param else "a number", text)
+        if refusal:
+            raise refusal
         if not self.pattern.fullmatch(text):
             if self.kind is float and text.lower().lstrip("+-") in ("inf", "infinity", "nan"):
                 self.fail(f"{value!r} is not a finite number", param, ctx)
@@ -67,6 +71,9 @@ class _Plain(click.ParamType):
 
 PLAIN_INT, PLAIN_FLOAT = _Plain(int), _Plain(float)
 
+
+# the job's counts (kb/counts.py): True where K/M/B/T are binary
+COUNTS = {"seq_len": True, "global_batch_tokens": True, "params": False, "token_budget": False}
 
 LOWERCASE = ("precision", "training", "framework", "recompute", "attention", "cuda_graphs", "optimizer", "zero_grad")
 
@@ -193,6 +200,11 @@ def load_job_file(path: str) -> dict:
         if key in out:          # seq_len and seq-len name one setting: the second would win silently
             raise InputError(f"{path}: '{k}' given twice (as {key} and {key.replace('_', '-')} are one setting)")
         want = JOB_KEYS[key]
+        if want is not str or key in COUNTS:
+            # YAML reads 1e4 as text: refused as on the command line, for a number and a count alike
+            refusal = exponent_refusal(f"{path}: '{k}'", v, COUNTS.get(key))
+            if refusal:
+                raise refusal
         if want is float and isinstance(v, int) and not isinstance(v, bool):
             v = float(v)
         if want is str and isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -243,6 +255,11 @@ def parse_vary(texts: tuple) -> list[tuple[str, list]]:
         if not items:
             raise InputError(f"--vary {text!r}: no values after '='")
         want = JOB_KEYS[key]
+        if want is not str or key in COUNTS:
+            for v in items:
+                refusal = exponent_refusal(f"--vary {key}", v, COUNTS.get(key))
+                if refusal:
+                    raise refusal
         plain = {int: PLAIN_INT, float: PLAIN_FLOAT}.get(want)
         try:
             items = [plain.convert(v, None, None) if plain else want(v) for v in items]

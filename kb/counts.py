@@ -17,10 +17,51 @@ DECIMAL = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
 BINARY = {"": 1, "k": 2 ** 10, "m": 2 ** 20, "b": 2 ** 30, "t": 2 ** 40}
 
 
+# A number in exponent notation, with a count's optional suffix: '1e4', '7E9', '1.5e+3', '1e3K'
+_EXPONENT = re.compile(r"\s*([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))[eE]([+-]?[0-9]+)\s*([kKmMbBtT]?)\s*")
+
+
+def exponent_refusal(name: str, text, binary: bool | None = None) -> InputError | None:
+    """The refusal of a number written with an exponent ('1e4'), or None for any other text.
+    Numbers are written in the digits 0-9 (README, "Bad input"), with the counts' K/M/B/T
+    suffixes; Python's float() would take '1e4', and did on some flags but not on others nor
+    in job files, so it is refused everywhere, the number written out as the hint. ``binary``
+    (None: not a count) adds the count's suffix form where it is exact: 7e9 -> 7B."""
+    m = _EXPONENT.fullmatch(str(text)) if isinstance(text, str) else None
+    if not m:
+        return None
+    from decimal import Decimal
+    mantissa, exponent, suffix = m.groups()
+    hint = ""
+    # written out only where that is short: not 1e999999999 (nor an exponent Decimal cannot hold)
+    value = Decimal(f"{mantissa}e{exponent}") if len(exponent.lstrip("+-").lstrip("0")) <= 3 else None
+    if value is not None and -12 <= value.adjusted() <= 24:
+        digits = f"{value:f}"
+        if "." in digits:
+            digits = digits.rstrip("0").rstrip(".")
+        hint = f", e.g. {digits}{suffix}"
+        if binary is not None and not suffix:
+            short = binary_label(float(value)) if binary else _decimal_label(value)
+            hint += f" or {short}" if short and short != digits else ""
+    shown = text.strip() if len(text.strip()) <= 40 else text.strip()[:40] + "..."
+    return InputError(f"{name}: '{shown}': write the number with digits{hint}")
+
+
+def _decimal_label(value) -> str:
+    """7000000000 -> '7B', 1500000 -> '1.5M', '' without a short exact name."""
+    for suffix, unit in (("T", 10 ** 12), ("B", 10 ** 9), ("M", 10 ** 6), ("K", 10 ** 3)):
+        if value >= unit and (value * 100 / unit) == int(value * 100 / unit):
+            return f"{value / unit:f}".rstrip("0").rstrip(".") + suffix
+    return ""
+
+
 def parse_count(text, flag: str = "--params", binary: bool = False) -> float:
-    """'70B', '1.5T', '350M', '7e9' -> a positive number; K/M/B/T are powers of 1000, or of
-    1024 with ``binary`` (token batches, sequence lengths)."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBtT]?)\s*", str(text))
+    """'70B', '1.5T', '350M', '7000000000' -> a positive number; K/M/B/T are powers of 1000, or
+    of 1024 with ``binary`` (token batches, sequence lengths). No exponent (exponent_refusal)."""
+    refusal = exponent_refusal(flag, text, binary)
+    if refusal:
+        raise refusal
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kKmMbBtT]?)\s*", str(text))
     if not m:
         raise InputError(f"{flag}: '{text}' is not a count; use a number with an optional K/M/B/T suffix, "
                          f"e.g. {'4M' if binary else '70B'}")

@@ -15,6 +15,7 @@ import yaml
 from yaml.composer import ComposerError
 from yaml.events import AliasEvent
 
+from .counts import exponent_refusal
 from .errors import InputError, too_long_number
 
 INT_TAG, FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
@@ -72,7 +73,7 @@ _DECIMAL_INT = re.compile(r"[-+]?(0|[1-9][0-9]*)")
 
 
 class JobYamlLoader(UserYamlLoader):
-    """A job file: numbers only as plain decimals (``gpus: 8``, ``gpu_memory: 80.5``)."""
+    """A job file: numbers only as plain decimals (``gpus: 8``, ``gpu_memory: 80.5``; no exponent)."""
 
     def construct_mapping(self, node, deep=False):
         for key_node, value_node in node.value:
@@ -81,6 +82,10 @@ class JobYamlLoader(UserYamlLoader):
                 raise Refused(problem=f"{key}: write the number in decimal (e.g. 8 or 80.5: no leading zero, "
                                       f"0x, 0b, '_' or ':'), got '{_clip(value_node.value)}'",
                               problem_mark=value_node.start_mark)
+            refusal = _exponent(value_node) and exponent_refusal(
+                key_node.value if isinstance(key_node, yaml.ScalarNode) else "a value", value_node.value)
+            if refusal:
+                raise Refused(problem=str(refusal), problem_mark=value_node.start_mark)
         return super().construct_mapping(node, deep=deep)
 
 
@@ -90,6 +95,13 @@ def _unusual_number(node) -> bool:
     if node.tag == INT_TAG:
         return not _DECIMAL_INT.fullmatch(node.value)
     return node.tag == FLOAT_TAG and ("_" in node.value or ":" in node.value)
+
+
+def _exponent(node) -> bool:
+    """A float YAML 1.1 reads with an exponent (1.0e+2; it reads 1e2 as text, which
+    cli/options.load_job_file refuses as the flags do)."""
+    return isinstance(node, yaml.ScalarNode) and node.tag == FLOAT_TAG and "e" in node.value.lower() \
+        and not node.value.lower().lstrip("+-.").startswith(("inf", "nan"))
 
 
 def _clip(text: str, n: int = 40) -> str:

@@ -56,9 +56,14 @@ def test_fp8_is_refused_on_gpus_without_fp8():
     assert catalog.gpu("h100-sxm").peak_tflops("fp8") == pytest.approx(2 * catalog.gpu("h100-sxm").peak_tflops("bf16"), rel=0.01)
 
 
-@pytest.mark.parametrize("text,value", [("70B", 70e9), ("1.5T", 1.5e12), ("350M", 350e6), ("7e9", 7e9)])
+@pytest.mark.parametrize("text,value", [("70B", 70e9), ("1.5T", 1.5e12), ("350M", 350e6), ("7000000000", 7e9)])
 def test_parse_count(text, value):
     assert parse_count(text) == value
+
+
+def test_parse_count_takes_no_exponent_and_writes_the_number_out():
+    with pytest.raises(InputError, match=r"^--params: '7e9': write the number with digits, e.g. 7000000000 or 7B$"):
+        parse_count("7e9")
 
 
 @pytest.mark.parametrize("n", [1e9, 8e9, 70e9, 405e9, 1e12])

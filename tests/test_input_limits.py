@@ -14,6 +14,7 @@ from shardwise.kb.hf_config import read_hf_config
 from shardwise.kb.params import total_params
 
 JOB = "model: llama-3-8b\ngpu: h100-sxm\n"
+JOB_FLAGS = ("--model", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "8")
 
 # google/gemma-3-4b-it and google/gemma-3-27b-it config.json on the Hugging Face hub, as published
 GEMMA3_4B = {
@@ -168,6 +169,36 @@ def test_a_job_file_float_with_separators_is_refused(run_cli, tmp_path, text):
     p = tmp_path / "job.yaml"
     p.write_text(f"{JOB}gpus: 8\ngpu_memory: {text}\n")
     assert "gpu_memory: write the number in decimal" in refused(run_cli, "memory", "-f", str(p), "--layout", "tp=1")
+
+
+EXPONENTS = [("seq_len", "1e4", "10000"), ("gpu_memory", "1e2", "100"), ("gpus", "1e1", "10"),
+             ("price_per_gpu_hour", "2.5e0", "2.5"), ("token_budget", "1E12", "1000000000000 or 1T"),
+             ("global_batch_tokens", "4e6", "4000000"), ("mbs", "2e0", "2")]
+
+
+@pytest.mark.parametrize("key, text, digits", EXPONENTS)
+def test_exponent_notation_is_refused_on_flags_and_in_job_files_alike(run_cli, tmp_path, key, text, digits):
+    """README: numbers are written in the digits 0-9. --seq-len 1e4 and --gpu-memory 1e2 were
+    taken, a job file's `gpu_memory: 1e2` was "must be float, got '1e2'" and its `seq_len: 1e4`
+    taken: now each is the same one line, the number written out as the hint."""
+    flag = "--" + key.replace("_", "-")
+    flags = JOB_FLAGS[:4] if key == "gpus" else JOB_FLAGS
+    err = refused(run_cli, "memory", *flags, flag, text, "--layout", "tp=1")
+    assert err == f"shardwise: error: {flag}: '{text}': write the number with digits, e.g. {digits}\n"
+    p = tmp_path / "job.yaml"
+    p.write_text(f"{JOB}gpus: 8\n{key}: {text}\n".replace("gpus: 8\ngpus:", "gpus:"))
+    err = refused(run_cli, "memory", "-f", str(p), "--layout", "tp=1")
+    assert err == f"shardwise: error: {p}: '{key}': '{text}': write the number with digits, e.g. {digits}\n"
+    err = refused(run_cli, "compare", *JOB_FLAGS, "--vary", f"{key}={text}")
+    assert err == f"shardwise: error: --vary {key}: '{text}': write the number with digits, e.g. {digits}\n"
+
+
+@pytest.mark.parametrize("text", ["1.0e+2", "8.0E+1"])
+def test_a_job_file_float_yaml_reads_with_an_exponent_is_refused_at_its_line(run_cli, tmp_path, text):
+    p = tmp_path / "job.yaml"
+    p.write_text(f"{JOB}gpus: 8\ngpu_memory: {text}\n")
+    err = refused(run_cli, "memory", "-f", str(p), "--layout", "tp=1")
+    assert f"{p}:4: gpu_memory: '{text}': write the number with digits, e.g. " in err
 
 
 def test_plain_decimals_in_a_job_file_read_as_the_flags(run_cli, tmp_path):
