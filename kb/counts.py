@@ -61,11 +61,14 @@ def parse_count(text, flag: str = "--params", binary: bool = False) -> float:
     refusal = exponent_refusal(flag, text, binary)
     if refusal:
         raise refusal
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kKmMbBtT]?)\s*", str(text))
-    if not m:
-        raise InputError(f"{flag}: '{text}' is not a count; use a number with an optional K/M/B/T suffix, "
-                         f"e.g. {'4M' if binary else '70B'}")
-    value = float(m.group(1)) * (BINARY if binary else DECIMAL)[m.group(2).lower()]
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)     # a number the code passes (str(1e16) would be '1e+16'), not text typed
+    else:
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kKmMbBtT]?)\s*", str(text))
+        if not m:
+            raise InputError(f"{flag}: '{text}' is not a count; use a number with an optional K/M/B/T suffix, "
+                             f"e.g. {'4M' if binary else '70B'}")
+        value = float(m.group(1)) * (BINARY if binary else DECIMAL)[m.group(2).lower()]
     if not math.isfinite(value) or value <= 0:
         raise InputError(f"{flag}: '{text}' must be a positive count")
     return value

@@ -64,6 +64,7 @@ def test_parse_count(text, value):
 def test_parse_count_takes_no_exponent_and_writes_the_number_out():
     with pytest.raises(InputError, match=r"^--params: '7e9': write the number with digits, e.g. 7000000000 or 7B$"):
         parse_count("7e9")
+    assert parse_count(7e9) == parse_count(1e16) / 1e16 * 7e9 == 7e9     # a number the code passes is no text
 
 
 @pytest.mark.parametrize("n", [1e9, 8e9, 70e9, 405e9, 1e12])
