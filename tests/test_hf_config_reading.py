@@ -224,3 +224,23 @@ def test_a_huge_bad_value_is_quoted_short(tmp_path):
     with pytest.raises(InputError) as e:
         read_hf_config(write(tmp_path / "config.json", dict(QWEN, hidden_size=list(range(1_000_000)))))
     assert "'hidden_size'" in str(e.value) and len(str(e.value)) < 300
+
+
+def test_a_key_given_twice_is_refused_naming_both_values(run_cli, tmp_path):
+    """json.loads keeps the last of two equal keys, as transformers does: a config.json giving
+    hidden_size 4096 and then 8192 was sized silently as an 8192-wide model. Refused, in nested
+    objects too, naming where the key lies."""
+    body = json.dumps(QWEN)[1:-1]
+    path = write(tmp_path / "config.json", '{"hidden_size": 4096, ' + body + "}")
+    err = refused(run_cli, "recommend", "--hf-config", path, "--gpus", "8")
+    assert f"{path}: key 'hidden_size' given twice (4096, 3584)" in err and "once" in err
+    nested = {"rope_scaling": '{"rope_type": "yarn", "factor": 4.0, "factor": 8.0}',
+              "text_config": '{"hidden_size": 1, "hidden_size": 2}'}
+    for key, obj in nested.items():
+        path = write(tmp_path / key / "config.json", "{" + body + f', "{key}": {obj}' + "}")
+        err = refused(run_cli, "recommend", "--hf-config", path, "--gpus", "8")
+        assert f"key '{key}." in err and "given twice" in err, err
+    # the same key in two different objects is no repeat
+    path = write(tmp_path / "ok" / "config.json", dict(QWEN, rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                                                                            "hidden_size": 1}))
+    assert read_hf_config(path).hidden == 3584
