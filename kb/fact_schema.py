@@ -95,7 +95,7 @@ DESCRIPTIONS = {
     "model.kv_heads": "key/value heads (grouped-query attention)", "model.vocab": "vocabulary size",
     "model.is_moe": "the model has mixture-of-experts layers", "model.experts": "routed experts per MoE layer (0 if dense)",
     "model.inferred": "the shape was inferred from a parameter count",
-    "model.max_positions": "the context the model was trained for (config.json max_position_embeddings; 0 if not known)",
+    "model.max_positions": "the context the model was trained for (config.json max_position_embeddings, else its config class's default; 0 if not known)",
     "cluster.gpu": "the GPU's catalog name", "cluster.gpus": "GPUs in the job",
     "cluster.gpus_per_node": "GPUs per node", "cluster.nodes": "nodes in the job",
     "cluster.nvlink_domain": "GPUs that share the fast intra-node link (a whole NVL72 rack on GB200)",

@@ -67,6 +67,25 @@ CLASS_DEFAULTS = {
 }
 MLA_TYPES = ("deepseek_v2", "deepseek_v3")
 
+# max_position_embeddings where config.json leaves it out: the default of the model type's config
+# class, with the class's name (transformers src/transformers/models/<model_type>/
+# configuration_<model_type>.py, as at commit 008e574 of transformers 5: LlamaConfig, GraniteConfig and
+# DeepseekV2Config 2048; Phi3Config and DeepseekV3Config 4096; GemmaConfig and Gemma2Config 8192;
+# Qwen2Config, Qwen2MoeConfig, Qwen3Config and Qwen3MoeConfig 32768; MistralConfig and
+# MixtralConfig 4096 * 32; GptOssConfig and Gemma3TextConfig 131072 -- GEMMA3_TEXT_DEFAULTS below).
+# Every supported type has one; the warning for a sequence past it (rules/warnings.yaml
+# warn.past-trained-context) reads it, and the answer says it was taken (_max_positions).
+MAX_POSITIONS_DEFAULT = {
+    "llama": (2048, "LlamaConfig"), "granite": (2048, "GraniteConfig"),
+    "deepseek_v2": (2048, "DeepseekV2Config"),
+    "phi3": (4096, "Phi3Config"), "deepseek_v3": (4096, "DeepseekV3Config"),
+    "gemma": (8192, "GemmaConfig"), "gemma2": (8192, "Gemma2Config"),
+    "qwen2": (32768, "Qwen2Config"), "qwen2_moe": (32768, "Qwen2MoeConfig"), "qwen3": (32768, "Qwen3Config"),
+    "qwen3_moe": (32768, "Qwen3MoeConfig"),
+    "mistral": (4096 * 32, "MistralConfig"), "mixtral": (4096 * 32, "MixtralConfig"),
+    "gpt_oss": (131072, "GptOssConfig"), "gemma3_text": (131072, "Gemma3TextConfig"),
+}
+
 # The shape fields a Gemma 3 multimodal config.json leaves out of its text_config: Gemma3Config
 # builds Gemma3TextConfig(**text_config), so the class's __init__ defaults fill them (transformers
 # configuration_gemma3.py, 4.50 to 5). google/gemma-3-4b-it gives only the hidden, MLP and layer
@@ -539,6 +558,10 @@ def read_hf_config(path: str) -> ModelSpec:
                          f"supported: {supported}")
     if not isinstance(mt, str) or mt not in SUPPORTED:
         raise InputError(f"{path}: model_type {_show(mt)} is not supported; supported: {supported}")
+    # the object the file wrote the language model's fields in (a wrapper's text_config, before
+    # _text_config filled it), to tell a field the file gives from one a default supplies
+    written = outer["text_config"] if cfg is not outer else cfg
+    max_positions, positions_note = _max_positions(written, path, mt)
     defaulted = sorted(k for k in CLASS_DEFAULTS.get(mt, {}) if k not in cfg)
     cfg = {**CLASS_DEFAULTS.get(mt, {}), **cfg}
     if mt in MLA_TYPES:
@@ -557,9 +580,9 @@ def read_hf_config(path: str) -> ModelSpec:
         head_dim=_field(cfg, path, "head_dim", required=False, default=0),
         vocab=_field(cfg, path, "vocab_size", least=1),
         tied=_field(cfg, path, "tie_word_embeddings", required=False, default=extra.get("tied", False), kind=bool),
-        max_positions=_field(cfg, path, "max_position_embeddings", required=False, default=0),
+        max_positions=max_positions,
         source=f"Hugging Face config.json at {path}",
-        reading_notes=_reading_notes(outer, cfg, h),
+        reading_notes=_reading_notes(outer, cfg, h) + positions_note,
     )
     spec.update({k: v for k, v in extra.items() if k != "tied"})
     spec["mlp"] = _activation(cfg, path, mt)
@@ -622,6 +645,22 @@ def read_hf_config(path: str) -> ModelSpec:
         # nothing names the model: its model_type and size, the same for the same file anywhere
         model = model.model_copy(update={"name": _size_name(str(outer.get("model_type")), total_params(model))})
     return model
+
+
+def _max_positions(written: dict, path: str, mt: str) -> tuple[int, tuple[str, ...]]:
+    """ModelSpec.max_positions, the context the model was trained for, and the assumption line
+    where the file does not give it: left out, it is the config class's default
+    (MAX_POSITIONS_DEFAULT), as transformers reads it; null, transformers keeps None and the
+    context is unknown (0: no warning can be given). Zero or a negative count is no context."""
+    if "max_position_embeddings" not in written:
+        n, cls = MAX_POSITIONS_DEFAULT[mt]
+        return n, (f"config.json gives no max_position_embeddings: the model is taken as trained for {n:,} "
+                   f"positions, {cls}'s default (transformers configuration_{mt.removesuffix('_text')}.py), "
+                   "and a longer sequence is warned of; give max_position_embeddings to set it",)
+    if written["max_position_embeddings"] is None:
+        return 0, ("config.json's max_position_embeddings is null: the context the model was trained for is "
+                   "unknown, so no warning says whether the sequence is longer",)
+    return _field(written, path, "max_position_embeddings", least=1), ()
 
 
 def _check_consistent(spec: dict, cfg: dict, path: str, mt: str, defaulted: list[str]) -> None:

@@ -244,3 +244,41 @@ def test_a_key_given_twice_is_refused_naming_both_values(run_cli, tmp_path):
     path = write(tmp_path / "ok" / "config.json", dict(QWEN, rope_scaling={"rope_type": "yarn", "factor": 4.0,
                                                                             "hidden_size": 1}))
     assert read_hf_config(path).hidden == 3584
+
+
+# --- the context the model was trained for -------------------------------------------------------
+
+LLAMA = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+         "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256}
+
+
+def test_a_left_out_max_position_embeddings_takes_the_config_class_default_and_says_so(run_cli, tmp_path):
+    """Without max_position_embeddings the trained context read as 0, 'unknown', and the warning
+    for a longer sequence (warn.past-trained-context) never fired; transformers reads LlamaConfig's
+    2048 there. The default is taken and said; null (transformers keeps None) is said to be
+    unknown; zero or a negative count is refused."""
+    path = write(tmp_path / "config.json", LLAMA)
+    code, out, err = run_cli("recommend", "--hf-config", path, "--gpus", "8", "--seq-len", "8192", "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert any("longer than the 2048 positions" in w for w in d["warnings"]), d["warnings"]
+    assert any("no max_position_embeddings" in a and "2,048" in a and "LlamaConfig" in a for a in d["assumptions"])
+    assert read_hf_config(write(tmp_path / "q" / "config.json", QWEN)).max_positions == 32768
+    # given: no assumption line, and the warning reads the file's count
+    given = write(tmp_path / "g" / "config.json", dict(LLAMA, max_position_embeddings=8192))
+    code, out, err = run_cli("recommend", "--hf-config", given, "--gpus", "8", "--seq-len", "8192", "--format", "json")
+    d = json.loads(out)
+    assert code == 0 and not any("positions" in w for w in d["warnings"])
+    assert not any("max_position_embeddings" in a for a in d["assumptions"])
+    # null: unknown, and said so
+    null = write(tmp_path / "n" / "config.json", dict(LLAMA, max_position_embeddings=None))
+    code, out, err = run_cli("recommend", "--hf-config", null, "--gpus", "8", "--seq-len", "8192", "--format", "json")
+    d = json.loads(out)
+    assert code == 0 and any("is null" in a and "unknown" in a for a in d["assumptions"])
+    for bad in (0, -1):
+        path = write(tmp_path / f"b{bad}" / "config.json", dict(LLAMA, max_position_embeddings=bad))
+        err = refused(run_cli, "recommend", "--hf-config", path, "--gpus", "8")
+        assert "'max_position_embeddings' must be an integer from 1" in err
+    # every supported model type has its class's default
+    from shardwise.kb.hf_config import MAX_POSITIONS_DEFAULT, SUPPORTED
+    assert set(MAX_POSITIONS_DEFAULT) == set(SUPPORTED)

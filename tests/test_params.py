@@ -302,8 +302,10 @@ def test_gemma3_wrapper_reads_its_language_model_and_says_what_it_leaves_out(tmp
     p.write_text(json.dumps(cfg))
     m = read_hf_config(str(p))
     assert round(total_params(m) / 1e9, 2) == 3.88
-    note, = m.reading_notes
+    note, positions = m.reading_notes
     assert "vision tower" in note and "about 420M" in note
+    # its text_config gives no max_position_embeddings: Gemma3TextConfig's, and said so
+    assert m.max_positions == 131072 and "131,072" in positions and "Gemma3TextConfig" in positions
     for text_type in (None, "gemma3"):
         text = {k: v for k, v in cfg["text_config"].items() if k != "model_type"}
         p.write_text(json.dumps({**cfg, "text_config": {**text, **({"model_type": text_type} if text_type else {})}}))
