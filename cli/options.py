@@ -160,7 +160,7 @@ def job_options(f=None, *, raw: bool = False):
                 else:
                     kwargs["job"] = build_job(**settings)
             except InputError as e:
-                raise _named_in_file(e, job_file, from_file) from None
+                raise named_in_file(e, job_file, from_file) from None
             return f(*args, **kwargs)
 
     for o in reversed(opts):
@@ -168,7 +168,7 @@ def job_options(f=None, *, raw: bool = False):
     return wrapper
 
 
-def _named_in_file(e: InputError, path: str | None, from_file: set) -> InputError:
+def named_in_file(e: InputError, path: str | None, from_file: set) -> InputError:
     """A setting's refusal, which names its flag (build_job reads flags and job files alike),
     named as the job file's key where the value came from the file: 'j.yaml: 'gpu': unknown
     gpu '8'', not '--gpu: ...', which the user never typed."""
@@ -190,15 +190,23 @@ def load_job_file(path: str) -> dict:
         return {}
     if not isinstance(data, dict):
         raise InputError(f"{path}: a job file must be a mapping of settings, e.g. 'model: llama-3-70b'")
+    return job_settings(data, path)
+
+
+def job_settings(data: dict, path: str, where: str | None = None) -> dict:
+    """The settings of a job file's mapping (or of a policy test case's ``job:``), each read as
+    its flag reads it: keys with - or _, choices in any case, hf_config beside the file ``path``.
+    A refusal names ``where`` (the file, or the file and the case)."""
+    where = where or path
     out = {}
     for k, v in data.items():
         key = str(k).replace("-", "_")
         if key not in JOB_KEYS:
             near = difflib.get_close_matches(key, list(JOB_KEYS), n=3, cutoff=0.6)
             hint = f"did you mean {', '.join(near)}?" if near else f"allowed: {', '.join(sorted(JOB_KEYS))}"
-            raise InputError(f"{path}: unknown setting '{k}'; {hint}")
+            raise InputError(f"{where}: unknown setting '{k}'; {hint}")
         if key in out:          # seq_len and seq-len name one setting: the second would win silently
-            raise InputError(f"{path}: '{k}' given twice (as {key} and {key.replace('_', '-')} are one setting)")
+            raise InputError(f"{where}: '{k}' given twice (as {key} and {key.replace('_', '-')} are one setting)")
         want = JOB_KEYS[key]
         if want is not str or key in COUNTS:
             # YAML reads 1e4 as text: refused as on the command line, for a number and a count alike
@@ -210,12 +218,12 @@ def load_job_file(path: str) -> dict:
         if want is str and isinstance(v, (int, float)) and not isinstance(v, bool):
             v = str(v)
         if not isinstance(v, want) or isinstance(v, bool):
-            raise InputError(f"{path}: '{k}' must be {want.__name__}, got {v!r}")
+            raise InputError(f"{where}: '{k}' must be {want.__name__}, got {v!r}")
         out[key] = _as_flag_reads(key, v, path)
     for group in EXCLUSIVE:             # a flag may replace one of these; two in the file are a conflict
         both = [k for k in group if k in out]
         if len(both) > 1:
-            raise InputError(f"{path}: {' and '.join(both)} name the same thing; give one of {', '.join(group)}")
+            raise InputError(f"{where}: {' and '.join(both)} name the same thing; give one of {', '.join(group)}")
     return out
 
 

@@ -13,13 +13,13 @@ from shardwise.kb.facts import layout_dict
 from shardwise.kb.user_yaml import load_user_yaml
 from shardwise.rules import lint as lint_mod
 from shardwise.rules import playbook
-from shardwise.rules.loader import SETTINGS
+from shardwise.rules.loader import SETTINGS, expand
 
 from shardwise.explain import rule_graph
 from shardwise.explain.render import checked_graph_path, write_graph
 
 from .main import Group
-from .options import JOB_KEYS
+from .options import job_settings, named_in_file
 from .output import emit, format_option, table
 
 _RULES = click.option("--rules", "extra", multiple=True, help="also these house-policy rule files or folders")
@@ -79,7 +79,13 @@ EXPECT_KEYS = {"tp", "pp", "vp", "dp", "cp", "ep", "etp", "zero", "zero_stage", 
                "grad_accum", "global_batch", "recompute", "fits"}
 
 
-def _expect_value(path: str, i: int, key: str, v) -> None:
+def _case(path: str, i: int, case) -> str:
+    """How a refusal names a case: the file, and the case's name where it has one, else its number."""
+    name = case.get("name") if isinstance(case, dict) else None
+    return f"{path}: case {name!r}" if isinstance(name, str) and name.strip() else f"{path}: case {i + 1}"
+
+
+def _expect_value(where: str, key: str, v) -> None:
     """An expected value of the kind the headline has, or one line naming what is allowed: a
     case that expects tp 'one' or recompute 'ful' would fail for ever, not test the policy."""
     if key in ("sp", "fits"):
@@ -92,29 +98,33 @@ def _expect_value(path: str, i: int, key: str, v) -> None:
         least = 0 if key == "shard_group" else 1
         ok, allowed = isinstance(v, int) and not isinstance(v, bool) and v >= least, f"a whole number from {least}"
     if not ok:
-        raise InputError(f"{path}: case {i + 1}: expect {key}: {v!r} is not a value the headline can have; "
-                         f"allowed: {allowed}")
+        raise InputError(f"{where}: expect {key}: {v!r} is not a value the headline can have; allowed: {allowed}")
 
 
 def _case_job(path: str, i: int, case) -> object:
+    """The case's job, read as a job file's settings are (options.job_settings: a relative
+    hf_config beside the test file, as its rules: and playbook: are); a refusal names the file and
+    the case, and the setting as the case writes it, not the flag the user never typed."""
+    where = _case(path, i, case)
     if not isinstance(case, dict) or not isinstance(case.get("job"), dict) or not isinstance(case.get("expect"), dict):
-        raise InputError(f"{path}: case {i + 1} needs 'job:' and 'expect:' mappings")
+        raise InputError(f"{where} needs 'job:' and 'expect:' mappings")
     extra = set(case) - {"name", "job", "expect"}
     if extra:
-        raise InputError(f"{path}: case {i + 1}: unknown key(s) {sorted(map(str, extra))}; allowed: name, job, expect")
-    unknown = set(case["job"]) - set(JOB_KEYS)
-    if unknown:
-        raise InputError(f"{path}: case {i + 1}: unknown job setting(s) {sorted(unknown)}; "
-                         f"allowed: {', '.join(sorted(JOB_KEYS))}")
+        raise InputError(f"{where}: unknown key(s) {sorted(map(str, extra))}; allowed: name, job, expect")
+    settings = job_settings(case["job"], path, where)
     bad = set(case["expect"]) - EXPECT_KEYS
     if bad:
-        raise InputError(f"{path}: case {i + 1}: unknown expect key(s) {sorted(map(str, bad))}; "
+        raise InputError(f"{where}: unknown expect key(s) {sorted(map(str, bad))}; "
                          f"allowed: {', '.join(sorted(EXPECT_KEYS))}")
     if not case["expect"]:
-        raise InputError(f"{path}: case {i + 1}: 'expect:' names nothing to check; allowed: {', '.join(sorted(EXPECT_KEYS))}")
+        raise InputError(f"{where}: 'expect:' names nothing to check; allowed: {', '.join(sorted(EXPECT_KEYS))}")
     for k, v in case["expect"].items():
-        _expect_value(path, i, k, v)
-    return build_job(**case["job"])
+        _expect_value(where, k, v)
+    try:
+        return build_job(**settings)
+    except InputError as e:
+        named = named_in_file(e, where, set(settings))
+        raise (named if named is not e else InputError(f"{where}: {e}")) from None
 
 
 def _case_names(path: str, cases: list) -> None:
@@ -146,9 +156,9 @@ def _got(d) -> dict:
 @_RULES
 @_PLAYBOOK
 def test_(path, extra, playbook_dir):
-    """Run policy test cases: a YAML file with `cases:` (each a `job:` and the `expect:`ed
-    settings or `fits`), and optionally `rules:` (files, relative to it) and `playbook:` (a
-    folder, relative to it). Exit 1 when a case fails."""
+    """Run policy test cases: a YAML file with `cases:` (each a `job:`, whose hf_config is
+    relative to it, and the `expect:`ed settings or `fits`), and optionally `rules:` (files,
+    relative to it) and `playbook:` (a folder, relative to it). Exit 1 when a case fails."""
     from shardwise.decision.run import decide
     refuse_empty_path(path, "rules test", "a policy test file (YAML with 'cases:')")
     p = Path(path)
@@ -167,12 +177,19 @@ def test_(path, extra, playbook_dir):
     if book_dir is not None and not isinstance(book_dir, str):
         raise InputError(f"{path}: 'playbook:' must be a folder (relative to the test file)")
     refuse_empty_path(book_dir, f"{path}: 'playbook:'", "a folder of rule files (relative to the test file)")
+    # the file's own rules: and playbook: are read beside it and named as it writes them; every
+    # rule file is loaded (and every case's job built) before any case runs
+    for r in files:
+        expand(str(p.parent / r), r, flag=f"{path}: rules")
+    if book_dir is not None and not playbook_dir:
+        playbook.rule_files([], str(p.parent / book_dir), flag=f"{path}: playbook", shown=book_dir)
     extra_rules = [str(p.parent / r) for r in files] + list(extra)
     if playbook_dir is None and book_dir is not None:
         playbook_dir = str(p.parent / book_dir)
     book_dir = playbook_dir
     _case_names(path, spec["cases"])
     jobs = [_case_job(path, i, case) for i, case in enumerate(spec["cases"])]   # every case checked before any runs
+    playbook.load(extra_rules, book_dir)
     failed = 0
     for i, (case, job) in enumerate(zip(spec["cases"], jobs)):
         got = _got(decide(job, extra_rules, book_dir))

@@ -47,20 +47,24 @@ def shipped_dir() -> Path:
     return Path(str(resources.files("shardwise.rules")))
 
 
-def rule_files(extra: list[str], playbook: str | None = None) -> list[tuple[Path, str]]:
-    """(path, shown name) of the playbook's files, then each --rules path, in order."""
-    return _playbook_files(playbook) + _extra_files(extra)
+def rule_files(extra: list[str], playbook: str | None = None, flag: str = "--playbook",
+               shown: str | None = None) -> list[tuple[Path, str]]:
+    """(path, shown name) of the playbook's files, then each --rules path, in order; a refusal of
+    the playbook folder names ``flag`` and ``shown`` (_playbook_files)."""
+    return _playbook_files(playbook, flag, shown) + _extra_files(extra)
 
 
-def _playbook_files(playbook: str | None) -> list[tuple[Path, str]]:
+def _playbook_files(playbook: str | None, flag: str = "--playbook", shown: str | None = None) -> list[tuple[Path, str]]:
+    """(path, shown name) of the playbook's files; a refusal names ``flag`` and the folder as
+    ``shown`` (a policy test file's own `playbook:` entry, as written there)."""
     if playbook is not None:
-        refuse_empty_path(playbook, "--playbook", "a folder of rule files (make one with `shardwise rules init DIR`)")
-        base = Path(playbook)
+        refuse_empty_path(playbook, flag, "a folder of rule files (make one with `shardwise rules init DIR`)")
+        base, shown = Path(playbook), shown or playbook
         if not base.is_dir():
-            raise InputError(f"--playbook: '{playbook}' is not a folder (make one with `shardwise rules init DIR`)")
+            raise InputError(f"{flag}: '{shown}' is not a folder (make one with `shardwise rules init DIR`)")
         files = [(f, str(f)) for f in sorted(base.glob("*.yaml"))]
         if not files:
-            raise InputError(f"--playbook: '{playbook}' holds no .yaml rule files")
+            raise InputError(f"{flag}: '{shown}' holds no .yaml rule files")
     else:
         files = [(shipped_dir() / f, f"{ORIGIN}/{f}") for f in PLAYBOOK]
     return files

@@ -477,6 +477,46 @@ cases:
     assert set(_got(decide(build_job(**SMALL)))) == EXPECT_KEYS
 
 
+QWEN2 = {"model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
+         "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064, "max_position_embeddings": 32768}
+
+
+def test_a_policy_test_reads_its_cases_paths_beside_itself_and_names_the_case(run_cli, tmp_path, monkeypatch):
+    """A case's hf_config was read from the working directory, while the file's rules: and
+    playbook: (and a job file's hf_config) are read beside their file; and a case's bad setting
+    was blamed on a flag no one typed ('--hf-config: ...', '--rules: ...'). Both now name the
+    file, the case and the key as the file writes them."""
+    (tmp_path / "qwen2").mkdir()
+    (tmp_path / "qwen2" / "config.json").write_text(json.dumps(QWEN2))
+    (tmp_path / "tests").mkdir()
+    spec = tmp_path / "tests" / "cases.yaml"
+    spec.write_text("cases:\n  - name: a\n    job: {hf_config: ../qwen2, gpus: 8}\n    expect: {fits: true}\n")
+    for where, cwd in (("cases.yaml", tmp_path / "tests"), (str(spec), tmp_path.parent)):  # in its folder, elsewhere
+        monkeypatch.chdir(cwd)
+        code, out, err = run_cli("rules", "test", where)
+        assert code == 0 and "ok   a" in out, (cwd, out, err)
+
+    def refused(text):
+        spec.write_text(text)
+        code, out, err = run_cli("rules", "test", str(spec))
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (code, out, err)
+        assert "error: --" not in err, err                # not a flag: the file is to blame
+        return err
+    case = "cases:\n  - name: a\n    job: JOB\n    expect: {fits: true}\n"
+    err = refused("rules: [house.yaml]\n" + case.replace("JOB", "{model: llama-3-8b, gpus: 8}"))
+    assert f"{spec}: rules: no such file or folder 'house.yaml'" in err
+    err = refused("playbook: nobook\n" + case.replace("JOB", "{model: llama-3-8b, gpus: 8}"))
+    assert f"{spec}: playbook: 'nobook' is not a folder" in err
+    err = refused(case.replace("JOB", "{hf_config: ../nothing, gpus: 8}"))
+    assert f"{spec}: case 'a': 'hf_config':" in err and "does not exist" in err
+    err = refused(case.replace("JOB", "{model: llama-3-8b, gpus: 0}"))
+    assert f"{spec}: case 'a': 'gpus': 0 must be an integer from 1" in err
+    err = refused(case.replace("JOB", "{model: llama-3-8b, gpus: null}"))       # not the default 8, silently
+    assert f"{spec}: case 'a': 'gpus' must be int, got None" in err
+    err = refused(case.replace("- name: a\n    ", "- ").replace("JOB", "{model: llama-3-8b, gpuz: 8}"))
+    assert f"{spec}: case 1: unknown setting 'gpuz'; did you mean " in err
+
+
 def test_every_fact_in_the_schema_is_listed_with_type_group_and_meaning(run_cli):
     code, out, _ = run_cli("rules", "facts")
     assert code == 0 and all(p in out for p in SCHEMA)
