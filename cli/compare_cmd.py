@@ -9,6 +9,8 @@ import itertools
 
 import click
 
+from shardwise.kb.errors import InputError
+
 from .options import job_options, override, parse_vary
 from .output import emit, format_option, table
 
@@ -58,9 +60,14 @@ def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
 @click.option("--vary", "vary", multiple=True, required=True, help="SETTING=V1,V2 (repeatable), e.g. gpu=h100-sxm,h200")
 @click.option("--rules", "rules", multiple=True, help="house-policy rule file or folder (repeatable)")
 @format_option
-def compare(settings, vary, rules, fmt):
+def compare(settings, given, vary, rules, fmt):
     """Compare the best layout, speed, time and cost across variants of a job."""
     varied = parse_vary(vary)
+    for key, values in varied:
+        # each row takes its --vary value in place of the job's: a job value would silently vanish
+        if key in given:
+            raise InputError(f"{given[key]} and --vary {key}={','.join(map(str, values))}: give one (each row "
+                             f"takes its --vary value in place of the job's own)")
     rows = compare_variants(settings, varied, list(rules))
     priced = settings.get("price_per_gpu_hour") is not None or any(k == "price_per_gpu_hour" for k, _ in varied)
     emit({"variants": rows}, fmt, lambda markdown: render(rows, [k for k, _ in varied], markdown, priced))
@@ -99,3 +106,4 @@ def render(rows: list[dict], heads: list[str], markdown: bool, priced: bool = Fa
                                            "speed_checked_on)") if x)
     # a blank line first: in Markdown a line right under a table is read as one of its rows
     return out + (f"\n\n({note})" if note else "")
+

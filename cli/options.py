@@ -96,7 +96,8 @@ def override(settings: dict, given: dict) -> None:
 
 def job_options(f=None, *, raw: bool = False):
     """Decorate a click command with the job flags; the command receives ``job`` (a kb.Job), or
-    with ``raw`` the checked ``settings`` dict (for commands that vary them)."""
+    with ``raw`` the checked ``settings`` dict (for commands that vary them) and ``given``, each
+    setting as its refusal names it ('--gpus 64', or 'job.yaml: gpus 64')."""
     if f is None:
         return lambda g: job_options(g, raw=raw)
     opts = [
@@ -157,6 +158,9 @@ def job_options(f=None, *, raw: bool = False):
                     if any(k in settings for k in EXCLUSIVE[0]):
                         build_job(**{k: v for k, v in settings.items() if k != "lora_rank"})
                     kwargs["settings"] = settings
+                    # where each setting was given, as a refusal names it: its flag, or the job file's key
+                    kwargs["given"] = {k: f"{job_file}: {k} {v}" if k in from_file else
+                                       f"--{k.replace('_', '-')} {v}" for k, v in settings.items()}
                 else:
                     kwargs["job"] = build_job(**settings)
             except InputError as e:
@@ -259,9 +263,12 @@ def parse_vary(texts: tuple) -> list[tuple[str, list]]:
         key = key.strip().replace("-", "_")
         if not sep or key not in JOB_KEYS:
             raise InputError(f"--vary {text!r}: expected SETTING=V1,V2 with SETTING one of {', '.join(sorted(JOB_KEYS))}")
-        items = [v.strip() for v in values.split(",") if v.strip()]
-        if not items:
+        items = [v.strip() for v in values.split(",")]
+        if not any(items):
             raise InputError(f"--vary {text!r}: no values after '='")
+        if "" in items:         # 'h100-sxm,,h200' or a trailing comma: a value left out, not one row fewer
+            raise InputError(f"--vary {text!r}: an empty value (two commas in a row, or one at an end); give "
+                             "each value once, separated by single commas (SETTING=V1,V2)")
         want = JOB_KEYS[key]
         if want is not str or key in COUNTS:
             for v in items:

@@ -170,7 +170,7 @@ def test_compare_varies_the_model_itself(run_cli):
                              "--format", "json")
     assert code == 0, err
     assert all(v["best"] for v in json.loads(out)["variants"])
-    code, out, err = run_cli("compare", "--gpus", "8", "--vary", "gpus=8,16")
+    code, out, err = run_cli("compare", "--gpu", "h200", "--vary", "gpus=8,16")
     assert code == 2 and "give exactly one of --model NAME" in err
 
 
@@ -199,10 +199,28 @@ def test_compare_says_what_its_empty_columns_need(run_cli):
                                        # a value no job could take is the input's error, not a row
                                        ("gpus=8,0", "--vary gpus=0: --gpus: 0 must be an integer from 1 to 16384"),
                                        ("gpu=h100-sxm,h999", "known: a10"), ("seq_len=4096,abc", "not a count"),
-                                       ("training=lora,bogus", "'finetune'"), ("interconnect=foo", "allowed: nvlink")])
+                                       ("training=lora,bogus", "'finetune'"), ("interconnect=foo", "allowed: nvlink"),
+                                       # a value left out is no row fewer, said nowhere
+                                       ("gpu=h100-sxm,,h200", "an empty value"), ("gpus=8,16,", "an empty value")])
 def test_compare_refuses_bad_vary(run_cli, vary, msg):
     code, out, err = run_cli("compare", "--model", "llama-3-8b", "--vary", vary)
     assert code == 2 and msg in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_varied_setting_the_job_also_gives_is_refused(run_cli, tmp_path):
+    """--vary gpus=16,32 --gpus 64 ran the rows on 16 and 32 GPUs, the 64 dropped without a word;
+    as a flag or in the job file, a setting that is also varied is a conflict."""
+    code, out, err = run_cli("compare", "--model", "llama-3-8b", "--gpus", "64", "--vary", "gpus=16,32")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (code, out, err)
+    assert "--gpus 64 and --vary gpus=16,32: give one" in err
+    job = tmp_path / "job.yaml"
+    job.write_text("model: llama-3-8b\ngpus: 64\n")
+    code, out, err = run_cli("compare", "-f", str(job), "--vary", "gpus=16,32")
+    assert code == 2 and out == "" and f"{job}: gpus 64 and --vary gpus=16,32: give one" in err, err
+    code, out, err = run_cli("compare", "-f", str(job), "--gpus", "8", "--vary", "gpus=16,32")
+    assert code == 2 and "--gpus 8 and --vary gpus=16,32" in err, err
+    code, out, err = run_cli("compare", "-f", str(job), "--vary", "gpu=h100-sxm,h200")      # another setting
+    assert code == 0, err
 
 
 def test_a_job_that_fits_nowhere_gets_a_cluster_size():
