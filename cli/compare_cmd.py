@@ -37,18 +37,21 @@ def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
             # when every variant is refused, the job itself is
             refused.append(e)
             rows.append({"variant": variant, "best": None, "fits": False, "tokens_per_s": None,
-                         "time_to_train_h": None, "cost": None, "why": f"refused: {e}"})
+                         "time_to_train_h": None, "cost": None, "why": f"refused: {e}", "assumptions": [],
+                         "warnings": []})
             continue
         d = decide(job, rules, progress=hook())
+        # what recommend would say of this row: its defaults (a batch rounded for its GPU count) and warnings
+        said = {"assumptions": list(d.assumptions), "warnings": list(d.warnings)}
         if d.layout is None:
             rows.append({"variant": variant, "best": None, "fits": False, "tokens_per_s": None,
-                         "time_to_train_h": None, "cost": None, "why": d.nothing_allowed})
+                         "time_to_train_h": None, "cost": None, "why": d.nothing_allowed, **said})
             continue
         mt = d.step.metrics(d.job)
         rows.append({
             "variant": variant, "best": d.layout.describe(), "fits": bool(d.memory.fits),
             "tokens_per_s": round(mt["tokens_per_s"], 1), "time_to_train_h": mt.get("time_to_train_h"),
-            "cost": mt.get("cost"), "speed_checked": bool(job.cluster.gpu.speed_checked_on),
+            "cost": mt.get("cost"), "speed_checked": bool(job.cluster.gpu.speed_checked_on), **said,
         })
     if refused and len(refused) == len(rows):
         raise refused[0]
@@ -104,6 +107,31 @@ def render(rows: list[dict], heads: list[str], markdown: bool, priced: bool = Fa
         note = "; ".join(x for x in (note, "* no measured or published run on that GPU checks its speed: the "
                                            "tokens/s an upper bound, hours and cost a lower one (kb/data/gpus.yaml "
                                            "speed_checked_on)") if x)
+    said = said_of_rows(rows, heads)
+    if said:
+        out += "\n\n" + "\n".join(f"- {x}" if markdown else x for x in said)
     # a blank line first: in Markdown a line right under a table is read as one of its rows
     return out + (f"\n\n({note})" if note else "")
 
+
+def said_of_rows(rows: list[dict], heads: list[str]) -> list[str]:
+    """Each warning once, naming the rows it concerns ('every row' where all decided rows have
+    it), then the assumptions that differ between rows, each naming its rows: two rows whose
+    default batch was rounded differently (1,024 and 1,056 sequences on 16 and 24 GPUs) say so,
+    since the table's tokens/s hides it. An assumption every row shares does not tell the rows
+    apart (recommend on any row states it). In the rows' order, so the same job gives the same lines."""
+    decided = [i for i, r in enumerate(rows) if not r.get("why", "").startswith("refused: ")]
+    label = lambda i: " ".join(f"{k}={rows[i]['variant'][k]}" for k in heads)  # noqa: E731
+    lines = []
+    for kind, field in (("warning", "warnings"), ("assumption", "assumptions")):
+        where: dict[str, list[int]] = {}
+        for i in decided:
+            for text in rows[i][field]:
+                where.setdefault(text, []).append(i)
+        for text, idx in where.items():
+            everywhere = len(idx) == len(decided)
+            if kind == "assumption" and everywhere:
+                continue
+            which = "every row" if everywhere and len(decided) > 1 else ", ".join(label(i) for i in idx)
+            lines.append(f"{kind} ({which}): {text}")
+    return lines

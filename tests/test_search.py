@@ -223,6 +223,32 @@ def test_a_varied_setting_the_job_also_gives_is_refused(run_cli, tmp_path):
     assert code == 0, err
 
 
+def test_compare_says_what_differs_between_rows_and_each_warning_once(run_cli):
+    """16 and 24 GPUs take the default 4M-token batch as 1,024 and 1,056 sequences, and only one
+    of llama-3-8b and mixtral-8x7b carries the MoE low-confidence warning: the table hid both.
+    The assumptions that differ are said per row, each warning once with the rows it concerns;
+    the table itself is unchanged."""
+    code, out, err = run_cli("compare", "--model", "llama-3-8b", "--vary", "gpus=16,24")
+    assert code == 0, err
+    assert "assumption (gpus=16): global batch not given" in out and "1,024 sequences" in out
+    assert "assumption (gpus=24): global batch not given" in out and "taken as 1,056" in out
+    assert "assumption (" not in out.split("gpus=24")[0].split("\n\n")[0]     # under the table, not in it
+    assert "defaults used for settings not given" not in out           # the same in every row
+    code, out, err = run_cli("compare", "--gpus", "16", "--vary", "model=llama-3-8b,mixtral-8x7b")
+    assert code == 0, err
+    moe = [x for x in out.splitlines() if "MoE step time" in x]
+    assert len(moe) == 1 and moe[0].startswith("warning (model=mixtral-8x7b): low confidence"), out
+    table = out.split("\n\n")[0].splitlines()
+    assert len(table) == 4 and table[0].split() == ["model", "best", "layout", "tokens/s", "hours", "cost"]
+    code, out, err = run_cli("compare", "--gpus", "16", "--vary", "model=mixtral-8x7b,qwen3-30b-a3b")
+    moe = [x for x in out.splitlines() if "MoE step time" in x]
+    assert code == 0 and len(moe) == 1 and moe[0].startswith("warning (every row): low confidence"), out
+    code, out, err = run_cli("compare", "--gpus", "16", "--vary", "model=llama-3-8b,mixtral-8x7b", "--format", "json")
+    rows = json.loads(out)["variants"]
+    assert [any("MoE" in w for w in r["warnings"]) for r in rows] == [False, True]
+    assert all(any("global batch" in a for a in r["assumptions"]) for r in rows)
+
+
 def test_a_job_that_fits_nowhere_gets_a_cluster_size():
     from shardwise.search.sizing import _fits, smallest_count, with_cluster
     job = build_job(model="llama-3.1-405b", gpus=8, seq_len=8192)
