@@ -10,7 +10,7 @@ from shardwise.kb.choices import RECOMPUTE
 from shardwise.kb.errors import InputError, read_input_file, refuse_empty_path
 from shardwise.kb.fact_schema import DESCRIPTIONS, GROUP_OF, SCHEMA
 from shardwise.kb.facts import layout_dict
-from shardwise.kb.user_yaml import load_user_yaml
+from shardwise.kb.user_yaml import JobYamlLoader, load_user_yaml
 from shardwise.rules import lint as lint_mod
 from shardwise.rules import playbook
 from shardwise.rules.loader import SETTINGS, expand
@@ -162,7 +162,8 @@ def test_(path, extra, playbook_dir):
     from shardwise.decision.run import decide
     refuse_empty_path(path, "rules test", "a policy test file (YAML with 'cases:')")
     p = Path(path)
-    spec = load_user_yaml(read_input_file(path, "rules test"), path)
+    # read as a job file is: YAML 1.1 would take a case's 'gpus: 010' as 8 (kb/user_yaml.JobYamlLoader)
+    spec = load_user_yaml(read_input_file(path, "rules test"), path, JobYamlLoader)
     if not isinstance(spec, dict) or not isinstance(spec.get("cases"), list):
         raise InputError(f"{path}: a policy test file has 'cases:' (a list) and optionally 'rules:' and 'playbook:'")
     unknown = set(spec) - {"cases", "rules", "playbook"}

@@ -515,6 +515,8 @@ def test_a_policy_test_reads_its_cases_paths_beside_itself_and_names_the_case(ru
     assert f"{spec}: case 'a': 'gpus' must be int, got None" in err
     err = refused(case.replace("- name: a\n    ", "- ").replace("JOB", "{model: llama-3-8b, gpuz: 8}"))
     assert f"{spec}: case 1: unknown setting 'gpuz'; did you mean " in err
+    err = refused(case.replace("JOB", "{model: llama-3-8b, gpus: 010}"))         # YAML 1.1 reads it as 8
+    assert "gpus: write the number in decimal" in err
 
 
 def test_every_fact_in_the_schema_is_listed_with_type_group_and_meaning(run_cli):
