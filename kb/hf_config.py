@@ -69,7 +69,7 @@ MLA_TYPES = ("deepseek_v2", "deepseek_v3")
 
 # max_position_embeddings where config.json leaves it out: the default of the model type's config
 # class, with the class's name (transformers src/transformers/models/<model_type>/
-# configuration_<model_type>.py, as at commit 008e574 of transformers 5: LlamaConfig, GraniteConfig and
+# configuration_<model_type>.py, transformers 5 as at commits 008e574 and 001f85b: LlamaConfig, GraniteConfig and
 # DeepseekV2Config 2048; Phi3Config and DeepseekV3Config 4096; GemmaConfig and Gemma2Config 8192;
 # Qwen2Config, Qwen2MoeConfig, Qwen3Config and Qwen3MoeConfig 32768; MistralConfig and
 # MixtralConfig 4096 * 32; GptOssConfig and Gemma3TextConfig 131072 -- GEMMA3_TEXT_DEFAULTS below).
@@ -651,7 +651,8 @@ def _max_positions(written: dict, path: str, mt: str) -> tuple[int, tuple[str, .
     """ModelSpec.max_positions, the context the model was trained for, and the assumption line
     where the file does not give it: left out, it is the config class's default
     (MAX_POSITIONS_DEFAULT), as transformers reads it; null, transformers keeps None and the
-    context is unknown (0: no warning can be given). Zero or a negative count is no context."""
+    context is unknown (0: no warning can be given). Zero or a negative count is refused: no
+    model is trained for no positions."""
     if "max_position_embeddings" not in written:
         n, cls = MAX_POSITIONS_DEFAULT[mt]
         return n, (f"config.json gives no max_position_embeddings: the model is taken as trained for {n:,} "
