@@ -95,7 +95,7 @@ def render(rows: list[dict], heads: list[str], markdown: bool, priced: bool = Fa
     body = [[*(r["variant"][k] for k in heads), shown(r),
              f"{r['tokens_per_s']:,.0f}{unchecked(r)}" if r["tokens_per_s"] else "-",
              f"{r['time_to_train_h']:,.1f}{unchecked(r)}" if r["time_to_train_h"] is not None else "-",
-             f"{r['cost']:,.0f}{unchecked(r)}" if r["cost"] is not None else "-"] for r in rows]
+             f"${r['cost']:,.0f}{unchecked(r)}" if r["cost"] is not None else "-"] for r in rows]
     out = table(body, [*heads, "best layout", "tokens/s", "hours", "cost"], markdown=markdown)
     answered = [r for r in rows if r["best"]]
     note = ""
