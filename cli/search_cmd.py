@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import click
 
-from .options import job_options
+from shardwise.kb.errors import InputError
+
+from .options import PLAIN_INT, job_options
 from .output import emit, format_option, table
 
 
 @click.command()
 @job_options
-@click.option("--top", "top", type=click.IntRange(1, 1000), default=10, show_default=True, help="layouts to list")
+@click.option("--top", "top", type=PLAIN_INT, default=10, show_default=True, help="layouts to list, 1 to 1000")
 @click.option("--rules", "rules", multiple=True, help="house-policy rule file or folder (repeatable)")
 @click.option("--playbook", "playbook", help="run this edited copy of the playbook (shardwise rules init DIR)")
 @format_option
@@ -19,6 +21,8 @@ def search(job, top, rules, playbook, fmt):
     from shardwise.decision.run import decide
 
     from .progress import hook
+    if not 1 <= top <= 1000:
+        raise InputError(f"--top: {top} is not from 1 to 1000")
     from shardwise.kb.facts import job_summary
 
     d = decide(job, list(rules), playbook, progress=hook())

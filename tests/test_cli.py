@@ -95,6 +95,8 @@ def test_kb_lists(run_cli):
 
 BAD = [
     (["memory", "--model", "llama-3-70b", "--gpus", "0", "--layout", "tp=8"], "--gpus"),
+    (["search", "--model", "llama-3-8b", "--gpus", "8", "--top", "1_0"], "in the digits 0-9"),
+    (["search", "--model", "llama-3-8b", "--gpus", "8", "--top", "0"], "--top: 0 is not from 1 to 1000"),
     # a link inside a node the GPU cannot have: a PCIe card on NVLink, an H100 on NVLink 5
     (["recommend", "--model", "llama-3-8b", "--gpus", "16", "--gpu", "rtx-4090", "--interconnect", "nvlink4"],
      "this GPU's link inside a node is pcie4"),
