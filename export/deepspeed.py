@@ -48,8 +48,17 @@ def export(tg: Target) -> Export:
                          "which this export does not write; allowed for this layout: --to accelerate or fsdp, or a "
                          "layout with tp=1")
     caveats = []
+    stage = lay.zero
+    if lay.pp > 1 and lay.zero >= 2:
+        # DeepSpeed's pipeline engine asserts "ZeRO-2 and ZeRO-3 are incompatible with pipeline
+        # parallelism" (runtime/pipe/engine.py): a layout chosen for another framework gets the
+        # nearest stage it runs, and the caveat says what that costs in memory
+        stage = 1
+        caveats.append(f"zero={lay.zero} with pp={lay.pp}: DeepSpeed's pipeline engine runs ZeRO-0/1 only; written "
+                       f"as ZeRO-1, whose whole gradients{' and weights' if lay.zero == 3 else ''} take more memory "
+                       f"per GPU than this layout was estimated with")
     # buckets and optimizer settings as in framework-configs.md's verified DeepSpeed example
-    zero = {"stage": lay.zero, "overlap_comm": True, "contiguous_gradients": True,
+    zero = {"stage": stage, "overlap_comm": True, "contiguous_gradients": True,
             "reduce_bucket_size": 500000000, "allgather_bucket_size": 500000000}
     if lay.shard:
         zero["zero_hpz_partition_size"] = lay.shard
