@@ -91,9 +91,29 @@ class Table:
         return v
 
 
+# The scores do not depend on the GPU's memory, only what "fits" means does (Table.capacity):
+# explain's memory what-ifs (x1.5, x0.6: explain/why.py) are the job on a GPU of another size, so
+# the tables last built are kept by everything else about the job and reused with the what-if's
+# capacity -- two of its five searches. A few tables, since one can hold millions of layouts.
+_RECENT: dict = {}
+_RECENT_MAX = 2
+
+
+def _any_memory(job: Job) -> Job:
+    c = job.cluster
+    return Job(job.model, c.model_copy(update={"gpu": c.gpu.model_copy(update={"memory_gib": 0.0})}), job.training)
+
+
 def scored_table(job: Job, gb: int, pins: dict | None = None, fit_only: bool = False, progress=None) -> Table:
-    space = build_space(job, gb, pins, fit_only)
-    return Table(job, gb, space, score(job, space, progress))
+    key = (_any_memory(job), gb, tuple(sorted((pins or {}).items())), fit_only)
+    built = _RECENT.get(key)
+    if built is None:
+        space = build_space(job, gb, pins, fit_only)
+        built = (space, score(job, space, progress))
+        _RECENT[key] = built
+        while len(_RECENT) > _RECENT_MAX:
+            del _RECENT[next(iter(_RECENT))]
+    return Table(job, gb, *built)
 
 
 def apply_constraints(t: Table, constraints: list) -> tuple[np.ndarray, list]:

@@ -294,3 +294,18 @@ def test_index_of_finds_a_layout_and_treats_single_replica_zero_as_zero0():
     assert index_of(d.table.space, lay) == d.index
     assert index_of(d.table.space, lay.with_(zero=1)) == (d.index if lay.dp * lay.cp == 1 else index_of(
         d.table.space, lay.with_(zero=1)))
+
+
+def test_a_table_for_the_same_job_on_more_memory_is_reused_with_its_own_capacity():
+    """explain's memory what-ifs search the job on a GPU of another size: the scores do not depend
+    on the memory, so the table is reused, and what fits is judged at the what-if's capacity."""
+    from shardwise.explain.why import _with_memory
+    from shardwise.kb.build import build_job
+    from shardwise.search.table import scored_table
+    small = build_job(model="llama-3-8b", gpus=8, gpu_memory=40)
+    large = _with_memory(small, 120)
+    a, b = scored_table(small, 1024), scored_table(large, 1024)
+    assert b.scores is a.scores and (a.capacity, b.capacity) == (40, 120)
+    assert b.column("memory.fits").sum() > a.column("memory.fits").sum()
+    other = scored_table(build_job(model="llama-3-8b", gpus=8, gpu_memory=40, seq_len=8192), 1024)
+    assert other.scores is not a.scores
