@@ -149,9 +149,12 @@ FITS_THE_GPU = _fits_the_gpu()
 
 
 def decide(job: Job, extra_rules: list[str] | None = None, playbook_dir: str | None = None,
-           engine: str = "durable", progress=None, other_frameworks: bool = True) -> Decision:
+           engine: str = "durable", progress=None, other_frameworks: bool = True,
+           reuse_scores: bool = False) -> Decision:
     """The decision for a job. ``other_frameworks``: where nothing fits, whether the sizing also
-    tries the frameworks the job did not choose (a search each; explain's what-ifs leave it out)."""
+    tries the frameworks the job did not choose (a search each; explain's what-ifs leave it out).
+    ``reuse_scores``: take the scored table of a search just run for the same job on a GPU with
+    other memory (search/table.scored_table; explain's memory what-ifs)."""
     book = playbook.load(extra_rules, playbook_dir)
     gb, _ = global_batch(job)
     jf = job_facts(job, gb)
@@ -159,7 +162,7 @@ def decide(job: Job, extra_rules: list[str] | None = None, playbook_dir: str | N
     constraints, rule_pins, _ = from_firings(firings)
     pins, sources = _merge_pins(_user_pins(job), rule_pins)
 
-    table = scored_table(job, gb, pins, progress=progress)
+    table = scored_table(job, gb, pins, progress=progress, reuse=reuse_scores)
     table.facts = jf.__getitem__
     allowed, masks = apply_constraints(table, constraints)
     over_memory = allowed & (table.peak_gib > table.capacity)

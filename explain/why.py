@@ -59,7 +59,8 @@ def what_ifs(job: Job, rules: list, playbook: str | None) -> list[tuple[str, obj
     out = []
     for text, variant in variants(job):
         try:
-            d = decide(variant, rules, playbook, other_frameworks=False)   # a what-if sizes its own GPU only
+            # a what-if sizes its own GPU only; a memory what-if rescores nothing
+            d = decide(variant, rules, playbook, other_frameworks=False, reuse_scores=True)
             why = d.nothing_allowed
             if why and text.startswith("memory per GPU") and d.sizing and d.sizing["gpus_that_fit"]:
                 # the catalog's GPUs have their real memory, not the hypothetical one: listing

@@ -93,8 +93,10 @@ class Table:
 
 # The scores do not depend on the GPU's memory, only what "fits" means does (Table.capacity):
 # explain's memory what-ifs (x1.5, x0.6: explain/why.py) are the job on a GPU of another size, so
-# the tables last built are kept by everything else about the job and reused with the what-if's
-# capacity -- two of its five searches. A few tables, since one can hold millions of layouts.
+# the tables last built are kept by everything else about the job, and a caller that asks
+# (``reuse``) gets one back with its own capacity -- two of the what-ifs' five searches. A few
+# tables, since one can hold millions of layouts; only on request, so that every other search
+# runs (and reports its progress) as it always did.
 _RECENT: dict = {}
 _RECENT_MAX = 2
 
@@ -104,9 +106,10 @@ def _any_memory(job: Job) -> Job:
     return Job(job.model, c.model_copy(update={"gpu": c.gpu.model_copy(update={"memory_gib": 0.0})}), job.training)
 
 
-def scored_table(job: Job, gb: int, pins: dict | None = None, fit_only: bool = False, progress=None) -> Table:
+def scored_table(job: Job, gb: int, pins: dict | None = None, fit_only: bool = False, progress=None,
+                 reuse: bool = False) -> Table:
     key = (_any_memory(job), gb, tuple(sorted((pins or {}).items())), fit_only)
-    built = _RECENT.get(key)
+    built = _RECENT.get(key) if reuse else None
     if built is None:
         space = build_space(job, gb, pins, fit_only)
         built = (space, score(job, space, progress))

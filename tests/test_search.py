@@ -304,8 +304,10 @@ def test_a_table_for_the_same_job_on_more_memory_is_reused_with_its_own_capacity
     from shardwise.search.table import scored_table
     small = build_job(model="llama-3-8b", gpus=8, gpu_memory=40)
     large = _with_memory(small, 120)
-    a, b = scored_table(small, 1024), scored_table(large, 1024)
+    a, b = scored_table(small, 1024), scored_table(large, 1024, reuse=True)
     assert b.scores is a.scores and (a.capacity, b.capacity) == (40, 120)
     assert b.column("memory.fits").sum() > a.column("memory.fits").sum()
-    other = scored_table(build_job(model="llama-3-8b", gpus=8, gpu_memory=40, seq_len=8192), 1024)
+    other = scored_table(build_job(model="llama-3-8b", gpus=8, gpu_memory=40, seq_len=8192), 1024, reuse=True)
     assert other.scores is not a.scores
+    # unasked, a search scores again (and draws its progress as it goes)
+    assert scored_table(large, 1024).scores is not a.scores
