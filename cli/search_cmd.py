@@ -17,13 +17,13 @@ from .output import emit, format_option, table
 @format_option
 def search(job, top, rules, playbook, fmt):
     """Rank the layouts the rules allow by predicted throughput x (1 - broken worths)."""
-    from shardwise.decision.result import entry, ranked, search_summary
-    from shardwise.decision.run import decide
-
-    from .progress import hook
     if not 1 <= top <= 1000:
         raise InputError(f"--top: {top} is not from 1 to 1000")
+    from shardwise.decision.result import entry, ranked, search_summary
+    from shardwise.decision.run import decide
     from shardwise.kb.facts import job_summary
+
+    from .progress import hook
 
     d = decide(job, list(rules), playbook, progress=hook())
     top_rows = ([entry(d, d.index, 1)] + ranked(d, top - 1)) if d.layout else []

@@ -263,11 +263,11 @@ def _pins_in_the_way(d: Decision) -> list[str]:
     """Where nothing fits in memory: the job's own --mbs / --recompute (UserPin) without which
     some layout would fit on the same GPUs -- each alone first, then both -- as their flags,
     or [] when dropping them would not help (or the job set neither)."""
-    from shardwise.search.sizing import _fits
+    from shardwise.search.sizing import fits_somewhere
     user = [p for p in d.pin_sources.values() if isinstance(p, UserPin)]
     for drop in [[p] for p in user] + ([user] if len(user) > 1 else []):
         rest = {k: v for k, v in d.pins.items() if k not in {p.setting for p in drop}}
-        if _fits(d.job, d.constraints, rest):
+        if fits_somewhere(d.job, d.constraints, rest):
             return [p.flag for p in drop]
     return []
 

@@ -7,20 +7,21 @@ line prints it on stderr and exits with status 2 (cli/main.py).
 import sys
 
 
-class NoLayout(Exception):
+class _OneLine(Exception):
+    """A message the command line prints as one line on stderr: its whitespace folded."""
+
+    def __init__(self, message: str):
+        super().__init__(" ".join(str(message).split()))
+
+
+class NoLayout(_OneLine):
     """A valid job whose answer is NO LAYOUT, asked for what only a layout has (explain, report,
     export): one line on stderr, exit status 3 -- not bad input (2), not a bug (1). `recommend`
     answers NO LAYOUT itself, with status 0."""
 
-    def __init__(self, message: str):
-        super().__init__(" ".join(str(message).split()))
 
-
-class InputError(ValueError):
+class InputError(_OneLine, ValueError):
     """Bad input: the message names the problem and what is allowed, on one line."""
-
-    def __init__(self, message: str):
-        super().__init__(" ".join(str(message).split()))
 
 
 # The most a file the user names may hold. A real config.json is a few kB, a job file or a rule

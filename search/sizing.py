@@ -40,7 +40,7 @@ def with_cluster(job: Job, gpus: int, gpu=None) -> Job:
     return Job(job.model, c.model_copy(update=update), job.training)
 
 
-def _fits(job: Job, constraints, pins=None) -> bool:
+def fits_somewhere(job: Job, constraints, pins=None) -> bool:
     """Whether some layout of micro-batch 1 meets every hard constraint on this cluster, and
     fits in the GPU's memory whatever the rules say (decision/run.py)."""
     gb, _ = global_batch(job)
@@ -60,7 +60,7 @@ def smallest_count(job: Job, constraints=(), pins=None) -> int | None:
     node = node_size(c)
 
     def fits(n: int) -> bool:
-        return _fits(with_cluster(job, n), constraints, pins)
+        return fits_somewhere(with_cluster(job, n), constraints, pins)
     for n in (1, 2, 4, 8, 16, 32, 64):
         if c.gpus < n < node and fits(n):
             return n
@@ -99,7 +99,7 @@ def gpus_that_fit(job: Job, constraints=(), pins=None) -> list[str]:
             continue
         if job.cluster.gpus > g.gpus_per_node and job.cluster.gpus % g.gpus_per_node:
             continue
-        if _fits(with_cluster(job, job.cluster.gpus, g), constraints, pins):
+        if fits_somewhere(with_cluster(job, job.cluster.gpus, g), constraints, pins):
             out.append(name)
     return out
 
@@ -133,7 +133,7 @@ def frameworks_that_fit(job: Job, constraints=(), pins=None) -> list[str]:
             # what build_job would refuse for these flags (QLoRA on Megatron, a framework's
             # recompute modes, ...) is no way to fit
             check_training(job.model, job.cluster.gpu, other)
-            if _fits(Job(job.model, job.cluster, other), constraints, pins):
+            if fits_somewhere(Job(job.model, job.cluster, other), constraints, pins):
                 out.append(flags)
                 done.add(fw)
         except InputError:

@@ -250,14 +250,14 @@ def test_compare_says_what_differs_between_rows_and_each_warning_once(run_cli):
 
 
 def test_a_job_that_fits_nowhere_gets_a_cluster_size():
-    from shardwise.search.sizing import _fits, smallest_count, with_cluster
+    from shardwise.search.sizing import fits_somewhere, smallest_count, with_cluster
     job = build_job(model="llama-3.1-405b", gpus=8, seq_len=8192)
     d = decide(job)
     assert d.layout is None and d.sizing["smallest_gpus"] > 8
     n = smallest_count(job, d.constraints)
     assert n and n > 8 and n % 8 == 0
-    assert _fits(with_cluster(job, n), d.constraints)
-    assert n - 8 <= 8 or not _fits(with_cluster(job, n - 8), d.constraints)
+    assert fits_somewhere(with_cluster(job, n), d.constraints)
+    assert n - 8 <= 8 or not fits_somewhere(with_cluster(job, n - 8), d.constraints)
 
 
 def test_the_cluster_size_is_not_thrown_far_by_node_counts_that_divide_nothing():
@@ -265,12 +265,13 @@ def test_the_cluster_size_is_not_thrown_far_by_node_counts_that_divide_nothing()
     9 or 17, whose degrees divide neither the heads nor the batch. Asked from 8 GPUs, the walk
     must answer 32, not a count it reached by stepping over those (it said 8,704), and agree
     with the answer asked from 16 GPUs."""
-    from shardwise.search.sizing import _fits, smallest_count, with_cluster
+    from shardwise.search.sizing import fits_somewhere, smallest_count, with_cluster
     job = build_job(model="llama-3-8b", gpus=8, seq_len=1 << 20)
     d = decide(job)
     assert d.layout is None
     assert d.sizing["smallest_gpus"] == 32
-    assert _fits(with_cluster(job, 32), d.constraints) and not _fits(with_cluster(job, 24), d.constraints)
+    assert fits_somewhere(with_cluster(job, 32), d.constraints)
+    assert not fits_somewhere(with_cluster(job, 24), d.constraints)
     assert smallest_count(build_job(model="llama-3-8b", gpus=16, seq_len=1 << 20), d.constraints) == 32
 
 

@@ -79,7 +79,6 @@ def framework_buffers(t: TrainingSpec, lay: Layout, rank_params: float, layer_pa
     # FSDP2 ZeRO-2 gathers nothing in backward (its unsharded parameters are compute copies,
     # states.py) but still reduce-scatters each layer's gradient as backward makes it: the bf16
     # gradient and its fp32 reduce-scatter input (_fsdp_collectives.foreach_reduce)
-    stage2 = where(unsharded, 4.0 * layer_params_rank, (2.0 + 4.0) * layer_params_rank)
-    if t.framework != "fsdp":
-        return where(z == 3, stage3, 0.0)
+    stage2 = (where(unsharded, 4.0 * layer_params_rank, (2.0 + 4.0) * layer_params_rank)
+              if t.framework == "fsdp" else 0.0)
     return where(z == 3, stage3, where(z == 2, stage2, 0.0))

@@ -219,6 +219,7 @@ def full_training_states(params_rank: float, gemm_rank: float, expert_rank: floa
     # the input embedding (F.embedding), the norms, or transformers' fp32 experts, whose matmuls
     # autocast does not cast (kb/perf/compute.expert_gemm_rate)
     compute_copy = where(zero < 3, (gemm_rank - expert_rank) * r.compute_copy, 0.0)
+    unsharded_kept = (zero == 2) | (zero == 0)
     if fsdp:
         # FSDP2 ZeRO-2 (reshard_after_forward=False): every parameter's unsharded bf16 copy, the
         # embedding and norms included (MixedPrecisionPolicy casts all), from its forward until
@@ -226,7 +227,7 @@ def full_training_states(params_rank: float, gemm_rank: float, expert_rank: floa
         # the FSDP2 export runs it (fully_shard over a 1-wide dp_shard, reshard_after_forward=False,
         # export/fsdp.py), and torchtitan wherever CP turns FSDP on; torchtitan's ZeRO-0 without
         # CP is DDP under autocast, whose casts recomputation frees: read high there
-        compute_copy = where((zero == 2) | (zero == 0), (params_rank + expert_rank) * 2.0, compute_copy)
+        compute_copy = where(unsharded_kept, (params_rank + expert_rank) * 2.0, compute_copy)
     # Transformer Engine caches the FP8 copy (and transpose) of weights the rank holds; under
     # ZeRO-3 / Megatron-FSDP the rank holds only a shard and the gathered layer is transient
     # (counted with the gathered-layer buffers, overheads.framework_buffers)
@@ -250,7 +251,7 @@ def full_training_states(params_rank: float, gemm_rank: float, expert_rank: floa
         # gradient sync off either way (kb/perf/step._dp_time reduces once a step for both).
         compute_copy = where(zero == 3, (params_rank + expert_rank) * 2.0, compute_copy)
         accumulated = where(zero >= 2, (params_rank + expert_rank) * 4.0, 0.0)
-    kept = both(fsdp, (zero == 2) | (zero == 0) | ((zero == 3) & (pp > 1)))
+    kept = both(fsdp, unsharded_kept | ((zero == 3) & (pp > 1)))
     return States(weights, grads, master, moments, compute_copy, fp8, 0.0, r.persistent_grads, temp, accumulated,
                   r.loop_kept, kept)
 

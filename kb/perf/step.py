@@ -276,8 +276,7 @@ def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compu
     # DeepSpeed's BF16_Optimizer (its pipeline engine at ZeRO-0 in bf16, kb/memory/states.py)
     # all-reduces the gradients and, its master weights being partitioned, all-gathers the bf16
     # weights after its step (bf16_optimizer.py update_lp_params: all_gather_dp_groups)
-    plain = where(deepspeed_bf16_pipeline(t, lay.zero, lay.pp), hidden_behind_one(plain + gather),
-                  hidden_behind_one(plain))
+    plain = hidden_behind_one(plain + where(deepspeed_bf16_pipeline(t, lay.zero, lay.pp), gather, 0.0))
     # ZeRO-3: parameters gathered (bf16) for forward and backward and gradients reduce-scattered,
     # every micro-batch -- except under torch pipelining, which keeps the stage's parameters
     # unsharded across micro-batches (and kb/memory/states.py charges the memory for that)
@@ -297,8 +296,7 @@ def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compu
         # _fsdp_param_group.py), so every micro-batch's forward gathers the parameters again --
         # once, where ZeRO-3 gathers for its backward too; DeepSpeed's and Megatron's ZeRO-2 keep
         # their parameters whole and gather once a step, after the optimizer
-        per_mb2 = gather + scatter
-        stage2 = rounds * maximum(per_mb2 - ov * compute_mb, (1 - ov) * per_mb2) + rep * (1 - ov)
+        stage2 = rounds * hidden_behind_one(gather + scatter) + rep * (1 - ov)
     return where(lay.zero == 0, plain, where(lay.zero == 3, stage3, where(lay.zero == 2, stage2, stage1)))
 
 
