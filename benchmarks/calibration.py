@@ -103,7 +103,29 @@ FAMILY_CPU_ONLY = {
                    "SDPA (score matrices kept), not a GPU's fused kernel",
     "phi3": "2 h over: a copy of the attention output before o_proj that the CPU made here (q, k, v are "
             "views of one qkv_proj output) and not for Llama; not measured on a GPU",
+    "glm4_moe": "2 h under (bf16 weights; 4 h with fp32): a copy of the attention output before o_proj, which "
+                "partial RoPE's concatenated query (torch.cat of the rotated and passed halves) leads SDPA to "
+                "lay out head-major here; not measured on a GPU, whose kernel output strides decide it",
 }
+
+
+# families whose rotary embedding hands its layers fp32 cos and sin whatever the weights
+# (modeling_olmo2.py Olmo2RotaryEmbedding.forward returns them uncast; Llama's casts them to
+# the input's dtype)
+FP32_ROPE_FAMILIES = ("olmo2",)
+
+
+def rope_bytes(model_type: str, fp32_weights: bool) -> float:
+    """Bytes an element of the shared RoPE cos and sin takes in a measured layer."""
+    return 4.0 if fp32_weights or model_type in FP32_ROPE_FAMILIES else 2.0
+
+
+def rope_width(m, cfg: dict) -> float:
+    """Width of the cos and sin a layer multiplies: the rotary part of a head (MLA's rope head
+    size; partial_rotary_factor of the head, GLM-4.5's 0.5)."""
+    if m.is_mla:
+        return m.qk_rope_dim
+    return m.hd * float((cfg.get("rope_parameters") or {}).get("partial_rotary_factor", 1.0))
 
 
 def family_saved_rows() -> list[dict]:
@@ -129,7 +151,7 @@ def family_saved_rows() -> list[dict]:
                          attention=r["attention"], training="finetune")
         lay = Layout(mbs=1, recompute="none", zero=0)
         pred = act.layer_bytes_per_token(m, t, lay, m.is_moe, r["seq"])
-        rope = 2 * (4.0 if fp32 else 2.0) * (m.qk_rope_dim if m.is_mla else m.hd)
+        rope = 2 * rope_bytes(r["model_type"], fp32) * rope_width(m, r["config"])
         meas = r["saved_bytes_per_token"] - rope
         flag = FAMILY_CPU_ONLY.get(r["model_type"])
         # bytes the layer keeps for its 256 tokens (the figure accuracy.py prints, in MiB)

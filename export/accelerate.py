@@ -23,7 +23,8 @@ LAYER_CLASS = {"llama": "LlamaDecoderLayer", "mistral": "MistralDecoderLayer", "
                "qwen3_moe": "Qwen3MoeDecoderLayer", "gemma": "GemmaDecoderLayer", "gemma2": "Gemma2DecoderLayer",
                "gemma3": "Gemma3DecoderLayer", "phi3": "Phi3DecoderLayer", "granite": "GraniteDecoderLayer",
                "gpt_oss": "GptOssDecoderLayer", "deepseek_v2": "DeepseekV2DecoderLayer",
-               "deepseek_v3": "DeepseekV3DecoderLayer", "falcon": "FalconDecoderLayer", "bloom": "BloomBlock"}
+               "deepseek_v3": "DeepseekV3DecoderLayer", "falcon": "FalconDecoderLayer", "bloom": "BloomBlock",
+               "olmo2": "Olmo2DecoderLayer", "smollm3": "SmolLM3DecoderLayer", "glm4_moe": "Glm4MoeDecoderLayer"}
 
 
 def config(tg: Target) -> tuple[dict, list[str]]:

@@ -151,6 +151,12 @@ FAMILY_CAVEATS = {
     "granite": ["Granite's embedding, residual, attention and logit multipliers: Megatron has no flags for them; "
                 "same shapes, other numerics"],
     "deepseek_v2": [_DEEPSEEK_ROUTING], "deepseek_v3": [_DEEPSEEK_ROUTING],
+    "glm4_moe": [_DEEPSEEK_ROUTING, "GLM-4.5's partial RoPE: add --rotary-percent from config.json's "
+                 "partial_rotary_factor (0.5) -- this script rotates whole heads"],
+    "olmo2": ["OLMo 2's norms after attention and the MLP (not before) and its q/k norms over whole projections: "
+              "Megatron-Core's GPT layer normalises first and per head; same shapes, other numerics"],
+    "smollm3": ["SmolLM3's layers without RoPE (every fourth, no_rope_layers): Megatron rotates every layer; "
+                "same shapes, other numerics"],
 }
 
 

@@ -39,13 +39,23 @@ SUPPORTED = {
     "gemma": ("gemma", {"tied": True}),
     "gemma2": ("gemma2", {"tied": True, "sandwich_norm": True}),
     "gemma3_text": ("gemma3", {"tied": True, "sandwich_norm": True, "qk_norm": True}),
+    # SmolLM3 is Llama with RoPE left out of every fourth layer (no_rope_layers), which changes
+    # no shape (modeling_smollm3.py)
+    "smollm3": ("smollm3", {}),
+    # OLMo 2 normalises after attention and after the MLP instead of before, and its q_norm and
+    # k_norm span the whole q and k projections (modeling_olmo2.py Olmo2Attention: RMSNorm of
+    # num_heads x head_dim and num_key_value_heads x head_dim; Olmo2DecoderLayer)
+    "olmo2": ("olmo2", {"qk_norm": True, "qk_norm_full": True}),
+    # GLM-4.5 is DeepSeek-V3's MoE (sigmoid router with its correction bias, shared experts,
+    # leading dense layers) under grouped-query attention with partial RoPE (modeling_glm4_moe.py)
+    "glm4_moe": ("glm4_moe", {"router_bias": True}),
 }
 
 
 # rope_theta where config.json leaves it out: the config class's default_theta (transformers 5:
-# MixtralConfig 1e6, GptOssConfig 150000, Gemma3TextConfig 1e6 for its global layers,
+# MixtralConfig 1e6, GptOssConfig 150000, Gemma3TextConfig 1e6 for its global layers, SmolLM3Config 2e6,
 # PreTrainedConfig 10000 for the rest)
-ROPE_THETA_DEFAULT = {"mixtral": 1e6, "gpt_oss": 150000.0, "gemma3_text": 1e6}
+ROPE_THETA_DEFAULT = {"mixtral": 1e6, "gpt_oss": 150000.0, "gemma3_text": 1e6, "smollm3": 2e6}
 
 # Fields whose absence transformers fills with its config class's own default, which differs
 # from the generic one (num_key_value_heads = num_attention_heads, head_dim = hidden_size /
@@ -64,6 +74,8 @@ CLASS_DEFAULTS = {
     "deepseek_v3": {"num_key_value_heads": 128},
     "gemma": {"num_key_value_heads": 16, "head_dim": 256},
     "gemma2": {"num_key_value_heads": 4, "head_dim": 256, "sliding_window": 4096},
+    "smollm3": {"num_key_value_heads": 4},
+    "glm4_moe": {"num_key_value_heads": 8},
 }
 MLA_TYPES = ("deepseek_v2", "deepseek_v3")
 
@@ -84,6 +96,7 @@ MAX_POSITIONS_DEFAULT = {
     "qwen3_moe": (32768, "Qwen3MoeConfig"),
     "mistral": (4096 * 32, "MistralConfig"), "mixtral": (4096 * 32, "MixtralConfig"),
     "gpt_oss": (131072, "GptOssConfig"), "gemma3_text": (131072, "Gemma3TextConfig"),
+    "olmo2": (2048, "Olmo2Config"), "smollm3": (32768, "SmolLM3Config"), "glm4_moe": (131072, "Glm4MoeConfig"),
 }
 
 # The shape fields a Gemma 3 multimodal config.json leaves out of its text_config: Gemma3Config
@@ -383,7 +396,8 @@ def vision_params(vision: dict, text_hidden: int) -> int:
 
 # the config classes with attention_bias / mlp_bias switches (transformers 5.24: LlamaConfig,
 # GraniteConfig, DeepseekV2/V3Config have both; Qwen3, Qwen3-MoE and the Gemmas attention_bias)
-ATTENTION_BIAS_TYPES = ("llama", "granite", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text") + MLA_TYPES
+ATTENTION_BIAS_TYPES = ("llama", "granite", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2",
+                        "smollm3", "glm4_moe") + MLA_TYPES
 MLP_BIAS_TYPES = ("llama", "granite") + MLA_TYPES
 
 
@@ -541,6 +555,7 @@ EXPERT_FIELDS = {
     "mixtral": ("num_local_experts", "num_experts"), "gpt_oss": ("num_local_experts", "num_experts"),
     "qwen2_moe": ("num_experts", "num_local_experts"), "qwen3_moe": ("num_experts", "num_local_experts"),
     "deepseek_v2": ("n_routed_experts", "num_local_experts"), "deepseek_v3": ("n_routed_experts", "num_local_experts"),
+    "glm4_moe": ("n_routed_experts", "num_local_experts"),
 }
 
 
@@ -628,6 +643,19 @@ def read_hf_config(path: str) -> ModelSpec:
                     qk_nope_dim=_field(cfg, path, "qk_nope_head_dim", least=1),
                     qk_rope_dim=_field(cfg, path, "qk_rope_head_dim", least=1),
                     v_head_dim=_field(cfg, path, "v_head_dim", least=1))
+    if mt == "glm4_moe":
+        # Glm4MoeConfig's defaults: one shared expert, one leading dense layer, no q/k norms
+        # (configuration_glm4_moe.py; GLM-4.5 sets use_qk_norm, GLM-4.5-Air does not)
+        spec.update(experts=_field(cfg, path, *EXPERT_FIELDS[mt], least=1),
+                    top_k=_field(cfg, path, "num_experts_per_tok", least=1),
+                    expert_ffn=_field(cfg, path, "moe_intermediate_size", least=1),
+                    shared_experts=_field(cfg, path, "n_shared_experts", required=False, default=1),
+                    first_dense=_field(cfg, path, "first_k_dense_replace", required=False, default=1),
+                    qk_norm=_field(cfg, path, "use_qk_norm", required=False, default=False, kind=bool))
+    if mt == "smollm3" and _field(cfg, path, "use_sliding_window", required=False, default=False, kind=bool) \
+            and cfg.get("sliding_window") is not None:
+        raise InputError(f"{path}: use_sliding_window true is not supported for smollm3 (sliding windows on its "
+                         "layers without RoPE); supported: false, its default")
     if not spec["head_dim"] and h % heads:
         raise InputError(f"{path}: num_attention_heads {heads} does not divide hidden_size {h}, and no head_dim "
                          "is given; give head_dim or heads that divide the hidden size")

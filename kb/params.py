@@ -55,7 +55,8 @@ def attention_params(m: ModelSpec) -> tuple[int, int]:
 
     Standard/GQA: q h*(a*d), k and v h*(g*d) each, o (a*d)*h; biases on q,k,v (Qwen2) are
     column-parallel (sharded), the o bias of GPT-style models is row-parallel (replicated).
-    Qwen3's q_norm/k_norm are per-head-dim RMSNorms (replicated). gpt-oss's attention sinks are
+    Qwen3's q_norm/k_norm are per-head-dim RMSNorms (replicated); OLMo 2's span the whole q and k
+    projections (modeling_olmo2.py Olmo2Attention: q_norm of a*d, k_norm of g*d). gpt-oss's attention sinks are
     one learned logit per head (modeling_gpt_oss.py GptOssAttention.sinks), split with the heads.
     MLA (DeepSeek-V2/V3, modeling_deepseek_v3.py): q_a (h x q_lora) + q_a_norm + q_b
     (q_lora x a*(nope+rope)), kv_a (h x (kv_lora+rope)) + kv_a_norm + kv_b
@@ -74,7 +75,7 @@ def attention_params(m: ModelSpec) -> tuple[int, int]:
     if m.linear_bias:
         replicated += h
     if m.qk_norm:
-        replicated += 2 * m.hd
+        replicated += (q + kv) if m.qk_norm_full else 2 * m.hd
     if m.attn_sinks:
         sharded += m.heads
     return sharded, replicated

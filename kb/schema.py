@@ -49,6 +49,8 @@ class ModelSpec(_Frozen):
     rope_params: tuple[tuple[str, float], ...] = ()
     parallel_attn: bool = False
     qk_norm: bool = False
+    # q/k norms over the whole q and k projections (OLMo 2), not over one head's dimensions
+    qk_norm_full: bool = False
     sandwich_norm: bool = False
     embed_norm: bool = False
     attn_sinks: bool = False

@@ -282,3 +282,53 @@ def test_a_left_out_max_position_embeddings_takes_the_config_class_default_and_s
     # every supported model type has its class's default
     from shardwise.kb.hf_config import MAX_POSITIONS_DEFAULT, SUPPORTED
     assert set(MAX_POSITIONS_DEFAULT) == set(SUPPORTED)
+
+
+# --- model types added with their measured layers (OLMo 2, SmolLM3, GLM-4.5) ------------------
+
+GLM45_AIR = {"model_type": "glm4_moe", "hidden_size": 4096, "intermediate_size": 10944, "num_hidden_layers": 46,
+             "num_attention_heads": 96, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151552,
+             "n_routed_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 1408,
+             "attention_bias": True, "partial_rotary_factor": 0.5, "tie_word_embeddings": False}
+
+
+def test_glm45_is_read_as_deepseeks_moe_under_grouped_query_attention(tmp_path):
+    """Left out, Glm4MoeConfig's defaults apply: one shared expert, one leading dense layer, no
+    q/k norms (GLM-4.5-Air); GLM-4.5 turns the norms on. The router keeps DeepSeek-V3's
+    correction bias and the attention its q, k, v biases."""
+    air = read_hf_config(write(tmp_path / "air" / "config.json", GLM45_AIR))
+    assert (air.experts, air.top_k, air.expert_ffn, air.shared_experts, air.first_dense) == (128, 8, 1408, 1, 1)
+    assert air.router_bias and air.qkv_bias and not air.qk_norm and not air.is_mla
+    full = read_hf_config(write(tmp_path / "full" / "config.json",
+                                dict(GLM45_AIR, use_qk_norm=True, first_k_dense_replace=3)))
+    assert full.qk_norm and not full.qk_norm_full and full.first_dense == 3
+
+
+def test_olmo2_norms_whole_projections(tmp_path):
+    """OLMo 2's q_norm and k_norm are RMSNorms over all heads (num_heads x head_dim weights),
+    not per head (modeling_olmo2.py Olmo2Attention)."""
+    cfg = {"model_type": "olmo2", "hidden_size": 512, "intermediate_size": 1792, "num_hidden_layers": 1,
+           "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1024}
+    m = read_hf_config(write(tmp_path / "config.json", cfg))
+    assert m.qk_norm and m.qk_norm_full and m.kv_heads == 2
+
+
+def test_a_smollm3_with_sliding_windows_is_refused(run_cli, tmp_path):
+    """SmolLM3 slides only its layers without RoPE, and only with use_sliding_window: a pattern
+    the estimate does not build, so it is refused rather than timed as full attention."""
+    cfg = {"model_type": "smollm3", "hidden_size": 2048, "intermediate_size": 11008, "num_hidden_layers": 36,
+           "num_attention_heads": 16, "vocab_size": 128256, "use_sliding_window": True, "sliding_window": 4096}
+    err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / "config.json", cfg), "--gpus", "8")
+    assert "use_sliding_window" in err and "smollm3" in err
+    ok = read_hf_config(write(tmp_path / "ok" / "config.json", dict(cfg, use_sliding_window=False)))
+    assert ok.kv_heads == 4 and ok.rope_theta == 2e6 and not ok.sliding_window   # SmolLM3Config's defaults
+
+
+def test_glm45_megatron_export_names_what_it_does_not_build(run_cli, tmp_path):
+    """Megatron's command line gets no partial RoPE nor GLM's routing numbers from this script:
+    the export says so instead of training something else silently."""
+    code, out, err = run_cli("export", "--hf-config", write(tmp_path / "config.json", GLM45_AIR), "--gpus", "64",
+                             "--to", "megatron", "-o", str(tmp_path / "out"))
+    assert code == 0, err
+    text = out + "".join(p.read_text() for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert "--rotary-percent" in text and "--moe-router-topk-scaling-factor" in text

@@ -66,6 +66,29 @@ HF_CONFIGS = {
     "gemma_7b": ({"model_type": "gemma", "hidden_size": 3072, "intermediate_size": 24576, "num_hidden_layers": 28,
                   "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 256, "vocab_size": 256000},
                  8_537_680_896),
+    # transformers 5.24's num_parameters() of each class built on the meta device from the model
+    # card's shape: OLMo-2-1124-7B (7.3B), SmolLM3-3B (3.08B), GLM-4.5-Air (106B total) and GLM-4.5
+    # (355B), the GLMs plus their routers' e_score_correction_bias (E a MoE layer), which
+    # Glm4MoeTopkRouter holds as a buffer and the checkpoint stores, as DeepSeek-V3's count above
+    # does; the MTP layer transformers does not build is not counted
+    "olmo2_7b": ({"model_type": "olmo2", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+                  "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 100352,
+                  "tie_word_embeddings": False}, 7_298_617_344),
+    "smollm3_3b": ({"model_type": "smollm3", "hidden_size": 2048, "intermediate_size": 11008,
+                    "num_hidden_layers": 36, "num_attention_heads": 16, "num_key_value_heads": 4,
+                    "vocab_size": 128256, "tie_word_embeddings": True}, 3_075_098_624),
+    "glm45_air": ({"model_type": "glm4_moe", "hidden_size": 4096, "intermediate_size": 10944, "num_hidden_layers": 46,
+                   "num_attention_heads": 96, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151552,
+                   "n_routed_experts": 128, "n_shared_experts": 1, "num_experts_per_tok": 8,
+                   "moe_intermediate_size": 1408, "first_k_dense_replace": 1, "use_qk_norm": False,
+                   "attention_bias": True, "partial_rotary_factor": 0.5, "tie_word_embeddings": False},
+                  106_852_245_504 + 45 * 128),
+    "glm45": ({"model_type": "glm4_moe", "hidden_size": 5120, "intermediate_size": 12288, "num_hidden_layers": 92,
+               "num_attention_heads": 96, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151552,
+               "n_routed_experts": 160, "n_shared_experts": 1, "num_experts_per_tok": 8,
+               "moe_intermediate_size": 1536, "first_k_dense_replace": 3, "use_qk_norm": True,
+               "attention_bias": True, "partial_rotary_factor": 0.5, "tie_word_embeddings": False},
+              352_797_814_784 + 89 * 160),
     "qwen3_moe": ({"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
                    "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
                    "vocab_size": 151936, "num_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 768,

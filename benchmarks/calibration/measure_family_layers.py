@@ -16,6 +16,8 @@ model loaded in fp32 (the estimate's hf recipe without ZeRO).
 
 Run: python measure_family_layers.py > cpu_family_saved_tensors.jsonl
      python measure_family_layers.py --fp32-weights >> cpu_family_saved_tensors.jsonl
+(model types as arguments measure only those: the olmo2, smollm3 and glm4_moe rows were added so,
+with torch 2.13.0+cpu and transformers 5.24.0)
 (taken with torch 2.14.1, transformers 5.24.0)
 """
 import json
@@ -50,6 +52,13 @@ FAMILIES = {
                         qk_rope_head_dim=32, v_head_dim=64, n_group=1, topk_group=1),
     "gpt_oss": dict(hidden_size=512, intermediate_size=512, num_attention_heads=8, num_key_value_heads=2,
                     head_dim=64, num_local_experts=8, num_experts_per_tok=2, sliding_window=4096),
+    "olmo2": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=2),
+    "smollm3": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=2,
+                    pad_token_id=0),
+    "glm4_moe": dict(hidden_size=512, intermediate_size=1536, moe_intermediate_size=256, num_attention_heads=8,
+                     num_key_value_heads=2, head_dim=64, n_routed_experts=8, num_experts_per_tok=2,
+                     n_shared_experts=1, first_k_dense_replace=0, attention_bias=True, use_qk_norm=True,
+                     partial_rotary_factor=0.5),
 }
 
 
@@ -66,7 +75,10 @@ def layer_saved_bytes(model, decoder, dtype: torch.dtype, hidden: int, skip=lamb
             seen[st.data_ptr()] = max(seen.get(st.data_ptr(), 0), st.nbytes())
         return t
 
-    x = torch.randn(1, SEQ, hidden, dtype=dtype, requires_grad=True)
+    # the layer's input as a model hands it over: the output of the layer before, not a leaf
+    # (autocast caches its cast of a leaf that needs a gradient, as of a weight, so a leaf input
+    # read by several linears -- OLMo 2's q, k and v, with fp32 weights -- would be cast once)
+    x = torch.randn(1, SEQ, hidden, dtype=dtype, requires_grad=True) * 1.0
     pos = torch.arange(SEQ)[None]
     kw = dict(attention_mask=None, position_ids=pos, position_embeddings=decoder.rotary_emb(x, pos))
     with torch.autocast("cpu", torch.bfloat16), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
@@ -99,7 +111,10 @@ if __name__ == "__main__":
     import sys
     import transformers
     weights = torch.float32 if "--fp32-weights" in sys.argv else torch.bfloat16
+    only = [a for a in sys.argv[1:] if not a.startswith("--")]
     for mt, shape in FAMILIES.items():
+        if only and mt not in only:
+            continue
         b, cfg = saved_bytes(mt, shape, weights)
         print(json.dumps(dict(model_type=mt, attention="eager" if mt in EAGER else "sdpa", seq=SEQ,
                               weights="fp32" if weights == torch.float32 else "bf16",

@@ -114,8 +114,9 @@ def profile(t: TrainingSpec) -> str:
 # * (1.0 + weight.float())) or by the weight itself (modeling_gpt_oss.py GptOssRMSNorm:
 # (self.weight * hidden_states).to(input_dtype), "main diff with Llama"): the weight's gradient
 # needs the fp32 normalised value, where LlamaRMSNorm keeps it in bf16 (measured on CPU layers:
-# a gpt-oss layer keeps four fp32 h-wide tensors, two norms' inputs and normalised values)
-FP32_SCALED_NORMS = ("gemma", "gemma2", "gemma3", "gpt_oss")
+# a gpt-oss layer keeps four fp32 h-wide tensors, two norms' inputs and normalised values), as
+# does OLMo 2's (modeling_olmo2.py Olmo2RMSNorm: (self.weight * hidden_states).to(input_dtype))
+FP32_SCALED_NORMS = ("gemma", "gemma2", "gemma3", "gpt_oss", "olmo2")
 
 
 def _normalised_bytes(m: ModelSpec) -> float:
@@ -301,6 +302,24 @@ def _attention_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, q: float, kv: f
 CLAMPED_GLU_BYTES = 14.0
 
 
+# transformers families whose router upcasts its input and weight to fp32 before the linear
+# (modeling_deepseek_v3.py DeepseekV3TopkRouter and modeling_deepseek_v2.py DeepseekV2Moe:
+# F.linear(hidden_states.type(torch.float32), self.weight.type(torch.float32)); GLM-4.5's
+# Glm4MoeTopkRouter is DeepSeek-V3's)
+FP32_ROUTER_FAMILIES = ("deepseek_v2", "deepseek_v3", "glm4_moe")
+
+
+def fp32_router_copy(m: ModelSpec, t: TrainingSpec, lay: Layout):
+    """Bytes per token an fp32-upcasting router keeps beyond the norm output: under bf16
+    autocast F.linear casts the fp32 copy back to bf16, a new tensor the linear saves (2 h; a
+    CPU GLM-4.5 layer, cpu_family_saved_tensors.jsonl). With fp32 weights under autocast the
+    norm output is fp32 already and that cast is the one its first reader makes anyway
+    (autocast_input_casts counts the others)."""
+    if profile(t) != "hf" or m.family not in FP32_ROUTER_FAMILIES:
+        return 0.0
+    return where(fp32_weights_under_autocast(t, lay), 0.0, 2.0 * m.hidden)
+
+
 def _mlp_bytes(m: ModelSpec, prof: str, width: float) -> float:
     """Per token, one MLP of (per-rank) width F."""
     gated = m.mlp in ("swiglu", "geglu")
@@ -368,6 +387,7 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
         # does not cast for the expert matmuls: their inputs, intermediates and outputs are fp32,
         # twice the bytes (their GEMMs run at the fp32 rate too, kb/perf/compute.expert_gemm_rate)
         mlp = routed_share * (8.0 * m.experts + where(fp32_weights_under_autocast(t, lay), 2.0, 1.0) * routed)
+        mlp += fp32_router_copy(m, t, lay)
         if m.shared_width:
             mlp += _mlp_bytes(m, prof, m.shared_width / tp)
             if prof == "hf" and m.shared_gate:

@@ -36,10 +36,12 @@ from ..vec import where
 from .activations import adapters_in_fp32
 
 # model types whose routed experts transformers 5 stores as fused 3-D parameters (every MoE
-# family shardwise reads: modeling_mixtral/qwen2_moe/qwen3_moe/deepseek_v2/deepseek_v3/gpt_oss)
-FUSED_EXPERT_FAMILIES = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss")
-# of those, the ones PEFT 0.21's all-linear adapts through ParamWrapper (above)
-ADAPTED_EXPERT_FAMILIES = ("mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3")
+# family shardwise reads: modeling_mixtral/qwen2_moe/qwen3_moe/deepseek_v2/deepseek_v3/gpt_oss,
+# and modeling_glm4_moe.py's Glm4MoeExperts, DeepSeek-V3's module under another name)
+FUSED_EXPERT_FAMILIES = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "glm4_moe")
+# of those, the ones PEFT 0.21's all-linear adapts through ParamWrapper (above; transformers 5.24
+# conversion_mapping.py maps glm4_moe to the qwen2_moe pattern, as it does deepseek_v3)
+ADAPTED_EXPERT_FAMILIES = ("mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe")
 # SwiGLU experts: down_proj is h x F of the 3 h F a expert holds
 DOWN_SHARE = 1.0 / 3.0
 
