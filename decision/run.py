@@ -240,8 +240,14 @@ def _nothing_allowed(d: Decision, other_frameworks: bool = True) -> Decision:
         if fits_memory.any():               # memory is not the limit: the other rules are
             fastest = int(np.flatnonzero(fits_memory)[np.argmax(t.tokens_per_s[fits_memory])])
             block = d.constraints[d.broken_at(fastest)[0]]
-            d.nothing_allowed = (f"{int(fits_memory.sum()):,} layouts fit in memory, but the rules allow none: the "
-                                 f"fastest of them breaks {block.describe()}")
+            clash = [d.constraints[k] for k in _clash(d, fits_memory, memory_rules)]
+            # two policies that contradict each other are named together: the fastest layout breaks
+            # only one of them, and dropping that one alone would still leave nothing
+            why = (f"{clash[0].describe()} allows none of them" if len(clash) == 1 else
+                   f"no layout meets {' and '.join(c.describe() for c in clash)} together")
+            d.nothing_allowed = (f"{int(fits_memory.sum()):,} layouts fit in memory, but the rules allow none: {why}"
+                                 + ("" if block in clash else f"; the fastest of them breaks {block.describe()}")
+                                 + _pinned(d))
         else:
             margin = ", ".join(f"{c.rule.id}: {c.kind} '{c.text}'" for c in d.constraints if c.rule.id in memory_rules)
             d.nothing_allowed = (f"no layout fits in memory on {d.job.cluster.gpus} x {d.job.cluster.gpu.name} "
@@ -257,6 +263,33 @@ def _nothing_allowed(d: Decision, other_frameworks: bool = True) -> Decision:
             d.nothing_allowed += f"; {d.sizing['summary']}"
     d.warnings.append(d.nothing_allowed)
     return d
+
+
+def _clash(d: Decision, fits_memory: np.ndarray, memory_rules: set) -> list[int]:
+    """The hard constraints (indices) that together allow none of the layouts that fit in
+    memory, none of them superfluous: a deletion filter over those that rule out any such
+    layout, trying the playbook's first, so that a house policy in the clash stays named."""
+    pool = [k for k, c in enumerate(d.constraints)
+            if c.rule.id not in memory_rules and not d.masks[k][fits_memory].all()]
+    keep = set(pool)
+    for k in sorted(pool, key=lambda k: (d.book.is_policy(d.constraints[k].rule), k)):
+        ok = fits_memory.copy()
+        for j in keep - {k}:
+            ok &= d.masks[j]
+        if not ok.any():
+            keep.discard(k)
+    return sorted(keep)
+
+
+def _pinned(d: Decision) -> str:
+    """The pins the search held, and who pinned each: a pin narrows every layout scored, so a
+    pin and a forbid of its value clash although only the forbid is broken."""
+    if not d.pins:
+        return ""
+    def who(src):
+        return src.flag if isinstance(src, UserPin) else f"{src.id}, {src.where}"
+    return "; every layout scored holds the pins " + ", ".join(
+        f"{k} = {v} ({who(d.pin_sources[k])})" for k, v in d.pins.items())
 
 
 def _pins_in_the_way(d: Decision) -> list[str]:

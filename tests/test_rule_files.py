@@ -607,3 +607,31 @@ def test_a_policy_test_that_could_not_test_anything_is_refused(run_cli, tmp_path
     code, out, err = run_cli("rules", "test", str(spec))
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (code, out, err)
     assert needle in err
+
+
+def test_contradicting_policies_are_named_together_when_nothing_is_allowed(tmp_path):
+    """require CP and forbid CP: the fastest layout (CP 1) breaks only the first, yet dropping it
+    alone would leave nothing either; the answer names both, with file:line."""
+    a = write(tmp_path, HARD.replace("house.hard", "house.always-cp").replace("layout.tp <= 4", "layout.cp >= 2"), "a.yaml")
+    b = write(tmp_path, HARD.replace("house.hard", "house.never-cp").replace("require: \"layout.tp <= 4\"",
+                                                                             "forbid: \"layout.cp > 1\""), "b.yaml")
+    d = decide(build_job(**SMALL), [str(a), str(b)])
+    assert d.layout is None
+    assert f"house.always-cp, {a}:2" in d.nothing_allowed and f"house.never-cp, {b}:2" in d.nothing_allowed
+    # TP 16 on 16 GPUs is a valid layout, which the playbook's TP-inside-NVLink rule rules out:
+    # both named; on 8 GPUs no layout has TP 16, and the policy alone is in the way
+    c = write(tmp_path, HARD.replace("layout.tp <= 4", "layout.tp >= 16"), "c.yaml")
+    d = decide(build_job(model="llama-3-8b", gpus=16), [str(c)])
+    assert "house.hard" in d.nothing_allowed and "tp.inside-nvlink-domain" in d.nothing_allowed
+    d = decide(build_job(**SMALL), [str(c)])
+    assert "house.hard" in d.nothing_allowed and "tp.inside-nvlink-domain" not in d.nothing_allowed
+
+
+def test_a_forbid_of_a_pinned_value_names_the_pin_too(tmp_path):
+    pin = write(tmp_path, HARD.replace("house.hard", "house.pin-mbs2").replace("require: \"layout.tp <= 4\"",
+                                                                               "pin: {mbs: 2}"), "pin.yaml")
+    no = write(tmp_path, HARD.replace("house.hard", "house.no-mbs2").replace("require: \"layout.tp <= 4\"",
+                                                                             "forbid: \"layout.mbs == 2\""), "no.yaml")
+    d = decide(build_job(**SMALL), [str(pin), str(no)])
+    assert d.layout is None and "house.no-mbs2" in d.nothing_allowed
+    assert f"mbs = 2 (house.pin-mbs2, {pin}:2)" in d.nothing_allowed
