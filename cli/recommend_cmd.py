@@ -42,8 +42,10 @@ def setting_line(name: str, s: dict) -> str:
     out."""
     direct = [r for r in s["reasons"] if r.get("direct")]
     bears = [r for r in direct if r["status"] == "pinned" or r.get("binding", True)]
-    # a pin, then a broken rule, then the setting's own rule file (cp.* for cp) before others
-    rank = lambda r: (r["status"] != "pinned", r["status"] != "broken", not r["rule"].startswith(f"{name}."))
+    # a pin, then a broken rule, then a hard rule without which the choice would have taken
+    # another value (a house policy's price), then the setting's own rule file (cp.* for cp)
+    rank = lambda r: (r["status"] != "pinned", r["status"] != "broken", not r.get("costly"),
+                      not r["rule"].startswith(f"{name}."))
     lead = min(bears, key=rank) if bears else None
     parts = [f"{lead['rule']} ({lead['status']}): {lead['title']}"] if lead else []
     alts = [a for a in s["alternatives"] if a["delta_pct"] is not None]
@@ -53,6 +55,10 @@ def setting_line(name: str, s: dict) -> str:
     # on (an allowed one first); its tokens/s are what the line shows
     a = max(allowed or alts, key=lambda a: (a["objective_delta_pct"] if a["objective_delta_pct"] is not None
                                             else float("-inf"), a["delta_pct"])) if alts else None
+    if lead and lead.get("costly"):
+        # what the hard rule that leads the line costs: the value it rules out, with its speed
+        a = max((a for a in alts if a["ruled_out_by"].startswith(f"{lead['rule']} (")),
+                key=lambda a: a["delta_pct"], default=a)
     if a:
         why = re.sub(r"^(\d+(\.\d+)?% slower|as fast, to 0\.01%)(; )?", "", a["ruled_out_by"])     # the delta says it already
         if why.startswith("breaks "):      # the whole alternative layout breaks it, maybe through another setting

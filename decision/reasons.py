@@ -43,13 +43,18 @@ def reasons(d: Decision, setting: str) -> list[dict]:
     near, other = _near(d, setting, col != value)
     mine = col == value
     below, above = _next_values(col, value, other, below=True), _next_values(col, value, other, below=False)
+    better = _beats_the_headline(d) & (col != value)
     for k, c in enumerate(d.constraints):
         if _reads(c.node, setting):
+            # costly: alone it rules out a layout with another value of this setting that the
+            # choice would have taken (forbidding ZeRO-3 where ZeRO-3 is 10% faster explains
+            # ZeRO 1, though ZeRO 3 is not the next value up)
+            costly = bool((better & ~d.masks[k] & _allowed_but(d, k)).any())
             # binding: it rules out a layout with the next value of this setting up or down (a
-            # cap on TP at the node size explains TP 8, not TP 1)
+            # cap on TP at the node size explains TP 8, not TP 1), or it is costly
             out.append(dict(_entry(d, c.rule, "hard", "honoured", f"{c.kind} '{c.text}'"),
                             direct=_LAYOUT_PATH[setting] in expr.paths(c.node),
-                            binding=bool(((below | above) & ~d.masks[k]).any())))
+                            binding=costly or bool(((below | above) & ~d.masks[k]).any()), costly=costly))
     for p, mask in zip(d.preferences, d.broken):
         if _reads(p.node, setting):
             status = "broken" if bool(mask[d.index]) else "honoured"
@@ -66,6 +71,22 @@ def reasons(d: Decision, setting: str) -> list[dict]:
             out.append(dict(_entry(d, p.rule, "soft", status, f"{p.kind} '{p.text}' (worth {p.worth:g}%)"),
                             direct=_LAYOUT_PATH[setting] in expr.paths(p.node), binding=binding))
     return out
+
+
+def _beats_the_headline(d: Decision) -> np.ndarray:
+    """Layouts whose objective, the hard rules aside, is above the headline's (search/choice.py:
+    tokens/s x (1 - the worths broken))."""
+    c = d.choice
+    return d.table.tokens_per_s * np.clip(1 - c.penalty, 0, None) > c.objective[c.index]
+
+
+def _allowed_but(d: Decision, k: int) -> np.ndarray:
+    """Layouts that every hard constraint but the k-th allows."""
+    ok = np.ones(len(d.table), dtype=bool)
+    for j, m in enumerate(d.masks):
+        if j != k:
+            ok &= m
+    return ok
 
 
 def _mine(d: Decision, setting: str):

@@ -308,3 +308,23 @@ def test_expert_parallelism_is_preferred_only_where_the_framework_can_run_it(run
     assert fired("mixtral-8x7b")[0]
     gpt_oss, out = fired("gpt-oss-20b")
     assert not gpt_oss and "ep.for-experts" not in out
+
+
+def test_a_house_policy_that_rules_out_a_faster_value_leads_its_setting_line(run_cli, tmp_path):
+    """Forbidding ZeRO-3 on Ethernet where ZeRO-3 is the fastest: ZeRO 3 is not the next value
+    above the headline's, yet the policy is what decided the setting; the line names it and its
+    price (the ZeRO-3 layout's speed), not only the next-best allowed value."""
+    pol = tmp_path / "house.yaml"
+    pol.write_text("rules:\n  - id: house.no-zero3-ethernet\n    title: No ZeRO-3 over Ethernet\n    priority: 990\n"
+                   "    when: \"cluster.inter_kind == 'ethernet'\"\n    then:\n      - forbid: \"layout.zero == 3\"\n"
+                   "    because: gathers time out\n")
+    job = ["--model", "llama-3-70b", "--gpus", "64", "--interconnect", "ethernet", "--framework", "deepspeed"]
+    code, out, _ = run_cli("recommend", *job, "--format", "json")
+    assert code == 0 and json.loads(out)["layout"]["zero_stage"] == 3     # the job this test is about
+    code, out, _ = run_cli("recommend", *job, "--rules", str(pol))
+    rows = out.split("\n\n")[1].splitlines()
+    at = next(i for i, r in enumerate(rows) if r.startswith("zero "))
+    wrapped = [rows[at]] + [r for r in rows[at + 1:] if r.startswith(" ")][:1]     # the row and its continuation
+    line = " ".join(" ".join(wrapped).split())
+    assert code == 0 and line.startswith("zero 1 house.no-zero3-ethernet (honoured): No ZeRO-3 over Ethernet; "
+                                         "with zero=3: +"), line
