@@ -73,6 +73,30 @@ def reasons(d: Decision, setting: str) -> list[dict]:
     return out
 
 
+def without_costly(d: Decision, setting: str) -> list[dict]:
+    """For each hard rule that alone rules out a layout the choice would have taken with
+    another value of ``setting``: that layout (the best such by the objective) and its speed --
+    what dropping the rule would change, judged on the same scored table and preferences."""
+    col, value = _ordered(d, setting)
+    better = _beats_the_headline(d) & (col != value)
+    raw = d.table.tokens_per_s * np.clip(1 - d.choice.penalty, 0, None)
+    head = float(d.table.tokens_per_s[d.index])
+    out = []
+    for k, c in enumerate(d.constraints):
+        pool = better & ~d.masks[k] & _allowed_but(d, k)
+        if _LAYOUT_PATH[setting] in expr.paths(c.node) and pool.any():
+            i = int(order_by(d.table, raw, pool)[0])
+            lay = d.table.layout(i)
+            out.append({"rule": c.rule.id, "where": c.rule.where, "what": f"{c.kind} '{c.text}'",
+                        "value": _shown(setting, _mine_of(lay, setting)), "layout": lay.describe(),
+                        "delta_pct": pct_value(100 * (float(d.table.tokens_per_s[i]) / head - 1))})
+    return out
+
+
+def _mine_of(lay, setting: str):
+    return RECOMPUTE.index(lay.recompute) if setting == "recompute" else int(getattr(lay, setting))
+
+
 def _beats_the_headline(d: Decision) -> np.ndarray:
     """Layouts whose objective, the hard rules aside, is above the headline's (search/choice.py:
     tokens/s x (1 - the worths broken))."""
@@ -90,7 +114,7 @@ def _allowed_but(d: Decision, k: int) -> np.ndarray:
 
 
 def _mine(d: Decision, setting: str):
-    return RECOMPUTE.index(d.layout.recompute) if setting == "recompute" else int(getattr(d.layout, setting))
+    return _mine_of(d.layout, setting)
 
 
 def _ordered(d: Decision, setting: str) -> tuple[np.ndarray, int]:

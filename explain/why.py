@@ -6,7 +6,7 @@ decided as `recommend` decides it.
 """
 from __future__ import annotations
 
-from shardwise.decision.reasons import SETTINGS, alternatives, reasons
+from shardwise.decision.reasons import SETTINGS, alternatives, reasons, without_costly
 from shardwise.decision.run import Decision, decide
 from shardwise.kb.errors import InputError, NoLayout
 from shardwise.kb.fact_schema import SETTING_NAMES, shown_setting
@@ -89,8 +89,12 @@ def explain(d: Decision, setting: str, tried: list) -> dict:
     if d.layout is None:
         raise NoLayout(f"no layout to explain: {d.nothing_allowed}")
     current = getattr(d.layout, setting)
+    # a hard rule the answer pays for is a what-if too: the one a review meeting can change
+    dropped = [f"{SETTING_NAMES[setting]} would be {shown_setting(w['value'])} instead of {shown_setting(current)} "
+               f"without {w['rule']} ({w['where']}: {w['what']}): {w['layout']}, {w['delta_pct']:+.1f}% tokens/s"
+               for w in without_costly(d, setting)]
     return {"setting": setting, "value": current, "layout": d.layout.describe(), "reasons": reasons(d, setting),
-            "alternatives": alternatives(d, setting), "would_change": would_change(setting, current, tried)}
+            "alternatives": alternatives(d, setting), "would_change": dropped + would_change(setting, current, tried)}
 
 
 __all__ = ["SETTINGS", "explain", "what_ifs", "would_change", "unit", "shown_value"]

@@ -80,3 +80,22 @@ def test_a_value_no_layout_has_is_blamed_on_what_its_nearest_layouts_break(run_c
     lines = [x for x in out.splitlines() if x.strip().startswith("ep=") and "no valid layout" in x]
     assert len(lines) == 8
     assert all("autoep-limits" in x and "vp-chunks" not in x for x in lines), lines
+
+
+def test_why_says_what_dropping_a_costly_house_policy_would_change(run_cli, tmp_path):
+    """A forbid of ZeRO-3 that costs the job its fastest layout is a what-if a review meeting can
+    act on: explain names it with file:line and the price; a policy that costs nothing (no
+    TP 8, slower here anyway) is not offered as one."""
+    pol = tmp_path / "house.yaml"
+    pol.write_text("rules:\n  - id: house.no-zero3\n    priority: 990\n    then:\n      - forbid: \"layout.zero == 3\"\n"
+                   "    because: gathers time out\n  - id: house.no-tp8\n    priority: 990\n    then:\n"
+                   "      - forbid: \"layout.tp == 8\"\n    because: half-node NVLink\n")
+    job = ["--model", "llama-3-70b", "--gpus", "64", "--interconnect", "ethernet", "--framework", "deepspeed",
+           "--rules", str(pol)]
+    code, out, _ = run_cli("explain", *job, "--why", "zero", "--format", "json")
+    r = json.loads(out)
+    assert code == 0 and r["value"] != 3
+    assert r["would_change"][0].startswith(f"ZeRO stage would be 3 instead of {r['value']} without house.no-zero3 "
+                                           f"({pol}:2: forbid 'layout.zero == 3'): ")
+    code, out, _ = run_cli("explain", *job, "--why", "tp", "--format", "json")
+    assert code == 0 and not any("house.no-tp8" in w for w in json.loads(out)["would_change"])
