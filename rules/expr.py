@@ -83,12 +83,29 @@ def tokenize(text: str) -> list[tuple[str, str]]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if not m:
-            raise ExprError(f"unexpected character {text[pos]!r} at column {pos + 1}")
+            raise ExprError(f"unexpected character {text[pos]!r} at column {pos + 1}{_instead(text, pos)}; "
+                            f"operators: {OPERATORS}")
         pos = m.end()
         kind = m.lastgroup
         if kind != "ws":
             out.append((kind, m.group()))
     return out
+
+
+OPERATORS = "== != < <= > >= + - * / // % and or not in [..], 'text' in quotes"
+# other languages' spellings of our operators, named where a rule writer uses them
+_OTHER_SPELLINGS = {"=>": ">=", "=<": "<=", "&&": "and", "||": "or", "!": "not", "&": "and", "|": "or",
+                    "=": "=="}
+
+
+def _instead(text: str, pos: int) -> str:
+    """' ('=>' is written '>=')' where the text at pos is another language's operator."""
+    for other, ours in sorted(_OTHER_SPELLINGS.items(), key=lambda kv: -len(kv[0])):
+        start = max(0, pos - len(other) + 1)
+        for at in range(start, pos + 1):
+            if text.startswith(other, at) and at <= pos < at + len(other):
+                return f" ({other!r} is written {ours!r})"
+    return ""
 
 
 class _Parser:
@@ -265,6 +282,8 @@ def typecheck(node: Node, schema: dict[str, str], values: dict | None = None) ->
             import difflib
             near = difflib.get_close_matches(node.value, list(schema), n=3, cutoff=0.6)
             hint = f"; did you mean {', '.join(near)}?" if near else "; `shardwise rules facts` lists the facts"
+            if "." not in node.value:       # every fact has a dot: a bare word is a value left unquoted
+                hint = f"; a text value is written in quotes, '{node.value}'" + hint
             raise ExprError(f"unknown fact {node.value!r}{hint}")
         return schema[node.value]
     if op == "neg":

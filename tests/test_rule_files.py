@@ -108,6 +108,14 @@ BAD = [
     # a constraint is judged per layout against job and layout facts: no neighbour, no feasibility
     (HARD.replace("layout.tp <= 4", "layout.zero <= same.min_zero"), ":6", "require reads same.min_zero"),
     (HARD.replace("layout.tp <= 4", "fit.without_pp"), ":6", "require reads fit.without_pp"),
+    # another language's operators are named with ours, and the operators listed
+    (HARD.replace("layout.tp <= 4", "layout.tp => 4"), ":6", "'=>' is written '>='); operators: == !="),
+    (HARD.replace("layout.tp <= 4", "layout.tp < 4 && layout.pp > 1"), ":6", "'&&' is written 'and'"),
+    (HARD.replace("layout.tp <= 4", "layout.tp = 4"), ":6", "'=' is written '=='"),
+    (HARD.replace("layout.tp <= 4", "layout.tp ^ 4"), ":6", "column 11; operators: == !="),
+    # a bare word is a value that lost its quotes, not a fact
+    (HARD.replace("layout.tp <= 4", "layout.recompute == selective"), ":6",
+     "unknown fact 'selective'; a text value is written in quotes, 'selective'"),
 ]
 
 
