@@ -193,12 +193,19 @@ def test_(path, extra, playbook_dir):
     playbook.load(extra_rules, book_dir)
     failed = 0
     for i, (case, job) in enumerate(zip(spec["cases"], jobs)):
-        got = _got(decide(job, extra_rules, book_dir))
+        d = decide(job, extra_rules, book_dir)
+        got = _got(d)
         bad = {k: (v, got.get(k, "none")) for k, v in case["expect"].items() if got.get(k, "none") != v}
         name = case.get("name", f"case {i + 1}")
         if bad:
             failed += 1
-            click.echo(f"FAIL {name}: " + ", ".join(f"{k} expected {e!r} got {g!r}" for k, (e, g) in bad.items()))
+            # named as a refusal names a case; a setting of no layout is the NO LAYOUT and its why
+            # (it read "tp expected 1 got 'none'")
+            what = ", ".join(f"{k} expected {e!r} got {g!r}" for k, (e, g) in bad.items()
+                             if d.layout is not None or k == "fits")
+            if d.layout is None and set(bad) - {"fits"}:
+                what = (what + ", " if what else "") + f"got NO LAYOUT ({d.nothing_allowed})"
+            click.echo(f"FAIL {path}: case {name!r}: {what}")
         else:
             click.echo(f"ok   {name}")
     click.echo(f"{len(spec['cases']) - failed} passed, {failed} failed")

@@ -473,7 +473,13 @@ cases:
 """)
     (tmp_path / "p.yaml").write_text(open("rules/policies/tp-never-crosses-pcie.yaml").read())
     code, out, _ = run_cli("rules", "test", str(spec))
-    assert code == 1 and "ok   pcie boxes get no TP" in out and "FAIL wrong on purpose: tp expected 2 got 1" in out
+    assert code == 1 and "ok   pcie boxes get no TP" in out
+    assert f"FAIL {spec}: case 'wrong on purpose': tp expected 2 got 1" in out
+    # a case whose job gets no layout says so, and why, rather than "got 'none'"
+    (tmp_path / "p.yaml").write_text(HARD.replace("layout.tp <= 4", "layout.tp > 8"))
+    code, out, _ = run_cli("rules", "test", str(spec))
+    assert code == 1 and f"FAIL {spec}: case 'pcie boxes get no TP': fits expected True got False, got NO LAYOUT (" \
+        in out and "house.hard" in out and "got 'none'" not in out
     spec.write_text("cases: []\nplaybok: x\n")
     code, out, err = run_cli("rules", "test", str(spec))
     assert code == 2 and "unknown key(s) ['playbok']" in err
