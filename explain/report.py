@@ -17,7 +17,7 @@ from shardwise.kb.job import Job
 
 from .render import svg_of
 from .trace_graph import trace_graph
-from .why import what_ifs, would_change
+from .why import what_ifs, without_rules, would_change
 
 ALTERNATIVES_PER_VALUE = 4
 
@@ -33,7 +33,7 @@ def build(job: Job, rules: list[str], playbook: str | None = None) -> dict:
         info = rec["settings"][s]
         per_setting.append({"setting": s, "value": info["value"], "reasons": info["reasons"],
                             "alternatives": info["alternatives"][:ALTERNATIVES_PER_VALUE * 2],
-                            "would_change": would_change(s, info["value"], tried)})
+                            "would_change": without_rules(d, s) + would_change(s, info["value"], tried)})
     graph = trace_graph(rec)
     return {
         "version": version("shardwise"),

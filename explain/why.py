@@ -89,12 +89,18 @@ def explain(d: Decision, setting: str, tried: list) -> dict:
     if d.layout is None:
         raise NoLayout(f"no layout to explain: {d.nothing_allowed}")
     current = getattr(d.layout, setting)
-    # a hard rule the answer pays for is a what-if too: the one a review meeting can change
-    dropped = [f"{SETTING_NAMES[setting]} would be {shown_setting(w['value'])} instead of {shown_setting(current)} "
-               f"without {w['rule']} ({w['where']}: {w['what']}): {w['layout']}, {w['delta_pct']:+.1f}% tokens/s"
-               for w in without_costly(d, setting)]
     return {"setting": setting, "value": current, "layout": d.layout.describe(), "reasons": reasons(d, setting),
-            "alternatives": alternatives(d, setting), "would_change": dropped + would_change(setting, current, tried)}
+            "alternatives": alternatives(d, setting),
+            "would_change": without_rules(d, setting) + would_change(setting, current, tried)}
 
 
-__all__ = ["SETTINGS", "explain", "what_ifs", "would_change", "unit", "shown_value"]
+def without_rules(d: Decision, setting: str) -> list[str]:
+    """A hard rule the answer pays for is a what-if too, the one a review meeting can change:
+    the setting's value without it, that layout and its speed."""
+    current = getattr(d.layout, setting)
+    return [f"{SETTING_NAMES[setting]} would be {shown_setting(w['value'])} instead of {shown_setting(current)} "
+            f"without {w['rule']} ({w['where']}: {w['what']}): {w['layout']}, {w['delta_pct']:+.1f}% tokens/s"
+            for w in without_costly(d, setting)]
+
+
+__all__ = ["SETTINGS", "explain", "what_ifs", "would_change", "without_rules", "unit", "shown_value"]

@@ -179,3 +179,15 @@ def test_a_kept_preference_reads_faster_where_its_honouring_layout_is_faster(tmp
     row = re.search(r"policy\.a-light-wish</td>.*?</tr>", page, re.S).group(0)
     assert "% faster</td>" in row and "% slower" not in row
     assert re.search(r"faster</td><td>[a-z]+\.[a-z0-9.-]+", row)        # the weightier rule it breaks
+
+
+def test_the_report_says_what_dropping_a_costly_house_policy_would_change(tmp_path):
+    """The report's per-setting 'what would change it' is explain's: a forbid of ZeRO-3 that costs
+    the job its fastest layout is listed there with file:line."""
+    p = tmp_path / "house.yaml"
+    p.write_text("rules:\n  - id: house.no-zero3\n    priority: 990\n    then:\n      - forbid: \"layout.zero == 3\"\n"
+                 "    because: gathers time out\n")
+    job = build_job(model="llama-3-70b", gpus=64, interconnect="ethernet", framework="deepspeed")
+    zero = next(s for s in report.build(job, [str(p)])["settings"] if s["setting"] == "zero")
+    assert zero["would_change"][0].startswith(f"ZeRO stage would be 3 instead of {zero['value']} without "
+                                              f"house.no-zero3 ({p}:2: ")
