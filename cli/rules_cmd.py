@@ -28,7 +28,13 @@ _PLAYBOOK = click.option("--playbook", "playbook_dir", help="an edited copy of t
 
 @click.group(cls=Group)
 def rules():
-    """List, lint, test and copy the rule files (the playbook as data)."""
+    """List, lint, test and copy the rule files (the playbook as data).
+
+    House policies are rule files of your own: add them with --rules FILE_OR_FOLDER (repeatable)
+    to recommend, search, explain, export, report, compare and rules list/graph/test; a policy
+    replaces a playbook rule with 'override: true' under its id, or turns it off with
+    'disable: [id]'. `rules facts` lists what a rule can read; README.md, "Rules: the playbook
+    as data", gives the format."""
 
 
 @rules.command("list")

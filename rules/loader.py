@@ -159,7 +159,10 @@ def read_rule_file(path: Path, display: str | None = None,
         line = data.pop("__line__", 1)
         extra = set(data) - {"rules", "disable"}
         if extra:
-            _fail(name, line, f"unknown top-level key(s) {sorted(map(str, extra))}; allowed: rules, disable")
+            # a policy test file saved in a rules folder is read as a rule file by --rules FOLDER
+            tests = (" (a policy test file: run it with `shardwise rules test`, and keep it out of the folders "
+                     "given to --rules, whose *.yaml files are all read as rule files)" if "cases" in extra else "")
+            _fail(name, line, f"unknown top-level key(s) {sorted(map(str, extra))}; allowed: rules, disable{tests}")
         disable = data.get("disable") or []
         if not isinstance(disable, list) or not all(isinstance(d, str) for d in disable):
             _fail(name, line, "'disable' must be a list of rule ids")

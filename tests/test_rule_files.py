@@ -649,3 +649,16 @@ def test_a_forbid_of_a_pinned_value_names_the_pin_too(tmp_path):
     d = decide(build_job(**SMALL), [str(pin), str(no)])
     assert d.layout is None and "house.no-mbs2" in d.nothing_allowed
     assert f"mbs = 2 (house.pin-mbs2, {pin}:2)" in d.nothing_allowed
+
+
+def test_a_policy_test_file_in_a_rules_folder_is_named_as_one(run_cli, tmp_path):
+    """`rules: [.]` in a cases file kept beside the policies reads the cases file as a rule file:
+    the refusal says what it is and where it belongs, on one line, status 2."""
+    write(tmp_path, HARD)
+    (tmp_path / "cases.yaml").write_text("rules: [.]\ncases:\n  - job: {model: llama-3-8b, gpus: 8}\n    expect: {tp: 1}\n")
+    code, out, err = run_cli("rules", "test", str(tmp_path / "cases.yaml"))
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "cases.yaml:1: unknown top-level key(s) ['cases']; allowed: rules, disable (a policy test file" in err
+    code, out, err = run_cli("rules", "--help")
+    text = " ".join(out.split())
+    assert code == 0 and "--rules FILE_OR_FOLDER" in text and "override: true" in text
