@@ -68,7 +68,7 @@ def facts(fmt):
 def lint(paths, playbook_dir):
     """Check exactly these rule files or folders: load errors (file:line), conditions that can
     never hold, constraints and preferences that cannot change the answer, two pins of one setting
-    with different values, worths adding up past 100%. The playbook (or --playbook) is context
+    with different values, two hard rules no layout meets together, worths adding up past 100%. The playbook (or --playbook) is context
     for disable/override and for the worth sum. Exit 1 when it finds problems."""
     context = playbook.rule_files([], playbook_dir)
     given, problems = lint_mod.lint_files(list(paths), context)

@@ -1,6 +1,7 @@
 """Static checks of rule files beyond what loading refuses: conditions that can never hold,
 constraints and preferences that cannot change the answer, two pins of one setting that can
-fire together with different values, and preferences whose worths add up past 100%.
+fire together with different values, two hard rules that can fire together and that no layout
+meets at once, and preferences whose worths add up past 100%.
 
 ``lint_files`` checks exactly the files it is given. The playbook is context only: a file may
 ``disable`` or ``override`` a playbook rule by id, and a preference's worth counts with the
@@ -166,6 +167,45 @@ def check_pins(given: list[Rule], effective: list[Rule]) -> list[str]:
     return out
 
 
+_NEGATED = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+
+
+def _demands(r: Rule) -> list[tuple[str, object]]:
+    """What each hard action of ``r`` demands of a layout, as an expression whose top-level 'and'
+    atoms _needs reads: a require's own, a forbid of one comparison negated, a constant pin as
+    layout.<setting> == value (a forbid of anything else demands nothing _needs can read)."""
+    out = []
+    for a in r.actions:
+        if a.kind == "require":
+            out.append((f"require '{a.expr_text}'", a.node))
+        elif a.kind == "forbid" and a.node.op == "cmp" and a.node.value in _NEGATED:
+            out.append((f"forbid '{a.expr_text}'", expr.Node("cmp", a.node.args, _NEGATED[a.node.value])))
+        elif a.kind == "pin" and a.node.op in ("num", "str", "bool"):
+            out.append((f"pin {a.setting} = {a.expr_text}",
+                        expr.Node("cmp", (expr.Node("path", (), f"layout.{a.setting}"), a.node), "==")))
+    return out
+
+
+def check_clashes(given: list[Rule], effective: list[Rule]) -> list[str]:
+    """Two hard rules whose conditions can hold together and whose constraints no layout meets
+    at once (require CP >= 2 beside forbid CP > 1): every job where both fire gets NO LAYOUT."""
+    out = []
+    for r in given:
+        for o in effective:
+            if o is r or o.kind != "hard" or (o in given and given.index(o) < given.index(r)):
+                continue            # each pair once, at the first of the two
+            if r.kind != "hard" or _jointly_impossible(r.when, o.when):
+                continue
+            for what, node in _demands(r):
+                for other, onode in _demands(o):
+                    if what.startswith("pin ") and other.startswith("pin "):
+                        continue    # two pins: check_pins reports them (the job is refused, not NO LAYOUT)
+                    if _jointly_impossible(node, onode):
+                        out.append(f"{r.where}: rule {r.id} ({what}) and {o.id} ({o.where}: {other}) can fire "
+                                   "together, and no layout meets both: every such job gets NO LAYOUT")
+    return out
+
+
 def check_worths(given: list[Rule], effective: list[Rule]) -> list[str]:
     prefs = [(a.worth, r) for r in effective for a in r.actions if a.kind in SOFT]
     total = sum(w for w, _ in prefs)
@@ -185,6 +225,7 @@ def lint(rules: list[Rule], given: list[Rule] | None = None) -> list[str]:
     for r in given:
         out += check_rule(r)
     out += check_pins(given, rules)
+    out += check_clashes(given, rules)
     out += check_worths(given, rules)
     return out
 

@@ -662,3 +662,24 @@ def test_a_policy_test_file_in_a_rules_folder_is_named_as_one(run_cli, tmp_path)
     code, out, err = run_cli("rules", "--help")
     text = " ".join(out.split())
     assert code == 0 and "--rules FILE_OR_FOLDER" in text and "override: true" in text
+
+
+def test_lint_finds_hard_rules_no_layout_can_meet_together(run_cli, tmp_path):
+    """require CP >= 2 beside forbid CP > 1 (and a pin beside a forbid of its value) can fire
+    together and leave no layout: lint names both rules; rules that cannot fire together, or
+    constraints some layout meets at once, are not reported."""
+    rule = "  - id: {id}\n    priority: 900\n    when: \"{when}\"\n    then:\n      - {act}\n    because: x\n"
+    a = write(tmp_path, "rules:\n" + rule.format(id="house.always-cp", when="true", act='require: "layout.cp >= 2"'), "a.yaml")
+    b = write(tmp_path, "rules:\n" + rule.format(id="house.never-cp", when="true", act='forbid: "layout.cp > 1"')
+              + rule.format(id="house.pin-mbs", when="true", act="pin: {mbs: 2}")
+              + rule.format(id="house.no-mbs2", when="true", act='forbid: "layout.mbs == 2"'), "b.yaml")
+    code, out, _ = run_cli("rules", "lint", str(a), str(b))
+    assert code == 1 and f"{a}:2: rule house.always-cp (require 'layout.cp >= 2') and house.never-cp ({b}:2: " \
+                         "forbid 'layout.cp > 1') can fire together, and no layout meets both" in out
+    assert "rule house.pin-mbs (pin mbs = 2) and house.no-mbs2" in out and "2 problems" in out
+    c = write(tmp_path, "rules:\n" + rule.format(id="house.small-cp", when="cluster.gpus < 64",
+                                                 act='forbid: "layout.cp > 1"')
+              + rule.format(id="house.big-cp", when="cluster.gpus >= 64", act='require: "layout.cp >= 2"')
+              + rule.format(id="house.cp-2-ok", when="true", act='require: "layout.cp <= 2"'), "c.yaml")
+    code, out, _ = run_cli("rules", "lint", str(c))
+    assert code == 0 and "0 problems" in out
