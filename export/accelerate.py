@@ -27,6 +27,12 @@ LAYER_CLASS = {"llama": "LlamaDecoderLayer", "mistral": "MistralDecoderLayer", "
                "olmo2": "Olmo2DecoderLayer", "smollm3": "SmolLM3DecoderLayer", "glm4_moe": "Glm4MoeDecoderLayer"}
 
 
+# --precision -> Accelerate's mixed_precision. pure-bf16 is "no": with any mixed precision Accelerate's
+# FSDP2 preparation upcasts the parameters to fp32 master weights (utils/fsdp_utils.py
+# fsdp2_prepare_model, "FSDP upcast of low precision parameters to fp32"), which pure-bf16 has none of
+MIXED_PRECISION = {"bf16": "bf16", "fp8": "fp8", "pure-bf16": "no"}
+
+
 def config(tg: Target) -> tuple[dict, list[str]]:
     lay, m, t, c = tg.layout, tg.job.model, tg.job.training, tg.job.cluster
     caveats = []
@@ -52,6 +58,9 @@ def config(tg: Target) -> tuple[dict, list[str]]:
     if t.framework in ("hf", "deepspeed") and lay.zero >= 1:
         caveats.append(f"ZeRO-{lay.zero} runs here as FSDP2 (Accelerate's TP and CP need it), while the estimate sized "
                        "DeepSpeed's ZeRO buffers; `shardwise memory --framework fsdp --layout ...` sizes this config")
+    if t.precision == "pure-bf16":
+        caveats.append("pure-bf16: mixed_precision no, so that FSDP2 keeps the parameters in the dtype your script "
+                       "loads them in: load the model in bfloat16 (from_pretrained(..., torch_dtype=torch.bfloat16))")
     layer = LAYER_CLASS.get(m.family)
     if layer is None:
         caveats.append(f"{m.name} ({m.family}) has no transformers class here: set fsdp_transformer_layer_cls_to_wrap "
@@ -59,7 +68,7 @@ def config(tg: Target) -> tuple[dict, list[str]]:
     nodes = max(1, procs // c.gpus_per_node)
     cfg = {
         "compute_environment": "LOCAL_MACHINE", "distributed_type": "FSDP",
-        "mixed_precision": "fp8" if t.precision == "fp8" else "bf16",
+        "mixed_precision": MIXED_PRECISION[t.precision],
         "num_machines": nodes, "num_processes": procs, "machine_rank": 0, "same_network": True,
         "rdzv_backend": "static", "main_training_function": "main", "use_cpu": False,
         "fsdp_config": {

@@ -106,6 +106,8 @@ def export(tg: Target) -> Export:
                        "the pipeline's activation_checkpoint_interval)")
     if t.precision == "fp8":
         caveats.append("FP8 has no DeepSpeed-JSON key: it comes from Transformer Engine in the model code")
+    if t.precision == "pure-bf16":
+        caveats += _pure_bf16(cfg["bf16"], stage)
     notes = []
     if lay.ep > 1:
         more, notes = _experts(tg, cfg)
@@ -121,6 +123,19 @@ def export(tg: Target) -> Export:
     ] + notes + launch_lines(tg)
     return Export("deepspeed", {"ds_config.json": json.dumps(cfg, indent=2) + "\n",
                                 "launch.sh": "\n".join(launch) + "\n"}, caveats)
+
+
+def _pure_bf16(bf16: dict, stage: int) -> list[str]:
+    """pure-bf16 (no fp32 master weights, bf16 optimizer states: kb/memory/states.py). With bf16 on,
+    DeepSpeed keeps fp32 masters unless the ZeRO optimizer is told otherwise: bf16_master_weights_and_grads
+    and bf16_optimizer_states (runtime/precision_config.py; config.py asserts ZeRO 1-3 for both). At
+    ZeRO-0 it wraps the optimizer in FP16_Optimizer, which keeps fp32 masters whatever the JSON says
+    (engine.py _configure_optimizer, DDP_BFLOAT16)."""
+    if stage >= 1:
+        bf16.update(bf16_master_weights_and_grads=True, bf16_optimizer_states=True)
+        return []
+    return ["pure-bf16 at ZeRO-0: DeepSpeed's bf16 optimizer wrapper keeps fp32 master weights (bf16 masters "
+            "and optimizer states need ZeRO 1-3), 4 bytes a parameter more than this layout was estimated with"]
 
 
 def _experts(tg: Target, cfg: dict) -> tuple[list[str], list[str]]:

@@ -34,6 +34,10 @@ MICRO_BATCH = {mbs}
 GRAD_ACCUM = {ga}
 GLOBAL_BATCH = {gb}
 ACTIVATION_CHECKPOINTING = "{rc}"     # none | selective (per op) | full (whole block)
+# the dtype the trainable parameters are sharded in, and so their gradients and optimizer states:
+# fp32 master weights under mixed precision (the policy casts them to bf16 for compute), the
+# parameters' own bf16 under pure-bf16
+PARAM_DTYPE = {storage}
 
 
 def build_mesh(device_type="cuda"):
@@ -86,9 +90,13 @@ def _checkpointed(model, block):
 
 
 def shard(model, blocks, fsdp_mesh):
-    """Checkpoint each transformer block as ACTIVATION_CHECKPOINTING says, fully_shard each
-    block, then the root, over fsdp_mesh (build_fsdp_mesh)."""
+    """Put the trainable parameters in PARAM_DTYPE, checkpoint each transformer block as
+    ACTIVATION_CHECKPOINTING says, fully_shard each block, then the root, over fsdp_mesh
+    (build_fsdp_mesh)."""
     mp = MixedPrecisionPolicy(param_dtype={param_dtype}, reduce_dtype=torch.float32)
+    for p in model.parameters():
+        if p.requires_grad:         # frozen (LoRA base, 4-bit) weights stay as loaded
+            p.data = p.data.to(PARAM_DTYPE)
     for block in blocks:
         fully_shard(_checkpointed(model, block), mesh=fsdp_mesh, reshard_after_forward=RESHARD_AFTER_FORWARD,
                     mp_policy=mp)
@@ -148,6 +156,7 @@ def export(tg: Target) -> Export:
     caveats += fsdp2_refuses(tg)
     text = TEMPLATE.format(shape=mesh_shape(tg), fsdp_shape=fsdp_mesh_shape(tg), reshard=lay.zero == 3, mbs=lay.mbs, ga=lay.grad_accum,
                            gb=tg.global_batch, rc=lay.recompute,
-                           param_dtype="torch.bfloat16")
+                           param_dtype="torch.bfloat16",
+                           storage="torch.bfloat16" if tg.job.training.precision == "pure-bf16" else "torch.float32")
     head = "\n".join(with_caveats(tg.header(), caveats))
     return Export("fsdp", {"fsdp2_sharding.py": head + "\n" + text + optimizer_text(tg)}, caveats)

@@ -59,7 +59,9 @@ def config(tg: Target) -> tuple[dict, list[str]]:
             },
         },
         "optimizer": {
-            "zero_stage": min(lay.zero, 1), "accumulate_grad_in_fp32": True, "clip_grad": 1.0, "weight_decay": 0.1,
+            # fp32 gradient accumulation is nanotron's fp32 master copy (FP32GradientAccumulator, which the
+            # optimizer steps: helpers.py init_optimizer_and_grad_accumulator); pure-bf16 has none
+            "zero_stage": min(lay.zero, 1), "accumulate_grad_in_fp32": t.precision != "pure-bf16", "clip_grad": 1.0, "weight_decay": 0.1,
             "learning_rate_scheduler": {"learning_rate": 0.00015, "lr_warmup_steps": 2000, "lr_warmup_style": "linear",
                                         "lr_decay_style": "cosine", "min_decay_lr": 1.5e-05},
             "optimizer_factory": dict(ADAMW),

@@ -669,3 +669,30 @@ def test_nanotron_gates_with_the_models_activation_and_names_its_run_for_folders
         nt = yaml.safe_load((out / "nanotron.yaml").read_text())
         assert nt["model"]["model_config"]["hidden_act"] == want
         assert nt["general"]["run"].startswith("Qwen-Qwen2.5-7B-") and "/" not in nt["general"]["run"]
+
+
+@pytest.mark.parametrize("zero", [0, 1, 3])
+def test_pure_bf16_keeps_no_fp32_master_weights_or_says_so(zero):
+    """pure-bf16 is estimated with bf16 weights and optimizer states and no fp32 masters
+    (kb/memory/states.py): every export that can run it so writes it so -- DeepSpeed's ZeRO
+    optimizer with bf16 masters and states, Nanotron without its fp32 gradient accumulator (its
+    master copy), Accelerate without a mixed precision (whose FSDP2 preparation upcasts to fp32),
+    FSDP2 with the parameters sharded in bf16 -- and DeepSpeed at ZeRO-0, which cannot, says so."""
+    job = build_job(model="llama-3-8b", gpus=8, precision="pure-bf16")
+    out = export_all(Target(job, Layout(dp=8, zero=zero, mbs=1, grad_accum=8, recompute="full")))
+    bf16 = json.loads(out["deepspeed"]["files"]["ds_config.json"])["bf16"]
+    if zero:
+        assert bf16 == {"enabled": True, "bf16_master_weights_and_grads": True, "bf16_optimizer_states": True}
+    else:
+        assert bf16 == {"enabled": True}
+        assert any(c.startswith("pure-bf16 at ZeRO-0") for c in out["deepspeed"]["caveats"])
+    assert yaml.safe_load(out["nanotron"]["files"]["nanotron.yaml"])["optimizer"]["accumulate_grad_in_fp32"] is False
+    acc = yaml.safe_load(out["accelerate"]["files"]["accelerate_config.yaml"])
+    assert acc["mixed_precision"] == "no" and any("pure-bf16" in c for c in out["accelerate"]["caveats"])
+    assert "PARAM_DTYPE = torch.bfloat16" in out["fsdp"]["files"]["fsdp2_sharding.py"]
+    mixed = export_all(Target(build_job(model="llama-3-8b", gpus=8), Layout(dp=8, zero=zero, mbs=1, grad_accum=8)))
+    assert json.loads(mixed["deepspeed"]["files"]["ds_config.json"])["bf16"] == {"enabled": True}
+    assert yaml.safe_load(mixed["nanotron"]["files"]["nanotron.yaml"])["optimizer"]["accumulate_grad_in_fp32"] is True
+    assert yaml.safe_load(mixed["accelerate"]["files"]["accelerate_config.yaml"])["mixed_precision"] == "bf16"
+    assert "PARAM_DTYPE = torch.float32" in mixed["fsdp"]["files"]["fsdp2_sharding.py"]
+

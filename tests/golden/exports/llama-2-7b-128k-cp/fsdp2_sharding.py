@@ -22,6 +22,10 @@ MICRO_BATCH = 2
 GRAD_ACCUM = 8
 GLOBAL_BATCH = 32
 ACTIVATION_CHECKPOINTING = "none"     # none | selective (per op) | full (whole block)
+# the dtype the trainable parameters are sharded in, and so their gradients and optimizer states:
+# fp32 master weights under mixed precision (the policy casts them to bf16 for compute), the
+# parameters' own bf16 under pure-bf16
+PARAM_DTYPE = torch.float32
 
 
 def build_mesh(device_type="cuda"):
@@ -74,9 +78,13 @@ def _checkpointed(model, block):
 
 
 def shard(model, blocks, fsdp_mesh):
-    """Checkpoint each transformer block as ACTIVATION_CHECKPOINTING says, fully_shard each
-    block, then the root, over fsdp_mesh (build_fsdp_mesh)."""
+    """Put the trainable parameters in PARAM_DTYPE, checkpoint each transformer block as
+    ACTIVATION_CHECKPOINTING says, fully_shard each block, then the root, over fsdp_mesh
+    (build_fsdp_mesh)."""
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    for p in model.parameters():
+        if p.requires_grad:         # frozen (LoRA base, 4-bit) weights stay as loaded
+            p.data = p.data.to(PARAM_DTYPE)
     for block in blocks:
         fully_shard(_checkpointed(model, block), mesh=fsdp_mesh, reshard_after_forward=RESHARD_AFTER_FORWARD,
                     mp_policy=mp)
