@@ -154,6 +154,11 @@ def export(tg: Target) -> Export:
         caveats.append(f"ep={lay.ep}: fully_shard has no expert parallelism; torchtitan's export carries it "
                        "(--parallelism.expert_parallel_degree)")
     caveats += fsdp2_refuses(tg)
+    if tg.job.training.precision == "fp8":
+        # FP8 is a module swap, not a sharding setting (torchao.float8; torchtitan's Float8 converter)
+        caveats.append("fp8: FSDP2 has no FP8 setting; this module computes in bf16 unless your script converts the "
+                       "Linear layers first (torchao.float8.convert_to_float8_training, with "
+                       "enable_fsdp_float8_all_gather for FP8 weight gathers) before shard()")
     text = TEMPLATE.format(shape=mesh_shape(tg), fsdp_shape=fsdp_mesh_shape(tg), reshard=lay.zero == 3, mbs=lay.mbs, ga=lay.grad_accum,
                            gb=tg.global_batch, rc=lay.recompute,
                            param_dtype="torch.bfloat16",

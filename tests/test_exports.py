@@ -696,3 +696,11 @@ def test_pure_bf16_keeps_no_fp32_master_weights_or_says_so(zero):
     assert yaml.safe_load(mixed["accelerate"]["files"]["accelerate_config.yaml"])["mixed_precision"] == "bf16"
     assert "PARAM_DTYPE = torch.float32" in mixed["fsdp"]["files"]["fsdp2_sharding.py"]
 
+
+def test_fsdp_export_of_an_fp8_job_says_it_computes_in_bf16():
+    """The FSDP2 module has no FP8 setting (its policy computes in bf16): an fp8 job's export says
+    where FP8 comes from rather than silently writing bf16."""
+    job = build_job(model="llama-3-8b", gpus=16, precision="fp8", framework="fsdp")
+    ex = export("fsdp", Target(job, Layout(dp=16, zero=3, mbs=1, grad_accum=8)))
+    assert any(c.startswith("fp8: FSDP2 has no FP8 setting") for c in ex.caveats)
+    assert "cannot express: fp8: FSDP2 has no FP8 setting" in ex.files["fsdp2_sharding.py"]
