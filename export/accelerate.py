@@ -65,7 +65,12 @@ def config(tg: Target) -> tuple[dict, list[str]]:
     if layer is None:
         caveats.append(f"{m.name} ({m.family}) has no transformers class here: set fsdp_transformer_layer_cls_to_wrap "
                        "to your model's decoder-layer class")
-    nodes = max(1, procs // c.gpus_per_node)
+    # enough machines to hold the processes; Accelerate starts num_processes // num_machines on each
+    # (utils/launch.py prepare_multi_gpu_env: nproc_per_node), so they must divide evenly
+    nodes = -(-procs // c.gpus_per_node)
+    if procs % nodes:
+        caveats.append(f"{procs} processes do not split evenly over {nodes} machines of {c.gpus_per_node} GPUs: "
+                       f"Accelerate would start {procs // nodes} on each, {procs // nodes * nodes} in all")
     cfg = {
         "compute_environment": "LOCAL_MACHINE", "distributed_type": "FSDP",
         "mixed_precision": MIXED_PRECISION[t.precision],

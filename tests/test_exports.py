@@ -704,3 +704,15 @@ def test_fsdp_export_of_an_fp8_job_says_it_computes_in_bf16():
     ex = export("fsdp", Target(job, Layout(dp=16, zero=3, mbs=1, grad_accum=8)))
     assert any(c.startswith("fp8: FSDP2 has no FP8 setting") for c in ex.caveats)
     assert "cannot express: fp8: FSDP2 has no FP8 setting" in ex.files["fsdp2_sharding.py"]
+
+
+@pytest.mark.parametrize("gpus,per_node,pp,machines", [(12, 4, 2, 2), (64, 8, 4, 2), (16, 8, 1, 2), (8, 8, 2, 1)])
+def test_accelerate_pipeline_slice_runs_on_as_many_machines_as_it_needs(gpus, per_node, pp, machines):
+    """Accelerate's PP=1 slice of a pipeline layout: its processes over enough machines of the
+    cluster's size (6 processes on one 4-GPU machine cannot start), never rounded down."""
+    job = build_job(model="llama-3-8b", gpus=gpus, gpus_per_node=per_node)
+    dp = gpus // pp
+    cfg = yaml.safe_load(export("accelerate", Target(job, Layout(pp=pp, dp=dp, zero=1, mbs=1, grad_accum=4)))
+                         .files["accelerate_config.yaml"])
+    assert (cfg["num_processes"], cfg["num_machines"]) == (dp, machines)
+    assert cfg["num_processes"] // cfg["num_machines"] <= per_node

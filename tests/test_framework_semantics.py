@@ -34,6 +34,8 @@ GRID = {
     "70b-64-recommended": (dict(model="llama-3-70b", gpus=64, seq_len=8192, token_budget="100B"), None),
     "8b-8-recommended": (dict(model="llama-3-8b", gpus=8, token_budget="10B"), None),
     "8b-12-odd-nodes": (dict(model="llama-3-8b", gpus=12, gpus_per_node=4), None),
+    "8b-12-pp-slice": (dict(model="llama-3-8b", gpus=12, gpus_per_node=4),
+                       Layout(pp=2, dp=6, zero=1, mbs=1, grad_accum=8, recompute="full")),
     "8b-24-tokens-batch": (dict(model="llama-3-8b", gpus=24, global_batch_tokens="4M", token_budget="20B"), None),
     "8b-pure-bf16": (dict(model="llama-3-8b", gpus=16, precision="pure-bf16"), None),
     "8b-pure-bf16-z0": (dict(model="llama-3-8b", gpus=8, precision="pure-bf16"),
