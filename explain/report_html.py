@@ -102,11 +102,17 @@ def _stages_note(stages: list, pp: int) -> str:
     shown = [s["stage"] for s in stages]
     if len(shown) >= pp:
         return ""
-    hidden = f"stage {pp - 2}" if pp - 2 == 2 else f"stages 2 to {pp - 2}"
+    hidden = [s for s in range(pp) if s not in shown]
+    runs, start = [], hidden[0]
+    for a, b in zip(hidden, hidden[1:] + [None]):
+        if b != a + 1:
+            runs.append(f"{start}" if start == a else f"{start} to {a}")
+            start = b
+    one = len(hidden) == 1
     return (f'<p class="muted">Stages {", ".join(map(str, shown[:-1]))} and {shown[-1]} of 0-{pp - 1} are shown: '
-            f'{hidden} hold{"s" if pp - 2 == 2 else ""} the same layers as stage 1 and keep{"s" if pp - 2 == 2 else ""} '
-            "fewer micro-batches in flight (1F1B warms up with p - i forwards on stage i), so they peak lower "
-            "than stage 1.</p>")
+            f'stage{"" if one else "s"} {", ".join(runs)} hold{"s" if one else ""} no more layers of any kind than a '
+            f'stage shown before {"it" if one else "them"} and keep{"s" if one else ""} fewer micro-batches in flight '
+            f"(1F1B warms up with p - i forwards on stage i), so {'it peaks' if one else 'they peak'} lower.</p>")
 
 
 def _export(name: str, ex: dict) -> str:

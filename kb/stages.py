@@ -138,6 +138,25 @@ def layers_in_flight(m: ModelSpec, lay: Layout, stage: int):
 
 
 def all_stages(m: ModelSpec, lay: Layout) -> list[StageParams]:
-    """First and last stage always; a middle stage only matters with uneven layer counts."""
-    idx = sorted({0, lay.pp - 1} | ({1} if lay.pp > 2 else set()))
+    """The stages whose estimate can set the peak or the pace: the first and the last always,
+    and of the middle ones stage 1 and each later stage that holds more of some kind of layer
+    (dense or MoE) than every middle stage before it (middle_stages)."""
+    idx = sorted({0, lay.pp - 1} | set(middle_stages(m, lay.pp)))
     return [stage_params(m, lay, i) for i in idx]
+
+
+def middle_stages(m: ModelSpec, pp: int) -> list[int]:
+    """Of stages 1 to pp - 2, those that no earlier middle stage dominates. 1F1B keeps p - i
+    micro-batches in flight on stage i (Layout.in_flight), so a later stage with no more dense and
+    no more MoE layers than an earlier one holds less and runs no longer. Layers only decrease
+    along a dense split, so stage 1 stands for all; where a MoE model's leading dense layers
+    (DeepSeek-V3's three) spill past stage 0, stage 1 holds some of them and the later stages
+    hold more MoE layers, their experts included (pp 32: stage 1 one dense and one MoE layer,
+    stages 2-28 two MoE layers each)."""
+    out, seen = [], []
+    for stage in range(1, pp - 1):
+        dense, moe = layers_on_stage(m, pp, stage)
+        if not any(dense <= d and moe <= e for d, e in seen):
+            out.append(stage)
+            seen.append((dense, moe))
+    return out

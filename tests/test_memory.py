@@ -497,3 +497,29 @@ def test_deepspeed_zero0_casts_gradients_flat_only_with_its_fused_adam():
         return e.phases()["optimizer-step"]["live_gib"]["optimizer_temporaries"] * 2**30 / 1.236e9
     assert temporaries("adamw") == pytest.approx(8.0, rel=0.02)
     assert temporaries("sgd") == pytest.approx(4.0, rel=0.02)
+
+
+@pytest.mark.parametrize("model,gpus,layout", [
+    # DeepSeek-V3's three leading dense layers spill past stage 0 at two layers a stage: stage 1
+    # holds one dense and one MoE layer, stages 2-28 two MoE layers with their experts
+    ("deepseek-v3", 64, "tp=1,pp=32,dp=2,ep=2,zero=1,mbs=4,recompute=full"),
+    ("deepseek-v3", 64, "tp=2,pp=16,dp=2,ep=4,zero=1,mbs=1,recompute=full"),
+    ("deepseek-v3", 488, "tp=1,pp=61,dp=8,ep=8,zero=1,mbs=1,recompute=full"),
+    ("llama-3-70b", 48, "tp=2,pp=6,dp=4,zero=1,mbs=1,recompute=selective"),      # 80 over 6: uneven
+    ("llama-3.1-405b", 128, "tp=8,pp=16,dp=1,zero=1,mbs=1,recompute=full"),     # 126 + 2 slots
+    ("mixtral-8x7b", 32, "tp=1,pp=4,dp=8,ep=8,zero=1,mbs=2,recompute=none"),
+])
+def test_the_peak_is_the_peak_over_every_pipeline_stage(model, gpus, layout, monkeypatch):
+    """The estimate reads a few stages (kb/stages.all_stages); its peak must be the peak over all
+    of them. Before, it read stages 0, 1 and the last, and gave DeepSeek-V3 at pp 32 122.8 GiB
+    where stage 2 needs 221.6 -- a headline that fitted only on paper."""
+    from shardwise.kb import stages
+    from shardwise.kb.memory import estimate
+    job = build_job(model=model, gpus=gpus, gpu="b200", seq_len=4096, precision="fp8")
+    lay, _ = resolve_layout(job, layout)
+    picked = estimate_memory(job, lay)
+    monkeypatch.setattr(estimate, "all_stages",
+                        lambda m, l: [stages.stage_params(m, l, i) for i in range(l.pp)])
+    every = estimate_memory(job, lay)
+    assert picked.peak_gib == pytest.approx(every.peak_gib, rel=1e-12)
+    assert picked.stage == every.stage
