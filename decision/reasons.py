@@ -212,6 +212,9 @@ def alternatives(d: Decision, setting: str) -> list[dict]:
                     # layout the hard rules do not allow (its objective is -inf)
                     "objective_delta_pct": (pct_value(100 * (float(d.choice.objective[i]) - head_obj) / head_tps)
                                             if d.allowed[i] else None),
+                    # how near a layout the hard rules leave out comes to being allowed, for the
+                    # one-line why where no other value is allowed: the hard rules it breaks, its peak
+                    "hard_broken": len(d.broken_at(i)), "peak_gib": round(float(t.peak_gib[i]), 2),
                     "ruled_out_by": _ruled_out(d, i, head_tps)})
     for v, rule in sorted(t.space.blocked.get(setting, {}).items(), key=lambda x: str(x[0])):
         out.append({"value": _shown(setting, v), "layout": None, "tokens_per_s": None, "delta_pct": None,

@@ -147,3 +147,31 @@ def test_the_why_line_names_the_value_nearest_the_headline_by_the_objective():
     near = {"value": 4, "layout": "mbs=4", "tokens_per_s": 97.5, "delta_pct": -2.5, "objective_delta_pct": -2.5,
             "ruled_out_by": "2.5% slower"}
     assert setting_line("mbs", {"reasons": [], "alternatives": [fast, near]}) == "with mbs=4: -2.5% tokens/s"
+
+
+def test_where_no_other_value_fits_the_why_line_names_the_one_nearest_to_fitting():
+    """Gemma 2 9B LoRA on four 48 GB cards fits only at micro-batch 1: the line names mbs=2, over
+    by 16 GiB, not mbs=32, over by 850 GiB, because its layout would be the fastest."""
+    from shardwise.cli.recommend_cmd import setting_line
+    over = "memory: {:.1f} GiB of 48.0 breaks memory.fit-margin (require 'memory.used_pct <= 95')"
+    two = {"value": 2, "layout": "mbs=2", "tokens_per_s": 3063.0, "delta_pct": 3.2, "objective_delta_pct": None,
+           "hard_broken": 1, "peak_gib": 64.3, "ruled_out_by": over.format(64.3)}
+    many = {"value": 32, "layout": "mbs=32", "tokens_per_s": 3159.0, "delta_pct": 6.5, "objective_delta_pct": None,
+            "hard_broken": 1, "peak_gib": 898.0, "ruled_out_by": over.format(898.0)}
+    line = setting_line("mbs", {"reasons": [], "alternatives": [many, two]})
+    assert line.startswith("with mbs=2: does not fit, 64.3 GiB of 48.0"), line
+
+
+def test_the_alternatives_say_how_near_to_allowed_each_is():
+    """Each other value's layout carries its peak and how many hard rules it breaks (0 when allowed),
+    the facts the one-line why ranks the values the hard rules leave out by."""
+    from shardwise.decision.result import as_dict
+    from shardwise.decision.run import decide
+    from shardwise.kb.build import build_job
+    job = build_job(model="gemma-2-9b", gpus=4, gpu="rtx-6000-ada", seq_len=8192, training="lora",
+                    framework="hf", attention="eager")
+    mbs = as_dict(decide(job))["settings"]["mbs"]
+    assert mbs["value"] == 1
+    over = [a for a in mbs["alternatives"] if a["layout"]]
+    assert over and all(a["hard_broken"] >= 1 and a["peak_gib"] > 48 for a in over)
+    assert min(over, key=lambda a: a["peak_gib"])["value"] == 2
