@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import yaml
 
+from shardwise.kb.defaults import ADAPTERS
 from shardwise.kb.validity import autoep_runs
 
 from .deepspeed import export as deepspeed_export
@@ -38,9 +39,13 @@ def config(tg: Target) -> tuple[dict, list[str]]:
     caveats = []
     procs = lay.tp * lay.cp * lay.dp
     if lay.pp > 1:
+        # where the pipeline can run instead: an adapter job only in a script of its own
+        # (export.training_carried refuses Megatron-LM and torchtitan, which train every weight)
+        instead = ("the fsdp export (torch.distributed.pipelining in your PEFT script)" if t.training in ADAPTERS
+                   else "megatron or torchtitan")
         caveats.append(f"pp={lay.pp}: Accelerate has no pipeline parallelism; this is the PP=1 slice of "
                        f"{procs} processes (each holds all {lay.pp} stages: {memory_as_run(tg, pp=1, vp=1)}; use "
-                       "megatron or torchtitan)")
+                       f"{instead})")
     rep, shard = dp_dims(lay)
     caveats += hsdp_caveats(lay)
     if lay.zero == 0 and (lay.tp > 1 or lay.cp > 1):

@@ -716,3 +716,17 @@ def test_accelerate_pipeline_slice_runs_on_as_many_machines_as_it_needs(gpus, pe
                          .files["accelerate_config.yaml"])
     assert (cfg["num_processes"], cfg["num_machines"]) == (dp, machines)
     assert cfg["num_processes"] // cfg["num_machines"] <= per_node
+
+
+def test_accelerate_points_an_adapter_pipeline_at_an_export_that_runs_it():
+    """Accelerate has no pipeline; its caveat named megatron or torchtitan as where a pipeline
+    layout runs, which refuse a LoRA job (they train every weight). For an adapter job it names the
+    FSDP2 export's torch pipelining, in the user's own PEFT script."""
+    for training, where in (("lora", "the fsdp export"), ("pretrain", "megatron or torchtitan")):
+        job = build_job(model="mistral-7b", gpus=6, gpu="rtx-4090", seq_len=1024, training=training, framework="fsdp")
+        tg = Target(job, Layout(pp=3, vp=4, dp=2, zero=0, mbs=2, grad_accum=33))
+        caveat = next(c for c in export("accelerate", tg).caveats if c.startswith("pp=3"))
+        assert caveat.endswith(f"use {where}" + (" (torch.distributed.pipelining in your PEFT script))"
+                                                  if training == "lora" else ")")), caveat
+        if training == "lora":
+            assert "torchtitan" not in caveat and "refused" not in export_all(tg)["fsdp"]
