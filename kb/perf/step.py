@@ -311,7 +311,8 @@ def step_time(job: Job, lay: Layout) -> StepTime:
             t_max, t_sum, compute_mb, kinds_max, host_max, host_sum = total_mb, total_mb, compute, kinds, host, host
             dense_rank, expert_rank, cast_rank = sp.dense, sp.experts, sp.gemm - sp.experts
             continue
-        # the slowest stage sets the pace (the later one on a tie); middle stages are like stage 1
+        # the slowest stage sets the pace (the later one on a tie); the middle stages not read are
+        # like an earlier one read (kb/stages.middle_stages)
         later = total_mb >= t_max
         kinds_max = {k: where(later, v, kinds_max[k]) for k, v in kinds.items()}
         host_max = where(later, host, host_max)
