@@ -49,7 +49,7 @@ def reasons(d: Decision, setting: str) -> list[dict]:
             # costly: alone it rules out a layout with another value of this setting that the
             # choice would have taken (forbidding ZeRO-3 where ZeRO-3 is 10% faster explains
             # ZeRO 1, though ZeRO 3 is not the next value up)
-            costly = bool((better & ~d.masks[k] & _allowed_but(d, k)).any())
+            costly = bool(_ruled_out_alone(d, k, better).any())
             # binding: it rules out a layout with the next value of this setting up or down (a
             # cap on TP at the node size explains TP 8, not TP 1), or it is costly
             out.append(dict(_entry(d, c.rule, "hard", "honoured", f"{c.kind} '{c.text}'"),
@@ -79,12 +79,14 @@ def without_costly(d: Decision, setting: str) -> list[dict]:
     what dropping the rule would change, judged on the same scored table and preferences."""
     col, value = _ordered(d, setting)
     better = _beats_the_headline(d) & (col != value)
-    raw = d.table.tokens_per_s * np.clip(1 - d.choice.penalty, 0, None)
+    raw = _objective_without_hard_rules(d)
     head = float(d.table.tokens_per_s[d.index])
     out = []
     for k, c in enumerate(d.constraints):
-        pool = better & ~d.masks[k] & _allowed_but(d, k)
-        if _LAYOUT_PATH[setting] in expr.paths(c.node) and pool.any():
+        if _LAYOUT_PATH[setting] not in expr.paths(c.node):
+            continue
+        pool = _ruled_out_alone(d, k, better)
+        if pool.any():
             i = int(order_by(d.table, raw, pool)[0])
             lay = d.table.layout(i)
             out.append({"rule": c.rule.id, "where": c.rule.where, "what": f"{c.kind} '{c.text}'",
@@ -101,7 +103,16 @@ def _beats_the_headline(d: Decision) -> np.ndarray:
     """Layouts whose objective, the hard rules aside, is above the headline's (search/choice.py:
     tokens/s x (1 - the worths broken))."""
     c = d.choice
-    return d.table.tokens_per_s * np.clip(1 - c.penalty, 0, None) > c.objective[c.index]
+    return _objective_without_hard_rules(d) > c.objective[c.index]
+
+
+def _objective_without_hard_rules(d: Decision) -> np.ndarray:
+    return d.table.tokens_per_s * np.clip(1 - d.choice.penalty, 0, None)
+
+
+def _ruled_out_alone(d: Decision, k: int, among: np.ndarray) -> np.ndarray:
+    """Of ``among``, the layouts the k-th hard constraint rules out and every other allows."""
+    return among & ~d.masks[k] & _allowed_but(d, k)
 
 
 def _allowed_but(d: Decision, k: int) -> np.ndarray:

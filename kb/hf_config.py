@@ -557,6 +557,10 @@ EXPERT_FIELDS = {
     "deepseek_v2": ("n_routed_experts", "num_local_experts"), "deepseek_v3": ("n_routed_experts", "num_local_experts"),
     "glm4_moe": ("n_routed_experts", "num_local_experts"),
 }
+# the DeepSeek-style MoE types: n_shared_experts and first_k_dense_replace where config.json
+# leaves them out (0 and 0 as this reader always took them for DeepSeek; Glm4MoeConfig's 1 and 1,
+# configuration_glm4_moe.py)
+SHARED_EXPERT_DEFAULTS = {"deepseek_v2": (0, 0), "deepseek_v3": (0, 0), "glm4_moe": (1, 1)}
 
 
 def read_hf_config(path: str) -> ModelSpec:
@@ -631,27 +635,24 @@ def read_hf_config(path: str) -> ModelSpec:
         if mt == "qwen2_moe":
             spec["shared_ffn"] = _field(cfg, path, "shared_expert_intermediate_size", least=1)
             spec["shared_experts"] = 1
-    if mt in ("deepseek_v2", "deepseek_v3"):
-        # V2 routes by softmax scores without V3's e_score_correction_bias (modeling_deepseek_v2.py)
+    if mt in SHARED_EXPERT_DEFAULTS:
+        # DeepSeek's routed MoE fields, and GLM-4.5's, which is DeepSeek-V3's MoE (V2 routes by
+        # softmax scores without V3's e_score_correction_bias, modeling_deepseek_v2.py)
+        shared, dense = SHARED_EXPERT_DEFAULTS[mt]
         spec.update(experts=_field(cfg, path, *EXPERT_FIELDS[mt], least=1),
                     top_k=_field(cfg, path, "num_experts_per_tok", least=1),
                     expert_ffn=_field(cfg, path, "moe_intermediate_size", least=1),
-                    shared_experts=_field(cfg, path, "n_shared_experts", required=False, default=0),
-                    first_dense=_field(cfg, path, "first_k_dense_replace", required=False, default=0),
-                    q_lora_rank=_field(cfg, path, "q_lora_rank", required=False, default=0),
+                    shared_experts=_field(cfg, path, "n_shared_experts", required=False, default=shared),
+                    first_dense=_field(cfg, path, "first_k_dense_replace", required=False, default=dense))
+    if mt in MLA_TYPES:
+        spec.update(q_lora_rank=_field(cfg, path, "q_lora_rank", required=False, default=0),
                     kv_lora_rank=_field(cfg, path, "kv_lora_rank", least=1),
                     qk_nope_dim=_field(cfg, path, "qk_nope_head_dim", least=1),
                     qk_rope_dim=_field(cfg, path, "qk_rope_head_dim", least=1),
                     v_head_dim=_field(cfg, path, "v_head_dim", least=1))
     if mt == "glm4_moe":
-        # Glm4MoeConfig's defaults: one shared expert, one leading dense layer, no q/k norms
-        # (configuration_glm4_moe.py; GLM-4.5 sets use_qk_norm, GLM-4.5-Air does not)
-        spec.update(experts=_field(cfg, path, *EXPERT_FIELDS[mt], least=1),
-                    top_k=_field(cfg, path, "num_experts_per_tok", least=1),
-                    expert_ffn=_field(cfg, path, "moe_intermediate_size", least=1),
-                    shared_experts=_field(cfg, path, "n_shared_experts", required=False, default=1),
-                    first_dense=_field(cfg, path, "first_k_dense_replace", required=False, default=1),
-                    qk_norm=_field(cfg, path, "use_qk_norm", required=False, default=False, kind=bool))
+        # no q/k norms by default (configuration_glm4_moe.py; GLM-4.5 sets use_qk_norm, GLM-4.5-Air does not)
+        spec["qk_norm"] = _field(cfg, path, "use_qk_norm", required=False, default=False, kind=bool)
     if mt == "smollm3" and _field(cfg, path, "use_sliding_window", required=False, default=False, kind=bool) \
             and cfg.get("sliding_window") is not None:
         raise InputError(f"{path}: use_sliding_window true is not supported for smollm3 (sliding windows on its "

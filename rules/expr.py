@@ -103,7 +103,7 @@ def _instead(text: str, pos: int) -> str:
     for other, ours in sorted(_OTHER_SPELLINGS.items(), key=lambda kv: -len(kv[0])):
         start = max(0, pos - len(other) + 1)
         for at in range(start, pos + 1):
-            if text.startswith(other, at) and at <= pos < at + len(other):
+            if text.startswith(other, at):
                 return f" ({other!r} is written {ours!r})"
     return ""
 
