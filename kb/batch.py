@@ -140,7 +140,9 @@ def take(exact: float, gpus: int, mbs: int | None = 1, dp: int | None = None,
                            f"largest such degree divides (DP {top:,}), the nearest")
     whole_only = abs(n - exact) > TOLERANCE * exact      # no whole count within 5% (under 10 sequences)
     unit = (mbs or 1) * (dp or 1)
-    if n % unit and exact >= unit:  # a fixed layout that no count within 5% fits: its nearest multiple
+    # a fixed layout or a given micro-batch that no count within 5% fits: its nearest multiple
+    to_unit = bool(n % unit) and exact >= unit
+    if to_unit:
         n = round(exact / unit) * unit
     if n == exact:
         return n, ""
@@ -148,9 +150,10 @@ def take(exact: float, gpus: int, mbs: int | None = 1, dp: int | None = None,
     head = f"taken as {n:,} ({(n - exact) / exact:+.2%})"
     if whole_only or (dp and n % unit):
         return n, f"{head}: a step holds whole sequences, at least one"
-    if dp:
+    if dp or to_unit:
         far = abs(n - exact) > TOLERANCE * exact
-        return n, f"{head}, the nearest count {'' if far else 'within 5% '}that mbs x DP = {mbs} x {dp} divides"
+        divisor = f"mbs x DP = {mbs} x {dp}" if dp else f"the micro-batch, {mbs},"
+        return n, f"{head}, the nearest count {'' if far else 'within 5% '}that {divisor} divides"
     gpus_text = f"{gpus:,} GPU{'s' if gpus > 1 else ''}"
     at = f" at mbs {mbs}" if mbs and mbs > 1 else ""
     if tps is None or set(tps) == set(_divisors(gpus)):
