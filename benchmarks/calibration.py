@@ -60,7 +60,8 @@ def lora_saved_rows() -> list[dict]:
     """What PEFT's LoRA changes in a layer's saved tensors (cpu_lora_saved_tensors.jsonl, taken by
     measure_saved_tensors.py): the measured difference from the same layer fully trained in
     bf16, against the estimate's per-layer bytes of the two jobs. fp32 adapters are the
-    Trainer's (hf, ZeRO-0), bf16 ones the DeepSpeed engine's."""
+    Trainer's (hf, ZeRO-0), bf16 ones the DeepSpeed engine's; the *-dropout modes add PEFT's
+    lora_dropout (the fused dropout kernel a GPU runs)."""
     rows = _jsonl("cpu_lora_saved_tensors.jsonl")
     shape = lambda r: tuple(r[k] for k in ("model_type", "hidden", "ffn", "heads", "kv_heads", "lora_rank"))  # noqa: E731
     full = {shape(r): r["saved_bytes_per_token"] for r in rows if r["mode"] == "full"}
@@ -74,10 +75,11 @@ def lora_saved_rows() -> list[dict]:
         m = ModelSpec(name="calib", family=mt, layers=1, hidden=r["hidden"], ffn=r["ffn"], heads=r["heads"],
                       kv_heads=r["kv_heads"], vocab=1024, qk_norm=mt == "qwen3",
                       mlp="geglu" if mt == "gemma" else "swiglu", **mla)
-        framework = "hf" if r["mode"] == "lora" else "deepspeed"
+        framework = "deepspeed" if r["mode"].startswith("lora-bf16") else "hf"
         lay = Layout(mbs=1, recompute="none")
         base = TrainingSpec(seq_len=r["seq"], framework=framework, precision="pure-bf16")
-        lora = TrainingSpec(seq_len=r["seq"], framework=framework, training="lora", lora_rank=r["lora_rank"])
+        lora = TrainingSpec(seq_len=r["seq"], framework=framework, training="lora", lora_rank=r["lora_rank"],
+                            lora_dropout=r.get("lora_dropout", 0.0))
         pred = (act.layer_bytes_per_token(m, lora, lay, False, r["seq"])
                 - act.layer_bytes_per_token(m, base, lay, False, r["seq"]))
         meas = r["saved_bytes_per_token"] - full[key]
@@ -91,9 +93,11 @@ def lora_saved_rows() -> list[dict]:
 _LORA_MLA = dict(q_lora_rank=192, kv_lora_rank=128, qk_nope_dim=64, qk_rope_dim=32, v_head_dim=64)
 
 # cpu_lora_saved_tensors.jsonl rows whose CPU figure is not what a GPU keeps
+_MATH_SDPA = "the CPU's math SDPA (MLA's unequal head sizes) does not keep the attention output a fused kernel saves"
 LORA_CPU_ONLY = {
-    ("deepseek_v3", "lora"): "2 h under: the CPU's math SDPA (MLA's unequal head sizes) does not keep the "
-                             "attention output a fused kernel saves, so o_proj's fp32 adapter copy replaces it here",
+    ("deepseek_v3", "lora"): f"2 h under: {_MATH_SDPA}, so o_proj's fp32 adapter copy replaces it here",
+    ("deepseek_v3", "lora-dropout"): f"2 h under: {_MATH_SDPA}, so with dropout nothing keeps o_proj's input here",
+    ("deepseek_v3", "lora-bf16-dropout"): f"2 h under: {_MATH_SDPA}, so with dropout nothing keeps o_proj's input here",
 }
 
 
@@ -182,7 +186,8 @@ def peft_expert_rows() -> list[dict]:
     from shardwise.kb.memory.states import lora_params
     from shardwise.kb.params import layer_params
     data = _jsonl("cpu_peft_experts.jsonl")
-    rows = {(r["model_type"], r["mode"], r["seq"]): r for r in data if r["mode"] != "qlora-storage"}
+    # a dropout changes what grows with the tokens only (moe_layer_token_rows reads those rows)
+    rows = {(r["model_type"], r["mode"], r["seq"]): r for r in data if r["mode"] in ("full", "lora", "lora-bf16")}
     out = []
     for (mt, mode, seq), r in sorted(rows.items()):
         if mode == "full" or seq != min(x[2] for x in rows):
@@ -260,14 +265,19 @@ def moe_layer_token_rows() -> list[dict]:
         def slope(mode):
             a, b = (rows[(mt, mode, s)]["saved_bytes"] for s in (seqs[0], seqs[-1]))
             return (b - a) / (seqs[-1] - seqs[0])
-        for mode, fw in (("lora", "hf"), ("lora-bf16", "deepspeed")):
+        for mode, fw in (("lora", "hf"), ("lora-bf16", "deepspeed"), ("lora-dropout", "hf"),
+                         ("lora-bf16-dropout", "deepspeed")):
+            if (mt, mode, seqs[0]) not in rows:
+                continue
             base = TrainingSpec(seq_len=seqs[0], framework=fw, precision="pure-bf16", attention=r["attention"])
             lora = TrainingSpec(seq_len=seqs[0], framework=fw, training="lora", lora_rank=r["lora_rank"],
-                                attention=r["attention"])
+                                attention=r["attention"], lora_dropout=rows[(mt, mode, seqs[0])].get("lora_dropout", 0.0))
             pred = (act.layer_bytes_per_token(m, lora, lay, True, seqs[0])
                     - act.layer_bytes_per_token(m, base, lay, True, seqs[0]))
             meas = slope(mode) - slope("full")
-            out.append({"id": f"{mt} {'fp32' if mode == 'lora' else 'bf16'} adapters, per token", "what": "lora",
+            dtype = "bf16" if mode.startswith("lora-bf16") else "fp32"
+            dropout = ", dropout" if mode.endswith("-dropout") else ""
+            out.append({"id": f"{mt} {dtype} adapters{dropout}, per token", "what": "lora",
                         "measured": meas, "predicted": pred, "error": (pred - meas) / m.hidden,
                         "artefact": LORA_CPU_ONLY.get((mt, mode))})
     return out

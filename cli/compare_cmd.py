@@ -30,6 +30,7 @@ def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
         override(given, variant)
         if "training" in variant and variant["training"] not in ADAPTERS:
             given.pop("lora_rank", None)        # --vary training=lora,finetune: the rank is the lora row's
+            given.pop("lora_dropout", None)
         try:
             job = build_job(**given)
         except InputError as e:

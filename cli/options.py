@@ -32,7 +32,7 @@ JOB_KEYS = {
     "gpus_per_node": int, "interconnect": str, "seq_len": str, "mbs": int, "global_batch": int,
     "global_batch_tokens": str, "training": str, "precision": str, "optimizer": str, "recompute": str,
     "attention": str, "cuda_graphs": str, "framework": str, "token_budget": str, "price_per_gpu_hour": float,
-    "lora_rank": int, "zero_grad": str, "loss_chunks": int,
+    "lora_rank": int, "lora_dropout": float, "zero_grad": str, "loss_chunks": int,
 }
 
 
@@ -132,6 +132,9 @@ def job_options(f=None, *, raw: bool = False):
         click.option("--token-budget", help="tokens to train, decimal: 100B = 10^11"),
         click.option("--price-per-gpu-hour", type=PLAIN_FLOAT, help="price of one GPU-hour, for cost"),
         click.option("--lora-rank", type=PLAIN_INT, help="LoRA rank (default 16)"),
+        click.option("--lora-dropout", type=PLAIN_FLOAT,
+                     help="PEFT's lora_dropout, 0 to <1 (default 0, PEFT's): above 0 each adapter keeps its own "
+                          "dropped-out input and mask"),
         click.option("--loss-chunks", type=PLAIN_INT,
                      help="fsdp: the loss in N sequence chunks (torchtitan's ChunkedLossWrapper; default 8 for "
                           "pre-training and fine-tuning, 1 = the whole logits at once)"),
@@ -152,11 +155,11 @@ def job_options(f=None, *, raw: bool = False):
             from_file = {k for k in settings if k not in flags} if job_file is not None else set()
             try:
                 if raw:
-                    # refuse a bad base job before any variant; a --lora-rank waits for the variants,
+                    # refuse a bad base job before any variant; a --lora-rank or --lora-dropout waits for the variants,
                     # which may vary the training type into one that takes it, and a job without a
                     # model for a --vary that names one (compare_variants refuses it if none does)
                     if any(k in settings for k in EXCLUSIVE[0]):
-                        build_job(**{k: v for k, v in settings.items() if k != "lora_rank"})
+                        build_job(**{k: v for k, v in settings.items() if k not in ("lora_rank", "lora_dropout")})
                     kwargs["settings"] = settings
                     # where each setting was given, as a refusal names it: its flag, or the job file's key
                     kwargs["given"] = {k: f"{job_file}: {k} {v}" if k in from_file else

@@ -14,6 +14,7 @@ from .defaults import ADAPTERS, FRAMEWORK
 from .frameworks import recompute_modes
 from .infer import infer_model
 from .job import Job
+from .memory.peft_experts import merges_experts
 from .schema import ClusterSpec, ModelSpec, TrainingSpec
 
 INTERCONNECTS = ("nvlink", "infiniband", "roce", "ethernet", "pcie")
@@ -119,7 +120,8 @@ def check_setting(key: str, value) -> None:
 RANGES = {"gpus": (1, 16384), "gpus_per_node": (1, 72), "gpu_memory": (8, 320, False, "GiB")}
 
 # Settings a user may leave out whose default build_job states (kb/defaults.py).
-STATED = ("gpu", "gpus", "interconnect", "seq_len", "precision", "optimizer", "attention", "lora_rank")
+STATED = ("gpu", "gpus", "interconnect", "seq_len", "precision", "optimizer", "attention", "lora_rank",
+          "lora_dropout")
 # Frameworks that run QLoRA's 4-bit (bitsandbytes NF4) base weights: PEFT on transformers,
 # also under DeepSpeed ZeRO-3 or FSDP (Hugging Face PEFT docs, "DeepSpeed" and "FSDP" guides;
 # Answer.AI's FSDP + QLoRA). Megatron-Core has no 4-bit base-weight path.
@@ -185,6 +187,15 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
     if "lora_rank" in given and tspec.training not in ADAPTERS:
         raise InputError(f"--lora-rank: applies to --training lora or qlora only, and this job is "
                          f"{tspec.training}; drop it, or set --training lora/qlora")
+    if "lora_dropout" in given and tspec.training not in ADAPTERS:
+        raise InputError(f"--lora-dropout: applies to --training lora or qlora only, and this job is "
+                         f"{tspec.training}; drop it, or set --training lora/qlora")
+    if tspec.training in ADAPTERS and tspec.lora_dropout > 0 and merges_experts(m, tspec):
+        # peft tuners/lora/layer.py ParamWrapper.__init__: "lora.ParamWrapper does not work with
+        # lora_dropout != 0" (dropout(x) cannot be factored out of a merged weight)
+        raise InputError(f"--lora-dropout {tspec.lora_dropout:g}: PEFT adapts {m.name}'s fused MoE experts "
+                         "through ParamWrapper, which refuses lora_dropout != 0 (peft tuners/lora/layer.py); "
+                         "allowed for this model under PEFT: 0")
     if tspec.training in ADAPTERS and tspec.lora_rank > m.hidden:
         # a rank past the narrower side of every projection adds parameters without adding rank
         # (an r x (in + out) adapter has rank at most min(in, out); Hu et al. 2021 use r <= 64)

@@ -23,7 +23,8 @@ _FRAMEWORK_WHY = {
 _PLAIN = (("gpu", "GPU {gpu}"), ("gpus", "{gpus} GPUs"), ("interconnect", "{inter} between nodes"),
           ("seq_len", "sequence length {seq_len:,} tokens"),
           ("precision", "precision {precision}"), ("optimizer", "optimizer {optimizer}"),
-          ("attention", "attention {attention}"), ("lora_rank", "LoRA rank {lora_rank}"))
+          ("attention", "attention {attention}"), ("lora_rank", "LoRA rank {lora_rank}"),
+          ("lora_dropout", "LoRA dropout {lora_dropout:g} (PEFT's default)"))
 ADAPTERS = ("lora", "qlora")
 
 
@@ -35,9 +36,10 @@ def default_texts(job) -> list[str]:
         out.append(f"framework not given: {t.framework} for {t.training} ({_FRAMEWORK_WHY[t.framework]}); "
                    "--framework to set it")
     values = {"gpu": c.gpu.name, "gpus": c.gpus, "inter": c.inter.name, "seq_len": t.seq_len,
-              "precision": t.precision, "optimizer": t.optimizer, "attention": t.attention, "lora_rank": t.lora_rank}
+              "precision": t.precision, "optimizer": t.optimizer, "attention": t.attention, "lora_rank": t.lora_rank,
+              "lora_dropout": t.lora_dropout}
     plain = [form.format(**values) for key, form in _PLAIN
-             if key in t.defaulted and (key != "lora_rank" or t.training in ADAPTERS)
+             if key in t.defaulted and (key not in ("lora_rank", "lora_dropout") or t.training in ADAPTERS)
              and (key != "interconnect" or c.gpus > c.nvlink_domain)]
     if plain:
         out.append(f"defaults used for settings not given: {', '.join(plain)}")

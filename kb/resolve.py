@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .batch import default_batch, from_tokens
-from .defaults import default_texts
+from .defaults import ADAPTERS, default_texts
 from .errors import InputError
 from .job import Job, divisors
 from .layout import Layout, parse_layout
@@ -54,7 +54,7 @@ def assumptions(job: Job, layout: Layout | None = None) -> list[str]:
     texts = default_texts(job)
     framework = texts[:1] if "framework" in job.training.defaulted else []
     return (framework + global_batch(job, layout=layout)[1] + texts[len(framework):] + sustained_peak(job)
-            + cuda_graph_terms(job) + rlhf_scope(job) + list(job.model.reading_notes))
+            + cuda_graph_terms(job) + rlhf_scope(job) + lora_dropout_scope(job) + list(job.model.reading_notes))
 
 
 def sustained_peak(job: Job) -> list[str]:
@@ -94,6 +94,19 @@ def rlhf_scope(job: Job) -> list[str]:
     return [f"rlhf: memory holds the {job.training.rlhf_models} PPO models; step time, tokens/s, time and cost "
             "count the policy's training only -- not the critic's training, the reference and reward forwards "
             "or rollout generation, which often dominates a PPO step -- so read them as a lower bound on time"]
+
+
+def lora_dropout_scope(job: Job) -> list[str]:
+    """Where a LoRA dropout's tensors are not in the estimate: they are sized on transformers
+    layers (kb/memory/activations.lora_dropout_bytes, the hf profile: the Trainer and DeepSpeed);
+    the Megatron and torch-native activation profiles size no adapter tensors."""
+    from .memory.activations import profile
+    t = job.training
+    if t.training not in ADAPTERS or t.lora_dropout == 0 or profile(t) == "hf":
+        return []
+    return [f"LoRA dropout {t.lora_dropout:g}: each adapter's dropped-out input and mask (3 bytes an element) are "
+            f"sized on transformers layers (--framework hf or deepspeed), not in this {t.framework} estimate, "
+            "whose activations leave the adapters' tensors out"]
 
 
 def grad_accum_for(gb: int, mbs: int, dp: int) -> int:

@@ -42,7 +42,7 @@ def test_lora_changes_what_a_layer_keeps_as_measured():
     norms) and a DeepSeek-V3 dense layer (MLA's inner norms; an MLP PEFT leaves without adapters)
     with fp32 (Trainer) and bf16 (DeepSpeed) adapters, within a tenth of a byte per token per
     hidden unit; the one CPU artefact (the math SDPA's unsaved attention output) within its 2 h."""
-    rows = calibration.lora_saved_rows()
+    rows = [r for r in calibration.lora_saved_rows() if not r["id"].endswith("-dropout")]
     assert len(rows) == 14
     assert max(abs(r["error"]) for r in rows if not r["artefact"]) < 0.1
     assert all(abs(abs(r["error"]) - 2.0) < 0.1 for r in rows if r["artefact"])
@@ -51,15 +51,34 @@ def test_lora_changes_what_a_layer_keeps_as_measured():
     assert len(deepseek) == 2 and all(r["measured"] < -10 * 512 for r in deepseek)
 
 
+def test_lora_dropout_keeps_a_copy_per_adapter_as_measured():
+    """PEFT's lora_dropout (0.1, through the fused dropout kernel a GPU runs): each adapter keeps
+    its own dropped-out input and mask, and the inputs only the lora_As kept go. Measured on the
+    same seven layers with fp32 and bf16 adapters, within a tenth of a byte per token per hidden
+    unit (DeepSeek-V3's math-SDPA rows within their 2 h); a dense Llama layer keeps several h a
+    token more than without dropout, the same with either adapter dtype."""
+    rows = {r["id"]: r for r in calibration.lora_saved_rows()}
+    dropout = [r for i, r in rows.items() if i.endswith("-dropout")]
+    assert len(dropout) == 14
+    assert max(abs(r["error"]) for r in dropout if not r["artefact"]) < 0.1
+    assert sum(1 for r in dropout if r["artefact"]) == 2
+    assert all(abs(abs(r["error"]) - 2.0) < 0.1 for r in dropout if r["artefact"])
+    llama = "llama h=512 F=1792 heads=8/2 r=16 "
+    for mode in ("lora", "lora-bf16"):
+        more = rows[llama + mode + "-dropout"]["predicted"] - rows[llama + mode]["predicted"]
+        assert more > 8 * 512, mode
+    assert rows[llama + "lora-dropout"]["predicted"] == rows[llama + "lora-bf16-dropout"]["predicted"]
+
+
 def test_moe_layer_keeps_per_token_as_measured():
     """One transformers 5 MoE layer of each family on CPU: full fine-tuning's bytes a token at 256
     and 1,024 tokens within 2% (gpt-oss at both: its eager attention keeps 2 bytes a score, so a
     figure right at one length only would miss the other by half), and what PEFT's LoRA changes
-    per token -- frozen norms and experts, adapters, fp32 copies -- within a tenth of a byte per
-    hidden unit. DeepSeek-V3's full rows and fp32 LoRA row carry the CPU's math SDPA and are
+    per token -- frozen norms and experts, adapters, fp32 copies, lora_dropout's copies -- within a
+    tenth of a byte per hidden unit. DeepSeek-V3's full rows and fp32 LoRA row carry the CPU's math SDPA and are
     flagged, not judged."""
     rows = calibration.moe_layer_token_rows()
-    assert len(rows) == 20
+    assert len(rows) == 24                 # with dropout rows for the two families PEFT lets take it
     assert sorted(r["id"] for r in rows if r["artefact"]) == [
         "deepseek_v3 fp32 adapters, per token", "deepseek_v3 full, 1024 tokens (sdpa)", "deepseek_v3 full, 256 tokens (sdpa)"]
     for r in rows:

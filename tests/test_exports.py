@@ -324,6 +324,9 @@ def test_an_export_says_what_the_training_type_needs_beyond_the_parallelism():
             said = [c for c in out[fw]["caveats"] if "your PEFT script's (peft.LoraConfig(r=16))" in c]
             assert said and any(said[0] in text for text in out[fw]["files"].values()), fw
             assert ("bnb_4bit_quant_storage=torch.bfloat16" in said[0]) == (training == "qlora")
+    dropout = export_all(Target(build_job(model="llama-3-8b", gpus=8, training="lora", lora_dropout=0.05),
+                                Layout(dp=8, zero=1, mbs=1, grad_accum=16)))
+    assert any("peft.LoraConfig(r=16, lora_dropout=0.05)" in c for c in dropout["deepspeed"]["caveats"])
     tune = export_all(Target(build_job(model="llama-3-8b", gpus=8, training="finetune"),
                              Layout(dp=8, zero=1, mbs=1, grad_accum=16)))
     args = script_args(tune["megatron"]["files"]["megatron_pretrain.sh"])

@@ -229,7 +229,7 @@ def test_assumptions_are_one_list_in_a_fixed_order():
     assert texts[0].startswith("framework not given") and texts[1].startswith("global batch not given")
     assert texts == assumptions(job)
     given = build_job(model="llama-3-70b", training="lora", gpus=8, gpu="h100-sxm", seq_len=4096,
-                      precision="bf16", optimizer="adamw", attention="flash", lora_rank=16,
+                      precision="bf16", optimizer="adamw", attention="flash", lora_rank=16, lora_dropout=0.0,
                       framework="hf", global_batch=64)
     assert assumptions(given) == []
 
@@ -387,6 +387,34 @@ def test_a_lora_rank_on_a_job_without_adapters_is_refused(run_cli):
     assert code == 0, err
     rows = {r["variant"]["training"]: r for r in json.loads(out)["variants"]}
     assert rows["lora"]["best"] and rows["finetune"]["best"]
+
+
+def test_a_lora_dropout_is_sized_where_peft_runs_it_and_refused_where_it_cannot_run(run_cli):
+    """--lora-dropout: each adapter's dropped-out input and mask raise a Trainer LoRA's memory;
+    a stray one on a job without adapters, a probability of 1 or more, and one on an MoE whose
+    experts PEFT merges (ParamWrapper refuses lora_dropout != 0) are refused in one line; the
+    default is stated, and a framework whose estimate leaves the adapters' tensors out says so."""
+    job = ["--model", "llama-3-8b", "--gpus", "1", "--training", "lora", "--seq-len", "8192",
+           "--layout", "mbs=2,recompute=none", "--format", "json"]
+    acts = {}
+    for p in ("0", "0.1"):
+        code, out, err = run_cli("memory", *job, "--lora-dropout", p)
+        assert code == 0, err
+        acts[p] = json.loads(out)["memory"]["breakdown_gib"]["activations"]
+    assert acts["0.1"] > acts["0"] * 1.1
+    err = refused(run_cli, "recommend", "--model", "llama-3-8b", "--lora-dropout", "0.1")
+    assert "--lora-dropout" in err and "lora or qlora" in err and "pretrain" in err
+    assert "--lora-dropout" in refused(run_cli, "recommend", "--model", "llama-3-8b", "--training", "lora",
+                                       "--lora-dropout", "1")
+    err = refused(run_cli, "recommend", "--model", "mixtral-8x7b", "--training", "lora", "--lora-dropout", "0.05")
+    assert "ParamWrapper" in err and "allowed for this model under PEFT: 0" in err
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--training", "lora", "--format", "json")
+    assert code == 0 and any("LoRA dropout 0 (PEFT's default)" in a for a in json.loads(out)["assumptions"])
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--training", "lora", "--framework", "fsdp",
+                             "--lora-dropout", "0.05", "--format", "json")
+    assert code == 0, err
+    assert any(a.startswith("LoRA dropout 0.05:") and "not in this fsdp estimate" in a
+               for a in json.loads(out)["assumptions"])
 
 
 def test_recompute_modes_a_framework_cannot_run_are_refused_and_never_searched(run_cli):

@@ -17,10 +17,17 @@ the layer, the way QLoRA loads a model: parameters left in bf16 and parameters s
 (Params4bit, two to a byte), from a saved bf16 checkpoint of the same layer loaded with
 BitsAndBytesConfig(load_in_4bit=True, nf4) on the CPU.
 
+Modes lora-dropout and lora-bf16-dropout add LoraConfig(lora_dropout=0.1), through the fused
+dropout kernel a GPU runs (measure_saved_tensors.fused_dropout), for the families whose routed
+experts PEFT leaves alone: on merged ones PEFT refuses dropout (ParamWrapper: "does not work with
+lora_dropout != 0").
+
 Run from this folder: python measure_peft_experts.py > cpu_peft_experts.jsonl
+     python measure_peft_experts.py lora-dropout lora-bf16-dropout >> cpu_peft_experts.jsonl
 (taken with torch 2.14.1, transformers 5.24.0, peft 0.21.2, bitsandbytes 0.50.2)
 """
 import json
+import sys
 
 import torch
 from peft import LoraConfig, get_peft_model
@@ -28,8 +35,10 @@ from torch.profiler import ProfilerActivity, profile
 from transformers import AutoConfig, AutoModelForCausalLM
 
 from measure_family_layers import EAGER, FAMILIES  # this folder: run from it
+from measure_saved_tensors import DROPOUT, fused_dropout
 
 MOE = ("mixtral", "qwen3_moe", "qwen2_moe", "deepseek_v3", "gpt_oss")
+UNMERGED = ("qwen2_moe", "gpt_oss")      # PEFT adapts none of their routed experts
 RANK = 16
 SEQS = (256, 1024)
 
@@ -41,8 +50,10 @@ def build(model_type: str, mode: str):
     model = AutoModelForCausalLM.from_config(cfg).to(torch.bfloat16)
     if mode == "full":
         return model, model.model, cfg
+    dropout = DROPOUT if mode.endswith("-dropout") else 0.0
     model = get_peft_model(model, LoraConfig(r=RANK, lora_alpha=2 * RANK, target_modules="all-linear",
-                                             task_type="CAUSAL_LM"), autocast_adapter_dtype=(mode == "lora"))
+                                             task_type="CAUSAL_LM", lora_dropout=dropout),
+                           autocast_adapter_dtype=not mode.startswith("lora-bf16"))
     return model, model.base_model.model.model, cfg
 
 
@@ -106,15 +117,20 @@ def qlora_storage(model_type: str) -> dict:
 if __name__ == "__main__":
     import peft
     import transformers
-    for model_type in MOE:
-        for mode in ("full", "lora", "lora-bf16"):
+    modes = sys.argv[1:]
+    torch.nn.functional.dropout = fused_dropout      # nn.Dropout calls F.dropout at each forward
+    for model_type in UNMERGED if modes else MOE:
+        for mode in modes or ("full", "lora", "lora-bf16"):
             for seq in SEQS:
                 model, decoder, cfg = build(model_type, mode)
-                row = dict(model_type=model_type, mode=mode, lora_rank=RANK, seq=seq,
+                extra = {"lora_dropout": DROPOUT} if mode.endswith("-dropout") else {}
+                row = dict(model_type=model_type, mode=mode, lora_rank=RANK, seq=seq, **extra,
                            attention="eager" if model_type in EAGER else "sdpa", **measure(model, decoder, cfg, seq),
                            lora_params=lora_params(model), torch=torch.__version__,
                            transformers=transformers.__version__, peft=peft.__version__, config=cfg.to_dict())
                 print(json.dumps(row, default=str), flush=True)
+        if modes:
+            continue
         import bitsandbytes
         _, _, cfg = build(model_type, "full")
         print(json.dumps(dict(model_type=model_type, mode="qlora-storage", **qlora_storage(model_type),

@@ -10,11 +10,20 @@ adapters, as the Trainer runs them without ZeRO), lora-bf16 (adapters kept in bf
 autocast_adapter_dtype=False, as DeepSpeed's, FSDP2's and Megatron's bf16 engines hold them).
 All-linear targets. Writes one JSON line per geometry and mode to stdout.
 
+Modes lora-dropout and lora-bf16-dropout are lora and lora-bf16 with LoraConfig(lora_dropout=0.1):
+each adapter's nn.Dropout runs on its own input, which autograd then keeps per adapter. They
+are taken through torch.native_dropout, the fused kernel a GPU runs (aten/src/ATen/native/
+Dropout.cpp: dropout() calls native_dropout where is_fused_kernel_acceptable, a CUDA/XPU
+tensor), which keeps a bool mask; a CPU tensor takes _dropout_impl instead, which keeps a noise
+tensor of the input's dtype (2-4 bytes an element, not 1).
+
 Run from this folder (it takes its counter from measure_family_layers.py):
      python measure_saved_tensors.py > cpu_lora_saved_tensors.jsonl
+     python measure_saved_tensors.py lora-dropout lora-bf16-dropout >> cpu_lora_saved_tensors.jsonl
 (taken with torch 2.14.1, transformers 5.24.0, peft 0.21.2)
 """
 import json
+import sys
 
 import torch
 from peft import LoraConfig, get_peft_model
@@ -37,6 +46,15 @@ MLA = dict(q_lora_rank=192, kv_lora_rank=128, qk_nope_head_dim=64, qk_rope_head_
            first_k_dense_replace=1, n_routed_experts=8, num_experts_per_tok=2, n_group=1, topk_group=1)
 
 
+DROPOUT = 0.1
+MODES = ("full", "lora", "lora-bf16")
+
+
+def fused_dropout(input, p=0.5, training=True, inplace=False):
+    """F.dropout as a GPU runs it: torch.native_dropout, which keeps a bool mask for backward."""
+    return torch.native_dropout(input, p, training)[0] if training and 0 < p < 1 else input
+
+
 def saved_bytes(model_type, h, ffn, heads, kv, rank, mode):
     torch.manual_seed(0)
     extra = MLA if model_type == "deepseek_v3" else {"head_dim": h // heads} if model_type != "llama" else {}
@@ -45,9 +63,10 @@ def saved_bytes(model_type, h, ffn, heads, kv, rank, mode):
     cfg._attn_implementation = "sdpa"
     model = AutoModelForCausalLM.from_config(cfg).to(torch.bfloat16)
     if mode != "full":
+        dropout = DROPOUT if mode.endswith("-dropout") else 0.0
         model = get_peft_model(model, LoraConfig(r=rank, lora_alpha=2 * rank, target_modules="all-linear",
-                                                 task_type="CAUSAL_LM"),
-                               autocast_adapter_dtype=(mode == "lora"))
+                                                 task_type="CAUSAL_LM", lora_dropout=dropout),
+                               autocast_adapter_dtype=not mode.startswith("lora-bf16"))
         base = model.base_model.model.model
     else:
         base = model.model
@@ -59,10 +78,12 @@ def saved_bytes(model_type, h, ffn, heads, kv, rank, mode):
 if __name__ == "__main__":
     import peft
     import transformers
+    torch.nn.functional.dropout = fused_dropout      # nn.Dropout calls F.dropout at each forward
     for model_type, h, ffn, heads, kv, rank in GEOMETRIES:
-        for mode in ("full", "lora", "lora-bf16"):
+        for mode in sys.argv[1:] or MODES:
+            extra = {"lora_dropout": DROPOUT} if mode.endswith("-dropout") else {}
             print(json.dumps(dict(model_type=model_type, hidden=h, ffn=ffn, heads=heads, kv_heads=kv, lora_rank=rank,
-                                  mode=mode, seq=SEQ,
+                                  mode=mode, seq=SEQ, **extra,
                                   saved_bytes_per_token=saved_bytes(model_type, h, ffn, heads, kv, rank, mode),
                                   torch=torch.__version__, transformers=transformers.__version__,
                                   peft=peft.__version__)), flush=True)

@@ -217,9 +217,16 @@ def _attention_adapter_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, fp32) -
     frozen_norms = -normalised * (h * n_norms + inner_width)
     if m.qk_norm:
         frozen_norms -= normalised * (m.q_width / lay.tp + maximum(m.kv_width / lay.tp, m.hd))
-    o_copy = 0.0 if t.attention == "eager" else m.attn_out_width / lay.tp
+    o_width = m.attn_out_width / lay.tp
+    o_copy = 0.0 if t.attention == "eager" else o_width
+    adapters = frozen_norms + 2.0 * t.lora_rank * (attn_in + inner_linears + 1)
+    if t.lora_dropout > 0:
+        # the input norm's and the inner norms' outputs, and with eager attention o's input (a fused
+        # kernel keeps its output for its own backward), were kept by the lora_As alone
+        return adapters + lora_dropout_bytes(attn_in * h + inner_width + o_width,
+                                             2.0 * (h + inner_width + o_width - o_copy))
     copies = 2.0 * (attn_in * h + o_copy) - 2.0 * h
-    return frozen_norms + 2.0 * t.lora_rank * (attn_in + inner_linears + 1) + where(fp32, copies, 0.0)
+    return adapters + where(fp32, copies, 0.0)
 
 
 def _dense_mlp_adapter_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, fp32) -> float:
@@ -235,7 +242,27 @@ def _dense_mlp_adapter_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, fp32) -
     if merges_experts(m, t):
         return -2.0 * (h + m.ffn / lay.tp)
     _, mlp_in = _linear_inputs(m)
+    if t.lora_dropout > 0:
+        # the MLP norm's output and the product down_proj reads were kept by the lora_As alone
+        ffn = m.ffn / lay.tp
+        return 2.0 * t.lora_rank * (mlp_in + 1) + lora_dropout_bytes(mlp_in * h + ffn, 2.0 * (h + ffn))
     return 2.0 * t.lora_rank * (mlp_in + 1) + where(fp32, 2.0 * mlp_in * h - 2.0 * h, 0.0)
+
+
+def lora_dropout_bytes(inputs: float, released: float) -> float:
+    """What PEFT's lora_dropout > 0 changes in what a layer keeps, bytes per token: each adapter
+    runs its own nn.Dropout on its input (peft tuners/lora/layer.py Linear.forward:
+    lora_B(lora_A(dropout(x)))), so each keeps its own dropped-out copy for lora_A's weight
+    gradient, bf16 (2 bytes an element; with fp32 adapters autocast's bf16 cast of the fp32
+    dropped copy, which replaces the cast of the input kept without dropout), and the dropout's
+    bool mask (1 byte: F.dropout on a CUDA tensor runs the fused native_dropout, which keeps its
+    mask; aten/src/ATen/native/Dropout.cpp is_fused_kernel_acceptable). ``inputs``: the adapters'
+    input widths summed; ``released``: the bytes of the inputs that, without dropout, the lora_As
+    alone kept (the norms' outputs, the MLP product), which nothing keeps now.
+    Measured on CPU layers through native_dropout (cpu_lora_saved_tensors.jsonl, modes
+    *-dropout; Llama, Qwen3, Gemma shapes and a DeepSeek-V3 dense layer): exact, and the same
+    bytes with fp32 and bf16 adapters, as this says."""
+    return 3.0 * inputs - released
 
 
 def _mla_inner(m: ModelSpec) -> tuple[int, int]:
