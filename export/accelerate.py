@@ -25,7 +25,9 @@ LAYER_CLASS = {"llama": "LlamaDecoderLayer", "mistral": "MistralDecoderLayer", "
                "gemma3": "Gemma3DecoderLayer", "phi3": "Phi3DecoderLayer", "granite": "GraniteDecoderLayer",
                "gpt_oss": "GptOssDecoderLayer", "deepseek_v2": "DeepseekV2DecoderLayer",
                "deepseek_v3": "DeepseekV3DecoderLayer", "falcon": "FalconDecoderLayer", "bloom": "BloomBlock",
-               "olmo2": "Olmo2DecoderLayer", "smollm3": "SmolLM3DecoderLayer", "glm4_moe": "Glm4MoeDecoderLayer"}
+               "olmo2": "Olmo2DecoderLayer", "smollm3": "SmolLM3DecoderLayer", "glm4_moe": "Glm4MoeDecoderLayer",
+               "olmoe": "OlmoeDecoderLayer", "granitemoe": "GraniteMoeDecoderLayer",
+               "granitemoeshared": "GraniteMoeSharedDecoderLayer"}
 
 
 # --precision -> Accelerate's mixed_precision. pure-bf16 is "no": with any mixed precision Accelerate's

@@ -146,10 +146,15 @@ def max_positions(m, seq_len: int) -> tuple[int, list[str]]:
 # what a family has that no spec field names and Megatron's command line does not build
 _DEEPSEEK_ROUTING = ("DeepSeek's group-limited routing: set --moe-router-num-groups, --moe-router-group-topk and "
                      "--moe-router-topk-scaling-factor from config.json (n_group, topk_group, routed_scaling_factor)")
+_GRANITE_MULTIPLIERS = ("Granite's embedding, residual, attention and logit multipliers: Megatron has no flags for "
+                        "them; same shapes, other numerics")
 FAMILY_CAVEATS = {
     "bloom": ["ALiBi position biases (BLOOM): Megatron-Core has none; this script trains RoPE"],
-    "granite": ["Granite's embedding, residual, attention and logit multipliers: Megatron has no flags for them; "
-                "same shapes, other numerics"],
+    "granite": [_GRANITE_MULTIPLIERS], "granitemoe": [_GRANITE_MULTIPLIERS],
+    "granitemoeshared": [_GRANITE_MULTIPLIERS],
+    "olmoe": ["OLMoE's router weighs the top k by the softmax over all experts, not renormalised, where "
+              "config.json's norm_topk_prob is false (its default): add --moe-router-pre-softmax; its q/k norms "
+              "span whole projections, Megatron's each head: same shapes, other numerics"],
     "deepseek_v2": [_DEEPSEEK_ROUTING], "deepseek_v3": [_DEEPSEEK_ROUTING],
     "glm4_moe": [_DEEPSEEK_ROUTING, "GLM-4.5's partial RoPE: add --rotary-percent from config.json's "
                  "partial_rotary_factor (0.5) -- this script rotates whole heads"],

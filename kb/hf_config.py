@@ -49,6 +49,18 @@ SUPPORTED = {
     # GLM-4.5 is DeepSeek-V3's MoE (sigmoid router with its correction bias, shared experts,
     # leading dense layers) under grouped-query attention with partial RoPE (modeling_glm4_moe.py)
     "glm4_moe": ("glm4_moe", {"router_bias": True}),
+    # OLMoE is Mixtral's routed MoE (softmax router, top-k of E experts of intermediate_size, no
+    # shared expert) under OLMo's q_norm and k_norm over the whole q and k projections
+    # (modeling_olmoe.py OlmoeAttention: RMSNorm of hidden_size and of head_dim x
+    # num_key_value_heads; its RMSNorm casts before the weight, as Llama's does)
+    "olmoe": ("olmoe", {"qk_norm": True, "qk_norm_full": True}),
+    # Granite 3.x MoE is Mixtral's shapes with Granite's scalar multipliers (modeling_granitemoe.py:
+    # the checkpoint's fused input_linear / output_linear experts load as GraniteMoeExperts'
+    # gate_up_proj / down_proj, conversion_mapping.py); GraniteMoeShared adds one ungated shared
+    # MLP of shared_intermediate_size beside the experts where that is not 0
+    # (modeling_granitemoeshared.py GraniteMoeSharedMLP: input_linear h x 2S, output_linear S x h)
+    "granitemoe": ("granitemoe", {}),
+    "granitemoeshared": ("granitemoeshared", {}),
 }
 
 
@@ -97,6 +109,8 @@ MAX_POSITIONS_DEFAULT = {
     "mistral": (4096 * 32, "MistralConfig"), "mixtral": (4096 * 32, "MixtralConfig"),
     "gpt_oss": (131072, "GptOssConfig"), "gemma3_text": (131072, "Gemma3TextConfig"),
     "olmo2": (2048, "Olmo2Config"), "smollm3": (32768, "SmolLM3Config"), "glm4_moe": (131072, "Glm4MoeConfig"),
+    "olmoe": (4096, "OlmoeConfig"), "granitemoe": (2048, "GraniteMoeConfig"),
+    "granitemoeshared": (2048, "GraniteMoeSharedConfig"),
 }
 
 # The shape fields a Gemma 3 multimodal config.json leaves out of its text_config: Gemma3Config
@@ -397,7 +411,7 @@ def vision_params(vision: dict, text_hidden: int) -> int:
 # the config classes with attention_bias / mlp_bias switches (transformers 5.24: LlamaConfig,
 # GraniteConfig, DeepseekV2/V3Config have both; Qwen3, Qwen3-MoE and the Gemmas attention_bias)
 ATTENTION_BIAS_TYPES = ("llama", "granite", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2",
-                        "smollm3", "glm4_moe") + MLA_TYPES
+                        "smollm3", "glm4_moe", "olmoe", "granitemoe", "granitemoeshared") + MLA_TYPES
 MLP_BIAS_TYPES = ("llama", "granite") + MLA_TYPES
 
 
@@ -556,7 +570,15 @@ EXPERT_FIELDS = {
     "qwen2_moe": ("num_experts", "num_local_experts"), "qwen3_moe": ("num_experts", "num_local_experts"),
     "deepseek_v2": ("n_routed_experts", "num_local_experts"), "deepseek_v3": ("n_routed_experts", "num_local_experts"),
     "glm4_moe": ("n_routed_experts", "num_local_experts"),
+    # OlmoeConfig's attribute_map reads num_local_experts as num_experts; GraniteMoeConfig and
+    # GraniteMoeSharedConfig have no alias (a num_experts there is not read by transformers either)
+    "olmoe": ("num_experts", "num_local_experts"), "granitemoe": ("num_local_experts",),
+    "granitemoeshared": ("num_local_experts",),
 }
+# Mixtral-style MoE types (every layer routed, experts of intermediate_size) whose expert count
+# and top-k transformers takes from its config class where config.json leaves them out
+# (configuration_olmoe.py: 64 and 8; configuration_granitemoe.py and _granitemoeshared.py: 8 and 2)
+ROUTED_DEFAULTS = {"olmoe": (64, 8), "granitemoe": (8, 2), "granitemoeshared": (8, 2)}
 # the DeepSeek-style MoE types: n_shared_experts and first_k_dense_replace where config.json
 # leaves them out (0 and 0 as this reader always took them for DeepSeek; Glm4MoeConfig's 1 and 1,
 # configuration_glm4_moe.py)
@@ -613,6 +635,17 @@ def read_hf_config(path: str) -> ModelSpec:
         # num_local_experts): a config.json may carry either name
         spec.update(experts=_field(cfg, path, *EXPERT_FIELDS[mt], least=1),
                     top_k=_field(cfg, path, "num_experts_per_tok", least=1), expert_ffn=spec["ffn"])
+    if mt in ROUTED_DEFAULTS:
+        experts, top_k = ROUTED_DEFAULTS[mt]
+        spec.update(experts=_field(cfg, path, *EXPERT_FIELDS[mt], required=False, default=experts, least=1),
+                    top_k=_field(cfg, path, "num_experts_per_tok", required=False, default=top_k, least=1),
+                    expert_ffn=spec["ffn"])
+    if mt == "granitemoeshared":
+        # GraniteMoeSharedConfig's shared_intermediate_size defaults to 0: no shared MLP
+        shared = _field(cfg, path, "shared_intermediate_size", required=False, default=0)
+        spec.update(shared_experts=1 if shared else 0, shared_ffn=shared)
+    if mt == "olmoe":
+        _olmoe_checks(cfg, path, spec)
     if mt == "gemma2":
         # Gemma2Config's default attn_logit_softcapping is 50.0 (configuration_gemma2.py); null
         # turns it off (Gemma 3 has none)
@@ -674,6 +707,27 @@ def read_hf_config(path: str) -> ModelSpec:
         # nothing names the model: its model_type and size, the same for the same file anywhere
         model = model.model_copy(update={"name": _size_name(str(outer.get("model_type")), total_params(model))})
     return model
+
+
+def _olmoe_checks(cfg: dict, path: str, spec: dict) -> None:
+    """What an OLMoE config.json may set that the estimate does not build, refused: clip_qkv
+    (OlmoeAttention clamps q, k and v in place, and autograd keeps a copy of each for the clamp's
+    backward: 2 (q + 2 kv) bytes a token more, measured on a CPU layer, not modelled), and a
+    head_dim whose heads do not span hidden_size (q_norm is an RMSNorm of hidden_size over the
+    heads x head_dim projection: transformers' own layer fails), and a sliding_window (OlmoeConfig
+    has none, but OlmoeAttention hands one the file adds to the attention kernel, and flash
+    attention slides by it: "main diff with Llama")."""
+    if cfg.get("sliding_window") is not None:
+        raise InputError(f"{path}: sliding_window {_show(cfg['sliding_window'])} is not supported for olmoe (its "
+                         "attention hands it to flash attention, a window the estimate does not build); supported: "
+                         "none, as OlmoeConfig has")
+    if cfg.get("clip_qkv") is not None:
+        raise InputError(f"{path}: clip_qkv {_show(cfg['clip_qkv'])} is not supported for olmoe (its in-place clamps "
+                         "keep copies of q, k and v that the estimate does not size); supported: null, its default")
+    if spec["head_dim"] and spec["head_dim"] * spec["heads"] != spec["hidden"]:
+        raise InputError(f"{path}: head_dim {spec['head_dim']} x num_attention_heads {spec['heads']} is not "
+                         f"hidden_size {spec['hidden']}; supported for olmoe: heads that span hidden_size (its "
+                         "q_norm is hidden_size wide)")
 
 
 def _max_positions(written: dict, path: str, mt: str) -> tuple[int, tuple[str, ...]]:

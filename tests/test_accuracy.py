@@ -23,12 +23,13 @@ def test_every_transformers_family_layer_within_1_percent():
     """One decoder layer of each family's own modeling code (CPU, saved-tensor hooks), with bf16
     weights and with fp32 weights under autocast, read through the estimate's config.json
     reader: Gemma's fp32-scaled norms, Gemma 2's post-norms, OLMo 2's post-norms and whole-width
-    q/k norms, GLM-4.5's fp32-upcasting router
+    q/k norms (OLMoE's too, under Mixtral's experts), GLM-4.5's fp32-upcasting router, Granite
+    MoE's top-k-then-softmax router and GraniteMoeShared's fused shared MLP (one fp32 cast)
     and soft-capped eager scores, Qwen2-MoE's gated shared expert, Phi-3's fused qkv, the MoE
     routers, the shared expert's casts -- within 1%; the rows whose CPU path is not a GPU's, and
     gpt-oss's fp32 experts, are flagged, not hidden."""
     rows = calibration.family_saved_rows()
-    assert len(rows) == 32                 # bf16 weights, and fp32 weights under autocast
+    assert len(rows) == 38                 # bf16 weights, and fp32 weights under autocast
     assert sorted(r["id"].split()[0] for r in rows if r["artefact"]) == ["deepseek_v3", "deepseek_v3", "glm4_moe",
                                                                           "glm4_moe", "phi3", "phi3"]
     for r in rows:
@@ -78,7 +79,7 @@ def test_moe_layer_keeps_per_token_as_measured():
     tenth of a byte per hidden unit. DeepSeek-V3's full rows and fp32 LoRA row carry the CPU's math SDPA and are
     flagged, not judged."""
     rows = calibration.moe_layer_token_rows()
-    assert len(rows) == 24                 # with dropout rows for the two families PEFT lets take it
+    assert len(rows) == 40                 # with dropout rows for the four families PEFT lets take it
     assert sorted(r["id"] for r in rows if r["artefact"]) == [
         "deepseek_v3 fp32 adapters, per token", "deepseek_v3 full, 1024 tokens (sdpa)", "deepseek_v3 full, 256 tokens (sdpa)"]
     for r in rows:
@@ -208,16 +209,17 @@ def test_torch_loops_step_time():
 
 def test_peft_lora_on_fused_moe_experts_as_measured():
     """PEFT 0.21 on transformers 5's fused experts, one CPU layer per MoE family: Mixtral,
-    Qwen3-MoE and DeepSeek-V3 keep the merged expert weights (plus, with fp32 adapters, the bf16
-    casts of B and A) beyond full fine-tuning's tensors, within 3%; Qwen2-MoE and gpt-oss merge
-    nothing (their experts are not adapted); the backward adds the down projection's
+    Qwen3-MoE, OLMoE and DeepSeek-V3 keep the merged expert weights (plus, with fp32 adapters, the bf16
+    casts of B and A) beyond full fine-tuning's tensors, within 3%; Qwen2-MoE, gpt-oss and the
+    Granite MoEs merge nothing (their experts are not adapted; GraniteMoeShared's fused shared
+    MLP is, two adapters); the backward adds the down projection's
     merged-weight gradient (within 12%); the adapters counted are the ones PEFT made, exactly; and
     bitsandbytes' 4-bit loading quantises what the estimate quantises -- attention and shared
     experts, not the fused routed experts -- within 0.5%."""
     rows = calibration.peft_expert_rows()
-    assert len(rows) == 29
+    assert len(rows) == 46
     kept = {r["id"].split()[0]: r for r in rows if r["what"] == "kept"}
-    assert sorted(k for k, r in kept.items() if r["predicted"]) == ["deepseek_v3", "mixtral", "qwen3_moe"]
+    assert sorted(k for k, r in kept.items() if r["predicted"]) == ["deepseek_v3", "mixtral", "olmoe", "qwen3_moe"]
     for r in rows:
         if r["what"] == "kept":
             assert abs(r["error"]) < 0.03, r["id"]

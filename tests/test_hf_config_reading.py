@@ -332,3 +332,66 @@ def test_glm45_megatron_export_names_what_it_does_not_build(run_cli, tmp_path):
     assert code == 0, err
     text = out + "".join(p.read_text() for p in (tmp_path / "out").rglob("*") if p.is_file())
     assert "--rotary-percent" in text and "--moe-router-topk-scaling-factor" in text
+
+
+# --- MoE model types added with their measured layers (OLMoE, Granite MoE) ---------------------
+
+OLMOE = {"model_type": "olmoe", "hidden_size": 2048, "intermediate_size": 1024, "num_hidden_layers": 16,
+         "num_attention_heads": 16, "vocab_size": 50304}
+
+
+def test_olmoe_is_mixtrals_experts_under_whole_width_qk_norms(tmp_path):
+    """Left out, OlmoeConfig's defaults apply: MHA, 64 experts, 8 a token, 4,096 positions; the
+    experts are intermediate_size wide and no expert is shared. num_local_experts is read as
+    num_experts (OlmoeConfig.attribute_map)."""
+    m = read_hf_config(write(tmp_path / "config.json", OLMOE))
+    assert (m.experts, m.top_k, m.expert_ffn, m.shared_width, m.kv_heads) == (64, 8, 1024, 0, 16)
+    assert m.qk_norm and m.qk_norm_full and m.max_positions == 4096
+    alias = read_hf_config(write(tmp_path / "alias" / "config.json", dict(OLMOE, num_local_experts=32)))
+    assert alias.experts == 32
+
+
+def test_olmoe_refuses_what_its_layer_adds_and_the_estimate_does_not_build(run_cli, tmp_path):
+    """clip_qkv's in-place clamps keep a copy of q, k and v (measured: +2 (q + 2 kv) bytes a
+    token), and a sliding_window reaches flash attention: refused, not sized as without."""
+    err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / "c" / "config.json", dict(OLMOE, clip_qkv=8.0)),
+                  "--gpus", "8")
+    assert "clip_qkv" in err and "olmoe" in err and "null" in err
+    err = refused(run_cli, "recommend", "--hf-config",
+                  write(tmp_path / "w" / "config.json", dict(OLMOE, sliding_window=4096)), "--gpus", "8")
+    assert "sliding_window" in err and "olmoe" in err
+    ok = read_hf_config(write(tmp_path / "ok" / "config.json", dict(OLMOE, clip_qkv=None)))
+    assert ok.experts == 64
+
+
+def test_granite_moe_reads_granites_experts_and_its_shared_variant_adds_one_mlp(tmp_path):
+    """GraniteMoeConfig's defaults (8 experts, 2 a token) where the file leaves them out; its
+    num_experts is no alias (transformers does not read it either). GraniteMoeShared is the same
+    layer plus one ungated shared MLP of shared_intermediate_size, none where that is 0 (its
+    default)."""
+    cfg = {"model_type": "granitemoe", "hidden_size": 1024, "intermediate_size": 512, "num_hidden_layers": 24,
+           "num_attention_heads": 16, "num_key_value_heads": 8, "vocab_size": 49155}
+    m = read_hf_config(write(tmp_path / "g" / "config.json", dict(cfg, num_experts=32)))
+    assert (m.experts, m.top_k, m.expert_ffn, m.shared_width) == (8, 2, 512, 0)
+    shared = read_hf_config(write(tmp_path / "s" / "config.json",
+                                  dict(cfg, model_type="granitemoeshared", shared_intermediate_size=1024)))
+    assert (shared.shared_experts, shared.shared_width, shared.shared_gate) == (1, 1024, False)
+    none = read_hf_config(write(tmp_path / "n" / "config.json", dict(cfg, model_type="granitemoeshared")))
+    assert none.shared_width == 0
+
+
+def test_olmoe_and_granite_moe_exports_name_what_megatron_does_not_build(run_cli, tmp_path):
+    """Megatron's command line routes by softmax after the top k and has no Granite multipliers:
+    the export says so; Accelerate's FSDP wraps each family's own decoder layer."""
+    granite = {"model_type": "granitemoe", "hidden_size": 1536, "intermediate_size": 512, "num_hidden_layers": 32,
+               "num_attention_heads": 24, "num_key_value_heads": 8, "vocab_size": 49155, "num_local_experts": 40,
+               "num_experts_per_tok": 8}
+    for name, cfg, words, layer in (("olmoe", OLMOE, "--moe-router-pre-softmax", "OlmoeDecoderLayer"),
+                                    ("granitemoe", granite, "multipliers", "GraniteMoeDecoderLayer")):
+        for to, want in (("megatron", words), ("accelerate", layer)):
+            out_dir = tmp_path / f"{name}-{to}"
+            code, out, err = run_cli("export", "--hf-config", write(tmp_path / name / "config.json", cfg), "--gpus",
+                                     "8", "--to", to, "-o", str(out_dir))
+            assert code == 0, err
+            text = out + "".join(p.read_text() for p in out_dir.rglob("*") if p.is_file())
+            assert want in text, (name, to)

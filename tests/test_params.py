@@ -89,6 +89,30 @@ HF_CONFIGS = {
                "moe_intermediate_size": 1536, "first_k_dense_replace": 3, "use_qk_norm": True,
                "attention_bias": True, "partial_rotary_factor": 0.5, "tie_word_embeddings": False},
               352_797_814_784 + 89 * 160),
+    # transformers 5.24's num_parameters() on the meta device from the model cards' config.json:
+    # allenai/OLMoE-1B-7B-0924 (6.9B; q_norm h wide, k_norm g*d), ibm-granite/granite-3.1-3b-a800m-base
+    # (3.3B) and ibm-granite/granite-3.1-1b-a400m-base (1.3B; both tie the head, routers E x h)
+    "olmoe_1b_7b": ({"model_type": "olmoe", "hidden_size": 2048, "intermediate_size": 1024, "num_hidden_layers": 16,
+                     "num_attention_heads": 16, "num_key_value_heads": 16, "vocab_size": 50304, "num_experts": 64,
+                     "num_experts_per_tok": 8, "max_position_embeddings": 4096, "clip_qkv": None,
+                     "norm_topk_prob": False, "tie_word_embeddings": False}, 6_919_161_856),
+    "granite31_3b_a800m": ({"model_type": "granitemoe", "hidden_size": 1536, "intermediate_size": 512,
+                            "num_hidden_layers": 32, "num_attention_heads": 24, "num_key_value_heads": 8,
+                            "vocab_size": 49155, "num_local_experts": 40, "num_experts_per_tok": 8,
+                            "embedding_multiplier": 12.0, "attention_multiplier": 0.015625,
+                            "residual_multiplier": 0.22, "logits_scaling": 6.0, "tie_word_embeddings": True},
+                           3_298_793_472),
+    "granite31_1b_a400m": ({"model_type": "granitemoe", "hidden_size": 1024, "intermediate_size": 512,
+                            "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 8,
+                            "vocab_size": 49155, "num_local_experts": 32, "num_experts_per_tok": 8,
+                            "tie_word_embeddings": True}, 1_334_628_352),
+    # not a published model: Granite 3.1 1B's shape with a 1024-wide shared MLP (input_linear
+    # h x 2S, output_linear S x h), counted the same way
+    "granitemoeshared_made_up": ({"model_type": "granitemoeshared", "hidden_size": 1024, "intermediate_size": 512,
+                                  "shared_intermediate_size": 1024, "num_hidden_layers": 24,
+                                  "num_attention_heads": 16, "num_key_value_heads": 8, "vocab_size": 49155,
+                                  "num_local_experts": 32, "num_experts_per_tok": 8, "tie_word_embeddings": True},
+                                 1_410_125_824),
     "qwen3_moe": ({"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
                    "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
                    "vocab_size": 151936, "num_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 768,

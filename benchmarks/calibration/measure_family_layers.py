@@ -17,7 +17,7 @@ model loaded in fp32 (the estimate's hf recipe without ZeRO).
 Run: python measure_family_layers.py > cpu_family_saved_tensors.jsonl
      python measure_family_layers.py --fp32-weights >> cpu_family_saved_tensors.jsonl
 (model types as arguments measure only those: the olmo2, smollm3 and glm4_moe rows were added so,
-with torch 2.13.0+cpu and transformers 5.24.0)
+with torch 2.13.0+cpu and transformers 5.24.0, and the olmoe, granitemoe and granitemoeshared rows)
 (taken with torch 2.14.1, transformers 5.24.0)
 """
 import json
@@ -59,6 +59,18 @@ FAMILIES = {
                      num_key_value_heads=2, head_dim=64, n_routed_experts=8, num_experts_per_tok=2,
                      n_shared_experts=1, first_k_dense_replace=0, attention_bias=True, use_qk_norm=True,
                      partial_rotary_factor=0.5),
+    # Mixtral's expert width: PEFT's merged down-projection gradient then outweighs the attention's
+    # backward at 1,024 tokens, which measure_peft_experts.py's two-length fit needs
+    "olmoe": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=2,
+                  num_experts=8, num_experts_per_tok=2),
+    # Granite 3.x MoE's multipliers as granite-3.1-3b-a800m-instruct's config.json gives them
+    "granitemoe": dict(hidden_size=512, intermediate_size=256, num_attention_heads=8, num_key_value_heads=2,
+                       num_local_experts=8, num_experts_per_tok=2, embedding_multiplier=12.0,
+                       attention_multiplier=0.015625, residual_multiplier=0.22, logits_scaling=6.0),
+    "granitemoeshared": dict(hidden_size=512, intermediate_size=256, shared_intermediate_size=512,
+                             num_attention_heads=8, num_key_value_heads=2, num_local_experts=8,
+                             num_experts_per_tok=2, embedding_multiplier=12.0, attention_multiplier=0.015625,
+                             residual_multiplier=0.22, logits_scaling=6.0),
 }
 
 

@@ -23,7 +23,10 @@ experts PEFT leaves alone: on merged ones PEFT refuses dropout (ParamWrapper: "d
 lora_dropout != 0").
 
 Run from this folder: python measure_peft_experts.py > cpu_peft_experts.jsonl
-     python measure_peft_experts.py lora-dropout lora-bf16-dropout >> cpu_peft_experts.jsonl
+     python measure_peft_experts.py olmoe granitemoe ... >> cpu_peft_experts.jsonl
+(model types as arguments measure only those: the olmoe, granitemoe and granitemoeshared rows were
+added so, with the same versions; modes as arguments, only those modes:)
+     python measure_peft_experts.py qwen2_moe gpt_oss lora-dropout lora-bf16-dropout >> cpu_peft_experts.jsonl
 (taken with torch 2.14.1, transformers 5.24.0, peft 0.21.2, bitsandbytes 0.50.2)
 """
 import json
@@ -37,8 +40,8 @@ from transformers import AutoConfig, AutoModelForCausalLM
 from measure_family_layers import EAGER, FAMILIES  # this folder: run from it
 from measure_saved_tensors import DROPOUT, fused_dropout
 
-MOE = ("mixtral", "qwen3_moe", "qwen2_moe", "deepseek_v3", "gpt_oss")
-UNMERGED = ("qwen2_moe", "gpt_oss")      # PEFT adapts none of their routed experts
+MOE = ("mixtral", "qwen3_moe", "qwen2_moe", "deepseek_v3", "gpt_oss", "olmoe", "granitemoe", "granitemoeshared")
+MODES = ("full", "lora", "lora-bf16", "lora-dropout", "lora-bf16-dropout")
 RANK = 16
 SEQS = (256, 1024)
 
@@ -117,10 +120,13 @@ def qlora_storage(model_type: str) -> dict:
 if __name__ == "__main__":
     import peft
     import transformers
-    modes = sys.argv[1:]
+    only = [a for a in sys.argv[1:] if a in MOE]
+    modes = [a for a in sys.argv[1:] if a in MODES]
     torch.nn.functional.dropout = fused_dropout      # nn.Dropout calls F.dropout at each forward
-    for model_type in UNMERGED if modes else MOE:
-        for mode in modes or ("full", "lora", "lora-bf16"):
+    for model_type in MOE:
+        if only and model_type not in only:
+            continue
+        for mode in modes or MODES[:3]:
             for seq in SEQS:
                 model, decoder, cfg = build(model_type, mode)
                 extra = {"lora_dropout": DROPOUT} if mode.endswith("-dropout") else {}

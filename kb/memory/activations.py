@@ -284,6 +284,12 @@ def fp32_residual_extra(m: ModelSpec, t: TrainingSpec, lay: Layout):
     return where(fp32_weights_under_autocast(t, lay), 4.0 - _normalised_bytes(m), 0.0)
 
 
+# transformers families whose shared expert projects gate and up in one linear
+# (modeling_granitemoeshared.py GraniteMoeSharedMLP: input_linear h x 2S, chunked), where their
+# attention and routed experts are Llama's and Mixtral's
+FUSED_SHARED_MLP = ("granitemoeshared",)
+
+
 def autocast_input_casts(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
     """Extra bytes per token per layer with fp32 weights under autocast: autocast caches the
     bf16 casts of leaf weights only (torch/csrc/autograd/autocast_mode.cpp, cached_cast), so an
@@ -298,8 +304,10 @@ def autocast_input_casts(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
     extra = 2.0 * ((attn - 1) + (0 if moe else mlp - 1)) * m.hidden
     if moe and m.shared_width:
         # a shared expert's gate and up and Qwen2-MoE's shared gate take the same fp32 input
-        # beside the router: one more copy each (measured on a CPU Qwen2-MoE layer: +6 h)
-        extra += 2.0 * (mlp + (1 if m.shared_gate else 0)) * m.hidden
+        # beside the router: one more copy each (measured on a CPU Qwen2-MoE layer: +6 h); one for
+        # a fused gate and up (a CPU GraniteMoeShared layer: +2 h)
+        shared_in = 1 if m.family in FUSED_SHARED_MLP else mlp
+        extra += 2.0 * (shared_in + (1 if m.shared_gate else 0)) * m.hidden
     return where(fp32_weights_under_autocast(t, lay), extra, 0.0)
 
 

@@ -33,15 +33,19 @@ from __future__ import annotations
 from ..defaults import ADAPTERS
 from ..schema import ModelSpec, TrainingSpec
 from ..vec import where
-from .activations import adapters_in_fp32, lora_dropout_bytes
+from .activations import FUSED_SHARED_MLP, adapters_in_fp32, lora_dropout_bytes
 
 # model types whose routed experts transformers 5 stores as fused 3-D parameters (every MoE
 # family shardwise reads: modeling_mixtral/qwen2_moe/qwen3_moe/deepseek_v2/deepseek_v3/gpt_oss,
-# and modeling_glm4_moe.py's Glm4MoeExperts, DeepSeek-V3's module under another name)
-FUSED_EXPERT_FAMILIES = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "glm4_moe")
+# and modeling_glm4_moe.py's Glm4MoeExperts, DeepSeek-V3's module under another name;
+# modeling_olmoe.py OlmoeExperts; modeling_granitemoe.py and _granitemoeshared.py GraniteMoeExperts)
+FUSED_EXPERT_FAMILIES = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "glm4_moe",
+                         "olmoe", "granitemoe", "granitemoeshared")
 # of those, the ones PEFT 0.21's all-linear adapts through ParamWrapper (above; transformers 5.24
-# conversion_mapping.py maps glm4_moe to the qwen2_moe pattern, as it does deepseek_v3)
-ADAPTED_EXPERT_FAMILIES = ("mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe")
+# conversion_mapping.py maps glm4_moe and olmoe to the qwen2_moe pattern, as it does deepseek_v3;
+# granitemoe and granitemoeshared to a granitemoe pattern PEFT has no expert targets for:
+# peft utils/transformers_weight_conversion.py _MOE_TARGET_MODULE_MAPPING)
+ADAPTED_EXPERT_FAMILIES = ("mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe", "olmoe")
 # SwiGLU experts: down_proj is h x F of the 3 h F a expert holds
 DOWN_SHARE = 1.0 / 3.0
 
@@ -53,12 +57,31 @@ def peft_on_transformers(t: TrainingSpec) -> bool:
     return t.framework in ("hf", "deepspeed", "fsdp")
 
 
-# MoE blocks whose post-attention norm output something still keeps under PEFT's LoRA: the
-# router's weight, wrapped and merged like the experts' (Mixtral, Qwen3-MoE: F.linear over the
-# bf16 output; lora_params' router adapter), or the adapted shared expert's lora_A (Qwen2-MoE).
-# DeepSeek's router reads an fp32 copy and its frozen shared expert nothing; gpt-oss's router is
-# a bare parameter PEFT leaves frozen: there the output goes (measured, cpu_peft_experts.jsonl).
-NORM_OUTPUT_KEPT_FAMILIES = ("mixtral", "qwen3_moe", "qwen2_moe")
+# MoE blocks whose router's weight PEFT wraps and merges like the experts' (Mixtral, Qwen3-MoE,
+# OLMoE: F.linear over the bf16 post-attention norm output; lora_params' router adapter), so
+# that the norm output stays kept; so does it where an adapted shared expert's lora_A reads it
+# (Qwen2-MoE, GraniteMoeShared: moe_adapter_mlp_bytes). DeepSeek's router reads an fp32 copy and
+# its frozen shared expert nothing; gpt-oss's and Granite MoE's routers are bare parameters PEFT
+# leaves frozen: there the output goes (measured, cpu_peft_experts.jsonl).
+NORM_OUTPUT_KEPT_FAMILIES = ("mixtral", "qwen3_moe", "olmoe")
+
+
+def shared_input_linears(m: ModelSpec) -> int:
+    """nn.Linear modules that read a shared expert's input: gate_proj and up_proj, or one fused
+    input_linear (FUSED_SHARED_MLP), and Qwen2-MoE's shared_expert_gate."""
+    return (1 if m.family in FUSED_SHARED_MLP else 2) + (1 if m.shared_gate else 0)
+
+
+def shared_adapter_params(m: ModelSpec, rank: int) -> int:
+    """LoRA parameters PEFT gives one layer's shared expert where its routed experts are not
+    adapted, r (in + out) per nn.Linear: gate, up and down 3 r (h + S), or a fused input_linear
+    (h x 2S) and output_linear r (2h + 3S) (counted on a CPU GraniteMoeShared layer,
+    cpu_peft_experts.jsonl), and Qwen2-MoE's gate r (h + 1); 0 without a shared expert."""
+    if not m.shared_width:
+        return 0
+    h, s = m.hidden, m.shared_width
+    mlp = rank * (2 * h + 3 * s) if m.family in FUSED_SHARED_MLP else 3 * rank * (h + s)
+    return mlp + (rank * (h + 1) if m.shared_gate else 0)
 
 
 def moe_adapter_mlp_bytes(m: ModelSpec, t: TrainingSpec, lay, fp32) -> float:
@@ -73,7 +96,9 @@ def moe_adapter_mlp_bytes(m: ModelSpec, t: TrainingSpec, lay, fp32) -> float:
     - a shared expert: frozen without adapters beside merged experts (DeepSeek: PEFT maps its
       names onto the fused ones), so its product goes, 2 F_shared less; adapted otherwise
       (Qwen2-MoE: gate, up, down and the shared-expert gate, 2 r each, and with fp32 adapters
-      gate's, up's and the gate's copies of the norm output, less the one it replaces, 4 h).
+      gate's, up's and the gate's copies of the norm output, less the one it replaces, 4 h;
+      GraniteMoeShared: input_linear and output_linear, 2 r each, and input_linear's copy only,
+      which replaces the norm output: shared_input_linears).
 
     Measured on CPU MoE layers of the five families (cpu_peft_experts.jsonl, the per-token slope
     of LoRA less full fine-tuning from 256 to 1,024 tokens): with the attention's part, within
@@ -88,21 +113,22 @@ def moe_adapter_mlp_bytes(m: ModelSpec, t: TrainingSpec, lay, fp32) -> float:
     if not (peft_on_transformers(t) and m.family in FUSED_EXPERT_FAMILIES):
         return 0.0
     h = m.hidden
-    out = 0.0 if m.family in NORM_OUTPUT_KEPT_FAMILIES else -2.0 * h
     adapted = m.family in ADAPTED_EXPERT_FAMILIES
+    kept = m.family in NORM_OUTPUT_KEPT_FAMILIES or (m.shared_width and not adapted)
+    out = 0.0 if kept else -2.0 * h
     if not adapted:
         out -= m.top_k * 2.0 * (h + m.expert_ffn / lay.etp)
     if m.shared_width and adapted:
         out -= 2.0 * m.shared_width / lay.tp
     elif m.shared_width:
-        gate = 1 if m.shared_gate else 0
-        out += 2.0 * t.lora_rank * (3 + gate)
+        readers = shared_input_linears(m)
+        out += 2.0 * t.lora_rank * (readers + 1)
         if t.lora_dropout > 0:
             # the norm's output, which the shared expert's lora_As kept, and its product go
             shared = m.shared_width / lay.tp
-            out += lora_dropout_bytes((2 + gate) * h + shared, 2.0 * (h + shared))
+            out += lora_dropout_bytes(readers * h + shared, 2.0 * (h + shared))
         else:
-            out += where(fp32, 2.0 * h * (2 + gate) - 2.0 * h, 0.0)
+            out += where(fp32, 2.0 * h * readers - 2.0 * h, 0.0)
     return out
 
 

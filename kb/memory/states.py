@@ -14,7 +14,7 @@ from ..schema import ModelSpec, TrainingSpec
 from ..vec import both, maximum, minimum, where
 from . import optimizers as opt
 from .peft_experts import (ADAPTED_EXPERT_FAMILIES, FUSED_EXPERT_FAMILIES, expert_adapter_params, experts_stay_bf16,
-                           peft_on_transformers)
+                           peft_on_transformers, shared_adapter_params)
 
 @dataclass(frozen=True)
 class Recipe:
@@ -268,7 +268,8 @@ def lora_params(m: ModelSpec, rank: int, t: TrainingSpec | None = None) -> int:
     the names gate_proj / up_proj / down_proj into those parameters, no nn.Linear of that name
     keeps an adapter -- not the shared experts, not DeepSeek's leading dense layers' MLP. For
     the other fused families no routed expert: Qwen2-MoE's shared expert and its gate (r (h + 1))
-    are adapted, gpt-oss's MLP not at all. Attention: one adapter per projection
+    are adapted, GraniteMoeShared's fused shared MLP (peft_experts.shared_adapter_params),
+    gpt-oss's and Granite MoE's MLP not at all. Attention: one adapter per projection
     (params.attention_projections; five for multi-latent attention). Counted on CPU models
     (benchmarks/calibration/measure_peft_experts.py)."""
     h = m.hidden
@@ -282,7 +283,7 @@ def lora_params(m: ModelSpec, rank: int, t: TrainingSpec | None = None) -> int:
         if m.family in ADAPTED_EXPERT_FAMILIES:
             dense_mlp, moe_mlp = 0, expert_adapter_params(m, rank) + rank * (h + m.experts)
         else:
-            moe_mlp = shared + rank * (h + 1) if m.shared_width else 0     # Qwen2-MoE's shared expert and gate
+            moe_mlp = shared_adapter_params(m, rank)     # Qwen2-MoE's shared expert and gate, GraniteMoeShared's
     else:
         moe_mlp = rank * n_mlp * (h * m.experts + m.expert_ffn * m.experts) + shared
     return m.dense_layers * (attn + dense_mlp) + m.moe_layers * (attn + moe_mlp)
