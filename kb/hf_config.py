@@ -64,6 +64,19 @@ SUPPORTED = {
 }
 
 
+# MoE model types whose decoder mixes attention with layers the estimate has no terms for (their
+# recurrent state, their kernels' saved tensors, their FLOPs), refused with why rather than sized
+# as softmax-attention layers (transformers 5.24 modeling_<model_type>.py)
+HYBRIDS = {
+    "granitemoehybrid": "Mamba-2 state-space layers between its attention layers (GraniteMoeHybridMambaLayer, "
+                        "layer_types 'mamba')",
+    "qwen3_next": "Gated DeltaNet linear-attention layers in three of every four (Qwen3NextGatedDeltaNet, "
+                  "layer_types 'linear_attention')",
+    "minimax": "lightning (linear) attention layers between its softmax attention layers "
+               "(MiniMaxLightningAttention, layer_types 'linear_attention')",
+}
+
+
 # rope_theta where config.json leaves it out: the config class's default_theta (transformers 5:
 # MixtralConfig 1e6, GptOssConfig 150000, Gemma3TextConfig 1e6 for its global layers, SmolLM3Config 2e6,
 # PreTrainedConfig 10000 for the rest)
@@ -597,6 +610,9 @@ def read_hf_config(path: str) -> ModelSpec:
     if mt is None:
         raise InputError(f"{path}: missing field 'model_type' (which transformers model the file describes); "
                          f"supported: {supported}")
+    if isinstance(mt, str) and mt in HYBRIDS:
+        raise InputError(f"{path}: model_type {_show(mt)} is not supported: its {HYBRIDS[mt]} are not modelled, only "
+                         f"softmax-attention decoder layers; supported: {supported}")
     if not isinstance(mt, str) or mt not in SUPPORTED:
         raise InputError(f"{path}: model_type {_show(mt)} is not supported; supported: {supported}")
     # the object the file wrote the language model's fields in (a wrapper's text_config, before

@@ -380,6 +380,16 @@ def test_granite_moe_reads_granites_experts_and_its_shared_variant_adds_one_mlp(
     assert none.shared_width == 0
 
 
+@pytest.mark.parametrize("mt,why", [("granitemoehybrid", "Mamba-2 state-space"),
+                                    ("qwen3_next", "Gated DeltaNet linear-attention"),
+                                    ("minimax", "lightning (linear) attention")])
+def test_hybrid_moe_types_are_refused_saying_which_layers_are_not_modelled(run_cli, tmp_path, mt, why):
+    cfg = {"model_type": mt, "hidden_size": 2048, "intermediate_size": 1024, "num_hidden_layers": 16,
+           "num_attention_heads": 16, "vocab_size": 50304}
+    err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / "config.json", cfg), "--gpus", "8")
+    assert why in err and "not modelled" in err and "supported: " in err and "olmoe" in err
+
+
 def test_olmoe_and_granite_moe_exports_name_what_megatron_does_not_build(run_cli, tmp_path):
     """Megatron's command line routes by softmax after the top k and has no Granite multipliers:
     the export says so; Accelerate's FSDP wraps each family's own decoder layer."""
