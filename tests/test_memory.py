@@ -523,3 +523,28 @@ def test_the_peak_is_the_peak_over_every_pipeline_stage(model, gpus, layout, mon
     every = estimate_memory(job, lay)
     assert picked.peak_gib == pytest.approx(every.peak_gib, rel=1e-12)
     assert picked.stage == every.stage
+
+
+def test_megatron_lora_counts_its_fused_adapters_and_one_shared_pair_per_expert_rank():
+    """Megatron-Bridge's LoRA puts one adapter on the fused linear_qkv and linear_fc1 (PEFT puts
+    one on each of q, k, v, gate and up), and its routed experts share one adapter pair per MoE
+    layer on a rank (share_expert_adapters): Qwen3-235B's adapter states on a rank were counted
+    as one adapter per expert (128 a layer), about 1.6 GiB of states at EP 8 for 0.15."""
+    from shardwise.kb.memory.states import lora_params
+    from shardwise.kb.stages import stage_params
+    from shardwise.kb.memory.states import adapter_params_rank
+    job = build_job(model="llama-3-8b", gpus=8, training="lora", framework="megatron")
+    m, r = job.model, 16
+    h, q, kv, f = m.hidden, m.q_width, m.kv_width, m.ffn
+    per_layer = r * ((h + q + 2 * kv) + (q + h) + (h + 2 * f) + (f + h))
+    assert lora_params(m, r, job.training) == m.layers * per_layer
+    peft = build_job(model="llama-3-8b", gpus=8, training="lora", framework="hf")
+    assert lora_params(m, r, peft.training) - lora_params(m, r, job.training) == m.layers * r * 3 * h
+
+    moe = build_job(model="qwen3-235b-a22b", gpus=64, training="lora", framework="megatron")
+    ranks = {ep: adapter_params_rank(moe.model, moe.training, stage_params(moe.model, Layout(tp=2, pp=4, dp=8, ep=ep), 0))
+             for ep in (8, 16)}
+    assert abs(ranks[8] - ranks[16]) < 1e-6 * ranks[8]         # the expert pair does not shrink with EP
+    est = estimate_memory(moe, Layout(tp=2, pp=4, dp=8, ep=8, mbs=1, recompute="full"))
+    adapters = sum(est.breakdown_gib[k] for k in ("weights", "gradients", "optimizer"))
+    assert adapters < 0.3

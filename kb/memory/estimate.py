@@ -83,9 +83,9 @@ def _states(job: Job, lay: Layout, sp) -> st.States:
     m, t = job.model, job.training
     group, egroup = lay.shard_group, lay.expert_shard_group
     if t.training in ADAPTERS:
-        frac = sp.total / max(1.0, total_params(m))
         block = st.model_fraction(m) * sp.total
-        return st.adapter_states(m, t, sp.total, block, frac, lay.zero, group, sp.experts, egroup)
+        return st.adapter_states(m, t, sp.total, block, st.adapter_params_rank(m, t, sp), lay.zero, group,
+                                 sp.experts, egroup)
     s = st.full_training_states(sp.dense, sp.gemm, sp.experts, t, lay.zero, group, egroup, lay.pp,
                                 largest=opt.largest_tensor(m, lay.tp))
     if t.training == "rlhf":

@@ -260,8 +260,9 @@ def lora_params(m: ModelSpec, rank: int, t: TrainingSpec | None = None) -> int:
     """Trainable LoRA parameters with adapters on every linear layer of every block
     (PEFT target_modules="all-linear"): r x (in + out) per projection (Hu et al. 2021).
 
-    MoE layers: one adapter per expert projection, as Megatron-Bridge's LoRA and transformers 4's
-    per-expert nn.Linear have them. Where the adapters are PEFT's (``t`` given, peft_on_transformers)
+    MoE layers: one adapter per expert projection, as transformers 4's per-expert nn.Linear have
+    them; Megatron-Bridge's LoRA is counted apart (megatron_lora_params, on one expert-parallel
+    rank). Where the adapters are PEFT's (``t`` given, peft_on_transformers)
     transformers 5 fuses the experts, and PEFT 0.21 adapts what peft_experts describes. For
     ADAPTED_EXPERT_FAMILIES: the fused gate_up at rank 2r per expert with a dense block-diagonal
     B (r E (2h + 4F)), down_proj (r E (F + h)) and the router (r (h + E)); and since PEFT turns
@@ -272,6 +273,9 @@ def lora_params(m: ModelSpec, rank: int, t: TrainingSpec | None = None) -> int:
     gpt-oss's and Granite MoE's MLP not at all. Attention: one adapter per projection
     (params.attention_projections; five for multi-latent attention). Counted on CPU models
     (benchmarks/calibration/measure_peft_experts.py)."""
+    if t is not None and t.framework == "megatron":
+        outside, per_moe_layer = megatron_lora_params(m, rank)
+        return outside + m.moe_layers * per_moe_layer
     h = m.hidden
     attn = rank * sum(i + o for i, o in attention_projections(m))
     n_mlp = 3 if m.mlp in ("swiglu", "geglu") else 2
@@ -289,13 +293,55 @@ def lora_params(m: ModelSpec, rank: int, t: TrainingSpec | None = None) -> int:
     return m.dense_layers * (attn + dense_mlp) + m.moe_layers * (attn + moe_mlp)
 
 
+def megatron_lora_params(m: ModelSpec, rank: int) -> tuple[int, int]:
+    """Megatron-Bridge's LoRA, r (in + out) per adapter (src/megatron/bridge/peft/lora.py @
+    067f987: target_modules linear_qkv, linear_proj, linear_fc1, linear_fc2; one adapter per
+    matched linear of its in and out features; share_expert_adapters=True): (adapters outside
+    the routed experts, whole model; the routed experts' adapters per MoE layer on one
+    expert-parallel rank).
+
+    - the fused linear_qkv, r (h + q + 2 kv), and linear_proj, r (q + h); MLA has no linear_qkv
+      and the recipes that train it name its linears (recipes/glm/h100/glm5.py,
+      moonlight_16b.py): one adapter each (params.attention_projections);
+    - linear_fc1, gate and up fused, r (h + 2F) (r (h + F) ungated), and linear_fc2, r (F + h);
+      a shared expert's the same at its width;
+    - the routed experts' grouped linears share one adapter over a rank's local experts
+      (share_expert_adapters): r (h + 2 F_e) + r (F_e + h) a MoE layer on each EP rank, whatever
+      its expert count."""
+    h = m.hidden
+    gated = m.mlp in ("swiglu", "geglu")
+
+    def mlp(width):
+        return rank * (h + (2 if gated else 1) * width) + rank * (width + h)
+    if m.is_mla:
+        attn = rank * sum(i + o for i, o in attention_projections(m))
+    else:
+        attn = rank * (h + m.q_width + 2 * m.kv_width) + rank * (m.attn_out_width + h)
+    outside = m.dense_layers * (attn + mlp(m.ffn))
+    if not m.is_moe:
+        return outside, 0
+    outside += m.moe_layers * (attn + (mlp(m.shared_width) if m.shared_width else 0))
+    return outside, mlp(m.expert_ffn)
+
+
+def adapter_params_rank(m: ModelSpec, t: TrainingSpec, sp) -> float:
+    """LoRA parameters one rank of a stage holds (``sp``, stages.StageParams): the rank's share of
+    the model's, by parameters; Megatron's routed-expert adapters, one shared pair a MoE layer on
+    every rank (megatron_lora_params), apart."""
+    if t.framework == "megatron" and m.is_moe:
+        outside, per_moe_layer = megatron_lora_params(m, t.lora_rank)
+        outside_params = total_params(m) - m.moe_layers * layer_params(m, True).experts
+        return outside * sp.dense / max(1.0, outside_params) + per_moe_layer * sp.moe_layers
+    return lora_params(m, t.lora_rank, t) * sp.total / max(1.0, total_params(m))
+
+
 # QLoRA NF4 with double quantisation: 4.127 bits per parameter (Dettmers et al. 2023, QLoRA,
 # section 3: 4 bits + 0.127 bits of quantisation constants)
 NF4_BYTES = 4.127 / 8
 
 
 def adapter_states(m: ModelSpec, t: TrainingSpec, params_rank: float, block_linear_rank: float,
-                   frac: float, zero: int, group: int, expert_rank: float = 0.0, expert_group: int = 1) -> States:
+                   ad: float, zero: int, group: int, expert_rank: float = 0.0, expert_group: int = 1) -> States:
     """LoRA / QLoRA: a frozen base plus trainable adapters.
 
     Base: bf16 (2 B/param); QLoRA quantises the block linear layers to NF4 (embeddings, norms and
@@ -305,8 +351,8 @@ def adapter_states(m: ModelSpec, t: TrainingSpec, params_rank: float, block_line
     linears) over the expert-data-parallel group only, the rest over the data-parallel group --
     with EP spanning the whole DP group there is nothing left to shard the experts over.
     Adapters are kept in fp32 by PEFT (autocast_adapter_dtype) with fp32 grads and AdamW:
-    16 B/param, ZeRO-sharded like any trained parameter. ``frac`` is this rank's share of the
-    model (1/(tp pp) roughly).
+    16 B/param, ZeRO-sharded like any trained parameter. ``ad``: the adapter parameters on this
+    rank (adapter_params_rank).
     """
     linear = NF4_BYTES if t.training == "qlora" else 2.0
     # transformers 5's fused routed experts are no nn.Linear: bitsandbytes leaves them bf16
@@ -315,7 +361,6 @@ def adapter_states(m: ModelSpec, t: TrainingSpec, params_rank: float, block_line
     dense_linear = maximum(block_linear_rank - expert_rank, 0.0)
     base = (_shard((dense - dense_linear) * 2.0 + dense_linear * linear, zero >= 3, group)
             + _shard(expert_rank * expert_linear, zero >= 3, expert_group))
-    ad = lora_params(m, t.lora_rank, t) * frac
     unfactored = opt.adafactor_unfactored(t, zero)
     mom = where(unfactored, 4.0, opt.state_bytes(t, 4.0))
     largest = t.lora_rank * (m.hidden + max(m.ffn, m.q_width))     # the largest A or B matrix
