@@ -8,6 +8,8 @@ from shardwise.kb.errors import InputError
 from shardwise.kb.hf_config import read_hf_config
 from shardwise.kb.params import active_params, total_params
 
+from catalog_configs import CATALOG_CONFIGS
+
 # model.num_parameters() of the transformers classes (model cards / safetensors index totals)
 HF_COUNTS = {
     "llama-3-8b": 8_030_261_248,
@@ -25,12 +27,62 @@ HF_COUNTS = {
     "gemma-7b": 8_537_680_896,
     "gemma-2-9b": 9_241_705_984,
     "bloom-176b": 176_247_271_424,
+    # transformers 5.24's num_parameters() of the same config.json files (HF_CONFIGS below and
+    # test_a_field_config_json_leaves_out_takes_the_config_class_default)
+    "qwen3-0.6b": 596_049_920,
+    "olmo-2-7b": 7_298_617_344,
+    "smollm3-3b": 3_075_098_624,
+    "olmoe-1b-7b": 6_919_161_856,
 }
 
 
 @pytest.mark.parametrize("name,count", sorted(HF_COUNTS.items()))
 def test_catalog_counts_equal_hugging_face(name, count):
     assert total_params(catalog.model(name)) == count
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG_CONFIGS))
+def test_catalog_entry_is_the_model_its_config_json_describes(tmp_path, name):
+    """A catalog name and the model's own config.json (tests/catalog_configs.py) give the same
+    model, field by field: what --model NAME answers is what --hf-config answers for its file."""
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(CATALOG_CONFIGS[name]))
+    read, entry = read_hf_config(str(p)), catalog.model(name)
+    skip = {"name", "source"}
+    assert {k: v for k, v in entry.model_dump().items() if k not in skip} == \
+        {k: v for k, v in read.model_dump().items() if k not in skip}
+    assert total_params(entry) == total_params(read)
+
+
+def test_deepseek_r1_is_deepseek_v3s_architecture():
+    """DeepSeek-R1 is trained from DeepSeek-V3-Base and ships V3's config.json: the same model."""
+    r1, v3 = catalog.model("deepseek-r1").model_dump(), catalog.model("deepseek-v3").model_dump()
+    assert {k: v for k, v in r1.items() if k not in ("name", "source")} == \
+        {k: v for k, v in v3.items() if k not in ("name", "source")}
+
+
+# Totals published for catalog models whose exact transformers count we have not recorded, to the
+# digits published (Qwen's cards are not among them: Qwen2.5-14B's "14.7B" and -32B's "32.5B" are
+# below the 14.77B and 32.76B their config.json files build); Phi-4 "14.66" (a public model table
+# citing microsoft/phi-4's config.json); DeepSeek-V2-Lite "15.7B" (its model card); Gemma 3 1B
+# 999,885,952 (KerasHub's gemma3_1b preset metadata, exact: Keras builds the same tied model);
+# Gemma 3 4B's language model 3.880B of transformers' 4.300B (test_hf_config_reading)
+CATALOG_PUBLISHED = {"phi-4": (14.66, 2), "deepseek-v2-lite": (15.7, 1),
+                     "gemma-3-1b": (0.999885952, 9), "gemma-3-4b": (3.88, 2)}
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG_PUBLISHED))
+def test_catalog_totals_match_published_sizes(name):
+    billions, digits = CATALOG_PUBLISHED[name]
+    assert round(total_params(catalog.model(name)) / 1e9, digits) == billions
+
+
+def test_gemma3_wrapped_entries_say_the_vision_tower_is_not_sized():
+    """Gemma 3 4B and 27B are multimodal checkpoints: the catalog, like the config.json reader,
+    sizes the language model only and says so among the answer's assumptions."""
+    for name in ("gemma-3-4b", "gemma-3-27b"):
+        assert any("vision tower" in n for n in catalog.model(name).reading_notes)
+    assert not catalog.model("gemma-3-1b").reading_notes       # text-only
 
 
 def test_moe_active_parameters():

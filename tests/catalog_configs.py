@@ -1,0 +1,154 @@
+"""config.json files of the models in the catalog (kb/data/models.yaml), as their Hugging Face
+repositories publish them, with the fields the reader (kb/hf_config.py) reads. Each catalog entry
+must describe the model read_hf_config builds from its file (tests/test_params.py). Where a file
+is vendored elsewhere, the comment names where it was copied from."""
+
+CATALOG_CONFIGS = {
+    # meta-llama/Llama-3.3-70B-Instruct: Llama 3.1 70B's architecture (Meta's model card); shape and
+    # max_position_embeddings as vendored in many repos citing the file (e.g. unsloth's copy)
+    "llama-3.3-70b": {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 8192,
+        "intermediate_size": 28672, "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8,
+        "vocab_size": 128256, "max_position_embeddings": 131072, "rope_theta": 500000.0,
+        "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                         "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+        "tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False, "hidden_act": "silu"},
+    # Qwen/Qwen2.5-3B, -14B, -32B config.json (citsjtu2020/LLM-Prof sglang/Model_Config.md; the 3B also
+    # mlc-ai/mlc-llm python/mlc_llm/model/model_preset.py "qwen2.5_3b")
+    "qwen2.5-3b": {
+        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 2048, "intermediate_size": 11008,
+        "num_hidden_layers": 36, "num_attention_heads": 16, "num_key_value_heads": 2, "vocab_size": 151936,
+        "max_position_embeddings": 32768, "max_window_layers": 36, "rope_theta": 1000000.0, "sliding_window": 32768,
+        "use_sliding_window": False, "tie_word_embeddings": True, "hidden_act": "silu"},
+    "qwen2.5-14b": {
+        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 5120, "intermediate_size": 13824,
+        "num_hidden_layers": 48, "num_attention_heads": 40, "num_key_value_heads": 8, "vocab_size": 152064,
+        "max_position_embeddings": 131072, "max_window_layers": 48, "rope_theta": 1000000.0,
+        "sliding_window": 131072, "use_sliding_window": False, "tie_word_embeddings": False, "hidden_act": "silu"},
+    "qwen2.5-32b": {
+        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 5120, "intermediate_size": 27648,
+        "num_hidden_layers": 64, "num_attention_heads": 40, "num_key_value_heads": 8, "vocab_size": 152064,
+        "max_position_embeddings": 131072, "max_window_layers": 64, "rope_theta": 1000000.0,
+        "sliding_window": 131072, "use_sliding_window": False, "tie_word_embeddings": False, "hidden_act": "silu"},
+    # Qwen/Qwen3-0.6B, -1.7B (mlc-llm model_preset.py), -4B, -14B (LLM-Prof Model_Config.md)
+    "qwen3-0.6b": {
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072,
+        "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128,
+        "vocab_size": 151936, "max_position_embeddings": 40960, "max_window_layers": 28, "rope_scaling": None,
+        "rope_theta": 1000000, "sliding_window": None, "use_sliding_window": False, "tie_word_embeddings": True,
+        "attention_bias": False, "hidden_act": "silu"},
+    "qwen3-1.7b": {
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 2048, "intermediate_size": 6144,
+        "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128,
+        "vocab_size": 151936, "max_position_embeddings": 40960, "max_window_layers": 28, "rope_scaling": None,
+        "rope_theta": 1000000, "sliding_window": None, "use_sliding_window": False, "tie_word_embeddings": True,
+        "attention_bias": False, "hidden_act": "silu"},
+    "qwen3-4b": {
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 2560, "intermediate_size": 9728,
+        "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+        "vocab_size": 151936, "max_position_embeddings": 40960, "max_window_layers": 36, "rope_scaling": None,
+        "rope_theta": 1000000, "sliding_window": None, "use_sliding_window": False, "tie_word_embeddings": True,
+        "attention_bias": False, "hidden_act": "silu"},
+    "qwen3-14b": {
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 5120, "intermediate_size": 17408,
+        "num_hidden_layers": 40, "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128,
+        "vocab_size": 151936, "max_position_embeddings": 40960, "max_window_layers": 40, "rope_scaling": None,
+        "rope_theta": 1000000, "sliding_window": None, "use_sliding_window": False, "tie_word_embeddings": False,
+        "attention_bias": False, "hidden_act": "silu"},
+    # google/gemma-2-2b and google/gemma-2-27b (mlc-llm model_preset.py "gemma2_2b", "gemma2_27b"; no
+    # tie_word_embeddings: Gemma2Config's default, tied)
+    "gemma-2-2b": {
+        "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216,
+        "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+        "vocab_size": 256000, "max_position_embeddings": 8192, "attn_logit_softcapping": 50.0,
+        "final_logit_softcapping": 30.0, "hidden_activation": "gelu_pytorch_tanh", "query_pre_attn_scalar": 256,
+        "rope_theta": 10000.0, "sliding_window": 4096, "attention_bias": False},
+    "gemma-2-27b": {
+        "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "hidden_size": 4608,
+        "intermediate_size": 36864, "num_hidden_layers": 46, "num_attention_heads": 32, "num_key_value_heads": 16,
+        "head_dim": 128, "vocab_size": 256000, "max_position_embeddings": 8192, "attn_logit_softcapping": 50.0,
+        "final_logit_softcapping": 30.0, "hidden_activation": "gelu_pytorch_tanh", "query_pre_attn_scalar": 144,
+        "rope_theta": 10000.0, "sliding_window": 4096, "attention_bias": False},
+    # google/gemma-3-1b-it: a text-only gemma3_text config (mlc-llm model_preset.py "gemma3_1b_it";
+    # NVIDIA-NeMo/Megatron-Bridge tests/unit_tests/models/gemma/test_gemma3_bridge.py gives the same shape)
+    "gemma-3-1b": {
+        "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "hidden_size": 1152,
+        "intermediate_size": 6912, "num_hidden_layers": 26, "num_attention_heads": 4, "num_key_value_heads": 1,
+        "head_dim": 256, "vocab_size": 262144, "max_position_embeddings": 32768, "attn_logit_softcapping": None,
+        "hidden_activation": "gelu_pytorch_tanh", "query_pre_attn_scalar": 256, "rope_local_base_freq": 10000,
+        "rope_scaling": None, "rope_theta": 1000000, "sliding_window": 512, "sliding_window_pattern": 6,
+        "attention_bias": False},
+    # google/gemma-3-4b-pt and -27b-pt: Gemma3ForConditionalGeneration, the language model in text_config,
+    # whose left-out fields (vocab_size 262208, max_position_embeddings, rope_theta, ...) are Gemma3TextConfig's
+    # defaults. text_config as Megatron-Bridge's test_gemma3_bridge.py gives the 4B and 27B and as this
+    # repository's test_hf_config_reading gives the 4B; the 27B's heads and head_dim also in a second copy
+    # (a GEMMA3_27B_CONFIG fixture, query_pre_attn_scalar 168); vision_config: SigLIP, as in google/gemma-3-4b-it
+    "gemma-3-4b": {
+        "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+        "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                        "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                        "sliding_window": 1024},
+        "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+                          "model_type": "siglip_vision_model", "num_attention_heads": 16, "num_hidden_layers": 27,
+                          "patch_size": 14}},
+    "gemma-3-27b": {
+        "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+        "text_config": {"head_dim": 128, "hidden_size": 5376, "intermediate_size": 21504,
+                        "model_type": "gemma3_text", "num_attention_heads": 32, "num_hidden_layers": 62,
+                        "num_key_value_heads": 16, "query_pre_attn_scalar": 168,
+                        "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024},
+        "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+                          "model_type": "siglip_vision_model", "num_attention_heads": 16, "num_hidden_layers": 27,
+                          "patch_size": 14}},
+    # mistralai/Mistral-Nemo-Base-2407 (kevinstephano/thunder_model_blocks hf_mistral-nemo, the file as
+    # AutoConfig downloads it)
+    "mistral-nemo-12b": {
+        "architectures": ["MistralForCausalLM"], "model_type": "mistral", "head_dim": 128, "hidden_size": 5120,
+        "intermediate_size": 14336, "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "vocab_size": 131072, "max_position_embeddings": 128000, "rope_theta": 1000000.0, "sliding_window": None,
+        "tie_word_embeddings": False, "hidden_act": "silu"},
+    # microsoft/phi-4 (a copy annotated in a Chinese tutorial; the shape, max_position_embeddings and
+    # rope_theta again in a Rust test's phi4_config_json)
+    "phi-4": {
+        "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_size": 5120, "intermediate_size": 17920,
+        "num_hidden_layers": 40, "num_attention_heads": 40, "num_key_value_heads": 10, "vocab_size": 100352,
+        "max_position_embeddings": 16384, "original_max_position_embeddings": 16384, "rope_scaling": None,
+        "rope_theta": 250000, "sliding_window": None, "tie_word_embeddings": False, "attention_bias": False,
+        "hidden_act": "silu"},
+    # deepseek-ai/DeepSeek-V2-Lite (mlc-llm model_preset.py "deepseek_v2_lite")
+    "deepseek-v2-lite": {
+        "architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2", "attention_bias": False,
+        "first_k_dense_replace": 1, "hidden_act": "silu", "hidden_size": 2048, "intermediate_size": 10944,
+        "kv_lora_rank": 512, "max_position_embeddings": 163840, "moe_intermediate_size": 1408,
+        "n_routed_experts": 64, "n_shared_experts": 2, "num_attention_heads": 16, "num_experts_per_tok": 6,
+        "num_hidden_layers": 27, "num_key_value_heads": 16, "q_lora_rank": None, "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64,
+        "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 0.707, "mscale_all_dim": 0.707,
+                         "original_max_position_embeddings": 4096, "type": "yarn"},
+        "rope_theta": 10000, "v_head_dim": 128, "vocab_size": 102400},
+    # allenai/OLMo-2-1124-7B and -13B (mlc-llm model_preset.py "olmo2_7b", "olmo2_13b")
+    "olmo-2-7b": {
+        "architectures": ["Olmo2ForCausalLM"], "model_type": "olmo2", "hidden_act": "silu", "hidden_size": 4096,
+        "intermediate_size": 11008, "max_position_embeddings": 4096, "num_attention_heads": 32,
+        "num_hidden_layers": 32, "num_key_value_heads": 32, "rope_theta": 500000.0, "tie_word_embeddings": False,
+        "vocab_size": 100352},
+    "olmo-2-13b": {
+        "architectures": ["Olmo2ForCausalLM"], "model_type": "olmo2", "hidden_act": "silu", "hidden_size": 5120,
+        "intermediate_size": 13824, "max_position_embeddings": 4096, "num_attention_heads": 40,
+        "num_hidden_layers": 40, "num_key_value_heads": 40, "rope_theta": 500000.0, "tie_word_embeddings": False,
+        "vocab_size": 100352},
+    # HuggingFaceTB/SmolLM3-3B (two independent copies in public tests: a C# HfConfigExtractor test and a
+    # Python smollm3 config test, agreeing field by field)
+    "smollm3-3b": {
+        "architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3", "hidden_size": 2048,
+        "num_hidden_layers": 36, "num_attention_heads": 16, "num_key_value_heads": 4, "intermediate_size": 11008,
+        "vocab_size": 128256, "max_position_embeddings": 65536, "rope_theta": 5000000.0, "tie_word_embeddings": True,
+        "no_rope_layer_interval": 4, "use_sliding_window": False, "sliding_window": None, "hidden_act": "silu"},
+    # allenai/OLMoE-1B-7B-0924 (the model card's config.json, as tests/test_params.py's olmoe_1b_7b;
+    # Megatron-Bridge's OlMoEModelProvider gives the same shape, seq_length 4096 and rotary_base 10000)
+    "olmoe-1b-7b": {
+        "architectures": ["OlmoeForCausalLM"], "model_type": "olmoe", "hidden_size": 2048, "intermediate_size": 1024,
+        "num_hidden_layers": 16, "num_attention_heads": 16, "num_key_value_heads": 16, "vocab_size": 50304,
+        "num_experts": 64, "num_experts_per_tok": 8, "max_position_embeddings": 4096, "rope_theta": 10000.0,
+        "clip_qkv": None, "norm_topk_prob": False, "tie_word_embeddings": False, "hidden_act": "silu"},
+}
