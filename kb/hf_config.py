@@ -157,6 +157,16 @@ def _show(v) -> str:
 
 
 def _field(cfg: dict, path: str, *names: str, required: bool = True, default=None, kind=int, least: int = 0):
+    """The value of the first of ``names`` (one field and its aliases) the file gives, checked.
+    Two aliases with different values are refused: which one transformers keeps depends on the
+    order its config class assigns them (an attribute_map alias is set through
+    PretrainedConfig.__setattr__ after the class's own argument, configuration_utils.py), and
+    taking the first silently sized a Mixtral with num_local_experts 8 and num_experts 16 as 8."""
+    given = [(n, cfg[n]) for n in names if cfg.get(n) is not None]
+    if len({repr(v) for _, v in given}) > 1:
+        (a, va), (b, vb) = given[:2]
+        raise InputError(f"{path}: fields '{a}' ({_show(va)}) and '{b}' ({_show(vb)}) name the same setting with "
+                         f"different values; give one of them, or the same value in both")
     for n in names:
         if n in cfg and cfg[n] is not None:
             v = cfg[n]

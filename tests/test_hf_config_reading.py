@@ -246,6 +246,16 @@ def test_a_key_given_twice_is_refused_naming_both_values(run_cli, tmp_path):
     assert read_hf_config(path).hidden == 3584
 
 
+def test_two_names_of_one_field_with_different_values_are_refused(run_cli, tmp_path):
+    """MixtralConfig and GptOssConfig read num_experts as num_local_experts (and Qwen3-MoE the
+    other way): a file giving both, 8 and 16, was sized as 8 experts whatever transformers would
+    build. Refused naming both; the same value under both names is one setting."""
+    path = write(tmp_path / "a" / "config.json", dict(GPT_OSS, num_experts=64))
+    err = refused(run_cli, "recommend", "--hf-config", path, "--gpus", "8")
+    assert f"{path}: fields 'num_local_experts' (32) and 'num_experts' (64)" in err and "give one" in err
+    assert read_hf_config(write(tmp_path / "b" / "config.json", dict(GPT_OSS, num_experts=32))).experts == 32
+
+
 # --- the context the model was trained for -------------------------------------------------------
 
 LLAMA = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
