@@ -644,7 +644,7 @@ def read_hf_config(path: str) -> ModelSpec:
         ffn=_field(cfg, path, "intermediate_size", least=1),
         heads=heads,
         kv_heads=_field(cfg, path, "num_key_value_heads", required=False, default=heads, least=1),
-        head_dim=_field(cfg, path, "head_dim", required=False, default=0),
+        head_dim=_field(cfg, path, "head_dim", required=False, default=0, least=1),
         vocab=_field(cfg, path, "vocab_size", least=1),
         tied=_field(cfg, path, "tie_word_embeddings", required=False, default=extra.get("tied", False), kind=bool),
         max_positions=max_positions,

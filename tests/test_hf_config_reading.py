@@ -256,6 +256,15 @@ def test_two_names_of_one_field_with_different_values_are_refused(run_cli, tmp_p
     assert read_hf_config(write(tmp_path / "b" / "config.json", dict(GPT_OSS, num_experts=32))).experts == 32
 
 
+def test_a_head_dim_of_zero_is_refused_not_taken_as_left_out(run_cli, tmp_path):
+    """transformers keeps a given head_dim (LlamaConfig: hidden_size // heads only where it is
+    None), so head_dim 0 builds zero-width attention; it was sized as hidden / heads = 128."""
+    path = write(tmp_path / "config.json", dict(LLAMA, head_dim=0))
+    err = refused(run_cli, "recommend", "--hf-config", path, "--gpus", "8")
+    assert f"{path}: field 'head_dim' must be an integer from 1" in err and "got 0" in err
+    assert read_hf_config(write(tmp_path / "n" / "config.json", dict(LLAMA, head_dim=None))).heads == 32
+
+
 # --- the context the model was trained for -------------------------------------------------------
 
 LLAMA = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
