@@ -182,6 +182,11 @@ def _field(cfg: dict, path: str, *names: str, required: bool = True, default=Non
     return default
 
 
+# RoPE scalings whose factor transformers requires (modeling_rope_utils.py: the linear, dynamic,
+# yarn and llama3 validators list "factor" in required_keys; a missing one is a KeyError)
+FACTOR_SCALINGS = ("linear", "dynamic", "yarn", "llama3")
+
+
 def rope_fields(cfg: dict, path: str, theta: float) -> dict:
     """rope_theta (``theta``, the config class's default, where absent) and the RoPE scaling: its
     type ("rope_type", or the older "type"; "default" is no scaling), its factor (0 where the
@@ -209,6 +214,10 @@ def rope_fields(cfg: dict, path: str, theta: float) -> dict:
         raise InputError(f"{path}: rope_scaling needs a rope_type (e.g. llama3, yarn), got {_show(kind)}")
     if kind == "default":
         return out
+    if kind in FACTOR_SCALINGS and rs.get("factor") is None:
+        # the Megatron export would write --rope-scaling-factor 0.0, a model transformers refuses
+        raise InputError(f"{path}: rope_scaling of rope_type '{kind}' needs a factor (transformers requires one "
+                         f"for {', '.join(FACTOR_SCALINGS)}); give rope_scaling.factor, e.g. 8.0")
     factor = _field(rs, path, "factor", required=False, default=0.0, kind=float) if rs.get("factor") is not None else 0.0
     params = {k: float(v) for k, v in rs.items()
               if k not in ("factor", "rope_type", "type", "rope_theta") and isinstance(v, (int, float))

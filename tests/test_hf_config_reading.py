@@ -265,6 +265,21 @@ def test_a_head_dim_of_zero_is_refused_not_taken_as_left_out(run_cli, tmp_path):
     assert read_hf_config(write(tmp_path / "n" / "config.json", dict(LLAMA, head_dim=None))).heads == 32
 
 
+def test_a_rope_scaling_without_the_factor_it_needs_is_refused(run_cli, tmp_path):
+    """transformers requires a factor for linear, dynamic, yarn and llama3 RoPE scaling; left out
+    (or null) it was read as 0 and the Megatron export wrote --rope-scaling-factor 0.0."""
+    for kind in ("llama3", "yarn"):
+        for scaling in ({"rope_type": kind}, {"rope_type": kind, "factor": None}):
+            path = write(tmp_path / kind / "config.json", dict(LLAMA, rope_scaling=scaling))
+            err = refused(run_cli, "export", "--hf-config", path, "--gpus", "8", "--to", "megatron",
+                          "-o", str(tmp_path / "out"))
+            assert f"rope_scaling of rope_type '{kind}' needs a factor" in err, err
+    assert not (tmp_path / "out").exists()
+    # longrope's scaling is its per-dimension lists: no factor needed
+    longrope = {"rope_type": "longrope", "short_factor": [1.0], "long_factor": [2.0]}
+    assert read_hf_config(write(tmp_path / "lr" / "config.json", dict(LLAMA, rope_scaling=longrope))).rope_factor == 0
+
+
 # --- the context the model was trained for -------------------------------------------------------
 
 LLAMA = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
