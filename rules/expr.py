@@ -495,8 +495,25 @@ def check_template(text: str, schema: dict[str, str]) -> None:
     for m in re.finditer(r"\{[^}]*\}?", text):
         if not _PLACEHOLDER.fullmatch(m.group()):
             raise ExprError(f"placeholder {m.group()!r} must be {{fact.path}} or {{fact.path:.1f}}")
-    for p in template_paths(text):
-        typecheck(Node("path", value=p), schema)
+    for m in _PLACEHOLDER.finditer(text):
+        kind = typecheck(Node("path", value=m.group(1)), schema)
+        if m.group(2) and _spec_misfit(m.group(2), kind):
+            # render() would print the raw value in its place ({memory.used_pct:d} as 87.23456),
+            # and only for the job that reached this text
+            what = "true or false" if kind == "bool" else f"a {_name(kind)}"
+            raise ExprError(f"placeholder {m.group()!r}: {m.group(1)} is {what}, which ':{m.group(2)}' does not "
+                            "format; allowed: " + _SPECS[kind])
+
+
+# what a placeholder's format may be for each fact type (render(): booleans print true/false)
+_SPECS = {"num": "a width and .N digits with d, f, g or %, e.g. {memory.used_pct:.0f}",
+          "str": "a width or s, e.g. {cluster.gpu:>10}", "bool": "none, {memory.fits}"}
+
+
+def _spec_misfit(spec: str, kind: str) -> bool:
+    """Whether a validated ``[<>^]width.precision type`` spec cannot format a fact of ``kind``."""
+    numeric = "." in spec or spec[-1] in "dfg%"
+    return (kind == "bool") or (kind == "num" and spec[-1] == "s") or (kind == "str" and numeric)
 
 
 def render(text: str, facts: Callable[[str], Any]) -> str:
@@ -510,6 +527,8 @@ def render(text: str, facts: Callable[[str], Any]) -> str:
                 return "true" if v else "false"
             if isinstance(v, float) and not spec:
                 return f"{v:.4g}"
+            if isinstance(v, float) and spec.endswith("d"):      # a whole number asked of a float fact
+                return format(round(v), spec)
             return format(v, spec)
         except (ValueError, TypeError):
             return str(v)

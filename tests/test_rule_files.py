@@ -66,6 +66,11 @@ BAD = [
     (GOOD.replace('"a test"', '"{layout.tp.__class__}"'), ":2", "placeholder"),
     (GOOD.replace('"a test"', '"{layout.tpx}"'), ":2", "unknown fact 'layout.tpx'"),
     (GOOD.replace('"a test"', '"{layout.tp!r}"'), ":2", "placeholder"),
+    # a format the fact's type cannot take printed the raw value instead, and only for a job
+    # that reached the text: '{cluster.gpu:.1f}' printed h100-sxm, '{memory.fits:>5}' false
+    (GOOD.replace('"a test"', '"{cluster.gpu:.1f}"'), ":2", "cluster.gpu is a string, which ':.1f' does not format"),
+    (GOOD.replace('"a test"', '"{cluster.gpus:s}"'), ":2", "cluster.gpus is a number, which ':s' does not format"),
+    (_warn('- warn: "{memory.fits:>5}"'), ":6", "memory.fits is true or false"),
     (_warn('- exec: "rm -rf /"'), ":6", "unknown action 'exec'"),
     (GOOD.replace("id: house.small", "id: House Small"), ":2", "lower-case"),
     (GOOD.replace("    because: \"a test\"\n", ""), ":2", "missing 'because'"),
@@ -315,6 +320,9 @@ def test_expressions_evaluate_with_our_semantics():
     with pytest.raises(expr.ExprError, match="division by zero"):
         ev("layout.tp / (layout.pp - 2) > 1")
     assert expr.render("{layout.tp} and {layout.tp:.2f} {memory.fits}", facts) == "4 and 4.00 false"
+    # a whole number asked of a float fact is rounded, not printed with all its digits
+    assert expr.render("{memory.used_pct:d}% {memory.used_pct:>4d}", {"memory.used_pct": 80.4096}.__getitem__) \
+        == "80%   80"
 
 
 LINT_BAD = """rules:
