@@ -58,6 +58,10 @@ def resolve_links(gpu_intra: str, interconnect: Optional[str]) -> tuple:
         if gpu_intra.startswith("pcie"):
             raise InputError("--interconnect nvlink: this GPU has no NVLink between all GPUs of a node; "
                              "use --interconnect pcie")
+        if not gpu_intra.startswith("nvlink"):
+            # an AMD GPU's fabric is its own (kb/data/gpus.yaml intra_link): 'nvlink' named a link it lacks
+            raise InputError(f"--interconnect nvlink: this GPU's link inside a node is {gpu_intra}, not NVLink; "
+                             f"allowed: {gpu_intra}, pcie, or a link between nodes (infiniband, roce, ethernet)")
     elif word == "pcie":
         intra_name = gpu_intra if gpu_intra.startswith("pcie") else "pcie5"
     elif word in catalog.raw("links").get("aliases", {}) or word in catalog.link_names():

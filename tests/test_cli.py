@@ -102,6 +102,9 @@ BAD = [
      "this GPU's link inside a node is pcie4"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "16", "--gpu", "h100-sxm", "--interconnect", "nvlink5"],
      "this GPU's link inside a node is nvlink4"),
+    # 'nvlink' on an MI300X was taken silently as its Infinity Fabric
+    (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--gpu", "mi300x", "--interconnect", "nvlink"],
+     "this GPU's link inside a node is infinity-fabric, not NVLink"),
     # a node larger than the GPU's NVLink domain would be timed as one NVLink island
     (["recommend", "--model", "llama-3-70b", "--gpus", "32", "--gpu", "h100-sxm", "--gpus-per-node", "16"],
      "h100-sxm's nvlink4 joins at most 8 GPUs"),
