@@ -548,3 +548,19 @@ def test_megatron_lora_counts_its_fused_adapters_and_one_shared_pair_per_expert_
     est = estimate_memory(moe, Layout(tp=2, pp=4, dp=8, ep=8, mbs=1, recompute="full"))
     adapters = sum(est.breakdown_gib[k] for k in ("weights", "gradients", "optimizer"))
     assert adapters < 0.3
+
+
+def test_qlora_adapters_under_bf16_autocast_keep_no_copy_of_their_input():
+    """QLoRA on the Trainer (fp32 adapters, bf16 autocast): bitsandbytes' 4-bit LoRA layer casts
+    its input to the adapters' dtype only outside autocast (peft tuners/lora/bnb.py
+    Linear4bit.forward), so its adapters share the bf16 input as bf16 adapters do, where LoRA's
+    nn.Linear adapters each keep a bf16 copy: 8 h a token a layer at Llama 3 8B's shape (q, k, v
+    and o's copies less the norm output they replace, 6 h; gate's and up's, 2 h). A lora_dropout
+    keeps its dropped-out copies either way; without autocast (pure-bf16) QLoRA casts too."""
+    def acts(training, layout="dp=1,mbs=1,recompute=none", **kw):
+        job = build_job(model="llama-3-8b", gpus=1, seq_len=4096, framework="hf", training=training, **kw)
+        return mem(job, layout).breakdown_gib["activations"]
+    per_token_h = 32 * 4096 * 4096 / 2**30                 # GiB of 1 byte per hidden unit, token and layer
+    assert acts("lora") - acts("qlora") == pytest.approx(8 * per_token_h, rel=1e-6)
+    assert acts("qlora", lora_dropout=0.1) == pytest.approx(acts("lora", lora_dropout=0.1), rel=1e-9)
+    assert acts("qlora", precision="pure-bf16") == pytest.approx(acts("lora", precision="pure-bf16"), rel=1e-9)

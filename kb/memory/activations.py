@@ -173,6 +173,20 @@ def adapters_in_fp32(t: TrainingSpec, lay: Layout):
     return where(lay.zero == 0, t.framework == "hf", False)
 
 
+def adapter_input_cast(t: TrainingSpec, lay: Layout):
+    """Whether each adapter casts its input to its own fp32 dtype, keeping (through autocast's
+    cast back for lora_A) a bf16 copy of its own: PEFT's Linear does wherever the adapters are
+    fp32 (adapters_in_fp32; peft tuners/lora/layer.py Linear.forward, _cast_input_dtype). QLoRA's
+    bitsandbytes layer casts only outside autocast (peft tuners/lora/bnb.py Linear4bit.forward:
+    requires_conversion = not torch.is_autocast_enabled()), so under --precision bf16 its lora_A
+    reads the bf16 input the other adapters share, as bf16 adapters do. Checked on CPU with the
+    CUDA autocast test forced on (peft 0.21.2, bitsandbytes 0.50.2): three Linear4bit adapters
+    reading one input keep no copy of it, three nn.Linear ones three bf16 copies."""
+    if t.training == "qlora" and t.precision == "bf16":
+        return False
+    return adapters_in_fp32(t, lay)
+
+
 def adapter_saved_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
     """What PEFT's LoRA changes in what a transformers layer keeps for backward, bytes per token
     (all-linear targets): the attention's part (_attention_adapter_bytes) and the MLP's, a dense
@@ -182,7 +196,7 @@ def adapter_saved_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
     norm's normalised value (kept by ``weight * hidden`` for the norm weight's gradient: 2 h a
     norm, 4 h where it is fp32) and the inputs of frozen linears no adapter reads. Each
     adapter's lora_A keeps its input instead, and lora_B the rank-r output of lora_A (2 r an
-    adapter). With fp32 adapters (adapters_in_fp32: PEFT's _cast_input_dtype to fp32, then
+    adapter). With fp32 adapters (adapter_input_cast: PEFT's _cast_input_dtype to fp32, then
     autocast's cast back to bf16 for the matmul, cached for weights only) every adapter keeps
     its own bf16 copy of its input, where bf16 adapters keep the tensors the base would have.
     Measured: a Llama-shaped layer (h 512, F 3.5 h, GQA 4:1) on CPU with peft 0.21 and
@@ -196,7 +210,7 @@ def adapter_saved_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
     if t.training not in ADAPTERS or profile(t) != "hf":
         return 0.0
     from .peft_experts import moe_adapter_mlp_bytes  # it imports this module
-    fp32 = adapters_in_fp32(t, lay)
+    fp32 = adapter_input_cast(t, lay)
     mlp = moe_adapter_mlp_bytes(m, t, lay, fp32) if moe else _dense_mlp_adapter_bytes(m, t, lay, fp32)
     return _attention_adapter_bytes(m, t, lay, fp32) + mlp
 

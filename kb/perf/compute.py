@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from ..defaults import ADAPTERS
 from ..frameworks import profile as framework_profile
-from ..memory.activations import adapters_in_fp32, fp32_weights_under_autocast
+from ..memory.activations import adapter_input_cast, fp32_weights_under_autocast
 from ..memory.peft_experts import ADAPTED_EXPERT_FAMILIES, FUSED_EXPERT_FAMILIES, merges_experts, peft_on_transformers
 from ..layout import Layout
 from ..params import attention_projections, layer_params
@@ -253,7 +253,7 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
         # their GEMMs run as trained ones, and the merge and its backward move the weights
         merged = moe and merges_experts(m, t)
         gemm = dense_gemm * FROZEN_GEMM_SHARE + expert_gemm * (1.0 if merged else FROZEN_GEMM_SHARE)
-        ew += tokens * lora_bytes_per_token(m, t, moe, adapters_in_fp32(t, lay)) / tp / (gpu.hbm_gbps * 1e9)
+        ew += tokens * lora_bytes_per_token(m, t, moe, adapter_input_cast(t, lay)) / tp / (gpu.hbm_gbps * 1e9)
         if merged:
             expert_params = layer_params(m, True).experts / (lay.ep * lay.etp)
             ew += MERGED_BYTES_PER_PARAM * expert_params / (gpu.hbm_gbps * 1e9)
@@ -283,7 +283,8 @@ FROZEN_GEMM_SHARE = 2.0 / 3.0
 # (peft/tuners/lora/layer.py Linear.forward). With fp32 adapters the input is cast to the adapter
 # dtype (_cast_input_dtype: read 2 + write 4) and back to bf16 by autocast for lora_A (read 4 +
 # write 2), which reads it (2): 14 forward, about twice that backward -> 42 per input feature;
-# with bf16 adapters lora_A only reads it (2), about twice that backward -> 6. lora_B writes its
+# with bf16 adapters, or QLoRA's under autocast, which skips that cast (activations.adapter_input_cast),
+# lora_A only reads it (2), about twice that backward -> 6. lora_B writes its
 # output (2), the scaled result is added to the base output (read 2 + 2, write 2): 8 forward,
 # about three times that backward -> 32 per output feature. The rank-r GEMMs are memory-bound at
 # r = 16-64. Counted, not fitted.
