@@ -59,6 +59,18 @@ def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
     return rows
 
 
+def adapter_only(given: dict, varied: list) -> None:
+    """Refuse --lora-rank / --lora-dropout where --vary training names no adapter type: every row
+    would drop it (compare_variants keeps it for the LoRA rows only), as build_job refuses it on
+    a job without adapters rather than ignore it."""
+    from shardwise.kb.defaults import ADAPTERS
+    trainings = dict(varied).get("training")
+    for key in ("lora_rank", "lora_dropout"):
+        if key in given and trainings and not any(v in ADAPTERS for v in trainings):
+            raise InputError(f"{given[key]}: applies to --training lora or qlora only, and --vary training="
+                             f"{','.join(trainings)} has neither; drop it, or vary training over lora or qlora")
+
+
 @click.command()
 @job_options(raw=True)
 @click.option("--vary", "vary", multiple=True, required=True, help="SETTING=V1,V2 (repeatable), e.g. gpu=h100-sxm,h200")
@@ -72,6 +84,7 @@ def compare(settings, given, vary, rules, fmt):
         if key in given:
             raise InputError(f"{given[key]} and --vary {key}={','.join(map(str, values))}: give one (each row "
                              f"takes its --vary value in place of the job's own)")
+    adapter_only(given, varied)
     rows = compare_variants(settings, varied, list(rules))
     priced = settings.get("price_per_gpu_hour") is not None or any(k == "price_per_gpu_hour" for k, _ in varied)
     emit({"variants": rows}, fmt, lambda markdown: render(rows, [k for k, _ in varied], markdown, priced))

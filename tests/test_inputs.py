@@ -417,6 +417,18 @@ def test_a_lora_dropout_is_sized_where_peft_runs_it_and_refused_where_it_cannot_
                for a in json.loads(out)["assumptions"])
 
 
+def test_compare_refuses_an_adapter_setting_no_varied_training_type_takes(run_cli):
+    """--lora-rank / --lora-dropout with --vary training over types without adapters: every row
+    would drop it silently (a job value that vanishes), so it is refused in one line, as on one
+    job; a row list with a LoRA row keeps it for that row."""
+    for flag, value in (("--lora-dropout", "0.1"), ("--lora-rank", "8")):
+        err = refused(run_cli, "compare", "--model", "llama-3-8b", "--vary", "training=finetune,pretrain", flag, value)
+        assert f"{flag} {value}" in err and "lora or qlora" in err and "training=finetune,pretrain" in err
+    code, out, err = run_cli("compare", "--model", "llama-3-8b", "--vary", "training=finetune,qlora",
+                             "--lora-dropout", "0.1", "--format", "json")
+    assert code == 0, err
+
+
 def test_recompute_modes_a_framework_cannot_run_are_refused_and_never_searched(run_cli):
     """A transformers model checkpoints whole decoder layers: selective or per-module
     recomputation under hf (the Mistral LoRA a reviewer saw headlined with recompute=modules) is
