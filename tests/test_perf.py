@@ -66,6 +66,27 @@ def test_lora_is_faster_than_full_fine_tuning_where_its_adapters_run_in_bf16():
     assert extra == pytest.approx(cast, rel=1e-6)
 
 
+def test_lora_dropout_lengthens_the_step_by_its_own_traffic():
+    """PEFT's lora_dropout runs one more elementwise kernel on each adapter's input, forward and
+    backward (the input, its dropped-out copy and the mask, and their gradients): a LoRA step with
+    dropout is longer than without, by that traffic over HBM and no more, at Llama 3 8B's shape
+    with DeepSpeed's bf16 adapters (10 bytes a feature: q, k, v, o, gate, up and down's inputs)."""
+    from shardwise.kb.perf.compute import layer_time
+    def layer(p):
+        job = build_job(model="llama-3-8b", gpus=8, seq_len=8192, framework="deepspeed", training="lora",
+                        lora_dropout=p)
+        lay = resolve_layout(job, "zero=1,mbs=1,recompute=none")[0]
+        return job, layer_time(job.model, job.training, lay, job.cluster.gpu, False), step_time(job, lay).step_time_s
+    job, plain, plain_step = layer(0.0)
+    _, dropped, dropped_step = layer(0.1)
+    m = job.model
+    inputs = 4 * m.hidden + 2 * m.hidden + m.ffn          # q, k, v, o (h each here), gate and up (h), down (F)
+    traffic = 8192 * 10.0 * inputs / (job.cluster.gpu.hbm_gbps * 1e9)
+    assert dropped.elementwise - plain.elementwise == pytest.approx(traffic, rel=1e-6)
+    assert dropped.gemm == plain.gemm
+    assert dropped_step > plain_step
+
+
 def test_per_layer_compute_matches_the_h100_measurements():
     rows = calibration.layer_compute_rows()
     assert len(rows) == 24

@@ -291,6 +291,13 @@ FROZEN_GEMM_SHARE = 2.0 / 3.0
 LORA_IN_BYTES_FP32 = 42.0
 LORA_IN_BYTES_BF16 = 6.0
 LORA_OUT_BYTES = 32.0
+# PEFT's lora_dropout > 0, per input feature of each adapter: the fused kernel (torch.native_dropout,
+# aten/src/ATen/native/Dropout.cpp) reads the adapter's input and writes the dropped-out copy and
+# a bool mask (e + e + 1 forward, e bytes an element: 2 for bf16, 4 where fp32 adapters run it on
+# their fp32 cast), and its backward reads the gradient and the mask and writes the input's
+# gradient (e + 1 + e): 4 e + 2, 10 bytes bf16 and 18 fp32. Counted, not fitted.
+LORA_DROPOUT_BYTES_BF16 = 10.0
+LORA_DROPOUT_BYTES_FP32 = 18.0
 
 
 # PEFT's merged expert weights (kb/memory/peft_experts), bytes per routed-expert parameter of a
@@ -303,7 +310,8 @@ def lora_bytes_per_token(m: ModelSpec, t: TrainingSpec, moe: bool, fp32_adapters
     """Memory traffic PEFT's adapters add per token of one layer (all-linear targets). Where the
     adapters are PEFT's (peft_on_transformers) an MoE layer's routed experts run no adapter per
     token (peft_experts: merged into the weights, or not adapted); its MLP adapters are the
-    shared expert's, where PEFT keeps them (lora_params)."""
+    shared expert's, where PEFT keeps them (lora_params). With lora_dropout each adapter's
+    dropout reads and writes its input once more each way (LORA_DROPOUT_BYTES_*)."""
     if not moe:
         # PEFT maps gate/up/down_proj onto the fused experts' parameters, so a dense layer's MLP of
         # those names (DeepSeek's leading layers) keeps no adapter (kb/memory/states.lora_params)
@@ -318,4 +326,7 @@ def lora_bytes_per_token(m: ModelSpec, t: TrainingSpec, moe: bool, fp32_adapters
     attn_in, attn_out = sum(i for i, _ in projections), sum(o for _, o in projections)
     ins = attn_in + ((2 * h + f if gated else h + f) if f else 0)
     outs = attn_out + ((2 * f + h if gated else f + h) if f else 0)
-    return where(fp32_adapters, LORA_IN_BYTES_FP32, LORA_IN_BYTES_BF16) * ins + LORA_OUT_BYTES * outs
+    per_in = where(fp32_adapters, LORA_IN_BYTES_FP32, LORA_IN_BYTES_BF16)
+    if t.lora_dropout > 0:
+        per_in = per_in + where(fp32_adapters, LORA_DROPOUT_BYTES_FP32, LORA_DROPOUT_BYTES_BF16)
+    return per_in * ins + LORA_OUT_BYTES * outs
