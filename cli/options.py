@@ -66,7 +66,7 @@ class _Plain(click.ParamType):
         number = self.kind(text)
         if self.kind is float and not math.isfinite(number):
             self.fail(f"{value!r} is out of range", param, ctx)
-        return number
+        return number + 0 if self.kind is float else number     # -0 is 0: a row or line never reads '-0.0'
 
 
 PLAIN_INT, PLAIN_FLOAT = _Plain(int), _Plain(float)
@@ -220,8 +220,8 @@ def job_settings(data: dict, path: str, where: str | None = None) -> dict:
             refusal = exponent_refusal(f"{path}: '{k}'", v, COUNTS.get(key))
             if refusal:
                 raise refusal
-        if want is float and isinstance(v, int) and not isinstance(v, bool):
-            v = float(v)
+        if want is float and isinstance(v, (int, float)) and not isinstance(v, bool):
+            v = float(v) + 0.0          # YAML's -0.0 is 0, as on the command line
         if want is str and isinstance(v, (int, float)) and not isinstance(v, bool):
             v = str(v)
         if not isinstance(v, want) or isinstance(v, bool):

@@ -429,6 +429,17 @@ def test_compare_refuses_an_adapter_setting_no_varied_training_type_takes(run_cl
     assert code == 0, err
 
 
+def test_a_negative_zero_reads_as_zero(run_cli):
+    """--lora-dropout -0 (or --vary lora_dropout=-0) is 0: the row says 0.0, never '-0.0', and it
+    is the same value as 0 (one row, not two)."""
+    code, out, err = run_cli("compare", "--model", "llama-3-8b", "--training", "lora", "--vary",
+                             "lora_dropout=-0,0.1")
+    assert code == 0, err
+    assert "-0.0" not in out and "\n0.0 " in out
+    assert "more than once" in refused(run_cli, "compare", "--model", "llama-3-8b", "--training", "lora",
+                                       "--vary", "lora_dropout=-0,0")
+
+
 def test_recompute_modes_a_framework_cannot_run_are_refused_and_never_searched(run_cli):
     """A transformers model checkpoints whole decoder layers: selective or per-module
     recomputation under hf (the Mistral LoRA a reviewer saw headlined with recompute=modules) is
