@@ -40,7 +40,9 @@ def explain(job, setting, graph, rules, playbook, fmt):
 
 def render(r: dict) -> str:
     from shardwise.kb.fact_schema import shown_setting
+    from shardwise.kb.validity import VALIDITY
     from shardwise.rules.loader import location
+    VALIDITY_WHY = {v.id: v.why for v in VALIDITY}
     lines = [f"{r['setting']} = {shown_setting(r['value'])}   (layout: {r['layout']})", "", "rules that bear on it:"]
     for x in r["reasons"]:
         where = location(x["file"], x["line"])
@@ -50,9 +52,15 @@ def render(r: dict) -> str:
         lines.append("  none reads it directly: the search chose it by predicted speed among the allowed layouts")
     if r["alternatives"]:
         lines += ["", "other values (the layout the choice would take with each):"]
+        said = set()
         for a in r["alternatives"]:
             if a["layout"] is None:
                 lines.append(f"  {r['setting']}={shown_setting(a['value'])}: no valid layout ({a['ruled_out_by']})")
+                # the rule's id alone does not say what the framework cannot run: its text does (once)
+                for rule in a["ruled_out_by"].removeprefix("validity: ").split(" or "):
+                    if rule in VALIDITY_WHY and rule not in said:
+                        said.add(rule)
+                        lines.append(f"      {rule}: {VALIDITY_WHY[rule]}")
             else:
                 lines.append(f"  {r['setting']}={shown_setting(a['value'])}: {a['layout']}, {a['tokens_per_s']:,.0f} tokens/s "
                              f"({a['delta_pct']:+.1f}%) -- {a['ruled_out_by']}")

@@ -41,6 +41,22 @@ def test_why_reports_slower_values_with_their_cost(run_cli):
                           for a in priced)
 
 
+def test_a_value_without_a_valid_layout_says_what_the_framework_cannot_run(run_cli):
+    """Under the Trainer (a fine-tune's default framework) selective recomputation does not
+    exist; the line for it names the validity rule and what the rule says, not the bare id,
+    which a reader cannot look up from the output."""
+    code, out, err = run_cli("explain", "--model", "llama-3-8b", "--gpus", "8", "--training", "finetune",
+                             "--why", "recompute")
+    assert code == 0, err
+    lines = out.splitlines()
+    at = lines.index("  recompute=modules: no valid layout (validity: recompute-framework)")
+    assert lines[at + 1].startswith("      recompute-framework: each framework runs only its own recomputation modes")
+    assert "a transformers model under the Trainer or DeepSpeed none or full" in lines[at + 1]
+    # selective is ruled out by the same rule: said once, not twice
+    assert "  recompute=selective: no valid layout (validity: recompute-framework)" in lines
+    assert sum(line.startswith("      recompute-framework:") for line in lines) == 1
+
+
 def test_graph_reads_left_to_right_facts_rules_constraints_search_settings():
     r = as_dict(decide(build_job(model="llama-3-70b", gpus=32, seq_len=8192, mbs=4)))
     src = trace_graph(r).source
