@@ -105,32 +105,47 @@ def job_options(f=None, *, raw: bool = False):
         click.option("--model", help="catalog model name, e.g. llama-3-70b (shardwise kb models)"),
         click.option("--hf-config", help="path to a Hugging Face config.json, or its folder"),
         click.option("--params", help="parameter count, e.g. 70B (a standard shape is inferred)"),
-        click.option("--gpu", help="catalog GPU, e.g. h100-sxm (shardwise kb gpus)"),
+        click.option("--gpu", help="catalog GPU, e.g. h100-sxm (shardwise kb gpus; default h100-sxm)"),
         click.option("--gpu-memory", type=PLAIN_FLOAT, help="override GPU memory, GiB as nvidia-smi reports it (8-320)"),
-        click.option("--gpus", type=PLAIN_INT, help="GPU count (1-16384)"),
+        click.option("--gpus", type=PLAIN_INT, help="GPU count (1-16384; default 8)"),
         click.option("--gpus-per-node", type=PLAIN_INT, help="GPUs per node (default: the GPU's usual server)"),
         click.option("--interconnect", help="infiniband|roce|ethernet: the link between nodes; nvlink|pcie: the "
                                              "link inside a node (between nodes then stays InfiniBand NDR); or a "
-                                             "link of `kb links` (inside a node: the GPU's own, or PCIe)"),
+                                             "link of `kb links` (inside a node: the GPU's own, or PCIe); "
+                                             "default: the GPU's own link inside a node, InfiniBand NDR between"),
         click.option("--seq-len", help="sequence length, tokens: 8192, 32k (= 32,768), 128K (default 4096)"),
         click.option("--mbs", type=PLAIN_INT, help="micro-batch size (default: the advisor chooses)"),
-        click.option("--global-batch", type=PLAIN_INT, help="global batch, sequences"),
+        click.option("--global-batch", type=PLAIN_INT,
+                     help="global batch, sequences (default: about 4M tokens for pretrain, 128 sequences otherwise)"),
         click.option("--global-batch-tokens", help="global batch, tokens; K/M/B binary: 4M = 4,194,304"),
-        click.option("--training", type=_choice(list(get_args(TrainingType)))),
-        click.option("--precision", type=_choice(list(get_args(Precision)))),
-        click.option("--optimizer", type=_choice(list(get_args(Optimizer)))),
+        click.option("--training", type=_choice(list(get_args(TrainingType))),
+                     help="pretrain (default): every weight, from scratch; finetune: every weight, from a "
+                          "checkpoint; lora / qlora: a frozen (qlora: 4-bit) base with PEFT adapters; rlhf: PPO's "
+                          "policy, value, reference and reward models"),
+        click.option("--precision", type=_choice(list(get_args(Precision))),
+                     help="bf16 (default): bf16 compute with fp32 master weights and optimizer states; pure-bf16: "
+                          "weights, gradients and optimizer states all bf16; fp8: FP8 GEMMs (GPUs with FP8 "
+                          "tensor cores)"),
+        click.option("--optimizer", type=_choice(list(get_args(Optimizer))),
+                     help="adamw (default): the framework's own fused AdamW; the others name one implementation: "
+                          "torch.optim.AdamW fused / foreach / single-tensor, bitsandbytes' 8-bit AdamW, "
+                          "Adafactor, SGD with momentum"),
         click.option("--recompute", type=_choice(list(RECOMPUTE_CHOICES)),
                      help="auto lets the advisor choose; modules = Megatron's --recompute-modules"),
-        click.option("--attention", type=_choice(list(get_args(Attention)))),
+        click.option("--attention", type=_choice(list(get_args(Attention))),
+                     help="flash (default): a FlashAttention-3 / cuDNN-class fused kernel; sdpa: PyTorch SDPA "
+                          "(timed as flash); flash2: FlashAttention-2; eager: unfused matmul-softmax-matmul"),
         click.option("--cuda-graphs", type=_choice(list(get_args(CudaGraphs))),
                      help="full-iteration: Megatron-Core captures each training step in one CUDA graph "
                           "(default none)"),
-        click.option("--framework", type=_choice(list(get_args(Framework)))),
+        click.option("--framework", type=_choice(list(get_args(Framework))),
+                     help="megatron: Megatron-Core; deepspeed; fsdp: torchtitan / FSDP2; hf: the transformers "
+                          "Trainer (with PEFT / TRL); default megatron for pretrain, hf for the rest"),
         click.option("--zero-grad", type=_choice(list(get_args(ZeroGrad))),
                      help="hf/fsdp loops: set-to-none frees the gradients between steps (PyTorch's default), "
                           "zeros keeps them (zero_grad(set_to_none=False))"),
         click.option("--token-budget", help="tokens to train, decimal: 100B = 10^11"),
-        click.option("--price-per-gpu-hour", type=PLAIN_FLOAT, help="price of one GPU-hour, for cost"),
+        click.option("--price-per-gpu-hour", type=PLAIN_FLOAT, help="price of one GPU-hour in dollars, e.g. 2.5, for cost"),
         click.option("--lora-rank", type=PLAIN_INT, help="LoRA rank (default 16)"),
         click.option("--lora-dropout", type=PLAIN_FLOAT,
                      help="PEFT's lora_dropout, 0 to <1 (default 0, PEFT's): above 0 each adapter keeps its own "

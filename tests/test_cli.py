@@ -135,7 +135,7 @@ BAD = [
      "--recompute full and --layout recompute=none disagree"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--training", "lora", "--lora-rank", "100000"],
      "allowed: 1 to 4096"),
-    (["recommend", "--model", "llama-3-8b", "--gpus", "eight"], "(--gpus: GPU count (1-16384))"),
+    (["recommend", "--model", "llama-3-8b", "--gpus", "eight"], "(--gpus: GPU count (1-16384; default 8))"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--mbs", "0"], "--mbs: got 0; input should be greater"),
     (["memory", "--model", "llama-3-70b", "--gpus", "8"], "--layout"),
     (["recommend", "--model", "llama-3-8b", "--price-per-gpu-hour", "1" + "0" * 300],
@@ -424,3 +424,24 @@ def test_json_is_strict_json_and_a_policy_worth_everything_does_not_break_the_an
                     '      - avoid: "layout.tp >= 1"\n        worth: 100\n    because: "a test policy"\n')
     code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--rules", str(rule))
     assert code == 0 and "internal error" not in err, err
+
+
+@pytest.mark.parametrize("flag,says", [
+    ("--training", "pretrain (default)"),
+    ("--training", "lora / qlora: a frozen (qlora: 4-bit) base with PEFT adapters"),
+    ("--precision", "pure-bf16: weights, gradients and optimizer states all bf16"),
+    ("--optimizer", "adamw (default): the framework's own fused AdamW"),
+    ("--attention", "flash (default)"),
+    ("--framework", "default megatron for pretrain, hf for the rest"),
+    ("--gpu", "default h100-sxm"),
+    ("--gpus", "default 8"),
+    ("--interconnect", "InfiniBand NDR between"),
+    ("--global-batch", "128 sequences otherwise"),
+    ("--price-per-gpu-hour", "in dollars"),
+])
+def test_help_says_what_each_job_choice_means_and_its_default(run_cli, flag, says):
+    """A newcomer reads --help before the README: each choice flag says what its values mean and
+    which one a job gets when it is left out (the value the assumption lines then name)."""
+    from shardwise.cli.recommend_cmd import recommend
+    (option,) = [p for p in recommend.params if flag in p.opts]
+    assert says in (option.help or "")
