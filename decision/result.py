@@ -53,7 +53,18 @@ def entry(d: Decision, i: int, rank: int) -> dict:
                         "bubble_pct": round(float(t.scores["bubble_pct"][i]), 2),
                         "comm_overhead_pct": round(float(t.scores["comm_overhead_pct"][i]), 2)},
             "objective": round(float(d.choice.objective[i]), 1),
-            "why_not": R._ruled_out(d, i, head) if i != d.index else None}
+            "why_not": _why_not(d, i, head) if i != d.index else None}
+
+
+def _why_not(d: Decision, i: int, head: float) -> str:
+    """Why layout i is not the headline, and the preferences it breaks as the headline does: the
+    ranking takes their worth off it too, so without them two layouts that read alike ("2% slower;
+    breaks X") could stand in an order the text does not explain."""
+    text = R._ruled_out(d, i, head)
+    shared = [p for p, m in zip(d.preferences, d.broken) if m[i] and m[d.index]] if d.allowed[i] else []
+    if shared:
+        text += "; as the headline, breaks " + ", ".join(f"{p.rule.id} (worth {p.worth:g}%)" for p in shared)
+    return text
 
 
 def ranked(d: Decision, n: int) -> list[dict]:
