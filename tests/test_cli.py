@@ -52,6 +52,15 @@ def test_memory_prints_the_warnings_the_recommendation_would_give_its_layout(run
     assert not any(w.startswith("the peak is") for w in json.loads(out)["warnings"])
 
 
+def test_a_layout_past_capacity_is_not_told_it_could_run_out_of_memory(run_cli):
+    """Tight memory is a warning for a layout that fits; one whose peak is past the GPU's memory
+    does not fit at all, which the DOES NOT FIT line says: the tight-memory warning's 'could run
+    out of memory' (the seed's TP 8 x PP 4 for Llama 3 70B at 160%) would understate it."""
+    code, out, _ = run_cli(*SEED)
+    assert code == 0 and "DOES NOT FIT: 127.4 of 79.7 GiB (160%)" in out
+    assert "could run out of memory" not in out
+
+
 def test_export_judges_a_house_memory_rule_that_reads_the_metrics_too(run_cli, tmp_path):
     rule = tmp_path / "half.yaml"
     rule.write_text('rules:\n  - id: house.half-unless-fast\n    title: Half the memory unless very fast\n'
