@@ -114,8 +114,8 @@ def render(result: dict, markdown: bool = False) -> str:
                   f"{mem['peak_phase']}): " + ", ".join(f"{k.replace('_', ' ')} {v:.1f}"
                                                         for k, v in mem["breakdown_gib"].items() if v >= 0.05),
               f"throughput: {mt['tokens_per_s']:,.0f} tokens/s ({mt['tokens_per_s_per_gpu']:,.0f} per GPU), "
-              f"MFU {mt['mfu_pct']:.1f}%, step {mt['step_time_s']:.2f} s, exposed communication "
-              f"{mt['comm_overhead_pct']:.1f}%, bubble {mt['bubble_pct']:.1f}%"]
+              f"MFU {mt['mfu_pct']:.1f}%, step {mt['step_time_s']:.2f} s, of which exposed communication "
+              f"{mt['comm_overhead_pct']:.1f}% and pipeline bubble {mt['bubble_pct']:.1f}%"]
     if mt.get("time_to_train_h") is not None:
         budget = mt["token_budget"]
         cost = f", {cost_text(mt['cost'], mt['price_per_gpu_hour'])}" if "cost" in mt else ""
