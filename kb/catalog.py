@@ -15,7 +15,10 @@ def _lookup(table: dict, key: str, what: str, flag: str):
     k = key.strip().lower()
     if k in table:
         return k, table[k]
-    near = difflib.get_close_matches(k, list(table), n=3, cutoff=0.5)
+    # the names the typed one begins (--gpu h100: h100-sxm, h100-pcie, h100-nvl) first: string
+    # similarity alone offered h800 and h200 before h100-sxm and left out the PCIe and NVL cards
+    starts = sorted(n for n in table if k and n.startswith(k))
+    near = list(dict.fromkeys(starts + difflib.get_close_matches(k, list(table), n=3, cutoff=0.5)))[:5]
     hint = f"did you mean {', '.join(near)}?" if near else f"known: {', '.join(sorted(table))}"
     raise InputError(f"{flag}: unknown {what} '{key}'; {hint} (list them with `shardwise kb {what}s`)")
 

@@ -464,3 +464,11 @@ def test_recommend_says_what_its_communication_and_bubble_percentages_are_of(run
     assert code == 0, err
     line = next(x for x in out.splitlines() if x.startswith("throughput: "))
     assert re.search(r"step [0-9.]+ s, of which exposed communication [0-9.]+% and pipeline bubble [0-9.]+%$", line)
+
+
+def test_an_unknown_gpu_that_begins_catalog_names_suggests_those_names_first(run_cli):
+    """'--gpu h100' is what a newcomer with H100s types; the suggestion offered h800 and h200
+    before h100-sxm and never the PCIe or NVL H100. Names that begin with the typed one come first."""
+    code, out, err = run_cli("recommend", "--model", "llama-3-70b", "--gpu", "h100")
+    assert code == 2 and out == ""
+    assert "did you mean h100-nvl, h100-pcie, h100-sxm, h100-sxm-96gb-500w, h800?" in err
