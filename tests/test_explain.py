@@ -115,3 +115,19 @@ def test_why_says_what_dropping_a_costly_house_policy_would_change(run_cli, tmp_
                                            f"({pol}:2: forbid 'layout.zero == 3'): ")
     code, out, _ = run_cli("explain", *job, "--why", "tp", "--format", "json")
     assert code == 0 and not any("house.no-tp8" in w for w in json.loads(out)["would_change"])
+
+
+def test_the_cp_rule_says_the_condition_it_judges_beside_cp_2_at_8k(run_cli):
+    """The quick start takes CP 2 at 8K tokens with cp.long-sequences honoured; its title said
+    'only when they are long', which 8K is not by the playbook's 32K, so the line read as a
+    contradiction. The title now says what the rule judges: 4K tokens or more per CP rank."""
+    code, out, err = run_cli("explain", "--model", "llama-3-70b", "--gpus", "32", "--seq-len", "8192", "--mbs", "4",
+                             "--why", "cp", "--format", "json")
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["value"] == 2
+    (rule,) = [x for x in r["reasons"] if x["rule"] == "cp.long-sequences"]
+    assert rule["status"] == "honoured" and 8192 // r["value"] >= 4096
+    code, out, err = run_cli("recommend", "--model", "llama-3-70b", "--gpus", "32", "--seq-len", "8192", "--mbs", "4")
+    cp_line = " ".join(x.strip() for x in out.split("\ncp ")[1].split("\nep ")[0].split("\n"))
+    assert "only while each CP rank keeps 4K tokens or more" in cp_line
