@@ -472,3 +472,19 @@ def test_an_unknown_gpu_that_begins_catalog_names_suggests_those_names_first(run
     code, out, err = run_cli("recommend", "--model", "llama-3-70b", "--gpu", "h100")
     assert code == 2 and out == ""
     assert "did you mean h100-nvl, h100-pcie, h100-sxm, h100-sxm-96gb-500w, h800?" in err
+
+
+def test_the_slow_fabric_warning_says_what_its_share_counts_and_how_to_price_a_faster_one(run_cli):
+    """The exposed share is all communication, not DP's alone (metrics.comm_overhead_pct); the
+    warning read as if Ethernet's gradient reduction were all of it, with nothing to do about it.
+    It now says what the share counts, and the comparison that prices RoCE and InfiniBand --
+    which runs as written."""
+    job = ["--model", "llama-3-70b", "--gpus", "64", "--gpu", "a100-40gb", "--seq-len", "2048"]
+    code, out, err = run_cli("memory", *job, "--interconnect", "ethernet",
+                             "--layout", "tp=1,pp=1,zero=3,recompute=full,mbs=1")
+    assert code == 0, err
+    (warning,) = [x for x in out.splitlines() if x.startswith("warning: data-parallel gradients cross nodes")]
+    assert "exposed communication (all of it: TP, PP, CP and DP)" in warning
+    assert "--vary interconnect=ethernet,roce,infiniband in place of --interconnect" in warning
+    code, out, err = run_cli("compare", *job, "--vary", "interconnect=ethernet,roce,infiniband")
+    assert code == 0, err
