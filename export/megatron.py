@@ -248,7 +248,8 @@ def moe_args(m, graphs: bool = False) -> list[str]:
     overhead assumes, kb/perf/step.moe_layer_overhead).
 
     Leading dense layers (DeepSeek's first_k_dense_replace) are --moe-layer-freq's list form,
-    0 dense and 1 MoE per layer (arguments.py moe_freq_type); without it every layer is MoE.
+    0 dense and 1 MoE per layer (arguments.py moe_freq_type), as is every Nth layer MoE (Llama 4
+    Maverick); without either every layer is MoE.
     The shared experts are one MLP of their summed width (--moe-shared-expert-intermediate-size,
     kb/schema.shared_width), gated where the model gates them (Qwen2-MoE). DeepSeek-V3's
     aux-loss-free correction bias is --moe-router-enable-expert-bias, which TransformerConfig
@@ -263,6 +264,11 @@ def moe_args(m, graphs: bool = False) -> list[str]:
          "--moe-grouped-gemm", "--moe-token-dispatcher-type", *dispatch]
     if m.first_dense:
         a += ["--moe-layer-freq", f"([0]*{m.first_dense}+[1]*{m.moe_layers})"]
+    elif m.moe_every > 1:
+        # the list form: Megatron's integer N makes layer 0 MoE (arguments.py moe_freq_type,
+        # i % N == 0), where transformers' interleave step makes layer N - 1 MoE
+        rest = m.layers % m.moe_every
+        a += ["--moe-layer-freq", f"([0]*{m.moe_every - 1}+[1])*{m.layers // m.moe_every}" + (f"+[0]*{rest}" if rest else "")]
     if m.shared_width:
         a += ["--moe-shared-expert-intermediate-size", m.shared_width]
         if m.shared_gate:

@@ -76,6 +76,10 @@ class ModelSpec(_Frozen):
     shared_ffn: int = 0
     shared_gate: bool = False
     first_dense: int = 0
+    # every Nth layer (1-based) MoE, the others dense MLPs of ffn: Llama 4 Maverick's
+    # interleave_moe_layer_step 2 (modeling_llama4.py: moe_layers = range(N - 1, L, N)); 0 or 1
+    # every layer past first_dense
+    moe_every: int = Field(0, ge=0)
     router_bias: bool = False
     # multi-head latent attention (DeepSeek-V2/V3)
     q_lora_rank: int = 0
@@ -105,6 +109,8 @@ class ModelSpec(_Frozen):
             raise ValueError("an MoE model needs 0 < top_k <= experts and expert_ffn > 0")
         if self.first_dense > self.layers:
             raise ValueError("first_dense cannot exceed layers")
+        if self.moe_every > 1 and self.first_dense:
+            raise ValueError("moe_every and first_dense cannot both be set: one placement of the MoE layers")
         if self.full_attn_every and not self.sliding_window:
             raise ValueError("full_attn_every needs a sliding_window")
         if self.full_attn_every == 1:
@@ -133,7 +139,17 @@ class ModelSpec(_Frozen):
 
     @property
     def moe_layers(self) -> int:
-        return self.layers - self.first_dense if self.is_moe else 0
+        if not self.is_moe:
+            return 0
+        return self.layers // self.moe_every if self.moe_every > 1 else self.layers - self.first_dense
+
+    def moe_layers_before(self, i: int) -> int:
+        """MoE layers among layers 0 .. i - 1 (leading dense layers first, or every Nth MoE)."""
+        if not self.is_moe:
+            return 0
+        if self.moe_every > 1:
+            return i // self.moe_every
+        return max(0, i - self.first_dense)
 
     @property
     def dense_layers(self) -> int:

@@ -6,7 +6,8 @@ Megatron-Core's account_for_embedding/loss_in_pipeline_split do (pipeline_slots)
 the first ``L % pp`` stages take one layer more. The embedding sits on the first stage and the
 final norm + LM head on the last; with tied embeddings and pp > 1 the last stage holds its own
 copy of the embedding matrix for the head (Megatron's embedding group), so both stages count it.
-MoE models keep their leading dense layers (DeepSeek's first_k_dense) on the first stages.
+MoE models keep their leading dense layers (DeepSeek's first_k_dense) on the first stages; an
+interleaved one (Llama 4 Maverick, every other layer MoE) has its MoE layers wherever they fall.
 """
 from __future__ import annotations
 
@@ -73,8 +74,8 @@ def layers_on_stage(m: ModelSpec, pp: int, stage: int) -> tuple[int, int]:
         base, extra = divmod(m.layers, pp)
         start = stage * base + min(stage, extra)
         count = base + (1 if stage < extra else 0)
-    dense = max(0, min(start + count, m.dense_layers) - start)
-    return dense, count - dense
+    moe = m.moe_layers_before(start + count) - m.moe_layers_before(start)
+    return count - moe, moe
 
 
 def stage_params(m: ModelSpec, lay: Layout, stage: int) -> StageParams:

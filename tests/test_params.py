@@ -433,3 +433,20 @@ def test_attention_and_mlp_biases_are_counted_or_refused(tmp_path):
     p.write_text(json.dumps({**cfg, "mlp_bias": True}))
     with pytest.raises(InputError, match="mlp_bias true without attention_bias"):
         read_hf_config(str(p))
+
+
+def test_every_nth_layer_moe_is_counted_and_placed_where_it_falls():
+    """ModelSpec.moe_every = N: layers N-1, 2N-1, ... are MoE, the rest dense MLPs of ffn (Llama 4
+    Maverick, N = 2). Counted once each, and a pipeline stage holds the MoE layers of its own
+    range, not all the dense ones first (the leading-dense reading of first_dense)."""
+    from shardwise.kb.schema import ModelSpec
+    from shardwise.kb.stages import layers_on_stage
+    base = dict(name="x", layers=8, hidden=64, ffn=256, heads=4, kv_heads=4, vocab=100, experts=4, top_k=1,
+                expert_ffn=128)
+    every = ModelSpec(**base, moe_every=2)
+    lead = ModelSpec(**base, first_dense=4)
+    assert (every.moe_layers, every.dense_layers) == (4, 4) and total_params(every) == total_params(lead)
+    assert [layers_on_stage(every, 2, s) for s in range(2)] == [(2, 2), (2, 2)]
+    assert [layers_on_stage(lead, 2, s) for s in range(2)] == [(4, 0), (0, 4)]
+    with pytest.raises(ValueError, match="moe_every and first_dense"):
+        ModelSpec(**base, moe_every=2, first_dense=1)
