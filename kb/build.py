@@ -14,7 +14,7 @@ from .defaults import ADAPTERS, FRAMEWORK
 from .frameworks import recompute_modes
 from .infer import infer_model
 from .job import Job
-from .memory.peft_experts import merges_experts
+from .memory.peft_experts import PEFT_FAILS, merges_experts, peft_on_transformers
 from .schema import ClusterSpec, ModelSpec, TrainingSpec
 
 INTERCONNECTS = ("nvlink", "infiniband", "roce", "ethernet", "pcie")
@@ -235,6 +235,10 @@ def check_training(m, g, tspec: TrainingSpec, given=frozenset()) -> None:
         raise InputError(f"--attention sdpa: transformers runs {m.name}'s soft-capped attention logits "
                          "(attn_logit_softcapping) eager or with a FlashAttention kernel, which soft-caps; "
                          "allowed: eager, flash, flash2")
+    if tspec.training in ADAPTERS and peft_on_transformers(tspec) and m.family in PEFT_FAILS:
+        raise InputError(f"--training {tspec.training} with --framework {tspec.framework}: PEFT's all-linear LoRA on "
+                         f"{m.name} does not run: {PEFT_FAILS[m.family]}; allowed: --training pretrain or finetune, or "
+                         "--training lora with --framework megatron (Megatron-Bridge's adapters)")
     if tspec.precision == "fp8" and not g.tflops_fp8:
         raise InputError(f"--precision fp8: {g.name} has no FP8 tensor cores; allowed here: bf16, pure-bf16")
     if tspec.training == "qlora" and tspec.framework not in QLORA_FRAMEWORKS:

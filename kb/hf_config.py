@@ -61,6 +61,11 @@ SUPPORTED = {
     # (modeling_granitemoeshared.py GraniteMoeSharedMLP: input_linear h x 2S, output_linear S x h)
     "granitemoe": ("granitemoe", {}),
     "granitemoeshared": ("granitemoeshared", {}),
+    # Llama 4's language model (modeling_llama4.py): GQA attention with weightless L2 q/k norms on
+    # its RoPE layers, and MoE layers (all, or every interleave_moe_layer_step-th) of a top-1
+    # sigmoid router, fused routed experts of intermediate_size and one shared expert of the same
+    # width; its dense layers' MLP is intermediate_size_mlp wide (_llama4_fields)
+    "llama4_text": ("llama4", {}),
 }
 
 
@@ -79,8 +84,9 @@ HYBRIDS = {
 
 # rope_theta where config.json leaves it out: the config class's default_theta (transformers 5:
 # MixtralConfig 1e6, GptOssConfig 150000, Gemma3TextConfig 1e6 for its global layers, SmolLM3Config 2e6,
-# PreTrainedConfig 10000 for the rest)
-ROPE_THETA_DEFAULT = {"mixtral": 1e6, "gpt_oss": 150000.0, "gemma3_text": 1e6, "smollm3": 2e6}
+# Llama4TextConfig 500000, PreTrainedConfig 10000 for the rest)
+ROPE_THETA_DEFAULT = {"mixtral": 1e6, "gpt_oss": 150000.0, "gemma3_text": 1e6, "smollm3": 2e6,
+                      "llama4_text": 500000.0}
 
 # Fields whose absence transformers fills with its config class's own default, which differs
 # from the generic one (num_key_value_heads = num_attention_heads, head_dim = hidden_size /
@@ -101,6 +107,7 @@ CLASS_DEFAULTS = {
     "gemma2": {"num_key_value_heads": 4, "head_dim": 256, "sliding_window": 4096},
     "smollm3": {"num_key_value_heads": 4},
     "glm4_moe": {"num_key_value_heads": 8},
+    "llama4_text": {"num_key_value_heads": 8, "head_dim": 128},
 }
 MLA_TYPES = ("deepseek_v2", "deepseek_v3")
 
@@ -123,7 +130,7 @@ MAX_POSITIONS_DEFAULT = {
     "gpt_oss": (131072, "GptOssConfig"), "gemma3_text": (131072, "Gemma3TextConfig"),
     "olmo2": (2048, "Olmo2Config"), "smollm3": (32768, "SmolLM3Config"), "glm4_moe": (131072, "Glm4MoeConfig"),
     "olmoe": (4096, "OlmoeConfig"), "granitemoe": (2048, "GraniteMoeConfig"),
-    "granitemoeshared": (2048, "GraniteMoeSharedConfig"),
+    "granitemoeshared": (2048, "GraniteMoeSharedConfig"), "llama4_text": (4096 * 32, "Llama4TextConfig"),
 }
 
 # The shape fields a Gemma 3 multimodal config.json leaves out of its text_config: Gemma3Config
@@ -135,6 +142,14 @@ GEMMA3_TEXT_DEFAULTS = {
     "vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
     "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131_072,
     "sliding_window": 4096,
+}
+# The same for a Llama 4 multimodal config.json: Llama4Config builds Llama4TextConfig from its
+# text_config, whose defaults are Llama-4-Scout-17B-16E's shapes (configuration_llama4.py,
+# transformers 5.24)
+LLAMA4_TEXT_DEFAULTS = {
+    "vocab_size": 202_048, "hidden_size": 5120, "intermediate_size": 8192, "intermediate_size_mlp": 16384,
+    "num_hidden_layers": 48, "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128,
+    "num_local_experts": 16, "num_experts_per_tok": 1,
 }
 # a top-level gemma3_text config.json takes Gemma3TextConfig's defaults as a wrapped one does
 CLASS_DEFAULTS["gemma3_text"] = {k: GEMMA3_TEXT_DEFAULTS[k] for k in ("num_key_value_heads", "head_dim", "sliding_window")}
@@ -340,7 +355,7 @@ def config_name(p: Path) -> str:
 
 
 # multimodal wrappers whose language model is their text_config
-WRAPPERS = ("gemma3",)
+WRAPPERS = ("gemma3", "llama4")
 
 
 class _Twice(dict):
@@ -404,12 +419,12 @@ def _parse_json(text: str, path: str) -> dict:
 
 # the language model a wrapper's text_config holds (Gemma3Config builds Gemma3TextConfig from it,
 # whatever model_type it names or if it names none)
-WRAPPED_TEXT_TYPE = {"gemma3": "gemma3_text"}
+WRAPPED_TEXT_TYPE = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
 
 
 def _text_config(cfg: dict, path: str) -> dict:
-    """A wrapper's language model: its text_config, with the fields a gemma3_text one leaves out
-    filled as transformers fills them (GEMMA3_TEXT_DEFAULTS), and the wrapper's own
+    """A wrapper's language model: its text_config, with the fields it leaves out filled as
+    transformers fills them (GEMMA3_TEXT_DEFAULTS, LLAMA4_TEXT_DEFAULTS), and the wrapper's own
     tie_word_embeddings where it gives one (Gemma3Config passes it to the language model)."""
     text = cfg.get("text_config")
     if not isinstance(text, dict):
@@ -419,7 +434,8 @@ def _text_config(cfg: dict, path: str) -> dict:
     if text.get("model_type", want) not in (want, cfg["model_type"]):
         raise InputError(f"--hf-config: '{path}': a {cfg['model_type']} config's text_config must be a {want} "
                          f"config, got model_type {_show(text.get('model_type'))}")
-    text = {**GEMMA3_TEXT_DEFAULTS, **text, "model_type": want}    # a field the file gives, even null, is the file's
+    defaults = LLAMA4_TEXT_DEFAULTS if want == "llama4_text" else GEMMA3_TEXT_DEFAULTS
+    text = {**defaults, **text, "model_type": want}    # a field the file gives, even null, is the file's
     if "tie_word_embeddings" in cfg:
         text["tie_word_embeddings"] = cfg["tie_word_embeddings"]
     return text
@@ -440,10 +456,32 @@ def vision_params(vision: dict, text_hidden: int) -> int:
     return ch * patch * patch * h + h + (image // patch) ** 2 * h + n * layer + 2 * h + h * text_hidden + h
 
 
+def llama4_vision_params(vision: dict, text_hidden: int) -> int:
+    """Parameters of Llama 4's vision tower and projector (transformers modeling_llama4.py
+    Llama4VisionModel: class embedding, a learned position per patch and one for the class
+    token, the unfolded patch embedding (channels x patch^2 x h, no bias), pre and post
+    LayerNorms, layers of biased attention and a biased GELU MLP with two LayerNorms each, the
+    pixel-shuffle adapter's fc1 (intermediate_size x projector_input_dim) and fc2
+    (projector_output_dim squared), both without bias; Llama4MultiModalProjector's
+    vision_output_dim x text hidden, biased where multi_modal_projector_bias). Llama4VisionConfig's
+    defaults where the file leaves a field out."""
+    def num(key, default):
+        v = vision.get(key, default)
+        return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= FIELD_MAX else default
+    h, f, n = num("hidden_size", 768), num("intermediate_size", 5632), num("num_hidden_layers", 34)
+    patch, image, ch = num("patch_size", 14), num("image_size", 448), num("num_channels", 3)
+    p_in, p_out, out = num("projector_input_dim", 4096), num("projector_output_dim", 4096), \
+        num("vision_output_dim", 7680)
+    layer = 4 * (h * h + h) + (h * f + f) + (f * h + h) + 2 * 2 * h
+    bias = text_hidden if vision.get("multi_modal_projector_bias") is True else 0
+    return (h + ((image // patch) ** 2 + 1) * h + ch * patch * patch * h + 2 * 2 * h + n * layer
+            + f * p_in + p_out * p_out + out * text_hidden + bias)
+
+
 # the config classes with attention_bias / mlp_bias switches (transformers 5.24: LlamaConfig,
 # GraniteConfig, DeepseekV2/V3Config have both; Qwen3, Qwen3-MoE and the Gemmas attention_bias)
 ATTENTION_BIAS_TYPES = ("llama", "granite", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2",
-                        "smollm3", "glm4_moe", "olmoe", "granitemoe", "granitemoeshared") + MLA_TYPES
+                        "smollm3", "glm4_moe", "olmoe", "granitemoe", "granitemoeshared", "llama4_text") + MLA_TYPES
 MLP_BIAS_TYPES = ("llama", "granite") + MLA_TYPES
 
 
@@ -562,7 +600,7 @@ def _reading_notes(outer: dict, cfg: dict, h: int) -> tuple[str, ...]:
     notes = []
     vision = outer.get("vision_config") if outer is not cfg else None
     if isinstance(vision, dict):
-        n = vision_params(vision, h)
+        n = (llama4_vision_params if outer.get("model_type") == "llama4" else vision_params)(vision, h)
         notes.append(f"{outer.get('model_type')} config.json: only the language model (text_config) is sized; the "
                      f"vision tower and projector, about {n / 1e6:,.0f}M parameters (vision_config), are not")
     q = cfg.get("quantization_config") or outer.get("quantization_config")
@@ -606,6 +644,8 @@ EXPERT_FIELDS = {
     # GraniteMoeSharedConfig have no alias (a num_experts there is not read by transformers either)
     "olmoe": ("num_experts", "num_local_experts"), "granitemoe": ("num_local_experts",),
     "granitemoeshared": ("num_local_experts",),
+    # Llama4TextConfig has no attribute_map: num_local_experts alone
+    "llama4_text": ("num_local_experts",),
 }
 # Mixtral-style MoE types (every layer routed, experts of intermediate_size) whose expert count
 # and top-k transformers takes from its config class where config.json leaves them out
@@ -681,6 +721,8 @@ def read_hf_config(path: str) -> ModelSpec:
         spec.update(shared_experts=1 if shared else 0, shared_ffn=shared)
     if mt == "olmoe":
         _olmoe_checks(cfg, path, spec)
+    if mt == "llama4_text":
+        spec.update(_llama4_fields(cfg, path, spec))
     if mt == "gemma2":
         # Gemma2Config's default attn_logit_softcapping is 50.0 (configuration_gemma2.py); null
         # turns it off (Gemma 3 has none)
@@ -763,6 +805,68 @@ def _olmoe_checks(cfg: dict, path: str, spec: dict) -> None:
         raise InputError(f"{path}: head_dim {spec['head_dim']} x num_attention_heads {spec['heads']} is not "
                          f"hidden_size {spec['hidden']}; supported for olmoe: heads that span hidden_size (its "
                          "q_norm is hidden_size wide)")
+
+
+def _llama4_fields(cfg: dict, path: str, spec: dict) -> dict:
+    """What a llama4_text config.json sets beyond Llama's shapes (configuration_llama4.py and
+    modeling_llama4.py, transformers 5.24; Llama4TextConfig's defaults where it leaves a field out):
+
+    - MoE layers: moe_layers where given, else every interleave_moe_layer_step-th layer (layer
+      N - 1, 2N - 1, ...: Scout 1, every layer; Maverick 2); a list of another pattern is refused.
+      Each has num_local_experts routed experts of intermediate_size (top num_experts_per_tok),
+      one shared expert of intermediate_size and a bias-free router; the other layers a dense MLP
+      of intermediate_size_mlp.
+    - use_qk_norm: a weightless L2 norm of q and k on the RoPE layers (no parameters; its fp32 copy
+      is kept: activations.l2_qk_norm_bytes); no_rope_layers (or every no_rope_layer_interval-th
+      layer) names the layers without RoPE, whose attention temperature tuning keeps nothing
+      measurable (a CPU NoPE layer keeps what a RoPE layer without q/k norms does, less RoPE's
+      freqs); both change no shape.
+    - attention_chunk_size: the RoPE layers attend within chunks (8,192 tokens); the estimate
+      counts their attention FLOPs as full causal (said in the answer), and a chunked mask
+      changes nothing flash attention keeps."""
+    layers = spec["layers"]
+    out = {}
+    every = _field(cfg, path, "interleave_moe_layer_step", required=False, default=1, least=1)
+    moe = cfg.get("moe_layers")
+    if moe is None:
+        moe = list(range(every - 1, layers, every))
+    elif not isinstance(moe, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in moe):
+        raise InputError(f"{path}: field 'moe_layers' must be a list of layer indices, got {_show(moe)}")
+    moe = sorted(set(i for i in moe if 0 <= i < layers))
+    step = next((n for n in range(1, layers + 1) if moe == list(range(n - 1, layers, n))), 0) if moe else 0
+    if moe and not step:
+        raise InputError(f"{path}: moe_layers {_show(moe)} is not supported; supported: every Nth layer MoE "
+                         "(layers N-1, 2N-1, ...), as interleave_moe_layer_step builds it")
+    out["ffn"] = _field(cfg, path, "intermediate_size_mlp", required=False, default=16384, least=1)
+    if moe:
+        out.update(experts=_field(cfg, path, *EXPERT_FIELDS["llama4_text"], required=False, default=16, least=1),
+                   top_k=_field(cfg, path, "num_experts_per_tok", required=False, default=1, least=1),
+                   expert_ffn=spec["ffn"], shared_experts=1, shared_ffn=spec["ffn"], moe_every=step if step > 1 else 0)
+    rope = _rope_layers(cfg, path, layers)
+    if _field(cfg, path, "use_qk_norm", required=False, default=True, kind=bool):
+        out["qk_l2_norm_layers"] = sum(rope)
+    chunk = _field(cfg, path, "attention_chunk_size", required=False, default=8192, least=1) \
+        if "attention_chunk_size" not in cfg or cfg["attention_chunk_size"] is not None else None
+    if chunk and any(rope):
+        out["reading_notes"] = spec["reading_notes"] + (
+            f"llama4: chunked attention on its {sum(rope)} RoPE layers (attention_chunk_size {chunk}) is timed as "
+            f"full causal attention, more than it computes on sequences past {chunk:,} tokens; what attention "
+            "keeps is the same",)
+    return out
+
+
+def _rope_layers(cfg: dict, path: str, layers: int) -> list[bool]:
+    """Which layers apply RoPE: no_rope_layers (1 RoPE, 0 none) where non-empty, else all but
+    every no_rope_layer_interval-th (Llama4TextConfig.__post_init__)."""
+    given = cfg.get("no_rope_layers")
+    if given:
+        if not isinstance(given, list) or len(given) < layers or any(v not in (0, 1) or isinstance(v, float)
+                                                                     for v in given):
+            raise InputError(f"{path}: field 'no_rope_layers' must list at least {layers} entries "
+                             f"(num_hidden_layers), each 1 (RoPE) or 0 (none), got {_show(given)}")
+        return [bool(v) for v in given[:layers]]
+    interval = _field(cfg, path, "no_rope_layer_interval", required=False, default=4, least=1)
+    return [(i + 1) % interval != 0 for i in range(layers)]
 
 
 def _max_positions(written: dict, path: str, mt: str) -> tuple[int, tuple[str, ...]]:

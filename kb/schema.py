@@ -51,6 +51,9 @@ class ModelSpec(_Frozen):
     qk_norm: bool = False
     # q/k norms over the whole q and k projections (OLMo 2), not over one head's dimensions
     qk_norm_full: bool = False
+    # layers whose q and k go through a weightless L2 norm (Llama 4's use_qk_norm, on its RoPE
+    # layers only): no parameters, an fp32 copy kept (kb/memory/activations.l2_qk_norm_bytes)
+    qk_l2_norm_layers: int = Field(0, ge=0)
     sandwich_norm: bool = False
     embed_norm: bool = False
     attn_sinks: bool = False
@@ -109,6 +112,8 @@ class ModelSpec(_Frozen):
             raise ValueError("an MoE model needs 0 < top_k <= experts and expert_ffn > 0")
         if self.first_dense > self.layers:
             raise ValueError("first_dense cannot exceed layers")
+        if self.qk_l2_norm_layers > self.layers:
+            raise ValueError("qk_l2_norm_layers cannot exceed layers")
         if self.moe_every > 1 and self.first_dense:
             raise ValueError("moe_every and first_dense cannot both be set: one placement of the MoE layers")
         if self.full_attn_every and not self.sliding_window:

@@ -439,3 +439,59 @@ def test_olmoe_and_granite_moe_exports_name_what_megatron_does_not_build(run_cli
             assert code == 0, err
             text = out + "".join(p.read_text() for p in out_dir.rglob("*") if p.is_file())
             assert want in text, (name, to)
+
+
+# --- Llama 4 (llama4_text, and the llama4 multimodal wrapper) --------------------------------
+
+LLAMA4_MAVERICK = {"model_type": "llama4_text", "hidden_size": 5120, "intermediate_size": 8192,
+                   "intermediate_size_mlp": 16384, "num_hidden_layers": 48, "num_attention_heads": 40,
+                   "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 202048, "num_local_experts": 128,
+                   "num_experts_per_tok": 1, "interleave_moe_layer_step": 2, "use_qk_norm": False,
+                   "max_position_embeddings": 1048576}
+
+
+def test_llama4_lora_under_peft_is_refused_saying_why(run_cli, tmp_path):
+    """PEFT 0.21.2's all-linear wraps Llama4Router, an nn.Linear whose forward returns a tuple,
+    and LoRA's forward fails on it at the first step (measured: AttributeError on a 2-layer
+    llama4_text model): refused on the PEFT frameworks, not sized as if it ran."""
+    path = write(tmp_path / "config.json", LLAMA4_MAVERICK)
+    for training in ("lora", "qlora"):
+        err = refused(run_cli, "recommend", "--hf-config", path, "--gpus", "64", "--training", training)
+        assert "Llama4Router" in err and "tuple" in err and "allowed:" in err, err
+    code, out, err = run_cli("recommend", "--hf-config", path, "--gpus", "64", "--training", "lora",
+                             "--framework", "megatron")
+    assert code == 0, err
+
+
+def test_llama4_interleaved_moe_layers_fall_on_every_stage_and_megatron_builds_them(run_cli, tmp_path):
+    """Maverick's MoE layers are every other one (1, 3, ...): each of 4 pipeline stages holds 6 of
+    its 12 layers as MoE (a leading-dense reading would put the 24 dense layers on stages 0-1),
+    and the Megatron export builds the same pattern with --moe-layer-freq's list form (its integer
+    form would make layer 0 MoE); Accelerate wraps Llama4TextDecoderLayer."""
+    from shardwise.kb.stages import layers_on_stage
+    m = read_hf_config(write(tmp_path / "config.json", LLAMA4_MAVERICK))
+    assert [layers_on_stage(m, 4, s) for s in range(4)] == [(6, 6)] * 4
+    # pp 5 splits 48 + 2 (the embedding takes a layer's place on stage 0): layers 0-8, MoE 1, 3, 5, 7
+    assert layers_on_stage(m, 3, 0) == (8, 8) and layers_on_stage(m, 5, 0) == (5, 4)
+    for to, want in (("megatron", "([0]*1+[1])*24"), ("megatron", "sigmoid"), ("accelerate", "Llama4TextDecoderLayer")):
+        out_dir = tmp_path / f"out-{to}"
+        code, out, err = run_cli("export", "--hf-config", str(tmp_path / "config.json"), "--gpus", "128", "--to", to,
+                                 "-o", str(out_dir))
+        assert code == 0, err
+        text = out + "".join(p.read_text() for p in out_dir.rglob("*") if p.is_file())
+        assert want in text, (to, want)
+
+
+def test_llama4_on_transformers_keeps_every_experts_copy_of_each_token(tmp_path):
+    """transformers' Llama4TextMoe runs every token through all E experts, scaled by a router
+    score that is 0 off the top k: the routed part keeps E copies a token (4 h + 8 F each,
+    measured), not top-1's one. Megatron routes top-1; the same layout there keeps one copy."""
+    from shardwise.kb.layout import Layout
+    from shardwise.kb.memory import activations as act
+    from shardwise.kb.schema import TrainingSpec
+    m = read_hf_config(write(tmp_path / "config.json", dict(LLAMA4_MAVERICK, num_local_experts=16)))
+    lay = Layout(mbs=1, recompute="none", zero=1)
+    hf = act.layer_bytes_per_token(m, TrainingSpec(framework="hf", training="finetune"), lay, True, 4096)
+    meg = act.layer_bytes_per_token(m, TrainingSpec(framework="megatron", training="finetune"), lay, True, 4096)
+    copy = 4 * m.hidden + 8 * m.expert_ffn
+    assert hf - meg > 15 * copy - 8 * m.hidden

@@ -165,6 +165,24 @@ HF_CONFIGS = {
                                   "num_attention_heads": 16, "num_key_value_heads": 8, "vocab_size": 49155,
                                   "num_local_experts": 32, "num_experts_per_tok": 8, "tie_word_embeddings": True},
                                  1_410_125_824),
+    # transformers 5.24's num_parameters() on the meta device, Llama4ForCausalLM from the text
+    # configs: Llama-4-Scout-17B-16E's shapes are Llama4TextConfig's defaults (configuration_llama4.py,
+    # auto_docstring checkpoint meta-llama/Llama-4-Scout-17B-16E), as its config.json's text_config
+    # gives them; Maverick-17B-128E's text_config as NVIDIA/TensorRT-LLM's Llama 4 min-latency test
+    # vendors it (LLAMA_4_MAVERICK_TWO_LAYER_CONFIG, its num_hidden_layers 48 and
+    # no_rope_layer_interval default restored): 128 experts, MoE every other layer, no q/k norm.
+    # The model cards' 109B and 400B count the vision tower too (about 0.9B, not sized)
+    "llama4_scout": ({"model_type": "llama4_text", "hidden_size": 5120, "intermediate_size": 8192,
+                      "intermediate_size_mlp": 16384, "num_hidden_layers": 48, "num_attention_heads": 40,
+                      "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 202048, "num_local_experts": 16,
+                      "num_experts_per_tok": 1, "interleave_moe_layer_step": 1, "use_qk_norm": True,
+                      "attention_chunk_size": 8192, "tie_word_embeddings": False}, 107_769_861_120),
+    "llama4_maverick": ({"model_type": "llama4_text", "hidden_size": 5120, "intermediate_size": 8192,
+                         "intermediate_size_mlp": 16384, "num_hidden_layers": 48, "num_attention_heads": 40,
+                         "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 202048, "num_local_experts": 128,
+                         "num_experts_per_tok": 1, "interleave_moe_layer_step": 2, "use_qk_norm": False,
+                         "attention_chunk_size": 8192, "max_position_embeddings": 1048576,
+                         "rope_theta": 500000.0, "tie_word_embeddings": False}, 400_711_848_960),
     "qwen3_moe": ({"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
                    "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
                    "vocab_size": 151936, "num_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 768,
@@ -433,6 +451,52 @@ def test_attention_and_mlp_biases_are_counted_or_refused(tmp_path):
     p.write_text(json.dumps({**cfg, "mlp_bias": True}))
     with pytest.raises(InputError, match="mlp_bias true without attention_bias"):
         read_hf_config(str(p))
+
+
+def test_llama4_counts_its_interleaved_moe_shared_expert_and_dense_mlps(tmp_path):
+    """Scout: every layer MoE (16 experts of intermediate_size, one shared expert as wide, a
+    bias-free router), 17.2B active; Maverick: MoE on layers 1, 3, ... (interleave_moe_layer_step
+    2), dense MLPs of intermediate_size_mlp between, 17.2B active of 400.7B. The weightless L2
+    q/k norms add no parameter (transformers 5.24 on the meta device, HF_CONFIGS above)."""
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(HF_CONFIGS["llama4_scout"][0]))
+    scout = read_hf_config(str(p))
+    assert (scout.moe_layers, scout.dense_layers, scout.shared_width, scout.expert_ffn) == (48, 0, 8192, 8192)
+    assert round(active_params(scout) / 1e9, 1) == 17.2
+    p.write_text(json.dumps(HF_CONFIGS["llama4_maverick"][0]))
+    mav = read_hf_config(str(p))
+    assert (mav.moe_layers, mav.dense_layers, mav.moe_every, mav.ffn) == (24, 24, 2, 16384)
+    assert round(active_params(mav) / 1e9, 1) == 17.2
+    # the same MoE layers named as a list read the same; a list of another pattern is refused
+    p.write_text(json.dumps(dict(HF_CONFIGS["llama4_maverick"][0], moe_layers=list(range(1, 48, 2)))))
+    assert read_hf_config(str(p)) == mav.model_copy(update={"source": read_hf_config(str(p)).source})
+    p.write_text(json.dumps(dict(HF_CONFIGS["llama4_maverick"][0], moe_layers=[0, 1, 5])))
+    with pytest.raises(InputError, match=r"moe_layers \[0, 1, 5\] is not supported; supported: every Nth layer"):
+        read_hf_config(str(p))
+
+
+def test_llama4_wrapper_reads_its_text_config_and_sizes_its_vision_tower_in_words(tmp_path):
+    """A Llama 4 multimodal config.json (model_type llama4): the language model is its
+    text_config, and the vision tower and projector it does not size are said with their size:
+    transformers 5.24 builds Llama4ForConditionalGeneration for Maverick with 401,583,781,376
+    parameters, 871,932,416 outside the language model (vision_config as the TensorRT-LLM test
+    above vendors it, its 34 layers restored)."""
+    vision = {"hidden_size": 1408, "image_size": 336, "intermediate_size": 5632, "num_attention_heads": 16,
+              "num_hidden_layers": 34, "patch_size": 14, "pixel_shuffle_ratio": 0.5, "projector_input_dim": 4096,
+              "projector_output_dim": 4096, "vision_output_dim": 4096, "multi_modal_projector_bias": False,
+              "model_type": "llama4_vision_model"}
+    cfg = {"architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4",
+           "text_config": HF_CONFIGS["llama4_maverick"][0], "vision_config": vision}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    m = read_hf_config(str(p))
+    assert total_params(m) == 400_711_848_960
+    from shardwise.kb.hf_config import llama4_vision_params
+    assert llama4_vision_params(vision, m.hidden) == 401_583_781_376 - 400_711_848_960
+    assert any("vision tower" in n and "about 872M" in n for n in m.reading_notes)
+    # a text_config that gives only some shapes takes Llama4TextConfig's (Scout's) for the rest
+    p.write_text(json.dumps({"model_type": "llama4", "text_config": {"num_hidden_layers": 48}}))
+    assert total_params(read_hf_config(str(p))) == 107_769_861_120
 
 
 def test_every_nth_layer_moe_is_counted_and_placed_where_it_falls():

@@ -17,7 +17,8 @@ model loaded in fp32 (the estimate's hf recipe without ZeRO).
 Run: python measure_family_layers.py > cpu_family_saved_tensors.jsonl
      python measure_family_layers.py --fp32-weights >> cpu_family_saved_tensors.jsonl
 (model types as arguments measure only those: the olmo2, smollm3 and glm4_moe rows were added so,
-with torch 2.13.0+cpu and transformers 5.24.0, and the olmoe, granitemoe and granitemoeshared rows)
+with torch 2.13.0+cpu and transformers 5.24.0, and the olmoe, granitemoe and granitemoeshared rows,
+and the llama4_text rows)
 (taken with torch 2.14.1, transformers 5.24.0)
 """
 import json
@@ -27,6 +28,7 @@ from transformers import AutoConfig, AutoModelForCausalLM
 
 SEQ = 256
 EAGER = ("gemma2", "gpt_oss")
+CAST_EXPERTS = ("llama4_text",)
 FAMILIES = {
     "llama": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=2),
     "mistral": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=2,
@@ -71,6 +73,10 @@ FAMILIES = {
                              num_attention_heads=8, num_key_value_heads=2, num_local_experts=8,
                              num_experts_per_tok=2, embedding_multiplier=12.0, attention_multiplier=0.015625,
                              residual_multiplier=0.22, logits_scaling=6.0),
+    # Llama 4 Scout's pattern (every layer MoE, top 1 of 16 with a shared expert; layer 0 a RoPE
+    # layer with the L2 q/k norms) at 8 experts: transformers runs every token through each
+    "llama4_text": dict(hidden_size=512, intermediate_size=1792, intermediate_size_mlp=3584, num_attention_heads=8,
+                        num_key_value_heads=2, head_dim=64, num_local_experts=8, num_experts_per_tok=1),
 }
 
 
@@ -114,7 +120,8 @@ def saved_bytes(model_type: str, shape: dict, weights: torch.dtype) -> tuple[flo
     skip = lambda t: False  # noqa: E731
     if weights == torch.float32:
         # autocast's bf16 casts of the fp32 weights (a weight's shape, never SEQ rows)
-        cast = weight_shaped(model, only_2d=True)
+        # (and of Llama 4's 3-D experts, which its torch.bmm casts where other families' stay fp32)
+        cast = weight_shaped(model, only_2d=model_type not in CAST_EXPERTS)
         skip = lambda t: t.dtype == torch.bfloat16 and t.shape[0] != SEQ and cast(t)  # noqa: E731
     return layer_saved_bytes(model, model.model, weights, cfg.hidden_size, skip), cfg.to_dict()
 

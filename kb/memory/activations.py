@@ -109,6 +109,32 @@ def profile(t: TrainingSpec) -> str:
     return {"megatron": "megatron", "fsdp": "torch"}.get(t.framework, "hf")
 
 
+# transformers families whose MoE block runs every token through every routed expert, each copy
+# scaled by its router score, which is 0 off the top k (modeling_llama4.py Llama4TextMoe:
+# hidden_states.repeat(num_experts, 1) * router_scores, then Llama4TextExperts' bmm over all
+# experts; Llama4TextConfig: "the experts take every token pre-scaled by its router score rather
+# than the routing"): E copies a token, not top_k, in what is kept and in the GEMMs
+ALL_EXPERTS_FAMILIES = ("llama4",)
+
+
+def experts_cast_by_autocast(m: ModelSpec) -> bool:
+    """Whether autocast casts the routed experts' fp32 weights to bf16 for their matmuls: Llama 4's
+    Llama4TextExperts multiply by torch.bmm, on autocast's lower-precision list, where the other
+    fused families' experts stay fp32 (expert_gemm_rate, states.compute_copy). Their activations
+    are then bf16, as with bf16 weights, but for the fp32 repeat of the norm output each copy
+    keeps (2 h more a copy: a CPU Llama 4 layer with fp32 weights, cpu_family_saved_tensors.jsonl)."""
+    return m.family in ALL_EXPERTS_FAMILIES
+
+
+def routed_copies(m: ModelSpec, t: TrainingSpec) -> int:
+    """Copies of each token the routed experts compute and keep: top_k, or every expert on the
+    transformers path of ALL_EXPERTS_FAMILIES (measured on a CPU Llama 4 layer,
+    cpu_family_saved_tensors.jsonl: 4 h + 8 F a token per expert, 8 experts of top 1)."""
+    if profile(t) == "hf" and m.family in ALL_EXPERTS_FAMILIES:
+        return m.experts
+    return m.top_k
+
+
 # transformers families whose RMSNorm scales by its weight in fp32, before the cast back: by
 # (1 + weight) (modeling_gemma.py GemmaRMSNorm, and Gemma 2's and 3's: output = norm(x.float())
 # * (1.0 + weight.float())) or by the weight itself (modeling_gpt_oss.py GptOssRMSNorm:
@@ -325,6 +351,17 @@ def autocast_input_casts(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
     return where(fp32_weights_under_autocast(t, lay), extra, 0.0)
 
 
+def l2_qk_norm_bytes(m: ModelSpec, prof: str, q: float, kv: float) -> float:
+    """Per token, averaged over the layers: the weightless L2 norm of q and k (modeling_llama4.py
+    Llama4TextL2Norm: x.float() * rsqrt(mean(x^2) + eps), cast back) keeps its fp32 input, 4
+    bytes an element, on the layers that apply it (ModelSpec.qk_l2_norm_layers: Llama 4's RoPE
+    layers with use_qk_norm). Measured on a CPU Llama 4 layer (cpu_family_saved_tensors.jsonl);
+    on the transformers path only (Megatron-Core's qk_l2_norm is not measured)."""
+    if prof != "hf" or not m.qk_l2_norm_layers:
+        return 0.0
+    return 4.0 * (q + kv) * m.qk_l2_norm_layers / m.layers
+
+
 def _attention_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, q: float, kv: float, heads: float, s_local: int) -> float:
     """Per token: what attention keeps (q, kv are per-rank widths; heads per rank)."""
     if m.is_mla:
@@ -409,6 +446,7 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
     norms = (norms + autocast_input_casts(m, t, lay, moe)) / seq_shard
     if m.qk_norm:
         norms += (q + kv) * (_norm_bytes(m, prof) - 2.0)
+    norms += l2_qk_norm_bytes(m, prof, q, kv)
     attn_t = t if rc not in ("selective", "modules") else t.model_copy(update={"attention": "flash"})
     attn = _attention_bytes(m, attn_t, lay, q, kv, heads, s_local)
     if prof == "hf" and m.family in FUSED_PROJECTIONS:
@@ -416,7 +454,7 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
         # the whole q + 2 kv storage alive (measured on a CPU layer: +4 h with MHA)
         attn += 2.0 * (q + kv)
     if moe:
-        k = m.top_k
+        k = routed_copies(m, t)
         exp_w = m.expert_ffn / lay.etp
         # the routed part runs on the tokens this rank routes: with sequence parallelism the MoE
         # layer takes the SP shard (tokens / tp) gathered over expert-TP only (x etp), as
@@ -435,7 +473,11 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
         # with fp32 weights under autocast, Mixtral-style experts are fp32 parameters autocast
         # does not cast for the expert matmuls: their inputs, intermediates and outputs are fp32,
         # twice the bytes (their GEMMs run at the fp32 rate too, kb/perf/compute.expert_gemm_rate)
-        mlp = routed_share * (8.0 * m.experts + where(fp32_weights_under_autocast(t, lay), 2.0, 1.0) * routed)
+        fp32_w = fp32_weights_under_autocast(t, lay)
+        if experts_cast_by_autocast(m):
+            routed = routed + where(fp32_w, k * 2.0 * h, 0.0)
+            fp32_w = False
+        mlp = routed_share * (8.0 * m.experts + where(fp32_w, 2.0, 1.0) * routed)
         mlp += fp32_router_copy(m, t, lay)
         if m.shared_width:
             mlp += _mlp_bytes(m, prof, m.shared_width / tp)

@@ -87,7 +87,7 @@ def _states(job: Job, lay: Layout, sp) -> st.States:
         return st.adapter_states(m, t, sp.total, block, st.adapter_params_rank(m, t, sp), lay.zero, group,
                                  sp.experts, egroup)
     s = st.full_training_states(sp.dense, sp.gemm, sp.experts, t, lay.zero, group, egroup, lay.pp,
-                                largest=opt.largest_tensor(m, lay.tp))
+                                largest=opt.largest_tensor(m, lay.tp), experts_cast=act.experts_cast_by_autocast(m))
     if t.training == "rlhf":
         # PPO: policy and value model trained (two sets of states), reference and reward frozen
         trained = t.rlhf_models // 2

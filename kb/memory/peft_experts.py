@@ -46,6 +46,14 @@ FUSED_EXPERT_FAMILIES = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "de
 # granitemoe and granitemoeshared to a granitemoe pattern PEFT has no expert targets for:
 # peft utils/transformers_weight_conversion.py _MOE_TARGET_MODULE_MAPPING)
 ADAPTED_EXPERT_FAMILIES = ("mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe", "olmoe")
+# model types whose LoRA under PEFT 0.21's all-linear does not run: Llama 4's router is an
+# nn.Linear subclass whose forward returns (scores, logits) (modeling_llama4.py Llama4Router),
+# which all-linear wraps, and LoRA's Linear.forward then takes the tuple for a tensor
+# (peft tuners/lora/layer.py: result.dtype -> "AttributeError: 'tuple' object has no attribute
+# 'dtype'" at the first forward; a 2-layer llama4_text model, peft 0.21.2, transformers 5.24)
+PEFT_FAILS = {"llama4": "its router (Llama4Router) is an nn.Linear subclass returning (scores, logits), which "
+                        "all-linear wraps, and LoRA's forward fails on the tuple (peft 0.21.2: AttributeError: "
+                        "'tuple' object has no attribute 'dtype')"}
 # SwiGLU experts: down_proj is h x F of the 3 h F a expert holds
 DOWN_SHARE = 1.0 / 3.0
 

@@ -194,7 +194,8 @@ def _shard(b: float, on, group):
 
 
 def full_training_states(params_rank: float, gemm_rank: float, expert_rank: float, t: TrainingSpec,
-                         zero: int, group: int, expert_group: int, pp: int = 1, largest: float = 0.0) -> States:
+                         zero: int, group: int, expert_group: int, pp: int = 1, largest: float = 0.0,
+                         experts_cast: bool = False) -> States:
     """States of a fully trained model (pretrain / finetune): ZeRO-sharded per Rajbhandari et al.
 
     ``params_rank``: dense parameters on this rank after TP/PP; ``expert_rank``: routed expert
@@ -217,8 +218,9 @@ def full_training_states(params_rank: float, gemm_rank: float, expert_rank: floa
     # fp32 weights double as master when the recipe keeps fp32 weights (fsdp/hf). Autocast casts
     # the weights of the ops on its bf16 list, the projections and the LM head (F.linear), not
     # the input embedding (F.embedding), the norms, or transformers' fp32 experts, whose matmuls
-    # autocast does not cast (kb/perf/compute.expert_gemm_rate)
-    compute_copy = where(zero < 3, (gemm_rank - expert_rank) * r.compute_copy, 0.0)
+    # autocast does not cast (kb/perf/compute.expert_gemm_rate) -- but Llama 4's, whose bmm it
+    # does (``experts_cast``: activations.experts_cast_by_autocast)
+    compute_copy = where(zero < 3, (gemm_rank - (0.0 if experts_cast else expert_rank)) * r.compute_copy, 0.0)
     unsharded_kept = (zero == 2) | (zero == 0)
     if fsdp:
         # FSDP2 ZeRO-2 (reshard_after_forward=False): every parameter's unsharded bf16 copy, the

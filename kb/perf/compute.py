@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 from ..defaults import ADAPTERS
 from ..frameworks import profile as framework_profile
-from ..memory.activations import adapter_input_cast, fp32_weights_under_autocast
+from ..memory.activations import (adapter_input_cast, experts_cast_by_autocast,
+                                  fp32_weights_under_autocast, routed_copies)
 from ..memory.peft_experts import ADAPTED_EXPERT_FAMILIES, FUSED_EXPERT_FAMILIES, merges_experts, peft_on_transformers
 from ..layout import Layout
 from ..params import attention_projections, layer_params
@@ -68,13 +69,16 @@ HBM_EFFICIENCY = 0.8      # streaming kernels reach ~90% of HBM peak (memory-mod
 FP32_OVER_BF16 = 67.0 / 989.0
 
 
-def expert_gemm_rate(t: TrainingSpec, lay: Layout):
+def expert_gemm_rate(t: TrainingSpec, lay: Layout, m: ModelSpec | None = None):
     """Share of the GEMM peak the routed experts' GEMMs run at: 1, or the fp32 rate with fp32
     weights under autocast (kb/memory/activations.fp32_weights_under_autocast), where
     Mixtral-style experts are fp32 parameters autocast does not cast for their matmuls (the
     measured Trainer MoE steps t09 and t21 are slower than the bf16 estimate by 142 and 141 ms
     per MoE layer -- their expert GEMM FLOPs at 48 TFLOP/s, the fp32 rate (67 TF x E_GEMM), not
-    the bf16 one). Nothing here is fitted."""
+    the bf16 one). Nothing here is fitted. Llama 4's bmm experts autocast casts: the bf16 rate
+    (activations.experts_cast_by_autocast)."""
+    if m is not None and experts_cast_by_autocast(m):
+        return 1.0
     return where(fp32_weights_under_autocast(t, lay), FP32_OVER_BF16, 1.0)
 
 
@@ -214,7 +218,9 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
         # balanced routing: each local expert sees tokens x top_k / experts of every EP rank's
         # tokens; the MoE layer runs on the SP-sharded tokens, re-gathered over expert-TP only
         # (Megatron-Core MoE: tokens/tp x etp per rank)
-        expert_shapes = mlp(moe_tokens(tokens, lay) * m.top_k * lay.ep / m.experts, m.expert_ffn / lay.etp)
+        # (transformers' Llama 4 runs every token through every expert: activations.routed_copies)
+        expert_shapes = mlp(moe_tokens(tokens, lay) * routed_copies(m, t) * lay.ep / m.experts,
+                            m.expert_ffn / lay.etp)
     else:
         shapes += mlp(tokens, m.ffn / tp)
 
@@ -222,7 +228,7 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
         return 6.0 * M * N * K / (gemm_peak * gemm_efficiency(minimum(M, N, K)) * fp8)
 
     dense_gemm = sum(gemm_seconds(*s) for s in shapes)
-    expert_gemm = local_experts * sum(gemm_seconds(*s) for s in expert_shapes) / expert_gemm_rate(t, lay)
+    expert_gemm = local_experts * sum(gemm_seconds(*s) for s in expert_shapes) / expert_gemm_rate(t, lay, m)
     gemm = dense_gemm + expert_gemm
     heads = m.heads / tp
     blocks = lay.mbs * heads * (t.seq_len / lay.cp) / 128.0
@@ -239,13 +245,13 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     if moe:
         # token permutation: every token is copied to its k experts and back (permute and
         # unpermute, each a read and a write of k x h bf16 values), forward and backward
-        ew += moe_tokens(tokens, lay) * PERMUTE_PASSES * m.top_k * h * 2.0 / (gpu.hbm_gbps * 1e9)
+        ew += moe_tokens(tokens, lay) * PERMUTE_PASSES * routed_copies(m, t) * h * 2.0 / (gpu.hbm_gbps * 1e9)
     if t.precision == "fp8":
         ew *= FP8_ELEMENTWISE_FACTOR
     ew += tokens * fp32_residual_bytes(t, lay) * h / (gpu.hbm_gbps * 1e9)
     ew += tokens * unfused_rope_bytes(m, t, tp) / (gpu.hbm_gbps * 1e9)
     if moe:
-        copies = moe_tokens(tokens, lay) * m.top_k
+        copies = moe_tokens(tokens, lay) * routed_copies(m, t)
         ew += copies * (expert_bias_bytes(m, t) + glu_clamp_bytes(m, t, lay.etp)) / (gpu.hbm_gbps * 1e9)
     gemm_forward = gemm / 3.0
     if t.training in ADAPTERS:

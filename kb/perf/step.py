@@ -27,6 +27,7 @@ from ..layout import Layout
 from ..stages import all_stages
 from . import comm
 from . import param_traffic as pt
+from ..memory.activations import experts_cast_by_autocast
 from ..memory.peft_experts import experts_stay_bf16, merges_experts
 from ..memory.states import deepspeed_bf16_pipeline, lora_params
 from ..params import layer_params, total_params
@@ -300,6 +301,12 @@ def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compu
     return where(lay.zero == 0, plain, where(lay.zero == 3, stage3, where(lay.zero == 2, stage2, stage1)))
 
 
+def _uncast(m, sp) -> float:
+    """The GEMM weights of a stage autocast does not cast: the fused routed experts, but for
+    Llama 4's bmm experts (kb/memory/activations.experts_cast_by_autocast)."""
+    return 0.0 if experts_cast_by_autocast(m) else sp.experts
+
+
 def step_time(job: Job, lay: Layout) -> StepTime:
     m, t, c = job.model, job.training, job.cluster
     stages = all_stages(m, lay)
@@ -309,7 +316,7 @@ def step_time(job: Job, lay: Layout) -> StepTime:
         total_mb = compute + sum(kinds.values())
         if t_max is None:
             t_max, t_sum, compute_mb, kinds_max, host_max, host_sum = total_mb, total_mb, compute, kinds, host, host
-            dense_rank, expert_rank, cast_rank = sp.dense, sp.experts, sp.gemm - sp.experts
+            dense_rank, expert_rank, cast_rank = sp.dense, sp.experts, sp.gemm - _uncast(m, sp)
             continue
         # the slowest stage sets the pace (the later one on a tie); the middle stages not read are
         # like an earlier one read (kb/stages.middle_stages)
@@ -322,7 +329,7 @@ def step_time(job: Job, lay: Layout) -> StepTime:
         compute_mb = maximum(compute_mb, compute)
         dense_rank = maximum(dense_rank, sp.dense)
         expert_rank = maximum(expert_rank, sp.experts)
-        cast_rank = maximum(cast_rank, sp.gemm - sp.experts)
+        cast_rank = maximum(cast_rank, sp.gemm - _uncast(m, sp))
     t_avg = t_sum / len(stages)
     mcount = lay.grad_accum
     pipe = mcount * t_max + (lay.pp - 1) * t_avg / lay.vp
