@@ -455,14 +455,21 @@ def check_layout(job, lay: Layout) -> None:
             raise InputError(f"layout: {rule.refusal(job, lay)} [{rule.id}]")
 
 
-def first_failure(job, a: dict) -> tuple[np.ndarray, np.ndarray]:
+def first_failure(job, a: dict, shape: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
     """For arrays of candidates: the index in VALIDITY of the first rule each breaks, -1 if none,
     and how many of the rules each breaks (what says which invalid candidates are nearest to
-    valid: search/space._forbidding)."""
-    out = np.full(len(a["tp"]), -1, dtype=np.int8)
-    count = np.zeros(len(a["tp"]), dtype=np.int8)
+    valid: search/space._forbidding). ``shape``: the candidates' shape where ``a``'s arrays
+    broadcast to it (the search's sparse grid); else they are all len(a["tp"]) long."""
+    shape = shape or (len(a["tp"]),)
+    out = np.full(shape, -1, dtype=np.int8)
+    count = np.zeros(shape, dtype=np.int8)
     for k, rule in enumerate(VALIDITY):
-        broken = ~np.broadcast_to(np.asarray(rule.ok(job, a), dtype=bool), out.shape)
+        # negated before it is spread: a rule's verdict has the few values of what it reads;
+        # most rules are another framework's and break nothing, which changes neither array
+        broken = ~np.asarray(rule.ok(job, a), dtype=bool)
+        if not broken.any():
+            continue
+        broken = np.broadcast_to(broken, shape)
         out[(out == -1) & broken] = k
         count += broken
     return out, count

@@ -136,17 +136,22 @@ def build_space(job: Job, gb: int, pins: dict | None = None, fit_only: bool = Fa
         "mbs": pinned(mbs, "mbs", pins),
         "rc": pinned(list(range(len(RECOMPUTE))), "recompute", pins),
     }
-    grids = np.meshgrid(np.arange(len(triples)), *[np.array(v, dtype=np.int64) for v in dims.values()], indexing="ij")
-    flat = [x.ravel() for x in grids]
-    which = flat[0]
+    # The candidates are the product (triple, vp, ep, zero, hsdp, sp, mbs, rc), kept as one
+    # axis per setting (a sparse grid) rather than millions of rows: a validity rule reads two or
+    # three settings, so it runs on a few hundred values and broadcasts; only the verdicts
+    # (fail, n_broken) and the valid rows are ever full size. Row order is the dense grid's.
+    grids = np.meshgrid(np.arange(len(triples)), *[np.array(v, dtype=np.int64) for v in dims.values()],
+                        indexing="ij", sparse=True)
+    shape = np.broadcast_shapes(*(x.shape for x in grids))
+    which = grids[0]
     a = {"tp": tp[which], "pp": pp[which], "cp": cp[which], "dp": dp[which]}
-    a.update({k: v for k, v in zip(dims, flat[1:])})
+    a.update({k: v for k, v in zip(dims, grids[1:])})
     node_ranks = np.maximum(1, c.gpus_per_node // a["tp"])        # the dp x cp ranks inside one node
     a["shard"] = np.where(a.pop("hsdp") == 1, node_ranks, 0)
     a["grad_accum"] = gb // (a["mbs"] * a["dp"])
     a["gb"] = gb
-    candidates = len(which)
-    fail, n_broken = first_failure(job, a)
+    candidates = int(np.prod(shape))
+    fail, n_broken = first_failure(job, a, shape)
     excluded = [{"rule": rule.id, "why": rule.why, "excluded": int(np.count_nonzero(fail == k))}
                 for k, rule in enumerate(VALIDITY)]
     keep = fail == -1
@@ -157,18 +162,21 @@ def build_space(job: Job, gb: int, pins: dict | None = None, fit_only: bool = Fa
                      "experts over their own data-parallel group); with one it is ZeRO-0 under another name "
                      "(kept once, as ZeRO-0)", "excluded": int(single.sum())})
     keep &= ~single
-    return Space({k: a[k][keep] for k in FIELDS}, excluded, candidates, _blocked(job, a, fail, n_broken, keep))
+    return Space({k: np.broadcast_to(a[k], shape)[keep] for k in FIELDS}, excluded, candidates,
+                 _blocked(job, a, fail, n_broken, keep))
 
 
 def _blocked(job, a: dict, fail: np.ndarray, n_broken: np.ndarray, keep: np.ndarray) -> dict:
     """For each value of a setting that no valid layout has: the validity rules that rule it out
     (what the explanation names, _forbidding). Values are small non-negative integers, so
-    counting (bincount) answers it without sorting millions of candidates."""
+    counting (bincount) answers it without sorting millions of candidates. ``a``'s columns are
+    the sparse grid's axes (build_space): every value of an axis occurs among the candidates."""
     out = {}
     for setting, f in SETTING_FIELDS.items():
         col = a[f]
-        n = int(col.max()) + 1 if len(col) else 0
-        seen, valid = np.bincount(col, minlength=n), np.bincount(col[keep], minlength=n)
+        n = int(col.max()) + 1
+        seen = np.bincount(col.ravel(), minlength=n)
+        valid = np.bincount(np.broadcast_to(col, keep.shape)[keep], minlength=n)
         gone = {}
         for v in np.flatnonzero((seen > 0) & (valid == 0)).tolist():
             these = (col == v) & (fail >= 0)
@@ -206,8 +214,8 @@ def _forbidding(job, a: dict, fail: np.ndarray, n_broken: np.ndarray, these: np.
 
 
 class _Masked(dict):
-    """The candidates of ``a`` under ``mask``, each column cut when a rule first reads it (a rule
-    reads two or three of them)."""
+    """The candidates of ``a`` (the sparse grid's axes) under ``mask`` (the grid's shape), each
+    column spread and cut when a rule first reads it (a rule reads two or three of them)."""
 
     def __init__(self, a: dict, mask: np.ndarray):
         super().__init__()
@@ -215,7 +223,7 @@ class _Masked(dict):
 
     def __missing__(self, f):
         x = self._a[f]
-        self[f] = x[self._mask] if np.shape(x) == self._mask.shape else x
+        self[f] = np.broadcast_to(x, self._mask.shape)[self._mask] if np.ndim(x) else x
         return self[f]
 
     def __contains__(self, f):

@@ -330,3 +330,44 @@ def test_a_ranked_layout_names_the_preferences_it_breaks_as_the_headline_does(ru
         assert "as the headline, breaks memory.headroom (worth 3%)" in a["why_not"], a["why_not"]
     roomy = [a for a in d["alternatives"] if a["memory"]["used_pct"] <= 90]
     assert all("as the headline" not in a["why_not"] for a in roomy)
+
+
+@pytest.mark.parametrize("kw", [dict(model="llama-3-8b", gpus=8, framework="fsdp", global_batch=64),
+                                dict(model="mixtral-8x7b", gpus=16, framework="deepspeed", seq_len=8192)],
+                         ids=lambda kw: f"{kw['model']}-{kw['framework']}")
+def test_the_space_holds_exactly_the_valid_candidates_in_grid_order(kw):
+    """The space is the product of the settings' domains less what a validity rule (or
+    zero-needs-replicas) removes, row by row in the grid's order: (tp, pp, cp), then vp, ep,
+    ZeRO, HSDP, SP, micro-batch, recomputation. A candidate drawn from the domains is in the
+    space exactly when the single-layout rules pass it; the same job lists the same rows."""
+    from shardwise.kb.choices import MBS_CHOICES
+    from shardwise.kb.job import divisors
+    from shardwise.kb.validity import VALIDITY
+    from shardwise.search.space import VP_MAX
+    job = build_job(**kw)
+    gb, _ = global_batch(job)
+    space = build_space(job, gb)
+    a = space.arrays
+    g, m, c = job.cluster.gpus, job.model, job.cluster
+    key = np.lexsort([a[f] for f in reversed(("tp", "pp", "cp", "vp", "ep", "zero", "shard", "sp", "mbs", "rc"))])
+    assert np.array_equal(key, np.arange(len(space)))          # already in grid order
+    assert sum(e["excluded"] for e in space.excluded) + len(space) == space.candidates
+    rows = {tuple(int(a[f][i]) for f in a) for i in range(len(space))}
+    rng = np.random.default_rng(11)
+    held = 0
+    for _ in range(400):
+        tp = int(rng.choice([d for d in divisors(g) if d <= 2 * c.nvlink_domain]))
+        pp = int(rng.choice([p for p in range(1, min(m.layers, g) + 1) if (g // tp) % p == 0]))
+        cp = int(rng.choice(divisors(g // (tp * pp))))
+        dp = g // (tp * pp * cp)
+        s = dict(tp=tp, pp=pp, vp=int(rng.choice([1, rng.integers(1, VP_MAX + 1)])), dp=dp, cp=cp,
+                 ep=int(rng.choice(divisors(m.experts) if m.is_moe else [1])), zero=int(rng.integers(0, 4)),
+                 shard=int(rng.choice([0, max(1, c.gpus_per_node // tp)])) if kw["framework"] == "fsdp" else 0,
+                 sp=int(rng.integers(0, 2)), mbs=int(rng.choice(MBS_CHOICES)), rc=int(rng.integers(0, 4)))
+        s["grad_accum"] = gb // (s["mbs"] * dp)
+        valid = all(bool(r.ok(job, dict(s, gb=gb))) for r in VALIDITY)
+        single = s["zero"] > 0 and dp * cp == 1 and (not m.is_moe or tp * cp * dp == s["ep"])
+        assert (tuple(s[f] for f in a) in rows) == (valid and not single), s
+        held += valid and not single
+    assert 0 < held < 400                                       # the draws hit both sides
+    assert all(np.array_equal(a[f], b) for f, b in build_space(job, gb).arrays.items())
