@@ -78,8 +78,15 @@ class Feasibility:
     def _groups(self, fields) -> np.ndarray:
         """A group number per layout: layouts equal in ``fields`` share one. Each field's values
         are small non-negative integers, so a dense code per field (counting, not sorting) and a
-        mixed-radix key give the groups; the key is compacted only when its range is large."""
-        a = self.table.space.arrays
+        mixed-radix key give the groups; the key is compacted only when its range is large.
+        Kept on the space, keyed by the fields: nothing else enters."""
+        space = self.table.space
+        fields = tuple(fields)
+        if fields not in space.groups_by:
+            space.groups_by[fields] = self._group_numbers(space.arrays, fields)
+        return space.groups_by[fields]
+
+    def _group_numbers(self, a: dict, fields: tuple) -> np.ndarray:
         key = np.zeros(len(self.table), dtype=np.int64)
         size = 1
         for f in fields:

@@ -15,7 +15,7 @@ what recomputation keeps), so the space is scored in groups that share them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -55,6 +55,10 @@ class Space:
     excluded: list        # [{"rule", "why", "excluded"}] in VALIDITY order
     candidates: int       # before the validity rules
     blocked: dict         # setting -> {value: the validity rule that removed every candidate with it}
+    # fields -> group number per layout (search/feasibility.Feasibility._groups): a function of
+    # these arrays alone, which never change, so every table over this space (explain's memory
+    # what-ifs reuse it: search/table.scored_table) shares them
+    groups_by: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.arrays["tp"])

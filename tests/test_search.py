@@ -371,3 +371,20 @@ def test_the_space_holds_exactly_the_valid_candidates_in_grid_order(kw):
         held += valid and not single
     assert 0 < held < 400                                       # the draws hit both sides
     assert all(np.array_equal(a[f], b) for f, b in build_space(job, gb).arrays.items())
+
+
+def test_neighbour_facts_on_a_reused_table_are_those_of_a_fresh_search():
+    """explain's memory what-ifs reuse the search's space (and the layout groups its neighbour
+    facts are built on): what a layout's neighbours may do is judged at the what-if's own
+    memory, as a search of that job from scratch judges it."""
+    from shardwise.explain.why import _with_memory
+    small = build_job(model="mixtral-8x7b", gpus=16)
+    first = decide(small)
+    what_ifs = {gib: decide(_with_memory(small, gib), reuse_scores=True) for gib in (120, 72)}
+    for gib, reused in what_ifs.items():
+        fresh = decide(_with_memory(small, gib))
+        assert reused.table.space is first.table.space and fresh.table.space is not first.table.space
+        for path in ("same.min_zero", "same.min_recompute", "same.pp1_fits"):
+            assert np.array_equal(reused.feasibility.column(path), fresh.feasibility.column(path)), (gib, path)
+        assert reused.nothing_allowed is None
+        assert (reused.layout, reused.feasibility.fact("fit.count")) == (fresh.layout, fresh.feasibility.fact("fit.count"))
