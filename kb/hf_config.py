@@ -69,6 +69,58 @@ SUPPORTED = {
 }
 
 
+# model_types read as another type whose config.json they are, field for field: Kimi K2
+# (moonshotai/Kimi-K2-Base, -Instruct) ships DeepSeek-V3's architecture under model_type "kimi_k2"
+# with DeepseekV3ForCausalLM as its class (Kimi-K2 docs/deploy_guidance.md: "change model_type to
+# deepseek_v3" where a framework lacks it; transformers 5.24's Kimi_K25Config reads a kimi_k2
+# text_config as deepseek_v3, configuration_kimi_k25.py). Read so only where each field of the file
+# is one DeepSeek-V3's config.json carries (ALIAS_FIELDS) and the ones its own modeling code reads
+# but transformers' does not have DeepSeek-V3's values (ALIAS_FIXED): else the file describes
+# another model (a kimi_k2 with grouped-query attention and qk_layernorm has been published)
+ALIASES = {"kimi_k2": "deepseek_v3"}
+# transformers 5.24 DeepseekV3Config's fields (configuration_deepseek_v3.py, with its attribute_map
+# aliases num_local_experts and num_nextn_predict_layers), PreTrainedConfig's own
+# (configuration_utils.py, and the legacy torch_dtype, rope_scaling, rope_theta it converts), and
+# those DeepSeek-V3's config.json adds for its modeling_deepseek.py (aux_loss_alpha, ep_size,
+# moe_layer_freq, scoring_func, seq_aux, topk_method; auto_map, quantization_config)
+ALIAS_FIELDS = {"deepseek_v3": frozenset({
+    "vocab_size", "hidden_size", "intermediate_size", "moe_intermediate_size", "num_hidden_layers",
+    "num_attention_heads", "num_key_value_heads", "n_shared_experts", "n_routed_experts", "num_local_experts",
+    "output_router_logits", "routed_scaling_factor", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
+    "v_head_dim", "qk_nope_head_dim", "qk_head_dim", "head_dim", "n_group", "topk_group", "num_experts_per_tok",
+    "first_k_dense_replace", "norm_topk_prob", "hidden_act", "max_position_embeddings", "initializer_range",
+    "rms_norm_eps", "use_cache", "pad_token_id", "bos_token_id", "eos_token_id", "pretraining_tp",
+    "tie_word_embeddings", "rope_parameters", "rope_scaling", "rope_theta", "rope_interleave", "attention_bias",
+    "attention_dropout", "num_mtp_layers", "num_nextn_predict_layers",
+    "architectures", "auto_map", "model_type", "_name_or_path", "dtype", "torch_dtype", "transformers_version",
+    "chunk_size_feed_forward", "id2label", "label2id", "is_encoder_decoder", "output_attentions",
+    "output_hidden_states", "problem_type", "return_dict", "quantization_config",
+    "aux_loss_alpha", "ep_size", "moe_layer_freq", "scoring_func", "seq_aux", "topk_method"})}
+# modeling_deepseek.py (DeepSeek-V3's and Kimi K2's remote code) builds a MoE layer only every
+# moe_layer_freq-th layer and routes by scoring_func and topk_method; transformers' DeepseekV3 has
+# these fixed at V3's values, which the estimate's deepseek_v3 family is
+ALIAS_FIXED = {"deepseek_v3": {"moe_layer_freq": 1, "scoring_func": "sigmoid", "topk_method": "noaux_tc"}}
+
+
+def _alias(cfg: dict, path: str) -> tuple[dict, tuple[str, ...]]:
+    """A config.json of an ALIASES model_type as the type it is, and the line that says so;
+    refused naming the first field that is not the other type's (ALIAS_FIELDS, ALIAS_FIXED)."""
+    mt = cfg["model_type"]
+    to = ALIASES[mt]
+    other = sorted(k for k in cfg if k not in ALIAS_FIELDS[to])
+    if other:
+        raise InputError(f"{path}: model_type {mt!r} is read as {to} only where its fields are {to}'s; field "
+                         f"{_show(other[0])} is not a {to} field, so the file describes another model; supported: "
+                         f"a {mt} config.json with {to}'s fields (as moonshotai/Kimi-K2-Base ships)")
+    for k, want in ALIAS_FIXED[to].items():
+        if k in cfg and cfg[k] != want:
+            raise InputError(f"{path}: {k} {_show(cfg[k])} is not supported for model_type {mt!r} (read as {to}, "
+                             f"which builds {k} {want!r}); supported: {want!r}")
+    note = (f"config.json's model_type {mt!r} is read as {to}: its fields are {to}'s (DeepseekV3ForCausalLM, "
+            "as its architectures says), and the estimate sizes that model",)
+    return {**cfg, "model_type": to}, note
+
+
 # MoE model types whose decoder mixes attention with layers the estimate has no terms for (their
 # recurrent state, their kernels' saved tensors, their FLOPs), refused with why rather than sized
 # as softmax-attention layers (transformers 5.24 modeling_<model_type>.py)
@@ -664,8 +716,14 @@ def read_hf_config(path: str) -> ModelSpec:
     _check_architectures(cfg, path)
     if cfg.get("model_type") in WRAPPERS:
         cfg = _text_config(cfg, path)
+    # the object the file wrote the language model's fields in (a wrapper's text_config, before
+    # _text_config filled it), to tell a field the file gives from one a default supplies
+    written = outer["text_config"] if cfg is not outer else cfg
+    alias_note: tuple[str, ...] = ()
+    if isinstance(cfg.get("model_type"), str) and cfg["model_type"] in ALIASES:
+        cfg, alias_note = _alias(cfg, path)
     mt = cfg.get("model_type")
-    supported = ", ".join(sorted(set(SUPPORTED) | set(WRAPPERS)))
+    supported = ", ".join(sorted(set(SUPPORTED) | set(WRAPPERS) | set(ALIASES)))
     if mt is None:
         raise InputError(f"{path}: missing field 'model_type' (which transformers model the file describes); "
                          f"supported: {supported}")
@@ -674,9 +732,6 @@ def read_hf_config(path: str) -> ModelSpec:
                          f"softmax-attention decoder layers; supported: {supported}")
     if not isinstance(mt, str) or mt not in SUPPORTED:
         raise InputError(f"{path}: model_type {_show(mt)} is not supported; supported: {supported}")
-    # the object the file wrote the language model's fields in (a wrapper's text_config, before
-    # _text_config filled it), to tell a field the file gives from one a default supplies
-    written = outer["text_config"] if cfg is not outer else cfg
     max_positions, positions_note = _max_positions(written, path, mt)
     defaulted = sorted(k for k in CLASS_DEFAULTS.get(mt, {}) if k not in cfg)
     cfg = {**CLASS_DEFAULTS.get(mt, {}), **cfg}
@@ -698,7 +753,7 @@ def read_hf_config(path: str) -> ModelSpec:
         tied=_field(cfg, path, "tie_word_embeddings", required=False, default=extra.get("tied", False), kind=bool),
         max_positions=max_positions,
         source=f"Hugging Face config.json at {path}",
-        reading_notes=_reading_notes(outer, cfg, h) + positions_note,
+        reading_notes=alias_note + _reading_notes(outer, cfg, h) + positions_note,
     )
     spec.update({k: v for k, v in extra.items() if k != "tied"})
     spec["mlp"] = _activation(cfg, path, mt)

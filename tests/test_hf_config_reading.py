@@ -495,3 +495,30 @@ def test_llama4_on_transformers_keeps_every_experts_copy_of_each_token(tmp_path)
     meg = act.layer_bytes_per_token(m, TrainingSpec(framework="megatron", training="finetune"), lay, True, 4096)
     copy = 4 * m.hidden + 8 * m.expert_ffn
     assert hf - meg > 15 * copy - 8 * m.hidden
+
+
+# --- Kimi K2: DeepSeek-V3's config.json under model_type kimi_k2 -------------------------------
+
+def test_kimi_k2_is_read_as_deepseek_v3_and_says_so(run_cli, tmp_path):
+    """moonshotai/Kimi-K2-Base's config.json names model_type kimi_k2 but is DeepSeek-V3's file
+    field for field: read as deepseek_v3 (the same model its catalog entry is), with a line among
+    the answer's assumptions saying so."""
+    from catalog_configs import CATALOG_CONFIGS
+    path = write(tmp_path / "Kimi-K2-Base" / "config.json", CATALOG_CONFIGS["kimi-k2"])
+    m = read_hf_config(path)
+    assert (m.family, m.experts, m.heads, m.first_dense, m.vocab) == ("deepseek_v3", 384, 64, 1, 163840)
+    assert m.is_mla and m.router_bias and any("kimi_k2" in n for n in m.reading_notes)
+    code, out, err = run_cli("recommend", "--hf-config", path, "--gpus", "256")
+    assert code == 0 and "kimi_k2" in out, err
+
+
+@pytest.mark.parametrize("field,value", [("qk_layernorm", True), ("moe_layer_freq", 2), ("scoring_func", "softmax")])
+def test_a_kimi_k2_file_that_is_not_deepseek_v3s_is_refused(run_cli, tmp_path, field, value):
+    """A kimi_k2 file with a field DeepSeek-V3's config.json does not have (a published variant
+    with grouped-query attention adds qk_layernorm), or with a value its modeling code builds
+    differently from transformers' DeepseekV3 (MoE every second layer, a softmax router), is
+    not DeepSeek-V3: refused naming the field, not sized as it."""
+    from catalog_configs import CATALOG_CONFIGS
+    cfg = dict(CATALOG_CONFIGS["kimi-k2"], **{field: value})
+    err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / "config.json", cfg), "--gpus", "256")
+    assert field in err and "kimi_k2" in err

@@ -33,6 +33,9 @@ HF_COUNTS = {
     "olmo-2-7b": 7_298_617_344,
     "smollm3-3b": 3_075_098_624,
     "olmoe-1b-7b": 6_919_161_856,
+    # DeepseekV3ForCausalLM of Kimi-K2-Base's config.json: 1,026,408,209,408 num_parameters() plus
+    # the 60 MoE layers' e_score_correction_bias (384 each), counted as DeepSeek-V3's above
+    "kimi-k2": 1_026_408_209_408 + 60 * 384,
 }
 
 
@@ -66,8 +69,9 @@ def test_deepseek_r1_is_deepseek_v3s_architecture():
 # below the 14.77B and 32.76B their config.json files build); Phi-4 "14.66" (a public model table
 # citing microsoft/phi-4's config.json); DeepSeek-V2-Lite "15.7B" (its model card); Gemma 3 1B
 # 999,885,952 (KerasHub's gemma3_1b preset metadata, exact: Keras builds the same tied model);
-# Gemma 3 4B's language model 3.880B of transformers' 4.300B (test_hf_config_reading)
-CATALOG_PUBLISHED = {"phi-4": (14.66, 2), "deepseek-v2-lite": (15.7, 1),
+# Gemma 3 4B's language model 3.880B of transformers' 4.300B (test_hf_config_reading); Kimi K2
+# "1T" total (moonshotai/Kimi-K2-Base model card), to the one significant digit published
+CATALOG_PUBLISHED = {"phi-4": (14.66, 2), "deepseek-v2-lite": (15.7, 1), "kimi-k2": (1000, -2),
                      "gemma-3-1b": (0.999885952, 9), "gemma-3-4b": (3.88, 2)}
 
 
@@ -88,6 +92,8 @@ def test_gemma3_wrapped_entries_say_the_vision_tower_is_not_sized():
 def test_moe_active_parameters():
     assert round(active_params(catalog.model("mixtral-8x7b")) / 1e9, 1) == 12.9   # "12.9B active" (Mistral)
     assert round(active_params(catalog.model("deepseek-v3")) / 1e9) == 38          # 37B + embeddings/head
+    kimi = catalog.model("kimi-k2")        # Kimi K2 model card: "32B activated", less the embedding table
+    assert round((active_params(kimi) - kimi.vocab * kimi.hidden) / 1e9) == 32
 
 
 def test_gpt_oss_counts_match_its_model_card():
