@@ -171,4 +171,24 @@ CATALOG_CONFIGS = {
         "num_hidden_layers": 16, "num_attention_heads": 16, "num_key_value_heads": 16, "vocab_size": 50304,
         "num_experts": 64, "num_experts_per_tok": 8, "max_position_embeddings": 4096, "rope_theta": 10000.0,
         "clip_qkv": None, "norm_topk_prob": False, "tie_word_embeddings": False, "hidden_act": "silu"},
+    # zai-org/GLM-4.5 and GLM-4.5-Air (NVIDIA-NeMo/Megatron-Bridge tests/unit_tests/models/glm/
+    # test_glm45_bridge.py's glm45_355b_config and glm45_air_106b_config, with the file's model_type
+    # glm4_moe; max_position_embeddings 131072 again in Xinference's glm-4.5 spec, rope_theta 1e6
+    # again in a fixture built from GLM-4.5-Air's file)
+    "glm-4.5": {
+        "architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "attention_bias": True,
+        "first_k_dense_replace": 3, "head_dim": 128, "hidden_act": "silu", "hidden_size": 5120,
+        "intermediate_size": 12288, "max_position_embeddings": 131072, "moe_intermediate_size": 1536,
+        "n_routed_experts": 160, "n_shared_experts": 1, "num_attention_heads": 96, "num_experts_per_tok": 8,
+        "num_hidden_layers": 92, "num_key_value_heads": 8, "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-06,
+        "rope_theta": 1000000.0, "routed_scaling_factor": 2.5, "tie_word_embeddings": False, "use_qk_norm": True,
+        "vocab_size": 151552},
+    "glm-4.5-air": {
+        "architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "attention_bias": True,
+        "first_k_dense_replace": 1, "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096,
+        "intermediate_size": 10944, "max_position_embeddings": 131072, "moe_intermediate_size": 1408,
+        "n_routed_experts": 128, "n_shared_experts": 1, "num_attention_heads": 96, "num_experts_per_tok": 8,
+        "num_hidden_layers": 46, "num_key_value_heads": 8, "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-06,
+        "rope_theta": 1000000.0, "routed_scaling_factor": 2.5, "tie_word_embeddings": False, "use_qk_norm": False,
+        "vocab_size": 151552},
 }

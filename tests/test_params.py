@@ -36,6 +36,9 @@ HF_COUNTS = {
     # DeepseekV3ForCausalLM of Kimi-K2-Base's config.json: 1,026,408,209,408 num_parameters() plus
     # the 60 MoE layers' e_score_correction_bias (384 each), counted as DeepSeek-V3's above
     "kimi-k2": 1_026_408_209_408 + 60 * 384,
+    # the GLMs as HF_CONFIGS' glm45 and glm45_air below
+    "glm-4.5": 352_797_814_784 + 89 * 160,
+    "glm-4.5-air": 106_852_245_504 + 45 * 128,
 }
 
 
