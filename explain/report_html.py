@@ -39,7 +39,8 @@ LABELS = {"params_b": "parameters (billions)", "active_params_b": "active parame
           "shape_inferred": "shape inferred", "gpus": "GPUs", "gpu": "GPU", "gpus_per_node": "GPUs per node",
           "intra_link": "link in a node", "inter_link": "link between nodes", "seq_len": "sequence (tokens)",
           "backward_working_set": "backward working set", "master_weights": "fp32 master weights",
-          "comm_buffers": "communication buffers", "cuda_context": "CUDA context", "price_per_gpu_hour": "price per GPU-hour"}
+          "comm_buffers": "communication buffers", "cuda_context": "CUDA context", "price_per_gpu_hour": "price per GPU-hour",
+          "lora_rank": "LoRA rank", "lora_dropout": "LoRA dropout"}
 
 
 def human(key: str) -> str:
@@ -149,7 +150,8 @@ def render(r: dict) -> str:
         _decision(rec["search"]),
         "".join(f'<p class="warn">{_e(w)}</p>' for w in rec["warnings"]),
         "".join(f'<p class="muted">note: {_e(n)}</p>' for n in rec["notes"]),
-        '<h2 id="job">Job</h2>', _kv(rec["job"], 3),
+        # a setting the job does not have (an adapter's rank on a full run) is None: left out
+        '<h2 id="job">Job</h2>', _kv({k: v for k, v in rec["job"].items() if v is not None}, 3),
         "".join(f'<p class="muted">assumed: {_e(a)}</p>' for a in rec["assumptions"]),
         '<h2 id="memory">Memory per GPU</h2>', _stages_note(r["stages"], rec["layout"]["pp"]),
         '<div class="row"><div class="figure">',

@@ -5,6 +5,7 @@ This is what the rule engine reads and what `--format json` prints (keys per DES
 """
 from __future__ import annotations
 
+from .defaults import ADAPTERS
 from .job import Job
 from .layout import Layout
 from .memory import estimate_memory
@@ -23,7 +24,10 @@ def job_summary(job: Job) -> dict:
         "intra_link": c.intra.name, "inter_link": c.inter.name,
         "seq_len": t.seq_len, "training": t.training, "precision": t.precision,
         "framework": t.framework, "attention": t.attention, "cuda_graphs": t.cuda_graphs,
-        "zero_grad": t.zero_grad, "loss_chunks": loss_chunks(t),
+        "zero_grad": t.zero_grad, "loss_chunks": loss_chunks(t), "optimizer": t.optimizer,
+        # an adapter job's LoRA settings (None for a job that trains every weight)
+        "lora_rank": t.lora_rank if t.training in ADAPTERS else None,
+        "lora_dropout": t.lora_dropout if t.training in ADAPTERS else None,
     }
 
 

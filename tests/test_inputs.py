@@ -668,3 +668,17 @@ def test_a_given_micro_batch_no_count_within_5_percent_holds_moves_to_its_multip
     job = build_job(model="llama-3-8b", gpus=1, seq_len=8192, mbs=3, global_batch_tokens="203K")
     n, (said,) = global_batch(job)
     assert n == 24 and "the nearest count that the micro-batch, 3, divides" in said and "within 5%" not in said
+
+
+def test_the_json_job_section_echoes_the_optimizer_and_an_adapter_jobs_lora_settings(run_cli):
+    """What the user gave, or the default used, is in --format json's job section: the optimizer
+    for every job, LoRA's rank and dropout for an adapter job (none for one training every weight)."""
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--training", "lora", "--lora-rank", "32",
+                             "--lora-dropout", "0.05", "--optimizer", "adamw-8bit", "--format", "json")
+    assert code == 0, err
+    job = json.loads(out)["job"]
+    assert (job["optimizer"], job["lora_rank"], job["lora_dropout"]) == ("adamw-8bit", 32, 0.05)
+    code, out, err = run_cli("search", "--model", "llama-3-8b", "--top", "1", "--format", "json")
+    assert code == 0, err
+    job = json.loads(out)["job"]
+    assert job["optimizer"] == "adamw" and job["lora_rank"] is None and job["lora_dropout"] is None
