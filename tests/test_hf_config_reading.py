@@ -522,3 +522,25 @@ def test_a_kimi_k2_file_that_is_not_deepseek_v3s_is_refused(run_cli, tmp_path, f
     cfg = dict(CATALOG_CONFIGS["kimi-k2"], **{field: value})
     err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / "config.json", cfg), "--gpus", "256")
     assert field in err and "kimi_k2" in err
+
+
+def test_llama4_expert_parallel_under_deepspeed_routes_top_k_not_every_expert(run_cli, tmp_path):
+    """Only transformers' own Llama4TextMoe runs every token through every expert. With EP > 1
+    the DeepSpeed path's experts are DeepSpeed's MoE layer (no AutoEP preset for llama4: the
+    export says deepspeed.moe.layer.MoE), which routes each token to its top 1: the step must not
+    price 16 expert copies a token there. Scout-like, 16 experts, 64 H100s, 8K: EP 16 was
+    estimated slower than EP 1 (26.3 s vs 25.8 s), though each rank computes 1/16 of the experts'
+    work; at EP 1 (transformers' block) the 16 copies stay."""
+    path = write(tmp_path / "config.json", dict(LLAMA4_MAVERICK, num_local_experts=16, interleave_moe_layer_step=1))
+    job = ("--hf-config", path, "--gpus", "64", "--framework", "deepspeed", "--training", "finetune",
+           "--seq-len", "8192")
+    ep16 = "tp=1,pp=1,dp=32,cp=2,ep=16,zero=2,mbs=1,recompute=full"
+    steps = {}
+    for ep, lay in ((16, ep16), (1, "tp=1,pp=1,dp=64,ep=1,zero=3,mbs=1,recompute=full")):
+        code, out, err = run_cli("memory", *job, "--format", "json", "--layout", lay)
+        assert code == 0, err
+        steps[ep] = json.loads(out)["metrics"]["step_time_s"]
+    assert steps[16] < 0.5 * steps[1], steps
+    code, out, err = run_cli("export", *job, "--to", "deepspeed", "--layout", ep16, "-o", str(tmp_path / "ds"))
+    assert code == 0, err
+    assert "deepspeed.moe.layer.MoE" in out + "".join(p.read_text() for p in (tmp_path / "ds").rglob("*") if p.is_file())

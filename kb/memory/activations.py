@@ -126,12 +126,16 @@ def experts_cast_by_autocast(m: ModelSpec) -> bool:
     return m.family in ALL_EXPERTS_FAMILIES
 
 
-def routed_copies(m: ModelSpec, t: TrainingSpec) -> int:
+def routed_copies(m: ModelSpec, t: TrainingSpec, lay: Layout):
     """Copies of each token the routed experts compute and keep: top_k, or every expert on the
     transformers path of ALL_EXPERTS_FAMILIES (measured on a CPU Llama 4 layer,
-    cpu_family_saved_tensors.jsonl: 4 h + 8 F a token per expert, 8 experts of top 1)."""
+    cpu_family_saved_tensors.jsonl: 4 h + 8 F a token per expert, 8 experts of top 1) -- but
+    only at EP 1: with EP > 1 the transformers path's experts are not transformers' block but
+    DeepSpeed's (AutoEP's layer, or deepspeed.moe.layer.MoE in the model code where AutoEP has no
+    preset: export/deepspeed._experts; validity hf-expert-parallel), which routes each token to
+    its top k (deepspeed/moe/sharded_moe.py topkgating). Works on the search's layout arrays."""
     if profile(t) == "hf" and m.family in ALL_EXPERTS_FAMILIES:
-        return m.experts
+        return where(lay.ep > 1, m.top_k, m.experts)
     return m.top_k
 
 
@@ -454,7 +458,7 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
         # the whole q + 2 kv storage alive (measured on a CPU layer: +4 h with MHA)
         attn += 2.0 * (q + kv)
     if moe:
-        k = routed_copies(m, t)
+        k = routed_copies(m, t, lay)
         exp_w = m.expert_ffn / lay.etp
         # the routed part runs on the tokens this rank routes: with sequence parallelism the MoE
         # layer takes the SP shard (tokens / tp) gathered over expert-TP only (x etp), as

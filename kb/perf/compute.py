@@ -219,7 +219,7 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
         # tokens; the MoE layer runs on the SP-sharded tokens, re-gathered over expert-TP only
         # (Megatron-Core MoE: tokens/tp x etp per rank)
         # (transformers' Llama 4 runs every token through every expert: activations.routed_copies)
-        expert_shapes = mlp(moe_tokens(tokens, lay) * routed_copies(m, t) * lay.ep / m.experts,
+        expert_shapes = mlp(moe_tokens(tokens, lay) * routed_copies(m, t, lay) * lay.ep / m.experts,
                             m.expert_ffn / lay.etp)
     else:
         shapes += mlp(tokens, m.ffn / tp)
@@ -245,13 +245,13 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     if moe:
         # token permutation: every token is copied to its k experts and back (permute and
         # unpermute, each a read and a write of k x h bf16 values), forward and backward
-        ew += moe_tokens(tokens, lay) * PERMUTE_PASSES * routed_copies(m, t) * h * 2.0 / (gpu.hbm_gbps * 1e9)
+        ew += moe_tokens(tokens, lay) * PERMUTE_PASSES * routed_copies(m, t, lay) * h * 2.0 / (gpu.hbm_gbps * 1e9)
     if t.precision == "fp8":
         ew *= FP8_ELEMENTWISE_FACTOR
     ew += tokens * fp32_residual_bytes(t, lay) * h / (gpu.hbm_gbps * 1e9)
     ew += tokens * unfused_rope_bytes(m, t, tp) / (gpu.hbm_gbps * 1e9)
     if moe:
-        copies = moe_tokens(tokens, lay) * routed_copies(m, t)
+        copies = moe_tokens(tokens, lay) * routed_copies(m, t, lay)
         ew += copies * (expert_bias_bytes(m, t) + glu_clamp_bytes(m, t, lay.etp)) / (gpu.hbm_gbps * 1e9)
     gemm_forward = gemm / 3.0
     if t.training in ADAPTERS:
