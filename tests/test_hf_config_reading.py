@@ -544,3 +544,20 @@ def test_llama4_expert_parallel_under_deepspeed_routes_top_k_not_every_expert(ru
     code, out, err = run_cli("export", *job, "--to", "deepspeed", "--layout", ep16, "-o", str(tmp_path / "ds"))
     assert code == 0, err
     assert "deepspeed.moe.layer.MoE" in out + "".join(p.read_text() for p in (tmp_path / "ds").rglob("*") if p.is_file())
+
+
+def test_llama4_hfu_counts_every_experts_copy_its_step_time_is_made_of(run_cli, tmp_path):
+    """At EP 1 transformers' Llama4TextMoe computes all 16 experts for every token: the step
+    time charges those GEMMs (activations.routed_copies), so HFU (hardware FLOPs) must count them
+    too -- it read 9.2% beside an MFU of 7.0%, as if the GPUs idled. Under DeepSpeed's MoE layer
+    (EP 16, top 1) HFU is MFU plus the full recomputation's forward only."""
+    path = write(tmp_path / "config.json", dict(LLAMA4_MAVERICK, num_local_experts=16, interleave_moe_layer_step=1))
+    ratio = {}
+    for ep, lay in ((1, "tp=1,pp=1,dp=64,ep=1,zero=3,mbs=1,recompute=full"),
+                    (16, "tp=1,pp=1,dp=32,cp=2,ep=16,zero=2,mbs=1,recompute=full")):
+        code, out, err = run_cli("memory", "--hf-config", path, "--gpus", "64", "--framework", "deepspeed",
+                                 "--training", "finetune", "--seq-len", "8192", "--format", "json", "--layout", lay)
+        assert code == 0, err
+        mt = json.loads(out)["metrics"]
+        ratio[ep] = mt["hfu_pct"] / mt["mfu_pct"]
+    assert ratio[1] > 4.0 and ratio[16] < 1.4, ratio

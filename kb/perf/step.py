@@ -27,7 +27,7 @@ from ..layout import Layout
 from ..stages import all_stages
 from . import comm
 from . import param_traffic as pt
-from ..memory.activations import experts_cast_by_autocast
+from ..memory.activations import experts_cast_by_autocast, routed_copies
 from ..memory.peft_experts import experts_stay_bf16, merges_experts
 from ..memory.states import deepspeed_bf16_pipeline, lora_params
 from ..params import layer_params, total_params
@@ -307,6 +307,17 @@ def _uncast(m, sp) -> float:
     return 0.0 if experts_cast_by_autocast(m) else sp.experts
 
 
+def all_experts_flops(m, t, lay: Layout, frozen: bool):
+    """Hardware FLOPs a token beyond the model's where the routed experts compute more copies of
+    it than its top k (transformers' Llama4TextMoe: every expert, kb/memory/activations.
+    routed_copies): 2 FLOPs a routed parameter a copy forward, twice that backward (once with the
+    base frozen, input gradients only), and the forward again under full recomputation -- what
+    layer_time charges the expert GEMMs, so that HFU counts the work the step time is made of."""
+    extra = routed_copies(m, t, lay) / m.top_k - 1.0
+    passes = (2.0 if frozen else 3.0) + where(lay.recompute == "full", 1.0, 0.0)
+    return extra * passes * 2.0 * layer_params(m, True).active_experts * m.moe_layers
+
+
 def step_time(job: Job, lay: Layout) -> StepTime:
     m, t, c = job.model, job.training, job.cluster
     stages = all_stages(m, lay)
@@ -358,6 +369,8 @@ def step_time(job: Job, lay: Layout) -> StepTime:
     if m.is_moe and merges_experts(m, t):
         # PEFT's merged experts compute their weight gradient: 2 FLOPs a routed parameter a token
         hf = hf + 2.0 * layer_params(m, True).active_experts * m.moe_layers
+    if m.is_moe:
+        hf = hf + all_experts_flops(m, t, lay, frozen)
     peak = c.gpu.peak_tflops(t.precision) * 1e12
     per_gpu = tps / c.gpus
     return StepTime(step_time_s=total, compute_s=mcount * compute_mb, bubble_s=bubble,
