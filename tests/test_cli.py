@@ -484,7 +484,20 @@ def test_the_slow_fabric_warning_says_what_its_share_counts_and_how_to_price_a_f
                              "--layout", "tp=1,pp=1,zero=3,recompute=full,mbs=1")
     assert code == 0, err
     (warning,) = [x for x in out.splitlines() if x.startswith("warning: data-parallel gradients cross nodes")]
-    assert "exposed communication (all of it: TP, PP, CP and DP)" in warning
+    assert "exposed communication (all of it: TP, PP, CP, EP and DP)" in warning
     assert "--vary interconnect=ethernet,roce,infiniband in place of --interconnect" in warning
     code, out, err = run_cli("compare", *job, "--vary", "interconnect=ethernet,roce,infiniband")
     assert code == 0, err
+
+
+def test_the_slow_fabric_warning_counts_expert_parallel_all_to_all_among_its_share(run_cli):
+    """metrics.comm_overhead_pct counts the expert-parallel all-to-all too: Qwen3-30B-A3B on 64
+    H100s over Ethernet spends most of its exposed communication there (EP 1.01 s of 1.24 s), and
+    the warning's 'all of it: TP, PP, CP and DP' left the largest part out."""
+    code, out, err = run_cli("recommend", "--model", "qwen3-30b-a3b", "--gpus", "64", "--interconnect", "ethernet",
+                             "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["metrics"]["comm_exposed_s"]["ep"] > 0
+    (warning,) = [w for w in d["warnings"] if "which has no RDMA" in w]
+    assert "(all of it: TP, PP, CP, EP and DP)" in warning, warning
