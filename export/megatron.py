@@ -160,13 +160,16 @@ FAMILY_CAVEATS = {
                  "partial_rotary_factor (0.5) -- this script rotates whole heads"],
     "olmo2": ["OLMo 2's norms after attention and the MLP (not before) and its q/k norms over whole projections: "
               "Megatron-Core's GPT layer normalises first and per head; same shapes, other numerics"],
-    "llama4": ["Llama 4's layers without RoPE (every fourth, no_rope_layers) and the attention temperature "
-               "tuning on them (attn_temperature_tuning, floor_scale, attn_scale), its chunked attention on the "
-               "RoPE layers (attention_chunk_size), the L2 q/k norms on the RoPE layers (use_qk_norm) and the "
-               "router's scores applied to the expert's input: Megatron's command line has none of them "
-               "(Megatron-Bridge's Llama 4 provider sets them); same shapes, other numerics",
-               "Llama 4's top-1 sigmoid router: add --moe-router-score-function sigmoid (this script keeps "
-               "Megatron's softmax)"],
+    # Megatron-LM arguments.py has --no-rope-freq, --qk-l2-norm and --moe-apply-probs-on-input, and its
+    # Llama 4 inference example (examples/inference/llama_mistral) passes the last two
+    "llama4": ["Llama 4's layers without RoPE (every fourth, no_rope_layers: --no-rope-freq 4), the L2 q/k "
+               "norms on the RoPE layers (use_qk_norm; --qk-l2-norm, whose treatment of the NoPE layers is not "
+               "checked here), the router's scores applied to the expert's input "
+               "(--moe-apply-probs-on-input) and its top-1 sigmoid router (--moe-router-score-function sigmoid): "
+               "this script writes none of them (it keeps Megatron's softmax router) -- add them as Megatron-LM's "
+               "Llama 4 example does; the attention temperature tuning on the NoPE layers (attn_temperature_tuning) "
+               "and the chunked attention on the RoPE layers (attention_chunk_size) it has no flag for here (Megatron-"
+               "Bridge's Llama 4 provider sets them); same shapes, other numerics"],
     "smollm3": ["SmolLM3's layers without RoPE (every fourth, no_rope_layers): Megatron rotates every layer; "
                 "same shapes, other numerics"],
 }
