@@ -10,6 +10,8 @@ mesh's pp/tp dims.
 """
 from __future__ import annotations
 
+from shardwise.kb.defaults import ADAPTERS
+
 from .optimizer import CONSTRUCTOR, DTENSOR_REFUSES, IMPORT, WHAT, fsdp2_refuses, named
 from .target import Export, Target, dp_dims, hsdp_caveats, with_caveats
 
@@ -151,8 +153,12 @@ def export(tg: Target) -> Export:
                        "torch.distributed.pipelining on mesh['pp'] (Interleaved1F1B for vp > 1)")
     caveats += hsdp_caveats(lay)
     if lay.ep > 1:
-        caveats.append(f"ep={lay.ep}: fully_shard has no expert parallelism; torchtitan's export carries it "
-                       "(--parallelism.expert_parallel_degree)")
+        # where EP runs instead: torchtitan's export, except for an adapter job, which it refuses
+        # (export.training_carried: it trains every weight); there FSDP shards the experts
+        instead = ("the experts are sharded by fully_shard with the rest (torchtitan's export, which carries EP, "
+                   "trains every weight)" if tg.job.training.training in ADAPTERS
+                   else "torchtitan's export carries it (--parallelism.expert_parallel_degree)")
+        caveats.append(f"ep={lay.ep}: fully_shard has no expert parallelism; {instead}")
     caveats += fsdp2_refuses(tg)
     if tg.job.training.precision == "fp8":
         # FP8 is a module swap, not a sharding setting (torchao.float8; torchtitan's Float8 converter)

@@ -733,3 +733,19 @@ def test_accelerate_points_an_adapter_pipeline_at_an_export_that_runs_it():
                                                   if training == "lora" else ")")), caveat
         if training == "lora":
             assert "torchtitan" not in caveat and "refused" not in export_all(tg)["fsdp"]
+
+
+def test_fsdp_expert_caveat_names_no_refused_export_for_an_adapter_job():
+    """FSDP2 has no expert parallelism; its caveat sent every job to torchtitan's export, which
+    refuses a LoRA job (it trains every weight): Qwen3-30B-A3B LoRA on Megatron with EP 8 was told
+    'torchtitan's export carries it' beside 'torchtitan: not written'. An adapter job is told that
+    FSDP shards the experts; a pre-training job still gets torchtitan's flag."""
+    for training in ("lora", "pretrain"):
+        job = build_job(model="qwen3-30b-a3b", gpus=8, seq_len=4096, training=training, framework="megatron")
+        tg = Target(job, Layout(dp=8, ep=8, zero=0, mbs=2, grad_accum=8 if training == "lora" else 64))
+        caveat = next(c for c in export("fsdp", tg).caveats if c.startswith("ep=8"))
+        if training == "lora":
+            assert "carries it" not in caveat and "sharded by fully_shard" in caveat, caveat
+            assert export_all(tg)["torchtitan"].get("refused"), "torchtitan should refuse a LoRA job"
+        else:
+            assert "--parallelism.expert_parallel_degree" in caveat, caveat
