@@ -340,7 +340,11 @@ def window_fields(cfg: dict, path: str, mt: str, layers: int) -> dict:
     every = sliding.index(False) + 1          # the first full layer names the period, if there is one
     if sliding == [(i + 1) % every != 0 for i in range(layers)]:
         return {"sliding_window": window, "full_attn_every": every}
-    raise InputError(f"{path}: the sliding-window layers (layer_types) follow no supported pattern; supported: "
+    # name the fields the pattern came from: layer_types, or the model type's own (Qwen's first
+    # max_window_layers full, the rest sliding)
+    source = "layer_types" if types is not None else \
+        ("use_sliding_window with max_window_layers" if mt in QWEN else "the model type's default pattern")
+    raise InputError(f"{path}: the sliding-window layers ({source}) follow no supported pattern; supported: "
                      "every layer sliding, or every Nth layer full and the others sliding")
 
 

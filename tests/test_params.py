@@ -371,8 +371,11 @@ def test_sliding_windows_are_read_from_config_json(tmp_path):
     qwen = dict(HF_CONFIGS["qwen25_05b"][0], sliding_window=32768, max_window_layers=21)
     assert read(dict(qwen, use_sliding_window=False)) == (0, 0, 0)
     assert read(dict(qwen, use_sliding_window=True, max_window_layers=0)) == (32768, 0, 24)
-    with pytest.raises(InputError, match="follow no supported pattern"):
-        read(dict(qwen, use_sliding_window=True))             # the last three layers only
+    # the last three layers only; named by the fields it came from, not a layer_types it lacks
+    with pytest.raises(InputError, match=r"\(use_sliding_window with max_window_layers\) follow no supported"):
+        read(dict(qwen, use_sliding_window=True))
+    with pytest.raises(InputError, match=r"\(layer_types\) follow no supported pattern"):
+        read(dict(oss, layer_types=["full_attention"] * 2 + ["sliding_attention"] * 22))
     with pytest.raises(InputError, match="'layer_types' must list 24 entries"):
         read(dict(oss, layer_types=["sliding_attention"] * 23))
 
