@@ -64,12 +64,16 @@ def reasons(d: Decision, setting: str) -> list[dict]:
             # TP 1 (TP 2 may take SP on); a broken one when some other value would honour it and
             # no near layout with this value does (interleaving, not PP, breaks the chunk rule)
             differs = mask != mask[d.index]
+            direct = _LAYOUT_PATH[setting] in expr.paths(p.node)
             if status == "broken":
-                binding = bool((other & differs).any()) and not bool((near & mine & differs).any())
+                # a rule on this setting itself binds where any allowed layout with another value
+                # honours it, near or not (pp=1 at another mbs, where no near pp=1 divides the batch)
+                honours = other | ((col != value) & d.allowed) if direct else other
+                binding = bool((honours & differs).any()) and not bool((near & mine & differs).any())
             else:
                 binding = any(side.any() and bool(differs[side].all()) for side in (below, above))
             out.append(dict(_entry(d, p.rule, "soft", status, f"{p.kind} '{p.text}' (worth {p.worth:g}%)"),
-                            direct=_LAYOUT_PATH[setting] in expr.paths(p.node), binding=binding))
+                            direct=direct, binding=binding))
     return out
 
 

@@ -108,6 +108,11 @@ def test_a_setting_is_explained_by_a_rule_that_bears_on_it_here():
     assert seed["layout"]["tp"] < 8 and not line(seed, "tp").startswith(("tp.inside-nvlink-domain", "sp.with-tp"))
     small = as_dict(decide(build_job(model="llama-3-8b", gpus=64, seq_len=8192)))
     assert small["layout"]["pp"] == 1 and line(small, "pp").startswith("pp.only-when-needed (honoured)")
+    # a broken rule on the setting itself is said where only a layout farther off honours it:
+    # OLMoE on 96 GPUs pipelines, and no pp=1 layout at the headline's micro-batch divides the
+    # batch (pp=1 is at mbs 2, 10.4% slower): the pp line hid pp.only-when-needed
+    olmoe = as_dict(decide(build_job(model="olmoe-1b-7b", gpus=96, seq_len=2048, framework="fsdp")))
+    assert olmoe["layout"]["pp"] > 1 and line(olmoe, "pp").startswith("pp.only-when-needed (broken)")
 
 
 def test_a_percent_reads_the_same_from_the_json_as_from_the_estimate():
