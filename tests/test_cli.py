@@ -483,7 +483,8 @@ def test_the_slow_fabric_warning_says_what_its_share_counts_and_how_to_price_a_f
     code, out, err = run_cli("memory", *job, "--interconnect", "ethernet",
                              "--layout", "tp=1,pp=1,zero=3,recompute=full,mbs=1")
     assert code == 0, err
-    (warning,) = [x for x in out.splitlines() if x.startswith("warning: data-parallel gradients cross nodes")]
+    (warning,) = [x for x in out.splitlines() if x.startswith("warning: data-parallel traffic (gradient reductions; "
+                                                               "under ZeRO-3 the parameter gathers too) crosses nodes")]
     assert "exposed communication (all of it: TP, PP, CP, EP and DP)" in warning
     assert "--vary interconnect=ethernet,roce,infiniband in place of --interconnect" in warning
     code, out, err = run_cli("compare", *job, "--vary", "interconnect=ethernet,roce,infiniband")
