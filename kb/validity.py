@@ -279,6 +279,18 @@ def _adapter_experts(job, a):
     return _all(a)
 
 
+def _adapter_pipeline(job, a):
+    """PEFT's adapters sit in a transformers model, which DeepSpeed's pipeline engine does not
+    take: it needs a PipelineModule the model is not (hf-no-pipeline's reason; the Trainer, which
+    the DeepSpeed export's PEFT script runs under, never builds one): PP 1 for LoRA / QLoRA under
+    DeepSpeed. (The Trainer has no pipeline at all; an FSDP2 script may split its PEFT model with
+    torch.distributed.pipelining, as the fsdp export's mesh leaves to it.)"""
+    t = job.training
+    if t.training in ADAPTERS and t.framework == "deepspeed":
+        return a["pp"] == 1
+    return _all(a)
+
+
 def _loss_chunks_refusal(job, lay) -> str:
     from .memory.logits import loss_chunks
     n, s = loss_chunks(job.training), job.training.seq_len
@@ -421,6 +433,12 @@ VALIDITY = [
                               f"{job.training.framework}: PEFT's adapters wrap transformers' own MoE layer, which "
                               "expert parallelism replaces; use ep=1 (ZeRO-3 shards the experts), or --framework "
                               "megatron"),
+    Validity("adapters-pipeline", "PEFT's LoRA sits in a transformers model, which DeepSpeed's pipeline engine "
+             "does not take (it needs a PipelineModule): LoRA/QLoRA under DeepSpeed runs PP 1", _adapter_pipeline,
+             lambda job, lay: f"pp={lay.pp} with --training {job.training.training} under --framework deepspeed: "
+                              "PEFT's adapters sit in a transformers model, which DeepSpeed's pipeline engine (a "
+                              "PipelineModule) does not take; use pp=1 (ZeRO-3 shards the model), or --framework "
+                              "megatron or fsdp"),
     Validity("adapters-megatron-zero", "LoRA with Megatron's distributed optimizer is not modelled",
              _adapter_megatron,
              lambda job, lay: "LoRA/QLoRA with Megatron's distributed optimizer is not modelled; use --framework hf, "

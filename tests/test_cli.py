@@ -154,6 +154,8 @@ BAD = [
       "--layout", "tp=2"], "tp=2, etp=1 with --training qlora: bitsandbytes' 4-bit weights have no tensor-parallel"),
     (["memory", "--model", "mixtral-8x7b", "--gpus", "8", "--training", "qlora", "--framework", "fsdp",
       "--layout", "tp=1,ep=2,etp=2,zero=3"], "etp=2 with --training qlora"),
+    (["memory", "--model", "llama-3-70b", "--gpus", "8", "--training", "lora", "--framework", "deepspeed",
+      "--layout", "pp=2,dp=4,zero=1"], "DeepSpeed's pipeline engine (a PipelineModule) does not take"),
     (["frobnicate"], "No such command"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--price-per-gpu-hour", "inf", "--token-budget", "1B"], "finite"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--seq-len", "99999999999999999999"], "--seq-len"),
