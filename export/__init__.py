@@ -55,7 +55,7 @@ def training_carried(framework: str, job) -> list[str]:
     if t.training in ADAPTERS:
         # FSDP / ZeRO-3 shard the 4-bit weights only in a float storage dtype (bitsandbytes'
         # FSDP-QLoRA guide: bnb_4bit_quant_storage=torch.bfloat16)
-        dropout = f", lora_dropout={t.lora_dropout:g}" if t.lora_dropout else ""
+        dropout = f", lora_dropout={t.lora_dropout!r}" if t.lora_dropout else ""
         return [f"the LoRA adapters (rank {t.lora_rank}) are your PEFT script's (peft.LoraConfig(r={t.lora_rank}{dropout}))"
                 + (", and the 4-bit base weights its bitsandbytes config (BitsAndBytesConfig(load_in_4bit=True, "
                    "bnb_4bit_quant_type='nf4', bnb_4bit_quant_storage=torch.bfloat16), the storage dtype that lets "

@@ -197,7 +197,7 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
     if tspec.training in ADAPTERS and tspec.lora_dropout > 0 and merges_experts(m, tspec):
         # peft tuners/lora/layer.py ParamWrapper.__init__: "lora.ParamWrapper does not work with
         # lora_dropout != 0" (dropout(x) cannot be factored out of a merged weight)
-        raise InputError(f"--lora-dropout {tspec.lora_dropout:g}: PEFT adapts {m.name}'s fused MoE experts "
+        raise InputError(f"--lora-dropout {tspec.lora_dropout!r}: PEFT adapts {m.name}'s fused MoE experts "
                          "through ParamWrapper, which refuses lora_dropout != 0 (peft tuners/lora/layer.py); "
                          "allowed for this model under PEFT: 0")
     if tspec.training in ADAPTERS and tspec.lora_rank > m.hidden:

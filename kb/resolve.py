@@ -104,7 +104,7 @@ def lora_dropout_scope(job: Job) -> list[str]:
     t = job.training
     if t.training not in ADAPTERS or t.lora_dropout == 0 or profile(t) == "hf":
         return []
-    return [f"LoRA dropout {t.lora_dropout:g}: each adapter's dropped-out input and mask (3 bytes an element) are "
+    return [f"LoRA dropout {t.lora_dropout!r}: each adapter's dropped-out input and mask (3 bytes an element) are "
             f"sized on transformers layers (--framework hf or deepspeed), not in this {t.framework} estimate, "
             "whose activations leave the adapters' tensors out"]
 

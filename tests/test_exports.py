@@ -327,6 +327,9 @@ def test_an_export_says_what_the_training_type_needs_beyond_the_parallelism():
     dropout = export_all(Target(build_job(model="llama-3-8b", gpus=8, training="lora", lora_dropout=0.05),
                                 Layout(dp=8, zero=1, mbs=1, grad_accum=16)))
     assert any("peft.LoraConfig(r=16, lora_dropout=0.05)" in c for c in dropout["deepspeed"]["caveats"])
+    exact = export_all(Target(build_job(model="llama-3-8b", gpus=8, training="lora", lora_dropout=0.123456789),
+                              Layout(dp=8, zero=1, mbs=1, grad_accum=16)))
+    assert any("lora_dropout=0.123456789)" in c for c in exact["deepspeed"]["caveats"])   # as given, not rounded
     tune = export_all(Target(build_job(model="llama-3-8b", gpus=8, training="finetune"),
                              Layout(dp=8, zero=1, mbs=1, grad_accum=16)))
     args = script_args(tune["megatron"]["files"]["megatron_pretrain.sh"])
