@@ -24,7 +24,7 @@ _PLAIN = (("gpu", "GPU {gpu}"), ("gpus", "{gpus} GPUs"), ("interconnect", "{inte
           ("seq_len", "sequence length {seq_len:,} tokens"),
           ("precision", "precision {precision}"), ("optimizer", "optimizer {optimizer}"),
           ("attention", "attention {attention}"), ("lora_rank", "LoRA rank {lora_rank}"),
-          ("lora_dropout", "LoRA dropout {lora_dropout:g} (PEFT's default)"))
+          ("lora_dropout", "LoRA dropout {lora_dropout:g} (PEFT's and Megatron-Bridge's default)"))
 ADAPTERS = ("lora", "qlora")
 
 

@@ -409,7 +409,7 @@ def test_a_lora_dropout_is_sized_where_peft_runs_it_and_refused_where_it_cannot_
     err = refused(run_cli, "recommend", "--model", "mixtral-8x7b", "--training", "lora", "--lora-dropout", "0.05")
     assert "ParamWrapper" in err and "allowed for this model under PEFT: 0" in err
     code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--training", "lora", "--format", "json")
-    assert code == 0 and any("LoRA dropout 0 (PEFT's default)" in a for a in json.loads(out)["assumptions"])
+    assert code == 0 and any("LoRA dropout 0 (PEFT's and Megatron-Bridge's default)" in a for a in json.loads(out)["assumptions"])
     code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--training", "lora", "--framework", "fsdp",
                              "--lora-dropout", "0.05", "--format", "json")
     assert code == 0, err
