@@ -147,14 +147,17 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
     gpus = _in_range("--gpus", 8 if gpus is None else gpus, *RANGES["gpus"])
     gpn = _in_range("--gpus-per-node", g.gpus_per_node if gpus_per_node is None else gpus_per_node,
                     *RANGES["gpus_per_node"])
-    gpn = min(gpn, gpus)
     intra, inter, inter_named = resolve_links(g.intra_link, interconnect)
     if not inter_named:
         # a word for the link inside a node (nvlink, pcie) leaves the one between nodes at its
         # default, which the answer states like any other
         given.discard("interconnect")
     try:
-        cluster = ClusterSpec(gpu=g, gpus=gpus, gpus_per_node=gpn, intra=intra, inter=inter,
+        if gpus_per_node is not None and gpn > gpus:
+            # a node the GPU's link cannot build is refused whatever the GPU count, not only where
+            # the job fills it: 16 A100s a node was taken on 8 GPUs (capped to 8) and refused on 16
+            ClusterSpec(gpu=g, gpus=gpn, gpus_per_node=gpn, intra=intra, inter=inter)
+        cluster = ClusterSpec(gpu=g, gpus=gpus, gpus_per_node=min(gpn, gpus), intra=intra, inter=inter,
                               price_per_gpu_hour=price_per_gpu_hour)
     except ValidationError as e:
         raise _first_error(e, "")

@@ -156,6 +156,9 @@ BAD = [
       "--layout", "tp=1,ep=2,etp=2,zero=3"], "etp=2 with --training qlora"),
     (["memory", "--model", "llama-3-70b", "--gpus", "8", "--training", "lora", "--framework", "deepspeed",
       "--layout", "pp=2,dp=4,zero=1"], "DeepSpeed's pipeline engine (a PipelineModule) does not take"),
+    # a node the GPU's link cannot build, on fewer GPUs than the node: refused as on a full one
+    (["recommend", "--params", "1B", "--gpu", "a100-40gb", "--gpus", "8", "--gpus-per-node", "16"],
+     "--gpus-per-node 16: a100-40gb's nvlink3 joins at most 8 GPUs"),
     (["frobnicate"], "No such command"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--price-per-gpu-hour", "inf", "--token-budget", "1B"], "finite"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--seq-len", "99999999999999999999"], "--seq-len"),
