@@ -66,10 +66,12 @@ def reasons(d: Decision, setting: str) -> list[dict]:
             differs = mask != mask[d.index]
             direct = _LAYOUT_PATH[setting] in expr.paths(p.node)
             if status == "broken":
-                # a rule on this setting itself binds where any allowed layout with another value
-                # honours it, near or not (pp=1 at another mbs, where no near pp=1 divides the batch)
-                honours = other | ((col != value) & d.allowed) if direct else other
-                binding = bool((honours & differs).any()) and not bool((near & mine & differs).any())
+                binding = bool((other & differs).any()) and not bool((near & mine & differs).any())
+                # a rule on this setting itself binds too where honouring it takes another value:
+                # an allowed layout honours it and none with this value does, near or not (pp=1 at
+                # another mbs, where no near pp=1 divides the batch). Not where this value honours
+                # it elsewhere: dp.zero3-at-scale reads CP, but dp x cp stays at its TP and PP
+                binding |= direct and bool((d.allowed & differs).any()) and not bool((d.allowed & mine & differs).any())
             else:
                 binding = any(side.any() and bool(differs[side].all()) for side in (below, above))
             out.append(dict(_entry(d, p.rule, "soft", status, f"{p.kind} '{p.text}' (worth {p.worth:g}%)"),

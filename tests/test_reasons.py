@@ -115,6 +115,22 @@ def test_a_setting_is_explained_by_a_rule_that_bears_on_it_here():
     assert olmoe["layout"]["pp"] > 1 and line(olmoe, "pp").startswith("pp.only-when-needed (broken)")
 
 
+def test_a_broken_rule_is_not_on_a_line_whose_value_can_honour_it(tmp_path):
+    """dp.zero3-at-scale reads layout.cp, but dp x cp is the GPUs over TP x PP whatever the CP:
+    with ZeRO-3 required, Llama 3 8B on 1024 GPUs breaks it at cp=1 and a cp=1 layout at TP 4
+    honours it, so CP is not why. The cp line read 'dp.zero3-at-scale (broken)' in place of
+    cp.long-sequences; the dp line (dp 1024 cannot honour it) and the zero line keep it."""
+    from shardwise.cli.recommend_cmd import setting_line
+    policy = tmp_path / "zero3.yaml"
+    policy.write_text("rules:\n  - id: house.zero3\n    title: Always ZeRO-3\n    priority: 990\n"
+                      "    then:\n      - require: \"layout.zero == 3\"\n    because: our tooling wants stage 3\n")
+    r = as_dict(decide(build_job(model="llama-3-8b", gpus=1024, framework="fsdp"), extra_rules=[str(policy)]))
+    line = lambda name: setting_line(name, r["settings"][name])
+    assert r["layout"]["zero_stage"] == 3 and r["layout"]["dp"] * r["layout"]["cp"] >= 512
+    assert line("cp").startswith("cp.long-sequences (honoured)"), line("cp")
+    assert line("dp").startswith("dp.zero3-at-scale (broken)") and line("zero").startswith("dp.zero3-at-scale (broken)")
+
+
 def test_a_percent_reads_the_same_from_the_json_as_from_the_estimate():
     """The JSON's percents are rounded once, to the digits the text shows: a renderer that reads
     the JSON (recommend, explain) and one that reads the unrounded figure (search) agree; -2.749
