@@ -564,3 +564,29 @@ def test_qlora_adapters_under_bf16_autocast_keep_no_copy_of_their_input():
     assert acts("lora") - acts("qlora") == pytest.approx(8 * per_token_h, rel=1e-6)
     assert acts("qlora", lora_dropout=0.1) == pytest.approx(acts("lora", lora_dropout=0.1), rel=1e-9)
     assert acts("qlora", precision="pure-bf16") == pytest.approx(acts("lora", precision="pure-bf16"), rel=1e-9)
+
+
+def test_megatron_lora_adapters_on_a_rank_are_its_stage_layers_split_over_tp_and_expert_tp():
+    """Megatron-Bridge splits each adapter over its linear's tensor-parallel group, the routed
+    experts' shared pair over expert TP (peft/utils.py ParallelLinearAdapter on the expert tp_group),
+    and puts none on the embedding or the output layer. The estimate kept the whole pair on every
+    expert-TP rank (Qwen3-235B, tp 4 pp 4 ep 4: the same 7.0M adapters a rank at etp 1, 2 and 4)
+    and shared the rest by parameters, so the stage with the LM head held more of them."""
+    from shardwise.kb.memory.states import adapter_params_rank, megatron_lora_params
+    from shardwise.kb.stages import stage_params
+    dense = build_job(model="llama-3-8b", gpus=8, training="lora", framework="megatron")
+    m, r = dense.model, dense.training.lora_rank
+    h, q, kv, f = m.hidden, m.q_width, m.kv_width, m.ffn
+    per_layer = r * ((h + q + 2 * kv) + (q + h) + (h + 2 * f) + (f + h))
+    lay = Layout(tp=2, pp=4, dp=1)
+    for stage in range(4):
+        sp = stage_params(m, lay, stage)
+        assert adapter_params_rank(m, dense.training, sp, lay.tp, lay.etp) == pytest.approx(sp.layers * per_layer / 2)
+
+    moe = build_job(model="qwen3-235b-a22b", gpus=64, training="lora", framework="megatron")
+    m = moe.model
+    _, _, pair = megatron_lora_params(m, moe.training.lora_rank)
+    on = {etp: adapter_params_rank(m, moe.training, stage_params(m, Layout(tp=4, pp=4, dp=4, ep=4, etp=etp), 1), 4, etp)
+          for etp in (1, 2, 4)}
+    layers = stage_params(m, Layout(tp=4, pp=4, dp=4, ep=4), 1).moe_layers
+    assert on[1] - on[2] == pytest.approx(layers * pair / 2) and on[2] - on[4] == pytest.approx(layers * pair / 4)

@@ -84,8 +84,8 @@ def _states(job: Job, lay: Layout, sp) -> st.States:
     group, egroup = lay.shard_group, lay.expert_shard_group
     if t.training in ADAPTERS:
         block = st.model_fraction(m) * sp.total
-        return st.adapter_states(m, t, sp.total, block, st.adapter_params_rank(m, t, sp), lay.zero, group,
-                                 sp.experts, egroup)
+        ad = st.adapter_params_rank(m, t, sp, lay.tp, lay.etp)
+        return st.adapter_states(m, t, sp.total, block, ad, lay.zero, group, sp.experts, egroup)
     s = st.full_training_states(sp.dense, sp.gemm, sp.experts, t, lay.zero, group, egroup, lay.pp,
                                 largest=opt.largest_tensor(m, lay.tp), experts_cast=act.experts_cast_by_autocast(m))
     if t.training == "rlhf":

@@ -276,8 +276,8 @@ def lora_params(m: ModelSpec, rank: int, t: TrainingSpec | None = None) -> int:
     (params.attention_projections; five for multi-latent attention). Counted on CPU models
     (benchmarks/calibration/measure_peft_experts.py)."""
     if t is not None and t.framework == "megatron":
-        outside, per_moe_layer = megatron_lora_params(m, rank)
-        return outside + m.moe_layers * per_moe_layer
+        dense, moe, experts = megatron_lora_params(m, rank)
+        return m.dense_layers * dense + m.moe_layers * (moe + experts)
     h = m.hidden
     attn = rank * sum(i + o for i, o in attention_projections(m))
     n_mlp = 3 if m.mlp in ("swiglu", "geglu") else 2
@@ -295,11 +295,11 @@ def lora_params(m: ModelSpec, rank: int, t: TrainingSpec | None = None) -> int:
     return m.dense_layers * (attn + dense_mlp) + m.moe_layers * (attn + moe_mlp)
 
 
-def megatron_lora_params(m: ModelSpec, rank: int) -> tuple[int, int]:
+def megatron_lora_params(m: ModelSpec, rank: int) -> tuple[int, int, int]:
     """Megatron-Bridge's LoRA, r (in + out) per adapter (src/megatron/bridge/peft/lora.py @
     067f987: target_modules linear_qkv, linear_proj, linear_fc1, linear_fc2; one adapter per
-    matched linear of its in and out features; share_expert_adapters=True): (adapters outside
-    the routed experts, whole model; the routed experts' adapters per MoE layer on one
+    matched linear of its in and out features; share_expert_adapters=True): (a dense layer's
+    adapters, a MoE layer's outside its routed experts, its routed experts' on one
     expert-parallel rank).
 
     - the fused linear_qkv, r (h + q + 2 kv), and linear_proj, r (q + h); MLA has no linear_qkv
@@ -319,21 +319,21 @@ def megatron_lora_params(m: ModelSpec, rank: int) -> tuple[int, int]:
         attn = rank * sum(i + o for i, o in attention_projections(m))
     else:
         attn = rank * (h + m.q_width + 2 * m.kv_width) + rank * (m.attn_out_width + h)
-    outside = m.dense_layers * (attn + mlp(m.ffn))
     if not m.is_moe:
-        return outside, 0
-    outside += m.moe_layers * (attn + (mlp(m.shared_width) if m.shared_width else 0))
-    return outside, mlp(m.expert_ffn)
+        return attn + mlp(m.ffn), 0, 0
+    return attn + mlp(m.ffn), attn + (mlp(m.shared_width) if m.shared_width else 0), mlp(m.expert_ffn)
 
 
-def adapter_params_rank(m: ModelSpec, t: TrainingSpec, sp) -> float:
-    """LoRA parameters one rank of a stage holds (``sp``, stages.StageParams): the rank's share of
-    the model's, by parameters; Megatron's routed-expert adapters, one shared pair a MoE layer on
-    every rank (megatron_lora_params), apart."""
-    if t.framework == "megatron" and m.is_moe:
-        outside, per_moe_layer = megatron_lora_params(m, t.lora_rank)
-        outside_params = total_params(m) - m.moe_layers * layer_params(m, True).experts
-        return outside * sp.dense / max(1.0, outside_params) + per_moe_layer * sp.moe_layers
+def adapter_params_rank(m: ModelSpec, t: TrainingSpec, sp, tp=1, etp=1) -> float:
+    """LoRA parameters one rank of a stage holds (``sp``, stages.StageParams). PEFT's: the rank's
+    share of the model's, by parameters. Megatron-Bridge's: counted on the stage's own layers
+    (megatron_lora_params; none on the embedding or the output layer), each adapter split over
+    the tensor-parallel group of its linear (utils.py ParallelLinearAdapter: linear_in and
+    linear_out are Column/RowParallelLinear on the base's tp_group, the expert-TP group for
+    the routed experts' pair, _get_tensor_parallel_group(is_expert=True))."""
+    if t.framework == "megatron":
+        dense, moe, experts = megatron_lora_params(m, t.lora_rank)
+        return (sp.dense_layers * dense + sp.moe_layers * moe) / tp + sp.moe_layers * experts / etp
     return lora_params(m, t.lora_rank, t) * sp.total / max(1.0, total_params(m))
 
 
