@@ -291,6 +291,16 @@ def _adapter_pipeline(job, a):
     return _all(a)
 
 
+def _pipelining_frameworks(job) -> str:
+    """The other frameworks a refusal of pp > 1 may name for this job: not DeepSpeed for LoRA /
+    QLoRA (adapters-pipeline), only build.QLORA_FRAMEWORKS for QLoRA (Megatron has no 4-bit base)."""
+    from .build import QLORA_FRAMEWORKS
+    t = job.training
+    names = [f for f in ("deepspeed", "megatron", "fsdp") if f != t.framework
+             and not (t.training in ADAPTERS and f == "deepspeed") and (t.training != "qlora" or f in QLORA_FRAMEWORKS)]
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+
+
 def _loss_chunks_refusal(job, lay) -> str:
     from .memory.logits import loss_chunks
     n, s = loss_chunks(job.training), job.training.seq_len
@@ -382,8 +392,8 @@ VALIDITY = [
              "a PipelineModule the Trainer never builds (transformers docs, perf_train_gpu_many: no model "
              "supports full PP)", _hf_pipeline,
              lambda job, lay: f"pp={lay.pp} but --framework hf (the transformers Trainer) has no pipeline schedule; "
-                              "use pp=1 (ZeRO-3 shards a model too big for one GPU), or --framework deepspeed, "
-                              "megatron or fsdp"),
+                              "use pp=1 (ZeRO-3 shards a model too big for one GPU), or --framework "
+                              f"{_pipelining_frameworks(job)}"),
     Validity("deepspeed-moe-zero3", "without an AutoEP preset for the model, DeepSpeed's expert parallelism is "
              "its MoE layer (deepspeed.moe.layer.MoE) in the model code, which runs under ZeRO-0/1/2 only: "
              "the engine raises \"Native DeepSpeed MoE is not supported with ZeRO Stage 3\" "
@@ -438,7 +448,7 @@ VALIDITY = [
              lambda job, lay: f"pp={lay.pp} with --training {job.training.training} under --framework deepspeed: "
                               "PEFT's adapters sit in a transformers model, which DeepSpeed's pipeline engine (a "
                               "PipelineModule) does not take; use pp=1 (ZeRO-3 shards the model), or --framework "
-                              "megatron or fsdp"),
+                              f"{_pipelining_frameworks(job)}"),
     Validity("adapters-megatron-zero", "LoRA with Megatron's distributed optimizer is not modelled",
              _adapter_megatron,
              lambda job, lay: "LoRA/QLoRA with Megatron's distributed optimizer is not modelled; use --framework hf, "

@@ -159,6 +159,16 @@ BAD = [
     # a node the GPU's link cannot build, on fewer GPUs than the node: refused as on a full one
     (["recommend", "--params", "1B", "--gpu", "a100-40gb", "--gpus", "8", "--gpus-per-node", "16"],
      "--gpus-per-node 16: a100-40gb's nvlink3 joins at most 8 GPUs"),
+    # a pipeline refusal names only frameworks that pipeline this training: not DeepSpeed for
+    # adapters, not Megatron for QLoRA (the hf line named both; QLoRA's named megatron)
+    (["memory", "--model", "llama-3-70b", "--gpus", "8", "--training", "lora", "--framework", "hf",
+      "--layout", "pp=2,dp=4,zero=1"], "or --framework megatron or fsdp [hf-no-pipeline]"),
+    (["memory", "--model", "llama-3-70b", "--gpus", "8", "--training", "qlora", "--framework", "hf",
+      "--layout", "pp=2,dp=4,zero=1"], "or --framework fsdp [hf-no-pipeline]"),
+    (["memory", "--model", "llama-3-70b", "--gpus", "8", "--training", "qlora", "--framework", "deepspeed",
+      "--layout", "pp=2,dp=4,zero=1"], "or --framework fsdp [adapters-pipeline]"),
+    (["memory", "--model", "llama-3-70b", "--gpus", "8", "--framework", "hf",
+      "--layout", "pp=2,dp=4,zero=1"], "or --framework deepspeed, megatron or fsdp [hf-no-pipeline]"),
     (["frobnicate"], "No such command"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--price-per-gpu-hour", "inf", "--token-budget", "1B"], "finite"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--seq-len", "99999999999999999999"], "--seq-len"),
