@@ -37,11 +37,19 @@ def norms_per_layer(m: ModelSpec) -> int:
     return 4 if m.sandwich_norm else 2
 
 
+# transformers families whose attention projects q, k and v in one linear and whose MLP
+# projects gate and up in one (modeling_phi3.py: qkv_proj, gate_up_proj)
+FUSED_PROJECTIONS = ("phi3",)
+
+
 def attention_projections(m: ModelSpec) -> list[tuple[int, int]]:
     """(in, out) features of each linear of one attention block, as transformers builds them:
-    q, k, v, o; MLA q_a and q_b (or one q_proj), kv_a_proj_with_mqa, kv_b, o
-    (modeling_deepseek_v3.py). LoRA puts one adapter on each (kb/memory/states.lora_params)."""
+    q, k, v, o (FUSED_PROJECTIONS: one qkv_proj, o); MLA q_a and q_b (or one q_proj),
+    kv_a_proj_with_mqa, kv_b, o (modeling_deepseek_v3.py). LoRA puts one adapter on each
+    (kb/memory/states.lora_params)."""
     h = m.hidden
+    if m.family in FUSED_PROJECTIONS:
+        return [(h, m.q_width + 2 * m.kv_width), (m.attn_out_width, h)]
     if m.is_mla:
         qk = m.heads * (m.qk_nope_dim + m.qk_rope_dim)
         q = [(h, m.q_lora_rank), (m.q_lora_rank, qk)] if m.q_lora_rank else [(h, qk)]

@@ -590,3 +590,16 @@ def test_megatron_lora_adapters_on_a_rank_are_its_stage_layers_split_over_tp_and
           for etp in (1, 2, 4)}
     layers = stage_params(m, Layout(tp=4, pp=4, dp=4, ep=4), 1).moe_layers
     assert on[1] - on[2] == pytest.approx(layers * pair / 2) and on[2] - on[4] == pytest.approx(layers * pair / 4)
+
+
+def test_peft_lora_on_phi3_adapts_its_fused_qkv_and_gate_up_once():
+    """Phi-3 and Phi-4 (model_type phi3) build qkv_proj and gate_up_proj (transformers
+    modeling_phi3.py), each one nn.Linear, so PEFT's all-linear LoRA puts one adapter on each:
+    Phi-4 at r 16 has 55,705,600 adapter parameters, not the 65,536,000 of separate q, k, v, gate
+    and up (which the activation estimate already did not count)."""
+    from shardwise.kb.memory.states import lora_params
+    job = build_job(model="phi-4", gpus=8, training="lora", framework="hf")
+    m, r = job.model, 16
+    h, q, kv, f = m.hidden, m.q_width, m.kv_width, m.ffn
+    per_layer = r * ((h + q + 2 * kv) + (q + h) + (h + 2 * f) + (f + h))
+    assert lora_params(m, r, job.training) == m.layers * per_layer == 55_705_600

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from ..defaults import ADAPTERS
 from ..layout import Layout
+from ..params import FUSED_PROJECTIONS
 from ..schema import ModelSpec, TrainingSpec
 from ..stages import layers_in_flight
 from ..vec import floor, maximum, where
@@ -179,9 +180,6 @@ def fp32_weights_under_autocast(t: TrainingSpec, lay: Layout):
     return lay.zero == 0
 
 
-# transformers families whose attention projects q, k and v in one linear and whose MLP
-# projects gate and up in one (modeling_phi3.py: qkv_proj, gate_up_proj): one cast each
-FUSED_PROJECTIONS = ("phi3",)
 
 
 def _linear_inputs(m: ModelSpec) -> tuple[int, int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from ..params import attention_projections, layer_params, total_params
+from ..params import FUSED_PROJECTIONS, attention_projections, layer_params, total_params
 from ..schema import ModelSpec, TrainingSpec
 from ..vec import both, maximum, minimum, where
 from . import optimizers as opt
@@ -282,6 +282,8 @@ def lora_params(m: ModelSpec, rank: int, t: TrainingSpec | None = None) -> int:
     attn = rank * sum(i + o for i, o in attention_projections(m))
     n_mlp = 3 if m.mlp in ("swiglu", "geglu") else 2
     dense_mlp = rank * n_mlp * (h + m.ffn)
+    if m.family in FUSED_PROJECTIONS:
+        dense_mlp = rank * ((h + 2 * m.ffn) + (m.ffn + h))      # gate_up_proj and down_proj (Phi-3)
     if not m.is_moe:
         return m.layers * (attn + dense_mlp)
     shared = rank * n_mlp * (h + m.shared_width) if m.shared_width else 0

@@ -33,7 +33,7 @@ from ..memory.activations import (adapter_input_cast, experts_cast_by_autocast,
                                   fp32_weights_under_autocast, routed_copies)
 from ..memory.peft_experts import ADAPTED_EXPERT_FAMILIES, FUSED_EXPERT_FAMILIES, merges_experts, peft_on_transformers
 from ..layout import Layout
-from ..params import attention_projections, layer_params
+from ..params import FUSED_PROJECTIONS, attention_projections, layer_params
 from ..schema import GPUSpec, ModelSpec, TrainingSpec
 from ..vec import maximum, minimum, where
 from .flops import attention_flops, attention_work
@@ -330,7 +330,9 @@ def lora_bytes_per_token(m: ModelSpec, t: TrainingSpec, moe: bool, fp32_adapters
     h = m.hidden
     projections = attention_projections(m)
     attn_in, attn_out = sum(i for i, _ in projections), sum(o for _, o in projections)
-    ins = attn_in + ((2 * h + f if gated else h + f) if f else 0)
+    # gate and up read the MLP's input each, a fused gate_up_proj once (FUSED_PROJECTIONS)
+    mlp_in = 2 if gated and m.family not in FUSED_PROJECTIONS else 1
+    ins = attn_in + ((mlp_in * h + f) if f else 0)
     outs = attn_out + ((2 * f + h if gated else f + h) if f else 0)
     per_in = where(fp32_adapters, LORA_IN_BYTES_FP32, LORA_IN_BYTES_BF16)
     if t.lora_dropout > 0:
