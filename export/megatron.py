@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from itertools import groupby
 
 from shardwise.kb.frameworks import RANK_CAPACITY_FACTOR, megatron_ep_overlap_share, megatron_tp_overlap
 from shardwise.kb.memory.activations import PAGED_STASH_FACTOR
@@ -93,7 +94,7 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
     else:
         rope, more = rope_args(m)
         caveats += more
-    a += rope
+    a += rope + nope_args(m)
     if m.norm == "rmsnorm":
         a += ["--normalization", "RMSNorm"]
     act, more = activation_args(m)
@@ -115,6 +116,10 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
     caveats += more
     if m.is_moe:
         a += moe_args(m, graphs=graphed_moe(tg))
+    if m.family == "llama4":
+        more, said = llama4_args(m, graphs=graphed_moe(tg))
+        a += more
+        caveats += said
     if m.parallel_attn:
         caveats.append("parallel attention and MLP (one shared input norm): Megatron-Core's GPT layer runs them in "
                        "sequence; the same weights bar one norm a layer, a different model")
@@ -160,18 +165,12 @@ FAMILY_CAVEATS = {
                  "partial_rotary_factor (0.5) -- this script rotates whole heads"],
     "olmo2": ["OLMo 2's norms after attention and the MLP (not before) and its q/k norms over whole projections: "
               "Megatron-Core's GPT layer normalises first and per head; same shapes, other numerics"],
-    # Megatron-LM arguments.py has --no-rope-freq, --qk-l2-norm and --moe-apply-probs-on-input, and its
-    # Llama 4 inference example (examples/inference/llama_mistral) passes the last two
-    "llama4": ["Llama 4's layers without RoPE (every fourth, no_rope_layers: --no-rope-freq 4), the L2 q/k "
-               "norms on the RoPE layers (use_qk_norm; --qk-l2-norm, whose treatment of the NoPE layers is not "
-               "checked here), the router's scores applied to the expert's input "
-               "(--moe-apply-probs-on-input) and its top-1 sigmoid router (--moe-router-score-function sigmoid): "
-               "this script writes none of them (it keeps Megatron's softmax router) -- add them as Megatron-LM's "
-               "Llama 4 example does; the attention temperature tuning on the NoPE layers (attn_temperature_tuning) "
-               "and the chunked attention on the RoPE layers (attention_chunk_size) it has no flag for here (Megatron-"
-               "Bridge's Llama 4 provider sets them); same shapes, other numerics"],
-    "smollm3": ["SmolLM3's layers without RoPE (every fourth, no_rope_layers): Megatron rotates every layer; "
-                "same shapes, other numerics"],
+    # Megatron-Core has no chunked attention: its one attention_chunk is flash-attn's inference
+    # argument, fixed at 0 (transformer/attention.py); Megatron-Bridge builds both in its own layer
+    # spec (src/megatron/bridge/models/llama/llama4_utils.py Llama4SelfAttention)
+    "llama4": ["Llama 4's attention temperature tuning on the layers without RoPE (attn_temperature_tuning) and "
+               "chunked attention on the RoPE layers (attention_chunk_size): Megatron-Core has no option for "
+               "either (Megatron-Bridge's Llama 4 layer spec builds them); same shapes, other numerics"],
 }
 
 
@@ -286,6 +285,59 @@ def moe_args(m, graphs: bool = False) -> list[str]:
     if m.router_bias:
         a += ["--moe-router-enable-expert-bias", "--moe-router-score-function", "sigmoid"]
     return a
+
+
+def nope_args(m) -> list:
+    """--no-rope-freq for the layers without RoPE (ModelSpec.nope_layers; arguments.py
+    no_rope_freq_type, attention.py: layer_number - 1's entry drops rotary_pos_emb): the integer N
+    where the layers N, 2N, ... (1-based) are those and N divides the layers (TransformerConfig
+    turns N into [0]*(N-1)+[1] repeated and refuses an N that does not divide), else the list
+    form, 1 for a layer without RoPE, the length of the layers."""
+    if not m.nope_layers:
+        return []
+    nope = set(m.nope_layers)
+    n = min(nope) + 1
+    if m.layers % n == 0 and nope == set(range(n - 1, m.layers, n)):
+        return ["--no-rope-freq", n]
+    runs = [(v, len(list(g))) for v, g in groupby(int(i in nope) for i in range(m.layers))]
+    return ["--no-rope-freq", "+".join(f"[{v}]*{k}" for v, k in runs)]
+
+
+def llama4_args(m, graphs: bool) -> tuple[list, list[str]]:
+    """What Llama 4 has beyond Llama's shapes (modeling_llama4.py, transformers 5.24), with the
+    flags Megatron-LM's Llama 4 example passes (examples/inference/llama_mistral):
+
+    - RoPE on interleaved pairs (apply_rotary_emb: view_as_complex over the last dimension in
+      pairs): --rotary-interleaved (rope_utils._rotate_half: x[..., ::2], x[..., 1::2]).
+    - weightless L2 norms of q and k on the RoPE layers (use_qk_norm): --qk-l2-norm, which puts
+      L2Norm on every layer's q and k (gpt_layer_specs.py), its layers without RoPE too, where
+      Llama 4 has none (a caveat; Megatron-Bridge's own layer spec leaves them out). A norm over
+      each head's dimensions commutes with RoPE's rotation, so its place before RoPE is exact.
+    - the router: the top k logits through a sigmoid, not renormalised (Llama4Router):
+      --moe-router-score-function sigmoid, exact at top 1 (Megatron renormalises over k > 1,
+      moe_utils.topk_routing_with_score_function); and the score scales the expert's input, not
+      its output (Llama4TextMoe: routed_in * router_scores): --moe-apply-probs-on-input, which
+      experts.py takes at top 1 only and the fused grouped MLP of a captured MoE layer refuses
+      (experts.py _is_fused_impl_supported)."""
+    a, caveats = ["--rotary-interleaved"], []
+    if m.qk_l2_norm_layers:
+        a += ["--qk-l2-norm"]
+        if m.nope_layers:
+            caveats.append(f"--qk-l2-norm also normalises q and k on the {len(m.nope_layers)} layers without RoPE, "
+                           "where Llama 4 does not (Megatron-LM's command line puts the L2 norm on every layer)")
+    if m.is_moe:
+        a += ["--moe-router-score-function", "sigmoid"]
+        if m.top_k > 1:
+            caveats.append(f"Llama 4's top-{m.top_k} sigmoid scores are not renormalised; Megatron's sigmoid router "
+                           "renormalises them over the k")
+        if m.top_k == 1 and not graphs:
+            a += ["--moe-apply-probs-on-input"]
+        else:
+            caveats.append("Llama 4 scales each expert's input by its router score; Megatron scales the output here ("
+                           + ("--moe-apply-probs-on-input takes top 1 only" if m.top_k > 1 else
+                              "the fused grouped MLP of a captured MoE layer refuses --moe-apply-probs-on-input")
+                           + "): same shapes, other numerics")
+    return a, caveats
 
 
 def _even(n: int, parts: int) -> list[int]:

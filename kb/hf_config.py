@@ -822,6 +822,9 @@ def read_hf_config(path: str) -> ModelSpec:
     if mt == "glm4_moe":
         # no q/k norms by default (configuration_glm4_moe.py; GLM-4.5 sets use_qk_norm, GLM-4.5-Air does not)
         spec["qk_norm"] = _field(cfg, path, "use_qk_norm", required=False, default=False, kind=bool)
+    if mt == "smollm3":
+        # SmolLM3Config builds no_rope_layers as Llama4TextConfig does (configuration_smollm3.py)
+        spec["nope_layers"] = tuple(i for i, r in enumerate(_rope_layers(cfg, path, spec["layers"])) if not r)
     if mt == "smollm3" and _field(cfg, path, "use_sliding_window", required=False, default=False, kind=bool) \
             and cfg.get("sliding_window") is not None:
         raise InputError(f"{path}: use_sliding_window true is not supported for smollm3 (sliding windows on its "
@@ -902,6 +905,7 @@ def _llama4_fields(cfg: dict, path: str, spec: dict) -> dict:
                    top_k=_field(cfg, path, "num_experts_per_tok", required=False, default=1, least=1),
                    expert_ffn=spec["ffn"], shared_experts=1, shared_ffn=spec["ffn"], moe_every=step if step > 1 else 0)
     rope = _rope_layers(cfg, path, layers)
+    out["nope_layers"] = tuple(i for i, r in enumerate(rope) if not r)
     if _field(cfg, path, "use_qk_norm", required=False, default=True, kind=bool):
         out["qk_l2_norm_layers"] = sum(rope)
     chunk = _field(cfg, path, "attention_chunk_size", required=False, default=8192, least=1) \

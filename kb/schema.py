@@ -54,6 +54,10 @@ class ModelSpec(_Frozen):
     # layers whose q and k go through a weightless L2 norm (Llama 4's use_qk_norm, on its RoPE
     # layers only): no parameters, an fp32 copy kept (kb/memory/activations.l2_qk_norm_bytes)
     qk_l2_norm_layers: int = Field(0, ge=0)
+    # layers (0-based) that apply no rotary embedding: config.json's no_rope_layers zeros (Llama 4,
+    # SmolLM3: every fourth layer). No shape changes; the Megatron export builds them
+    # (--no-rope-freq, export/megatron.py nope_args)
+    nope_layers: tuple[int, ...] = ()
     sandwich_norm: bool = False
     embed_norm: bool = False
     attn_sinks: bool = False
@@ -114,6 +118,8 @@ class ModelSpec(_Frozen):
             raise ValueError("first_dense cannot exceed layers")
         if self.qk_l2_norm_layers > self.layers:
             raise ValueError("qk_l2_norm_layers cannot exceed layers")
+        if any(not 0 <= i < self.layers for i in self.nope_layers):
+            raise ValueError("nope_layers must be layer indices below layers")
         if self.moe_every > 1 and self.first_dense:
             raise ValueError("moe_every and first_dense cannot both be set: one placement of the MoE layers")
         if self.full_attn_every and not self.sliding_window:

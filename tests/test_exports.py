@@ -752,3 +752,74 @@ def test_fsdp_expert_caveat_names_no_refused_export_for_an_adapter_job():
             assert export_all(tg)["torchtitan"].get("refused"), "torchtitan should refuse a LoRA job"
         else:
             assert "--parallelism.expert_parallel_degree" in caveat, caveat
+
+
+def _hf_script(tmp_path, cfg: dict, gpus: int, lay: Layout) -> tuple[list[str], list[str]]:
+    """The pretrain_gpt.py arguments and caveats of a config.json's model under a given layout."""
+    path = tmp_path / f"{len(list(tmp_path.iterdir()))}" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(cfg))
+    ex = export("megatron", Target(build_job(hf_config=str(path), gpus=gpus), lay))
+    return script_args(ex.files["megatron_pretrain.sh"]), ex.caveats
+
+
+def _flag(args: list[str], name: str):
+    return args[args.index(name) + 1] if name in args else None
+
+
+LLAMA4_SCOUT = {"model_type": "llama4_text", "hidden_size": 5120, "intermediate_size": 8192,
+                "intermediate_size_mlp": 16384, "num_hidden_layers": 48, "num_attention_heads": 40,
+                "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 202048, "num_local_experts": 16,
+                "num_experts_per_tok": 1, "interleave_moe_layer_step": 1, "use_qk_norm": True,
+                "rope_theta": 500000.0, "attention_chunk_size": 8192}
+LLAMA4_LAYOUT = Layout(dp=64, ep=8, zero=1, mbs=1, grad_accum=4, recompute="full")
+
+
+def test_megatron_builds_llama4s_nope_layers_l2_norms_and_sigmoid_router(tmp_path):
+    """Llama 4 Scout (modeling_llama4.py): RoPE on interleaved pairs left out of every fourth
+    layer, weightless L2 q/k norms, a top-1 sigmoid router whose score scales the expert's input,
+    and one shared expert. The script wrote none of the first four (a caveat asked the user to
+    add them) and kept Megatron's softmax router, which TransformerConfig refuses at top 1
+    ("Please use --moe-router-pre-softmax when topk is 1"): the script did not start. Only what
+    Megatron-Core has no option for stays a caveat: the L2 norms it also puts on the NoPE
+    layers, the temperature tuning and the chunked attention."""
+    a, caveats = _hf_script(tmp_path, LLAMA4_SCOUT, 64, LLAMA4_LAYOUT)
+    assert _flag(a, "--no-rope-freq") == "4"
+    assert {"--rotary-interleaved", "--qk-l2-norm", "--moe-apply-probs-on-input"} <= set(a)
+    assert _flag(a, "--moe-router-score-function") == "sigmoid" and _flag(a, "--moe-router-topk") == "1"
+    assert _flag(a, "--moe-shared-expert-intermediate-size") == "8192" and _flag(a, "--moe-ffn-hidden-size") == "8192"
+    assert _flag(a, "--ffn-hidden-size") == "16384" and "--moe-layer-freq" not in a   # every layer MoE
+    text = " ".join(caveats)
+    assert "12 layers without RoPE" in text and "chunked attention" in text and "temperature" in text
+    assert "add them" not in text and "--no-rope-freq" not in text and "softmax router" not in text
+    # Maverick: no q/k norms, MoE every other layer (the dense ones 16384 wide, the experts 8192)
+    a, caveats = _hf_script(tmp_path, dict(LLAMA4_SCOUT, use_qk_norm=False, interleave_moe_layer_step=2), 64,
+                            LLAMA4_LAYOUT)
+    assert "--qk-l2-norm" not in a and not any("L2" in c or "l2-norm" in c for c in caveats)
+    assert _flag(a, "--moe-layer-freq") == "([0]*1+[1])*24" and _flag(a, "--no-rope-freq") == "4"
+
+
+def test_megatron_no_rope_freq_takes_the_list_form_for_another_pattern(tmp_path):
+    """no_rope_layers that are not every Nth layer (or an N that does not divide the layers, which
+    TransformerConfig refuses as an integer) are --no-rope-freq's list form, 1 where RoPE is left
+    out; SmolLM3's every fourth of 36 is the integer."""
+    rope = [1] * 48
+    rope[0] = rope[5] = rope[6] = 0
+    a, _ = _hf_script(tmp_path, dict(LLAMA4_SCOUT, no_rope_layers=rope), 64, LLAMA4_LAYOUT)
+    assert _flag(a, "--no-rope-freq") == "[1]*1+[0]*4+[1]*2+[0]*41"
+    a, _ = _hf_script(tmp_path, dict(LLAMA4_SCOUT, num_hidden_layers=30, no_rope_layer_interval=4), 64,
+                      LLAMA4_LAYOUT)
+    assert _flag(a, "--no-rope-freq") == "[0]*3+[1]*1+[0]*3+[1]*1+[0]*3+[1]*1+[0]*3+[1]*1+[0]*3+[1]*1+[0]*3+[1]*1+[0]*3+[1]*1+[0]*2"
+    smol = export("megatron", Target(build_job(model="smollm3-3b", gpus=8), Layout(dp=8, zero=1, mbs=1, grad_accum=8)))
+    assert _flag(script_args(smol.files["megatron_pretrain.sh"]), "--no-rope-freq") == "4"
+    assert not any("RoPE" in c for c in smol.caveats)
+
+
+def test_llama4_top_k_above_one_keeps_megatrons_output_scaling_and_says_so(tmp_path):
+    """--moe-apply-probs-on-input runs at top 1 only (experts.py asserts it), and Megatron's
+    sigmoid router renormalises k > 1 scores where Llama 4's does not: a top-2 Llama 4 keeps the
+    sigmoid router, leaves the flag out and says both."""
+    a, caveats = _hf_script(tmp_path, dict(LLAMA4_SCOUT, num_experts_per_tok=2), 64, LLAMA4_LAYOUT)
+    assert _flag(a, "--moe-router-score-function") == "sigmoid" and "--moe-apply-probs-on-input" not in a
+    assert any("renormalises" in c for c in caveats) and any("input by its router score" in c for c in caveats)
+

@@ -81,16 +81,24 @@ def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
     script builds is the estimate's (within 0.5%: Megatron pads the vocabulary and leaves
     biases, QK norms and position tables out of its count), and the built config has the
     model's gating, QK norm, attention kind, MoE layers, shared experts, sliding-window layers,
-    and RoPE base and scaling."""
+    RoPE base, scaling and the layers without it, and the router's score function. Llama 4 Scout and Maverick, read from config.json, too: its
+    script was refused by TransformerConfig ("Please use --moe-router-pre-softmax when topk is 1")."""
     from shardwise.kb import catalog
     from shardwise.kb.build import build_job
     from shardwise.kb.layout import Layout
     from shardwise.kb.params import total_params
 
+    from test_params import HF_CONFIGS
     items, models = [], {}
-    for name in catalog.model_names():
-        m = catalog.model(name)
-        job = build_job(model=name, gpus=64, seq_len=4096)
+    for name in [*catalog.model_names(), "llama4_scout", "llama4_maverick"]:
+        if name.startswith("llama4"):
+            cfg = tmp_path / name / "config.json"
+            cfg.parent.mkdir()
+            cfg.write_text(json.dumps(HF_CONFIGS[name][0]))
+            job = build_job(hf_config=str(cfg), gpus=64, seq_len=4096)
+        else:
+            job = build_job(model=name, gpus=64, seq_len=4096)
+        m = job.model
         lay = Layout(tp=2, pp=2, dp=16, ep=8 if m.is_moe else 1, zero=1, sp=True, mbs=1, grad_accum=4)
         path = tmp_path / f"{name}.sh"
         path.write_text(export("megatron", Target(job, lay)).files["megatron_pretrain.sh"])
@@ -108,6 +116,11 @@ def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
         assert (b["gated"], b["qk_layernorm"], b["mla"], b["moe_layers"], b["shared_ffn"], b["qkv_bias"]) == \
             (m.mlp != "gelu", m.qk_norm, m.is_mla, m.moe_layers, m.shared_width,
              m.qkv_bias or m.linear_bias), m.name
+        assert [i for i, v in enumerate(b["no_rope"]) if v] == list(m.nope_layers), m.name
+        assert b["qk_l2_norm"] == (m.qk_l2_norm_layers > 0) and b["rotary_interleaved"] == (m.family == "llama4"), m.name
+        if m.is_moe:
+            assert b["score_function"] == ("sigmoid" if m.router_bias or m.family == "llama4" else "softmax"), m.name
+            assert b["probs_on_input"] == (m.family == "llama4" and m.top_k == 1), m.name
         assert (b["window"], b["window_layers"]) == \
             ([m.sliding_window - 1, 0] if m.sliding_window else None, m.sliding_layers), m.name
         if not m.learned_pos:

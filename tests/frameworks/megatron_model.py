@@ -5,7 +5,8 @@ validate_megatron.py, then Megatron's own parameter count
 (megatron/training/theoretical_memory_usage.compute_weight_and_optimizer_memory, vocabulary
 padded by vocab_utils.calculate_padded_vocab_size as the tokenizer setup pads it). Prints one
 JSON line per script: the count and the architecture fields of the built TransformerConfig,
-with the layers that Megatron's own is_layer_window_attention gives a sliding window.
+with the layers that Megatron's own is_layer_window_attention gives a sliding window, and
+the layers it leaves RoPE out of (TransformerConfig's no_rope_freq, expanded to one entry a layer).
 
 Two readings of Megatron's function, both because it prints its count rounded to 10M:
 - the exact total is read from the function's frame on return (sys.setprofile);
@@ -55,6 +56,9 @@ for item in sys.argv[1:]:
         "yarn_factor": getattr(cfg, "rotary_scaling_factor", getattr(cfg, "yarn_rotary_scaling_factor", None)),
         "mscale_all_dim": getattr(cfg, "mscale_all_dim", getattr(cfg, "yarn_mscale_all_dim", None)),
         "window": list(cfg.window_size) if cfg.window_size else None,
+        "no_rope": cfg.no_rope_freq or [], "qk_l2_norm": cfg.qk_l2_norm, "rotary_interleaved": cfg.rotary_interleaved,
+        "rotary_percent": args.rotary_percent, "score_function": cfg.moe_router_score_function,
+        "pre_softmax": cfg.moe_router_pre_softmax, "probs_on_input": cfg.moe_apply_probs_on_input,
         "window_layers": sum(is_layer_window_attention(cfg.window_size, cfg.window_attn_skip_freq, n)
                              for n in range(1, cfg.num_layers + 1)),
     }))
