@@ -157,12 +157,9 @@ FAMILY_CAVEATS = {
     "bloom": ["ALiBi position biases (BLOOM): Megatron-Core has none; this script trains RoPE"],
     "granite": [_GRANITE_MULTIPLIERS], "granitemoe": [_GRANITE_MULTIPLIERS],
     "granitemoeshared": [_GRANITE_MULTIPLIERS],
-    "olmoe": ["OLMoE's router weighs the top k by the softmax over all experts, not renormalised, where "
-              "config.json's norm_topk_prob is false (its default): add --moe-router-pre-softmax; its q/k norms "
-              "span whole projections, Megatron's each head: same shapes, other numerics"],
+    "olmoe": ["OLMoE's q/k norms span whole projections, Megatron's each head: same shapes, other numerics"],
     "deepseek_v2": [_DEEPSEEK_ROUTING], "deepseek_v3": [_DEEPSEEK_ROUTING],
-    "glm4_moe": [_DEEPSEEK_ROUTING, "GLM-4.5's partial RoPE: add --rotary-percent from config.json's "
-                 "partial_rotary_factor (0.5) -- this script rotates whole heads"],
+    "glm4_moe": [_DEEPSEEK_ROUTING],
     "olmo2": ["OLMo 2's norms after attention and the MLP (not before) and its q/k norms over whole projections: "
               "Megatron-Core's GPT layer normalises first and per head; same shapes, other numerics"],
     # Megatron-Core has no chunked attention: its one attention_chunk is flash-attn's inference
@@ -195,6 +192,10 @@ def rope_args(m) -> tuple[list, list[str]]:
     a, caveats = ["--position-embedding-type", "yarn" if m.rope_scaling == "yarn" and not m.is_mla else "rope"], []
     if m.rope_theta != 10000:
         a += ["--rotary-base", int(m.rope_theta)]
+    if m.rotary_fraction != 1:
+        # the first rotary_fraction of each head rotated, the rest passed through, as transformers'
+        # partial_rotary_factor (rope_utils._apply_rotary_pos_emb_bshd: t[..., :rot_dim])
+        a += ["--rotary-percent", m.rotary_fraction]
     p = dict(m.rope_params)
     if m.rope_scaling == "llama3":
         a += ["--use-rope-scaling", "--rope-scaling-factor", m.rope_factor]
@@ -284,6 +285,10 @@ def moe_args(m, graphs: bool = False) -> list[str]:
             a += ["--moe-shared-expert-gate"]
     if m.router_bias:
         a += ["--moe-router-enable-expert-bias", "--moe-router-score-function", "sigmoid"]
+    if m.router_pre_softmax:
+        # softmax over all experts, then the top k, not renormalised (moe_utils.py
+        # topk_routing_with_score_function, use_pre_softmax), as norm_topk_prob false weighs them
+        a += ["--moe-router-pre-softmax"]
     return a
 
 

@@ -825,6 +825,21 @@ def read_hf_config(path: str) -> ModelSpec:
     if mt == "smollm3":
         # SmolLM3Config builds no_rope_layers as Llama4TextConfig does (configuration_smollm3.py)
         spec["nope_layers"] = tuple(i for i, r in enumerate(_rope_layers(cfg, path, spec["layers"])) if not r)
+    if mt in ("olmoe", "qwen2_moe", "qwen3_moe"):
+        # the top k's softmax weights over all experts, renormalised over the k only where
+        # norm_topk_prob is true; the three config classes default it to false
+        # (configuration_olmoe.py, configuration_qwen2_moe.py, configuration_qwen3_moe.py)
+        spec["router_pre_softmax"] = not _field(cfg, path, "norm_topk_prob", required=False, default=False, kind=bool)
+    if mt == "glm4_moe":
+        # RoPE on the first half of each head (Glm4MoeRotaryEmbedding: dim = head_dim x
+        # partial_rotary_factor, apply_rotary_pos_emb passes the rest); the config class sets 0.5
+        # where the file leaves it out (configuration_glm4_moe.py), transformers 5 may keep it in
+        # rope_parameters
+        rope_params = cfg.get("rope_parameters") if isinstance(cfg.get("rope_parameters"), dict) else {}
+        frac = _field(dict(rope_params, **cfg), path, "partial_rotary_factor", required=False, default=0.5, kind=float)
+        if frac > 1:
+            raise InputError(f"{path}: field 'partial_rotary_factor' must be a number in (0, 1], got {_show(frac)}")
+        spec["rotary_fraction"] = float(frac)
     if mt == "smollm3" and _field(cfg, path, "use_sliding_window", required=False, default=False, kind=bool) \
             and cfg.get("sliding_window") is not None:
         raise InputError(f"{path}: use_sliding_window true is not supported for smollm3 (sliding windows on its "

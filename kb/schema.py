@@ -47,6 +47,10 @@ class ModelSpec(_Frozen):
     # the scaling's other numbers (YaRN's beta_fast, mscale_all_dim, original_max_position_embeddings,
     # ...; booleans as 0/1), sorted by name: a tuple so that the spec stays hashable
     rope_params: tuple[tuple[str, float], ...] = ()
+    # the share of each head's dimensions that RoPE rotates, the first ones (config.json's
+    # partial_rotary_factor: GLM-4.5 0.5); the rest pass through. No shape changes; the Megatron
+    # export builds it (--rotary-percent)
+    rotary_fraction: float = Field(1.0, gt=0, le=1)
     parallel_attn: bool = False
     qk_norm: bool = False
     # q/k norms over the whole q and k projections (OLMo 2), not over one head's dimensions
@@ -58,6 +62,11 @@ class ModelSpec(_Frozen):
     # SmolLM3: every fourth layer). No shape changes; the Megatron export builds them
     # (--no-rope-freq, export/megatron.py nope_args)
     nope_layers: tuple[int, ...] = ()
+    # the router weighs its top k by the softmax over all experts, not renormalised over the k
+    # (config.json's norm_topk_prob false: OLMoE, Qwen2-MoE); False renormalises, as Mixtral's and
+    # Qwen3-MoE's do. Memory and time are the same; the Megatron export builds it
+    # (--moe-router-pre-softmax)
+    router_pre_softmax: bool = False
     sandwich_norm: bool = False
     embed_norm: bool = False
     attn_sinks: bool = False

@@ -823,3 +823,21 @@ def test_llama4_top_k_above_one_keeps_megatrons_output_scaling_and_says_so(tmp_p
     assert _flag(a, "--moe-router-score-function") == "sigmoid" and "--moe-apply-probs-on-input" not in a
     assert any("renormalises" in c for c in caveats) and any("input by its router score" in c for c in caveats)
 
+
+def test_megatron_routes_and_rotates_as_olmoe_and_glm45_do(tmp_path):
+    """OLMoE's norm_topk_prob false (its default, and OLMoE-1B-7B's file) weighs the top 8 by the
+    softmax over all 64 experts: --moe-router-pre-softmax, not the caveat that asked for it; true
+    renormalises, Megatron's default. GLM-4.5 rotates half of each head (partial_rotary_factor
+    0.5): --rotary-percent 0.5, where the script rotated whole heads."""
+    lay = Layout(dp=8, ep=8, zero=1, mbs=1, grad_accum=8)
+    olmoe = export("megatron", Target(build_job(model="olmoe-1b-7b", gpus=8), lay))
+    assert "--moe-router-pre-softmax" in script_args(olmoe.files["megatron_pretrain.sh"])
+    assert not any("pre-softmax" in c for c in olmoe.caveats)
+    cfg = {"model_type": "olmoe", "hidden_size": 2048, "intermediate_size": 1024, "num_hidden_layers": 16,
+           "num_attention_heads": 16, "vocab_size": 50304}
+    assert "--moe-router-pre-softmax" in _hf_script(tmp_path, cfg, 8, lay)[0]
+    assert "--moe-router-pre-softmax" not in _hf_script(tmp_path, dict(cfg, norm_topk_prob=True), 8, lay)[0]
+    glm = export("megatron", Target(build_job(model="glm-4.5-air", gpus=64), Layout(dp=64, ep=8, zero=1, mbs=1,
+                                                                                     grad_accum=1, recompute="full")))
+    assert _flag(script_args(glm.files["megatron_pretrain.sh"]), "--rotary-percent") == "0.5"
+    assert not any("partial RoPE" in c or "rotary" in c for c in glm.caveats)

@@ -81,7 +81,8 @@ def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
     script builds is the estimate's (within 0.5%: Megatron pads the vocabulary and leaves
     biases, QK norms and position tables out of its count), and the built config has the
     model's gating, QK norm, attention kind, MoE layers, shared experts, sliding-window layers,
-    RoPE base, scaling and the layers without it, and the router's score function. Llama 4 Scout and Maverick, read from config.json, too: its
+    RoPE base, scaling, share of each head and the layers without it, and the router's score
+    function and softmax placement. Llama 4 Scout and Maverick, read from config.json, too: its
     script was refused by TransformerConfig ("Please use --moe-router-pre-softmax when topk is 1")."""
     from shardwise.kb import catalog
     from shardwise.kb.build import build_job
@@ -117,9 +118,11 @@ def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
             (m.mlp != "gelu", m.qk_norm, m.is_mla, m.moe_layers, m.shared_width,
              m.qkv_bias or m.linear_bias), m.name
         assert [i for i, v in enumerate(b["no_rope"]) if v] == list(m.nope_layers), m.name
+        assert b["rotary_percent"] == m.rotary_fraction, m.name
         assert b["qk_l2_norm"] == (m.qk_l2_norm_layers > 0) and b["rotary_interleaved"] == (m.family == "llama4"), m.name
         if m.is_moe:
             assert b["score_function"] == ("sigmoid" if m.router_bias or m.family == "llama4" else "softmax"), m.name
+            assert b["pre_softmax"] == m.router_pre_softmax, m.name
             assert b["probs_on_input"] == (m.family == "llama4" and m.top_k == 1), m.name
         assert (b["window"], b["window_layers"]) == \
             ([m.sliding_window - 1, 0] if m.sliding_window else None, m.sliding_layers), m.name

@@ -359,13 +359,14 @@ def test_a_smollm3_with_sliding_windows_is_refused(run_cli, tmp_path):
 
 
 def test_glm45_megatron_export_names_what_it_does_not_build(run_cli, tmp_path):
-    """Megatron's command line gets no partial RoPE nor GLM's routing numbers from this script:
-    the export says so instead of training something else silently."""
+    """Megatron's command line gets GLM's partial RoPE (--rotary-percent, from
+    partial_rotary_factor) but not its routing numbers from this script: the export says so
+    instead of training something else silently."""
     code, out, err = run_cli("export", "--hf-config", write(tmp_path / "config.json", GLM45_AIR), "--gpus", "64",
                              "--to", "megatron", "-o", str(tmp_path / "out"))
     assert code == 0, err
     text = out + "".join(p.read_text() for p in (tmp_path / "out").rglob("*") if p.is_file())
-    assert "--rotary-percent" in text and "--moe-router-topk-scaling-factor" in text
+    assert "--rotary-percent 0.5" in text and "--moe-router-topk-scaling-factor" in text
 
 
 # --- MoE model types added with their measured layers (OLMoE, Granite MoE) ---------------------
@@ -425,8 +426,8 @@ def test_hybrid_moe_types_are_refused_saying_which_layers_are_not_modelled(run_c
 
 
 def test_olmoe_and_granite_moe_exports_name_what_megatron_does_not_build(run_cli, tmp_path):
-    """Megatron's command line routes by softmax after the top k and has no Granite multipliers:
-    the export says so; Accelerate's FSDP wraps each family's own decoder layer."""
+    """OLMoE's router weighs the top k by the softmax over all experts (--moe-router-pre-softmax,
+    written); Megatron has no Granite multipliers: the export says so; Accelerate's FSDP wraps each family's own decoder layer."""
     granite = {"model_type": "granitemoe", "hidden_size": 1536, "intermediate_size": 512, "num_hidden_layers": 32,
                "num_attention_heads": 24, "num_key_value_heads": 8, "vocab_size": 49155, "num_local_experts": 40,
                "num_experts_per_tok": 8}
