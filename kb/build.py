@@ -126,6 +126,9 @@ RANGES = {"gpus": (1, 16384), "gpus_per_node": (1, 72), "gpu_memory": (8, 320, F
 # Settings a user may leave out whose default build_job states (kb/defaults.py).
 STATED = ("gpu", "gpus", "interconnect", "seq_len", "precision", "optimizer", "attention", "lora_rank",
           "lora_dropout")
+# transformers model families that refuse attn_implementation="flash_attention_2" (their
+# PreTrainedModel's _supports_flash_attn is False, transformers 5.24)
+NO_FLASH_ATTENTION_2 = {"llama4": "modeling_llama4.py Llama4PreTrainedModel: _supports_flash_attn = False"}
 # Frameworks that run QLoRA's 4-bit (bitsandbytes NF4) base weights: PEFT on transformers,
 # also under DeepSpeed ZeRO-3 or FSDP (Hugging Face PEFT docs, "DeepSpeed" and "FSDP" guides;
 # Answer.AI's FSDP + QLoRA). Megatron-Core has no 4-bit base-weight path.
@@ -238,6 +241,9 @@ def check_training(m, g, tspec: TrainingSpec, given=frozenset()) -> None:
         raise InputError(f"--attention sdpa: transformers runs {m.name}'s soft-capped attention logits "
                          "(attn_logit_softcapping) eager or with a FlashAttention kernel, which soft-caps; "
                          "allowed: eager, flash, flash2")
+    if tspec.attention == "flash2" and tspec.framework in ("hf", "deepspeed") and m.family in NO_FLASH_ATTENTION_2:
+        raise InputError(f"--attention flash2: transformers' {m.name} has no FlashAttention-2 path "
+                         f"({NO_FLASH_ATTENTION_2[m.family]}); allowed: flash, sdpa, eager")
     if tspec.training in ADAPTERS and peft_on_transformers(tspec) and m.family in PEFT_FAILS:
         raise InputError(f"--training {tspec.training} with --framework {tspec.framework}: PEFT's all-linear LoRA on "
                          f"{m.name} does not run: {PEFT_FAILS[m.family]}; allowed: --training pretrain or finetune, or "

@@ -464,6 +464,20 @@ def test_llama4_lora_under_peft_is_refused_saying_why(run_cli, tmp_path):
     assert code == 0, err
 
 
+def test_llama4_flash_attention_2_under_transformers_is_refused(run_cli, tmp_path):
+    """transformers' Llama 4 has no FlashAttention-2 path (_supports_flash_attn False): a job on
+    the Trainer or DeepSpeed asking for it is refused, not timed as a kernel that never runs;
+    Megatron's own attention takes it."""
+    path = write(tmp_path / "config.json", LLAMA4_MAVERICK)
+    for framework in ("hf", "deepspeed"):
+        err = refused(run_cli, "recommend", "--hf-config", path, "--gpus", "64", "--training", "finetune",
+                      "--framework", framework, "--attention", "flash2")
+        assert "--attention flash2" in err and "_supports_flash_attn" in err and "allowed: flash, sdpa, eager" in err
+    code, out, err = run_cli("recommend", "--hf-config", path, "--gpus", "64", "--framework", "megatron",
+                             "--attention", "flash2")
+    assert code == 0, err
+
+
 def test_llama4_interleaved_moe_layers_fall_on_every_stage_and_megatron_builds_them(run_cli, tmp_path):
     """Maverick's MoE layers are every other one (1, 3, ...): each of 4 pipeline stages holds 6 of
     its 12 layers as MoE (a leading-dense reading would put the 24 dense layers on stages 0-1),
