@@ -116,6 +116,9 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
     caveats += more
     if m.is_moe:
         a += moe_args(m, graphs=graphed_moe(tg))
+        more, said = router_group_args(m)
+        a += more
+        caveats += said
     if m.family == "llama4":
         more, said = llama4_args(m, graphs=graphed_moe(tg))
         a += more
@@ -149,8 +152,6 @@ def max_positions(m, seq_len: int) -> tuple[int, list[str]]:
 
 
 # what a family has that no spec field names and Megatron's command line does not build
-_DEEPSEEK_ROUTING = ("DeepSeek's group-limited routing: set --moe-router-num-groups, --moe-router-group-topk and "
-                     "--moe-router-topk-scaling-factor from config.json (n_group, topk_group, routed_scaling_factor)")
 _GRANITE_MULTIPLIERS = ("Granite's embedding, residual, attention and logit multipliers: Megatron has no flags for "
                         "them; same shapes, other numerics")
 FAMILY_CAVEATS = {
@@ -158,8 +159,6 @@ FAMILY_CAVEATS = {
     "granite": [_GRANITE_MULTIPLIERS], "granitemoe": [_GRANITE_MULTIPLIERS],
     "granitemoeshared": [_GRANITE_MULTIPLIERS],
     "olmoe": ["OLMoE's q/k norms span whole projections, Megatron's each head: same shapes, other numerics"],
-    "deepseek_v2": [_DEEPSEEK_ROUTING], "deepseek_v3": [_DEEPSEEK_ROUTING],
-    "glm4_moe": [_DEEPSEEK_ROUTING],
     "olmo2": ["OLMo 2's norms after attention and the MLP (not before) and its q/k norms over whole projections: "
               "Megatron-Core's GPT layer normalises first and per head; same shapes, other numerics"],
     # Megatron-Core has no chunked attention: its one attention_chunk is flash-attn's inference
@@ -290,6 +289,33 @@ def moe_args(m, graphs: bool = False) -> list[str]:
         # topk_routing_with_score_function, use_pre_softmax), as norm_topk_prob false weighs them
         a += ["--moe-router-pre-softmax"]
     return a
+
+
+# how many of a group's best scores sum to its score, per config.json topk_method (transformers
+# 5.24: DeepseekV3TopkRouter and Glm4MoeTopkRouter .topk(2).sum(), DeepseekV2TopkRouter .max())
+GROUP_SCORE_TOP = {"noaux_tc": 2, "group_limited_greedy": 1}
+
+
+def router_group_args(m) -> tuple[list, list[str]]:
+    """DeepSeek's routing numbers (ModelSpec.router_*). routed_scaling_factor is
+    --moe-router-topk-scaling-factor: Megatron multiplies the top k's weights by it after any
+    renormalisation (moe_utils.topk_routing_with_score_function), where transformers does.
+    Group-limited routing is --moe-router-num-groups and --moe-router-group-topk, whose group
+    score is the sum of the group's top (topk // group_topk) scores (moe_utils.group_limited_topk):
+    the model's only where that count is its own (GROUP_SCORE_TOP; DeepSeek-V3's 8 // 4 = 2),
+    else a caveat: DeepSeek-V2's best-score groups with 6 // 3 = 2 would be picked by another rule."""
+    a, caveats = [], []
+    if m.router_scale != 1:
+        a += ["--moe-router-topk-scaling-factor", m.router_scale]
+    if not m.group_limited:
+        return a, caveats
+    if m.top_k // m.router_group_topk == GROUP_SCORE_TOP[m.router_topk_method]:
+        return a + ["--moe-router-num-groups", m.router_groups, "--moe-router-group-topk", m.router_group_topk], caveats
+    caveats.append(f"group-limited routing ({m.router_topk_method}: {m.router_group_topk} of {m.router_groups} "
+                   f"groups, each scored by its top {GROUP_SCORE_TOP[m.router_topk_method]}): Megatron scores a "
+                   f"group by its top {m.top_k // m.router_group_topk} (top k // group top k), another rule; "
+                   "this script routes over all experts")
+    return a, caveats
 
 
 def nope_args(m) -> list:

@@ -620,6 +620,42 @@ ACTIVATION_FIELD = {"gemma2": "hidden_activation", "gemma3_text": "hidden_activa
 ACTIVATION_DEFAULT = {"gemma": "gelu_pytorch_tanh", "gemma2": "gelu_pytorch_tanh", "gemma3_text": "gelu_pytorch_tanh"}
 
 
+# DeepSeek-style routers' config class defaults (n_group, topk_group, routed_scaling_factor,
+# topk_method), transformers 5.24: DeepseekV3Config 8, 4, 2.5 (configuration_deepseek_v3.py),
+# Glm4MoeConfig 1, 1, 1.0 (configuration_glm4_moe.py), both routers scoring groups by the sum of
+# their top 2 (noaux_tc: DeepseekV3TopkRouter, Glm4MoeTopkRouter); DeepseekV2Config None, None,
+# 1.0 and topk_method greedy (configuration_deepseek_v2.py)
+ROUTER_DEFAULTS = {"deepseek_v3": (8, 4, 2.5, "noaux_tc"), "glm4_moe": (1, 1, 1.0, "noaux_tc"),
+                   "deepseek_v2": (0, 0, 1.0, "greedy")}
+# DeepseekV2TopkRouter's topk_method branches; another leaves its weights unset (a NameError)
+V2_TOPK_METHODS = ("greedy", "group_limited_greedy")
+
+
+def _router(cfg: dict, path: str, mt: str, experts: int) -> dict:
+    """ModelSpec's router_* fields from config.json (ROUTER_DEFAULTS where it leaves them out).
+    DeepSeek-V2's router weighs the top k by the softmax over all experts, never renormalised
+    (DeepseekV2TopkRouter reads no norm_topk_prob): router_pre_softmax."""
+    groups, topk, scale, method = ROUTER_DEFAULTS[mt]
+    out = {"router_groups": _field(cfg, path, "n_group", required=False, default=groups),
+           "router_group_topk": _field(cfg, path, "topk_group", required=False, default=topk),
+           "router_scale": float(_field(cfg, path, "routed_scaling_factor", required=False, default=scale,
+                                        kind=float))}
+    if mt == "deepseek_v2":
+        method = cfg.get("topk_method") if cfg.get("topk_method") is not None else method
+        if method not in V2_TOPK_METHODS:
+            raise InputError(f"{path}: field 'topk_method' {_show(method)} is not supported for a deepseek_v2 "
+                             f"model; supported: {', '.join(V2_TOPK_METHODS)} (transformers' DeepseekV2TopkRouter)")
+        out["router_pre_softmax"] = True
+    out["router_topk_method"] = method
+    if method != "greedy":
+        g, k = out["router_groups"], out["router_group_topk"]
+        if not (g and experts % g == 0 and 0 < k <= g):
+            raise InputError(f"{path}: n_group ({g}) and topk_group ({k}) must be an n_group that divides the "
+                             f"{experts} routed experts and a topk_group from 1 to n_group, for topk_method {method} "
+                             "(its router picks a token's groups before its experts)")
+    return out
+
+
 def _activation(cfg: dict, path: str, mt: str) -> str:
     """ModelSpec.mlp from the activation config.json names (GATED_ACTIVATIONS)."""
     key = ACTIVATION_FIELD.get(mt, "hidden_act")
@@ -813,6 +849,8 @@ def read_hf_config(path: str) -> ModelSpec:
                     expert_ffn=_field(cfg, path, "moe_intermediate_size", least=1),
                     shared_experts=_field(cfg, path, "n_shared_experts", required=False, default=shared),
                     first_dense=_field(cfg, path, "first_k_dense_replace", required=False, default=dense))
+    if mt in ROUTER_DEFAULTS:
+        spec.update(_router(cfg, path, mt, spec["experts"]))
     if mt in MLA_TYPES:
         spec.update(q_lora_rank=_field(cfg, path, "q_lora_rank", required=False, default=0),
                     kv_lora_rank=_field(cfg, path, "kv_lora_rank", least=1),

@@ -97,6 +97,19 @@ class ModelSpec(_Frozen):
     # every layer past first_dense
     moe_every: int = Field(0, ge=0)
     router_bias: bool = False
+    # DeepSeek's group-limited routing (config.json's n_group, topk_group, topk_method): the experts
+    # in router_groups equal groups, a token's top k taken from its router_group_topk best groups.
+    # topk_method says how a group is scored: noaux_tc (DeepSeek-V3, Kimi K2, GLM-4.5) by the sum
+    # of its top 2 biased scores, group_limited_greedy (DeepSeek-V2) by its best score, greedy
+    # (DeepSeek-V2-Lite) not at all -- no groups (transformers 5.24 DeepseekV3TopkRouter,
+    # Glm4MoeTopkRouter, DeepseekV2TopkRouter); "" for routers without groups. The top k's weights
+    # are multiplied by router_scale (routed_scaling_factor). Memory and time are the same; the
+    # Megatron export builds them (--moe-router-num-groups, --moe-router-group-topk,
+    # --moe-router-topk-scaling-factor)
+    router_groups: int = Field(0, ge=0)
+    router_group_topk: int = Field(0, ge=0)
+    router_topk_method: Literal["", "greedy", "group_limited_greedy", "noaux_tc"] = ""
+    router_scale: float = Field(1.0, gt=0)
     # multi-head latent attention (DeepSeek-V2/V3)
     q_lora_rank: int = 0
     kv_lora_rank: int = 0
@@ -135,6 +148,11 @@ class ModelSpec(_Frozen):
             raise ValueError("full_attn_every needs a sliding_window")
         if self.full_attn_every == 1:
             raise ValueError("full_attn_every 1 makes every layer full: leave sliding_window out instead")
+        if self.router_topk_method in ("noaux_tc", "group_limited_greedy") and not (
+                self.router_groups and self.experts % self.router_groups == 0
+                and 0 < self.router_group_topk <= self.router_groups):
+            raise ValueError("group-limited routing needs router_groups dividing experts and "
+                             "0 < router_group_topk <= router_groups")
         return self
 
     # Derived shape, so that no caller recomputes it.
@@ -152,6 +170,12 @@ class ModelSpec(_Frozen):
     @property
     def is_moe(self) -> bool:
         return self.experts > 0
+
+    @property
+    def group_limited(self) -> bool:
+        """Whether the router keeps a token's experts to some of the groups (router_groups)."""
+        return self.router_topk_method in ("noaux_tc", "group_limited_greedy") and \
+            self.router_group_topk < self.router_groups
 
     @property
     def is_mla(self) -> bool:

@@ -841,3 +841,45 @@ def test_megatron_routes_and_rotates_as_olmoe_and_glm45_do(tmp_path):
                                                                                      grad_accum=1, recompute="full")))
     assert _flag(script_args(glm.files["megatron_pretrain.sh"]), "--rotary-percent") == "0.5"
     assert not any("partial RoPE" in c or "rotary" in c for c in glm.caveats)
+
+
+DEEPSEEK_V2 = {"model_type": "deepseek_v2", "hidden_size": 5120, "intermediate_size": 12288, "num_hidden_layers": 60,
+               "num_attention_heads": 128, "vocab_size": 102400, "n_routed_experts": 160, "num_experts_per_tok": 6,
+               "moe_intermediate_size": 1536, "n_shared_experts": 2, "first_k_dense_replace": 1,
+               "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+               "v_head_dim": 128, "n_group": 8, "topk_group": 3, "topk_method": "group_limited_greedy",
+               "routed_scaling_factor": 16.0, "norm_topk_prob": False}
+
+
+def test_megatron_routes_as_deepseek_and_glm_do(tmp_path):
+    """DeepSeek-V3 picks its 8 experts from the best 4 of 8 groups, each scored by the sum of its
+    top 2 (noaux_tc), and scales the weights by 2.5: Megatron's group_limited_topk scores a group
+    by its top 8 // 4 = 2, the same rule, so the script writes all three numbers where it left a
+    caveat asking for them. Kimi K2 and GLM-4.5 have one group (no limit) and scale by 2.827 and
+    2.5. DeepSeek-V2-Lite weighs its top 6 by the softmax over all experts, not renormalised
+    (--moe-router-pre-softmax). DeepSeek-V2 scores a group by its best expert, where Megatron
+    would sum the top 6 // 3 = 2: no group flags, a caveat that says so, its scale 16 written."""
+    big = Layout(tp=8, pp=8, dp=16, ep=32, zero=1, mbs=1, grad_accum=16, recompute="full")
+    v3 = export("megatron", Target(build_job(model="deepseek-v3", gpus=1024), big))
+    a = script_args(v3.files["megatron_pretrain.sh"])
+    assert (_flag(a, "--moe-router-num-groups"), _flag(a, "--moe-router-group-topk"),
+            _flag(a, "--moe-router-topk-scaling-factor")) == ("8", "4", "2.5")
+    assert not any("group" in c for c in v3.caveats)
+    kimi = script_args(export("megatron", Target(build_job(model="kimi-k2", gpus=1024), big)).files["megatron_pretrain.sh"])
+    assert _flag(kimi, "--moe-router-topk-scaling-factor") == "2.827" and "--moe-router-num-groups" not in kimi
+    glm = export("megatron", Target(build_job(model="glm-4.5-air", gpus=64),
+                                    Layout(dp=64, ep=8, zero=1, mbs=1, grad_accum=1, recompute="full")))
+    g = script_args(glm.files["megatron_pretrain.sh"])
+    assert _flag(g, "--moe-router-topk-scaling-factor") == "2.5" and "--moe-router-num-groups" not in g
+    assert not any("routing" in c for c in glm.caveats)
+    lite = script_args(export("megatron", Target(build_job(model="deepseek-v2-lite", gpus=8),
+                                                 Layout(dp=8, ep=8, zero=1, mbs=1, grad_accum=8))).files["megatron_pretrain.sh"])
+    assert "--moe-router-pre-softmax" in lite and "--moe-router-topk-scaling-factor" not in lite
+    assert "--moe-router-num-groups" not in lite
+    v2, caveats = _hf_script(tmp_path, DEEPSEEK_V2, 1024, big)
+    assert "--moe-router-pre-softmax" in v2 and _flag(v2, "--moe-router-topk-scaling-factor") == "16.0"
+    assert "--moe-router-num-groups" not in v2 and any("scores a group by its top 2" in c for c in caveats)
+    # the same groups scored by their best expert with top 3 of 3 groups: 3 // 3 = 1, Megatron's rule
+    v2, caveats = _hf_script(tmp_path, dict(DEEPSEEK_V2, num_experts_per_tok=3), 1024, big)
+    assert (_flag(v2, "--moe-router-num-groups"), _flag(v2, "--moe-router-group-topk")) == ("8", "3")
+    assert not any("group-limited" in c for c in caveats)

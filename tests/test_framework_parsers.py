@@ -82,8 +82,10 @@ def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
     biases, QK norms and position tables out of its count), and the built config has the
     model's gating, QK norm, attention kind, MoE layers, shared experts, sliding-window layers,
     RoPE base, scaling, share of each head and the layers without it, and the router's score
-    function and softmax placement. Llama 4 Scout and Maverick, read from config.json, too: its
+    function, softmax placement, expert groups (DeepSeek-V3's 4 of 8, where Megatron scores a
+    group as the model does) and weight scale. Llama 4 Scout and Maverick, read from config.json, too: its
     script was refused by TransformerConfig ("Please use --moe-router-pre-softmax when topk is 1")."""
+    from shardwise.export.megatron import GROUP_SCORE_TOP
     from shardwise.kb import catalog
     from shardwise.kb.build import build_job
     from shardwise.kb.layout import Layout
@@ -123,6 +125,9 @@ def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
         if m.is_moe:
             assert b["score_function"] == ("sigmoid" if m.router_bias or m.family == "llama4" else "softmax"), m.name
             assert b["pre_softmax"] == m.router_pre_softmax, m.name
+            exact = m.group_limited and m.top_k // m.router_group_topk == GROUP_SCORE_TOP[m.router_topk_method]
+            assert b["groups"] == ([m.router_groups, m.router_group_topk] if exact else [None, None]), m.name
+            assert b["topk_scale"] == (m.router_scale if m.router_scale != 1 else None), m.name
             assert b["probs_on_input"] == (m.family == "llama4" and m.top_k == 1), m.name
         assert (b["window"], b["window_layers"]) == \
             ([m.sliding_window - 1, 0] if m.sliding_window else None, m.sliding_layers), m.name

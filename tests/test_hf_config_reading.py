@@ -358,15 +358,43 @@ def test_a_smollm3_with_sliding_windows_is_refused(run_cli, tmp_path):
     assert ok.kv_heads == 4 and ok.rope_theta == 2e6 and not ok.sliding_window   # SmolLM3Config's defaults
 
 
-def test_glm45_megatron_export_names_what_it_does_not_build(run_cli, tmp_path):
+def test_glm45_megatron_export_builds_its_rope_and_routing(run_cli, tmp_path):
     """Megatron's command line gets GLM's partial RoPE (--rotary-percent, from
-    partial_rotary_factor) but not its routing numbers from this script: the export says so
-    instead of training something else silently."""
-    code, out, err = run_cli("export", "--hf-config", write(tmp_path / "config.json", GLM45_AIR), "--gpus", "64",
-                             "--to", "megatron", "-o", str(tmp_path / "out"))
-    assert code == 0, err
-    text = out + "".join(p.read_text() for p in (tmp_path / "out").rglob("*") if p.is_file())
-    assert "--rotary-percent 0.5" in text and "--moe-router-topk-scaling-factor" in text
+    partial_rotary_factor) and its routed_scaling_factor (--moe-router-topk-scaling-factor);
+    left out, Glm4MoeConfig's 1.0 scales nothing. Its one group limits nothing: no group flags,
+    and no caveat asking for them."""
+    for name, cfg, scale in (("air", GLM45_AIR, None), ("scaled", dict(GLM45_AIR, routed_scaling_factor=2.5), "2.5")):
+        code, out, err = run_cli("export", "--hf-config", write(tmp_path / name / "config.json", cfg), "--gpus", "64",
+                                 "--to", "megatron", "-o", str(tmp_path / name / "out"))
+        assert code == 0, err
+        text = out + "".join(p.read_text() for p in (tmp_path / name / "out").rglob("*") if p.is_file())
+        assert "--rotary-percent 0.5" in text and "--moe-router-num-groups" not in text
+        assert ("--moe-router-topk-scaling-factor" in text) == (scale is not None)
+        assert scale is None or f"--moe-router-topk-scaling-factor {scale}" in text
+
+
+def test_deepseek_routing_is_read_with_the_config_classes_defaults(run_cli, tmp_path):
+    """n_group, topk_group and routed_scaling_factor left out take DeepseekV3Config's 8, 4 and 2.5
+    and DeepseekV2Config's none and 1.0 (topk_method greedy, which limits no groups); DeepSeek-V2
+    always weighs by the softmax over all experts. A topk_method transformers' V2 router has no
+    branch for, or groups that do not divide the experts, are refused in the file's words."""
+    v3 = {"model_type": "deepseek_v3", "hidden_size": 1024, "intermediate_size": 2048, "num_hidden_layers": 4,
+          "num_attention_heads": 8, "num_key_value_heads": 8, "vocab_size": 1024, "n_routed_experts": 64,
+          "num_experts_per_tok": 8,
+          "moe_intermediate_size": 256, "kv_lora_rank": 64, "qk_nope_head_dim": 32, "qk_rope_head_dim": 16,
+          "v_head_dim": 32}
+    m = read_hf_config(write(tmp_path / "v3" / "config.json", v3))
+    assert (m.router_groups, m.router_group_topk, m.router_scale, m.router_topk_method) == (8, 4, 2.5, "noaux_tc")
+    assert m.group_limited and not m.router_pre_softmax
+    v2 = dict(v3, model_type="deepseek_v2")
+    m = read_hf_config(write(tmp_path / "v2" / "config.json", v2))
+    assert (m.router_scale, m.router_topk_method, m.group_limited, m.router_pre_softmax) == (1.0, "greedy", False, True)
+    err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / "bad" / "config.json",
+                                                             dict(v2, topk_method="noaux_tc")), "--gpus", "8")
+    assert "topk_method" in err and "group_limited_greedy" in err
+    err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / "odd" / "config.json",
+                                                             dict(v3, n_group=6, topk_group=2)), "--gpus", "8")
+    assert "n_group (6)" in err and "divides" in err
 
 
 # --- MoE model types added with their measured layers (OLMoE, Granite MoE) ---------------------

@@ -59,6 +59,8 @@ for item in sys.argv[1:]:
         "no_rope": cfg.no_rope_freq or [], "qk_l2_norm": cfg.qk_l2_norm, "rotary_interleaved": cfg.rotary_interleaved,
         "rotary_percent": args.rotary_percent, "score_function": cfg.moe_router_score_function,
         "pre_softmax": cfg.moe_router_pre_softmax, "probs_on_input": cfg.moe_apply_probs_on_input,
+        "groups": [cfg.moe_router_num_groups, cfg.moe_router_group_topk],
+        "topk_scale": cfg.moe_router_topk_scaling_factor,
         "window_layers": sum(is_layer_window_attention(cfg.window_size, cfg.window_attn_skip_freq, n)
                              for n in range(1, cfg.num_layers + 1)),
     }))
