@@ -98,7 +98,7 @@ def rlhf_scope(job: Job) -> list[str]:
 
 def lora_dropout_scope(job: Job) -> list[str]:
     """Where a LoRA dropout's tensors are not in the estimate: they are sized on transformers
-    layers (kb/memory/activations.lora_dropout_bytes, the hf profile: the Trainer and DeepSpeed);
+    layers (kb/memory/activations.own_input_copies, the hf profile: the Trainer and DeepSpeed);
     the Megatron and torch-native activation profiles size no adapter tensors."""
     from .memory.activations import profile
     t = job.training

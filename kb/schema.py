@@ -334,7 +334,7 @@ class TrainingSpec(_Frozen):
     token_budget: Optional[float] = Field(None, gt=0, le=1e15, allow_inf_nan=False)
     lora_rank: int = Field(16, gt=0)
     # PEFT's LoraConfig.lora_dropout (its default 0.0): each adapter's dropout keeps a copy of the
-    # adapter's input (kb/memory/activations.lora_dropout_bytes)
+    # adapter's input (kb/memory/activations.own_input_copies)
     lora_dropout: float = Field(0.0, ge=0, lt=1, allow_inf_nan=False)
     rlhf_models: int = Field(4, ge=2, le=4, description="PPO holds policy, value, reference and reward")
     # cross-entropy computed in this many sequence chunks, each chunk's LM head and loss run

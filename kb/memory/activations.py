@@ -261,14 +261,10 @@ def _attention_adapter_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, fp32) -
         frozen_norms -= normalised * (m.q_width / lay.tp + maximum(m.kv_width / lay.tp, m.hd))
     o_width = m.attn_out_width / lay.tp
     o_copy = 0.0 if t.attention == "eager" else o_width
-    adapters = frozen_norms + 2.0 * t.lora_rank * (attn_in + inner_linears + 1)
-    if t.lora_dropout > 0:
-        # the input norm's and the inner norms' outputs, and with eager attention o's input (a fused
-        # kernel keeps its output for its own backward), were kept by the lora_As alone
-        return adapters + lora_dropout_bytes(attn_in * h + inner_width + o_width,
-                                             2.0 * (h + inner_width + o_width - o_copy))
-    copies = 2.0 * (attn_in * h + o_copy) - 2.0 * h
-    return adapters + where(fp32, copies, 0.0)
+    # the input norm's and the inner norms' outputs, and with eager attention o's input (a fused
+    # kernel keeps its output for its own backward), were kept by the lora_As alone
+    return (frozen_norms + 2.0 * t.lora_rank * (attn_in + inner_linears + 1)
+            + own_input_copies(t, fp32, attn_in * h + inner_width + o_width, 2.0 * (h + inner_width + o_width - o_copy)))
 
 
 def _dense_mlp_adapter_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, fp32) -> float:
@@ -284,27 +280,33 @@ def _dense_mlp_adapter_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, fp32) -
     if merges_experts(m, t):
         return -2.0 * (h + m.ffn / lay.tp)
     _, mlp_in = _linear_inputs(m)
+    ffn = m.ffn / lay.tp
+    # the MLP norm's output and the product down_proj reads were kept by the lora_As alone
+    return 2.0 * t.lora_rank * (mlp_in + 1) + own_input_copies(t, fp32, mlp_in * h + ffn, 2.0 * (h + ffn))
+
+
+def own_input_copies(t: TrainingSpec, fp32, inputs: float, released: float):
+    """What adapters that keep a copy of their own input change in what a layer keeps, bytes per
+    token. ``inputs``: the adapters' input widths summed; ``released``: the bytes of the inputs
+    that, shared, the lora_As alone kept (the norms' outputs, the MLP product), which nothing
+    keeps once each adapter keeps its own.
+
+    - fp32 adapters (``fp32``: adapter_input_cast): PEFT's _cast_input_dtype to fp32, then
+      autocast's cast back to bf16 for the matmul (cached for weights only), a bf16 copy each,
+      2 bytes an element; bf16 adapters share the inputs the base would have kept: nothing.
+    - lora_dropout > 0, either dtype: each adapter runs its own nn.Dropout on its input (peft
+      tuners/lora/layer.py Linear.forward: lora_B(lora_A(dropout(x)))) and keeps its dropped-out
+      copy, bf16 (with fp32 adapters autocast's cast of the fp32 dropped copy, which replaces the
+      cast of the input), and the dropout's bool mask: 3 bytes an element (F.dropout on a CUDA
+      tensor runs the fused native_dropout, which keeps its mask; aten/src/ATen/native/Dropout.cpp
+      is_fused_kernel_acceptable).
+
+    Measured on CPU layers (cpu_lora_saved_tensors.jsonl; the *-dropout modes through
+    native_dropout: Llama, Qwen3, Gemma shapes and a DeepSeek-V3 dense layer): exact, and with a
+    dropout the same bytes with fp32 and bf16 adapters, as this says."""
     if t.lora_dropout > 0:
-        # the MLP norm's output and the product down_proj reads were kept by the lora_As alone
-        ffn = m.ffn / lay.tp
-        return 2.0 * t.lora_rank * (mlp_in + 1) + lora_dropout_bytes(mlp_in * h + ffn, 2.0 * (h + ffn))
-    return 2.0 * t.lora_rank * (mlp_in + 1) + where(fp32, 2.0 * mlp_in * h - 2.0 * h, 0.0)
-
-
-def lora_dropout_bytes(inputs: float, released: float) -> float:
-    """What PEFT's lora_dropout > 0 changes in what a layer keeps, bytes per token: each adapter
-    runs its own nn.Dropout on its input (peft tuners/lora/layer.py Linear.forward:
-    lora_B(lora_A(dropout(x)))), so each keeps its own dropped-out copy for lora_A's weight
-    gradient, bf16 (2 bytes an element; with fp32 adapters autocast's bf16 cast of the fp32
-    dropped copy, which replaces the cast of the input kept without dropout), and the dropout's
-    bool mask (1 byte: F.dropout on a CUDA tensor runs the fused native_dropout, which keeps its
-    mask; aten/src/ATen/native/Dropout.cpp is_fused_kernel_acceptable). ``inputs``: the adapters'
-    input widths summed; ``released``: the bytes of the inputs that, without dropout, the lora_As
-    alone kept (the norms' outputs, the MLP product), which nothing keeps now.
-    Measured on CPU layers through native_dropout (cpu_lora_saved_tensors.jsonl, modes
-    *-dropout; Llama, Qwen3, Gemma shapes and a DeepSeek-V3 dense layer): exact, and the same
-    bytes with fp32 and bf16 adapters, as this says."""
-    return 3.0 * inputs - released
+        return 3.0 * inputs - released
+    return where(fp32, 2.0 * inputs - released, 0.0)
 
 
 def _mla_inner(m: ModelSpec) -> tuple[int, int]:

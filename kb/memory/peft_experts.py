@@ -33,7 +33,7 @@ from __future__ import annotations
 from ..defaults import ADAPTERS
 from ..schema import ModelSpec, TrainingSpec
 from ..vec import where
-from .activations import FUSED_SHARED_MLP, adapters_in_fp32, lora_dropout_bytes
+from .activations import FUSED_SHARED_MLP, adapters_in_fp32, own_input_copies
 
 # model types whose routed experts transformers 5 stores as fused 3-D parameters (every MoE
 # family shardwise reads: modeling_mixtral/qwen2_moe/qwen3_moe/deepseek_v2/deepseek_v3/gpt_oss,
@@ -113,7 +113,7 @@ def moe_adapter_mlp_bytes(m: ModelSpec, t: TrainingSpec, lay, fp32) -> float:
     0.1 h a token for Mixtral, Qwen3-MoE, Qwen2-MoE and gpt-oss with either adapter dtype, and
     for DeepSeek-V3 with bf16 ones (fp32: 2 h, the CPU's math SDPA under MLA). Routed experts
     with per-expert nn.Linear adapters (a family transformers 5 does not fuse) are not counted.
-    With lora_dropout > 0 (activations.lora_dropout_bytes) the shared expert's adapters keep
+    With lora_dropout > 0 (activations.own_input_copies) the shared expert's adapters keep
     dropped-out copies instead; measured on the Qwen2-MoE layer through native_dropout, 18.5 h a
     token over lora-bf16 and 8.5 h over fp32 adapters, as this gives with the attention's part.
     PEFT refuses dropout on merged experts (ParamWrapper: "does not work with lora_dropout != 0"),
@@ -130,13 +130,9 @@ def moe_adapter_mlp_bytes(m: ModelSpec, t: TrainingSpec, lay, fp32) -> float:
         out -= 2.0 * m.shared_width / lay.tp
     elif m.shared_width:
         readers = shared_input_linears(m)
-        out += 2.0 * t.lora_rank * (readers + 1)
-        if t.lora_dropout > 0:
-            # the norm's output, which the shared expert's lora_As kept, and its product go
-            shared = m.shared_width / lay.tp
-            out += lora_dropout_bytes(readers * h + shared, 2.0 * (h + shared))
-        else:
-            out += where(fp32, 2.0 * h * readers - 2.0 * h, 0.0)
+        # the norm's output, which the shared expert's lora_As kept, and its product
+        shared = m.shared_width / lay.tp
+        out += 2.0 * t.lora_rank * (readers + 1) + own_input_copies(t, fp32, readers * h + shared, 2.0 * (h + shared))
     return out
 
 
