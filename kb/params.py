@@ -42,20 +42,39 @@ def norms_per_layer(m: ModelSpec) -> int:
 FUSED_PROJECTIONS = ("phi3",)
 
 
-def attention_projections(m: ModelSpec) -> list[tuple[int, int]]:
+def attention_projections(m: ModelSpec, fused: bool | None = None) -> list[tuple[int, int]]:
     """(in, out) features of each linear of one attention block, as transformers builds them:
-    q, k, v, o (FUSED_PROJECTIONS: one qkv_proj, o); MLA q_a and q_b (or one q_proj),
-    kv_a_proj_with_mqa, kv_b, o (modeling_deepseek_v3.py). LoRA puts one adapter on each
-    (kb/memory/states.lora_params)."""
+    q, k, v, o; with ``fused`` one qkv linear and o (default: the family's, FUSED_PROJECTIONS'
+    qkv_proj; Megatron's linear_qkv always); MLA q_a and q_b (or one q_proj), kv_a_proj_with_mqa,
+    kv_b, o (modeling_deepseek_v3.py) either way. LoRA puts one adapter on each
+    (adapter_params)."""
     h = m.hidden
-    if m.family in FUSED_PROJECTIONS:
-        return [(h, m.q_width + 2 * m.kv_width), (m.attn_out_width, h)]
     if m.is_mla:
         qk = m.heads * (m.qk_nope_dim + m.qk_rope_dim)
         q = [(h, m.q_lora_rank), (m.q_lora_rank, qk)] if m.q_lora_rank else [(h, qk)]
         return q + [(h, m.kv_lora_rank + m.qk_rope_dim), (m.kv_lora_rank, m.heads * (m.qk_nope_dim + m.v_head_dim)),
                     (m.heads * m.v_head_dim, h)]
+    if m.family in FUSED_PROJECTIONS if fused is None else fused:
+        return [(h, m.q_width + 2 * m.kv_width), (m.attn_out_width, h)]
     return [(h, m.q_width), (h, m.kv_width), (h, m.kv_width), (m.attn_out_width, h)]
+
+
+def mlp_projections(m: ModelSpec, width: int, fused: bool | None = None) -> list[tuple[int, int]]:
+    """(in, out) features of each linear of one MLP of ``width``: gate, up and down where it is
+    gated (SwiGLU, GeGLU), up and down otherwise; with ``fused`` gate and up one linear (default:
+    the family's, FUSED_PROJECTIONS' gate_up_proj; GraniteMoeShared's shared input_linear and
+    Megatron's linear_fc1 too). LoRA puts one adapter on each (adapter_params)."""
+    h = m.hidden
+    if m.mlp not in ("swiglu", "geglu"):
+        return [(h, width), (width, h)]
+    if m.family in FUSED_PROJECTIONS if fused is None else fused:
+        return [(h, 2 * width), (width, h)]
+    return [(h, width), (h, width), (width, h)]
+
+
+def adapter_params(rank: int, projections: list[tuple[int, int]]) -> int:
+    """LoRA parameters of one adapter a linear: r x (in + out) each (Hu et al. 2021)."""
+    return rank * sum(i + o for i, o in projections)
 
 
 def attention_params(m: ModelSpec) -> tuple[int, int]:

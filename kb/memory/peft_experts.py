@@ -31,6 +31,7 @@ adapters-expert-parallel), so these terms always meet transformers' own layer.
 from __future__ import annotations
 
 from ..defaults import ADAPTERS
+from ..params import adapter_params, mlp_projections
 from ..schema import ModelSpec, TrainingSpec
 from ..vec import where
 from .activations import FUSED_SHARED_MLP, adapters_in_fp32, own_input_copies
@@ -87,9 +88,8 @@ def shared_adapter_params(m: ModelSpec, rank: int) -> int:
     cpu_peft_experts.jsonl), and Qwen2-MoE's gate r (h + 1); 0 without a shared expert."""
     if not m.shared_width:
         return 0
-    h, s = m.hidden, m.shared_width
-    mlp = rank * (2 * h + 3 * s) if m.family in FUSED_SHARED_MLP else 3 * rank * (h + s)
-    return mlp + (rank * (h + 1) if m.shared_gate else 0)
+    mlp = adapter_params(rank, mlp_projections(m, m.shared_width, fused=m.family in FUSED_SHARED_MLP))
+    return mlp + (adapter_params(rank, [(m.hidden, 1)]) if m.shared_gate else 0)
 
 
 def moe_adapter_mlp_bytes(m: ModelSpec, t: TrainingSpec, lay, fp32) -> float:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from ..params import FUSED_PROJECTIONS, attention_projections, layer_params, total_params
+from ..params import adapter_params, attention_projections, layer_params, mlp_projections, total_params
 from ..schema import ModelSpec, TrainingSpec
 from ..vec import both, maximum, minimum, where
 from . import optimizers as opt
@@ -278,22 +278,18 @@ def lora_params(m: ModelSpec, rank: int, t: TrainingSpec | None = None) -> int:
     if t is not None and t.framework == "megatron":
         dense, moe, experts = megatron_lora_params(m, rank)
         return m.dense_layers * dense + m.moe_layers * (moe + experts)
-    h = m.hidden
-    attn = rank * sum(i + o for i, o in attention_projections(m))
-    n_mlp = 3 if m.mlp in ("swiglu", "geglu") else 2
-    dense_mlp = rank * n_mlp * (h + m.ffn)
-    if m.family in FUSED_PROJECTIONS:
-        dense_mlp = rank * ((h + 2 * m.ffn) + (m.ffn + h))      # gate_up_proj and down_proj (Phi-3)
+    attn = adapter_params(rank, attention_projections(m))
+    dense_mlp = adapter_params(rank, mlp_projections(m, m.ffn))      # Phi-3's gate_up_proj fused
     if not m.is_moe:
         return m.layers * (attn + dense_mlp)
-    shared = rank * n_mlp * (h + m.shared_width) if m.shared_width else 0
     if t is not None and peft_on_transformers(t) and m.family in FUSED_EXPERT_FAMILIES:
         if m.family in ADAPTED_EXPERT_FAMILIES:
-            dense_mlp, moe_mlp = 0, expert_adapter_params(m, rank) + rank * (h + m.experts)
+            dense_mlp, moe_mlp = 0, expert_adapter_params(m, rank) + adapter_params(rank, [(m.hidden, m.experts)])
         else:
             moe_mlp = shared_adapter_params(m, rank)     # Qwen2-MoE's shared expert and gate, GraniteMoeShared's
     else:
-        moe_mlp = rank * n_mlp * (h * m.experts + m.expert_ffn * m.experts) + shared
+        shared = adapter_params(rank, mlp_projections(m, m.shared_width)) if m.shared_width else 0
+        moe_mlp = m.experts * adapter_params(rank, mlp_projections(m, m.expert_ffn)) + shared
     return m.dense_layers * (attn + dense_mlp) + m.moe_layers * (attn + moe_mlp)
 
 
@@ -312,15 +308,9 @@ def megatron_lora_params(m: ModelSpec, rank: int) -> tuple[int, int, int]:
     - the routed experts' grouped linears share one adapter over a rank's local experts
       (share_expert_adapters): r (h + 2 F_e) + r (F_e + h) a MoE layer on each EP rank, whatever
       its expert count."""
-    h = m.hidden
-    gated = m.mlp in ("swiglu", "geglu")
-
     def mlp(width):
-        return rank * (h + (2 if gated else 1) * width) + rank * (width + h)
-    if m.is_mla:
-        attn = rank * sum(i + o for i, o in attention_projections(m))
-    else:
-        attn = rank * (h + m.q_width + 2 * m.kv_width) + rank * (m.attn_out_width + h)
+        return adapter_params(rank, mlp_projections(m, width, fused=True))
+    attn = adapter_params(rank, attention_projections(m, fused=True))
     if not m.is_moe:
         return attn + mlp(m.ffn), 0, 0
     return attn + mlp(m.ffn), attn + (mlp(m.shared_width) if m.shared_width else 0), mlp(m.expert_ffn)

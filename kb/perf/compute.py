@@ -33,7 +33,7 @@ from ..memory.activations import (adapter_input_cast, experts_cast_by_autocast,
                                   fp32_weights_under_autocast, routed_copies)
 from ..memory.peft_experts import ADAPTED_EXPERT_FAMILIES, FUSED_EXPERT_FAMILIES, merges_experts, peft_on_transformers
 from ..layout import Layout
-from ..params import FUSED_PROJECTIONS, attention_projections, layer_params
+from ..params import attention_projections, layer_params, mlp_projections
 from ..schema import GPUSpec, ModelSpec, TrainingSpec
 from ..vec import maximum, minimum, where
 from .flops import attention_flops, attention_work
@@ -326,14 +326,9 @@ def lora_bytes_per_token(m: ModelSpec, t: TrainingSpec, moe: bool, fp32_adapters
         f = m.shared_width if m.family not in ADAPTED_EXPERT_FAMILIES else 0
     else:
         f = m.expert_ffn * m.top_k
-    gated = m.mlp in ("swiglu", "geglu")
-    h = m.hidden
-    projections = attention_projections(m)
-    attn_in, attn_out = sum(i for i, _ in projections), sum(o for _, o in projections)
     # gate and up read the MLP's input each, a fused gate_up_proj once (FUSED_PROJECTIONS)
-    mlp_in = 2 if gated and m.family not in FUSED_PROJECTIONS else 1
-    ins = attn_in + ((mlp_in * h + f) if f else 0)
-    outs = attn_out + ((2 * f + h if gated else f + h) if f else 0)
+    projections = attention_projections(m) + (mlp_projections(m, f) if f else [])
+    ins, outs = sum(i for i, _ in projections), sum(o for _, o in projections)
     per_in = where(fp32_adapters, LORA_IN_BYTES_FP32, LORA_IN_BYTES_BF16)
     if t.lora_dropout > 0:
         per_in = per_in + where(fp32_adapters, LORA_DROPOUT_BYTES_FP32, LORA_DROPOUT_BYTES_BF16)
