@@ -133,6 +133,32 @@ HYBRIDS = {
                "(MiniMaxLightningAttention, layer_types 'linear_attention')",
 }
 
+# Model types whose attention is DeepSeek Sparse Attention: a lightning indexer
+# (DeepseekV32Indexer, transformers 5.24 modeling_deepseek_v32.py; GLM-5's glm_moe_dsa the same)
+# scores every key with index_n_heads heads of index_head_dim and keeps the index_topk best per
+# query. Its weights, its saved tensors and its top-k attention FLOPs have no terms in the
+# estimate, so the model is refused rather than sized as the dense MLA of DeepSeek-V3.
+SPARSE_ATTENTION = {"deepseek_v32": "DeepSeek-V3.2", "glm_moe_dsa": "GLM-5"}
+# The indexer's fields (DeepseekV32Config). A deepseek_v3 config.json that carries them is
+# DeepSeek-V3.2's checkpoint under V3's model_type: vLLM reads it as V3.2 on index_topk alone
+# (vllm/model_executor/models/deepseek_v2.py: is_v32 = hasattr(config, "index_topk")), while
+# transformers' DeepseekV3 would drop the indexer's weights and attend densely
+INDEXER_FIELDS = ("index_topk", "index_n_heads", "index_head_dim")
+
+
+def _sparse_attention(cfg: dict, path: str, mt, supported: str) -> None:
+    """Refuse DeepSeek Sparse Attention: by model_type (SPARSE_ATTENTION), or by a deepseek_v3
+    file's indexer fields (INDEXER_FIELDS; a null one is no indexer)."""
+    if isinstance(mt, str) and mt in SPARSE_ATTENTION:
+        raise InputError(f"{path}: model_type {_show(mt)} is not supported: {SPARSE_ATTENTION[mt]}'s sparse attention "
+                         "(a lightning indexer keeping index_topk keys per query) is not modelled, only dense "
+                         f"attention; supported: {supported}")
+    given = [k for k in INDEXER_FIELDS if cfg.get(k) is not None]
+    if mt == "deepseek_v3" and given:
+        raise InputError(f"{path}: field '{given[0]}' ({_show(cfg[given[0]])}) is DeepSeek Sparse Attention's indexer "
+                         "(DeepSeek-V3.2), which is not modelled; supported: a deepseek_v3 config.json without "
+                         f"{', '.join(INDEXER_FIELDS)} (DeepSeek-V3, V3.1, R1: dense multi-latent attention)")
+
 
 # rope_theta where config.json leaves it out: the config class's default_theta (transformers 5:
 # MixtralConfig 1e6, GptOssConfig 150000, Gemma3TextConfig 1e6 for its global layers, SmolLM3Config 2e6,
@@ -767,6 +793,7 @@ def read_hf_config(path: str) -> ModelSpec:
     if mt is None:
         raise InputError(f"{path}: missing field 'model_type' (which transformers model the file describes); "
                          f"supported: {supported}")
+    _sparse_attention(cfg, path, mt, supported)
     if isinstance(mt, str) and mt in HYBRIDS:
         raise InputError(f"{path}: model_type {_show(mt)} is not supported: its {HYBRIDS[mt]} are not modelled, only "
                          f"softmax-attention decoder layers; supported: {supported}")

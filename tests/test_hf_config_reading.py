@@ -604,3 +604,35 @@ def test_llama4_hfu_counts_every_experts_copy_its_step_time_is_made_of(run_cli, 
         mt = json.loads(out)["metrics"]
         ratio[ep] = mt["hfu_pct"] / mt["mfu_pct"]
     assert ratio[1] > 4.0 and ratio[16] < 1.4, ratio
+
+
+# --- DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): refused, not sized as dense MLA ---------
+
+# deepseek-ai/DeepSeek-V3.2-Exp config.json, trimmed to its shape, MoE and indexer fields
+DEEPSEEK_V32 = {"architectures": ["DeepseekV32ForCausalLM"], "model_type": "deepseek_v32", "hidden_size": 7168,
+                "intermediate_size": 18432, "moe_intermediate_size": 2048, "num_hidden_layers": 61,
+                "num_attention_heads": 128, "num_key_value_heads": 128, "n_routed_experts": 256, "n_shared_experts": 1,
+                "num_experts_per_tok": 8, "first_k_dense_replace": 3, "q_lora_rank": 1536, "kv_lora_rank": 512,
+                "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "n_group": 8, "topk_group": 4,
+                "vocab_size": 129280, "max_position_embeddings": 163840, "index_head_dim": 128, "index_n_heads": 64,
+                "index_topk": 2048}
+
+
+def test_a_deepseek_v3_file_with_an_indexer_is_refused_not_sized_as_dense_mla(run_cli, tmp_path):
+    """DeepSeek-V3.2's config.json relabelled deepseek_v3 (as converters write it for frameworks
+    without deepseek_v32; vLLM reads index_topk as V3.2) was sized as V3 with dense attention,
+    its indexer's weights and its top-k attention left out: refused naming the field."""
+    cfg = dict(DEEPSEEK_V32, model_type="deepseek_v3", architectures=["DeepseekV3ForCausalLM"])
+    err = refused(run_cli, "memory", "--hf-config", write(tmp_path / "config.json", cfg), "--gpus", "8",
+                  "--layout", "tp=8")
+    assert "'index_topk' (2048)" in err and "DeepSeek-V3.2" in err and "supported: a deepseek_v3 config.json" in err
+    # a null indexer field is no indexer: DeepSeek-V3 is read as before
+    v3 = {k: v for k, v in cfg.items() if not k.startswith("index_")}
+    assert read_hf_config(write(tmp_path / "v3" / "config.json", dict(v3, index_topk=None))).experts == 256
+
+
+@pytest.mark.parametrize("mt,model", [("deepseek_v32", "DeepSeek-V3.2"), ("glm_moe_dsa", "GLM-5")])
+def test_sparse_attention_model_types_say_what_is_not_modelled(run_cli, tmp_path, mt, model):
+    err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / "config.json", dict(DEEPSEEK_V32, model_type=mt)),
+                  "--gpus", "8")
+    assert f"{model}'s sparse attention" in err and "not modelled" in err and "supported: deepseek_v2" in err
