@@ -19,7 +19,8 @@ from .optimizer import WHAT, fsdp2_refuses, named, script_caveat
 from .target import Export, Target, dp_dims, hsdp_caveats, memory_as_run, with_caveats
 
 # the decoder-layer class FSDP wraps, per model family (transformers' modeling_<family>.py)
-LAYER_CLASS = {"llama": "LlamaDecoderLayer", "mistral": "MistralDecoderLayer", "mixtral": "MixtralDecoderLayer",
+LAYER_CLASS = {"llama": "LlamaDecoderLayer", "mistral": "MistralDecoderLayer", "ministral": "MinistralDecoderLayer",
+               "mixtral": "MixtralDecoderLayer",
                "qwen2": "Qwen2DecoderLayer", "qwen2_moe": "Qwen2MoeDecoderLayer", "qwen3": "Qwen3DecoderLayer",
                "qwen3_moe": "Qwen3MoeDecoderLayer", "gemma": "GemmaDecoderLayer", "gemma2": "Gemma2DecoderLayer",
                "gemma3": "Gemma3DecoderLayer", "phi3": "Phi3DecoderLayer", "granite": "GraniteDecoderLayer",

@@ -79,7 +79,7 @@ def config(tg: Target) -> tuple[dict, list[str]]:
         caveats.append(f"sliding-window attention ({m.sliding_window} tokens on {m.sliding_layers} of {m.layers} "
                        "layers): Nanotron's Llama has none; every layer attends over the whole sequence, a "
                        "different model and slower than the estimate")
-    if m.family not in ("llama", "mistral", "qwen2", "qwen2.5"):
+    if m.family not in ("llama", "mistral", "ministral", "qwen2", "qwen2.5"):
         caveats.append(f"{m.name} is exported as a Llama-architecture config (is_llama_config); check its "
                        "normalisation and activation")
     return cfg, caveats

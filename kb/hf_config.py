@@ -23,6 +23,11 @@ from .schema import ModelSpec
 SUPPORTED = {
     "llama": ("llama", {}),
     "mistral": ("mistral", {}),
+    # Ministral (mistralai/Ministral-8B-Instruct-2410, Devstral) is Mistral's decoder under its own
+    # class names: MinistralAttention, MinistralMLP and MinistralDecoderLayer hold Mistral's bias-free
+    # linears and two RMSNorms, and MinistralConfig adds layer_types for its sliding layers
+    # (modeling_ministral.py, configuration_ministral.py, transformers 5.24)
+    "ministral": ("ministral", {}),
     # Phi-3/Phi-4 and Granite fuse or scale what Llama keeps apart, with the same weights:
     # Phi3Attention's qkv_proj is q, k and v stacked, Phi3MLP's gate_up_proj gate and up;
     # Granite adds scalar multipliers (modeling_phi3.py, modeling_granite.py)
@@ -174,6 +179,7 @@ ROPE_THETA_DEFAULT = {"mixtral": 1e6, "gpt_oss": 150000.0, "gemma3_text": 1e6, "
 # attention has no head_dim of its own: its config writes qk_rope_head_dim there, and it is not read.)
 CLASS_DEFAULTS = {
     "mistral": {"num_key_value_heads": 8, "sliding_window": 4096},
+    "ministral": {"num_key_value_heads": 8, "sliding_window": 4096},
     "mixtral": {"num_key_value_heads": 8},
     "qwen2": {"num_key_value_heads": 32, "sliding_window": 4096, "max_window_layers": 28},
     "qwen2_moe": {"num_key_value_heads": 16, "sliding_window": 4096, "max_window_layers": 28},
@@ -193,7 +199,7 @@ MLA_TYPES = ("deepseek_v2", "deepseek_v3")
 # class, with the class's name (transformers src/transformers/models/<model_type>/
 # configuration_<model_type>.py, transformers 5 as at commits 008e574 and 001f85b: LlamaConfig, GraniteConfig and
 # DeepseekV2Config 2048; Phi3Config and DeepseekV3Config 4096; GemmaConfig and Gemma2Config 8192;
-# Qwen2Config, Qwen2MoeConfig, Qwen3Config and Qwen3MoeConfig 32768; MistralConfig and
+# Qwen2Config, Qwen2MoeConfig, Qwen3Config and Qwen3MoeConfig 32768; MistralConfig, MinistralConfig and
 # MixtralConfig 4096 * 32; GptOssConfig and Gemma3TextConfig 131072 -- GEMMA3_TEXT_DEFAULTS below).
 # Every supported type has one; the warning for a sequence past it (rules/warnings.yaml
 # warn.past-trained-context) reads it, and the answer says it was taken (_max_positions).
@@ -204,7 +210,7 @@ MAX_POSITIONS_DEFAULT = {
     "gemma": (8192, "GemmaConfig"), "gemma2": (8192, "Gemma2Config"),
     "qwen2": (32768, "Qwen2Config"), "qwen2_moe": (32768, "Qwen2MoeConfig"), "qwen3": (32768, "Qwen3Config"),
     "qwen3_moe": (32768, "Qwen3MoeConfig"),
-    "mistral": (4096 * 32, "MistralConfig"), "mixtral": (4096 * 32, "MixtralConfig"),
+    "mistral": (4096 * 32, "MistralConfig"), "ministral": (4096 * 32, "MinistralConfig"), "mixtral": (4096 * 32, "MixtralConfig"),
     "gpt_oss": (131072, "GptOssConfig"), "gemma3_text": (131072, "Gemma3TextConfig"),
     "olmo2": (2048, "Olmo2Config"), "smollm3": (32768, "SmolLM3Config"), "glm4_moe": (131072, "Glm4MoeConfig"),
     "olmoe": (4096, "OlmoeConfig"), "granitemoe": (2048, "GraniteMoeConfig"),
@@ -324,7 +330,7 @@ def rope_fields(cfg: dict, path: str, theta: float) -> dict:
 # Gemma2Config and GptOssConfig slide even-indexed layers, Gemma3TextConfig all but every
 # sliding_window_pattern-th, Qwen2/Qwen3 those from max_window_layers on and only with
 # use_sliding_window, the rest every layer).
-WINDOWED = {"mistral", "mixtral", "phi3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "gpt_oss"}
+WINDOWED = {"mistral", "ministral", "mixtral", "phi3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "gpt_oss"}
 QWEN = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe")
 
 

@@ -636,3 +636,29 @@ def test_sparse_attention_model_types_say_what_is_not_modelled(run_cli, tmp_path
     err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / "config.json", dict(DEEPSEEK_V32, model_type=mt)),
                   "--gpus", "8")
     assert f"{model}'s sparse attention" in err and "not modelled" in err and "supported: deepseek_v2" in err
+
+
+# --- Ministral: Mistral's decoder under model_type ministral -------------------------------------
+
+# mistralai/Ministral-8B-Instruct-2410 config.json as transformers 5 writes it (model_type ministral,
+# MinistralForCausalLM, layer_types), trimmed to the fields read
+MINISTRAL_8B = {"architectures": ["MinistralForCausalLM"], "model_type": "ministral", "hidden_size": 4096,
+                "intermediate_size": 12288, "num_hidden_layers": 36, "num_attention_heads": 32,
+                "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 131072, "max_position_embeddings": 32768,
+                "rope_theta": 100000000.0, "sliding_window": 32768, "layer_types": ["sliding_attention"] * 36,
+                "tie_word_embeddings": False, "hidden_act": "silu"}
+
+
+def test_ministral_is_sized_as_mistral_and_fsdp_wraps_its_own_layer(run_cli, tmp_path):
+    """A ministral config.json was refused as an unknown type though its layers are Mistral's: it is
+    sized exactly (8,019,808,256, MinistralForCausalLM's parameters counted on the meta device under
+    transformers 5.24; the card's 8.02B), its window read, and Accelerate's FSDP wraps
+    MinistralDecoderLayer, the class that model's layers are."""
+    path = write(tmp_path / "Ministral-8B-Instruct-2410" / "config.json", MINISTRAL_8B)
+    m = read_hf_config(path)
+    from shardwise.kb.params import total_params
+    assert total_params(m) == 8_019_808_256 and m.sliding_window == 32768 and m.max_positions == 32768
+    out_dir = tmp_path / "acc"
+    code, out, err = run_cli("export", "--hf-config", path, "--gpus", "8", "--to", "accelerate", "-o", str(out_dir))
+    assert code == 0, err
+    assert "MinistralDecoderLayer" in "".join(p.read_text() for p in out_dir.rglob("*") if p.is_file())
