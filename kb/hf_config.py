@@ -443,7 +443,7 @@ def config_name(p: Path) -> str:
 
 
 # multimodal wrappers whose language model is their text_config
-WRAPPERS = ("gemma3", "llama4")
+WRAPPERS = ("gemma3", "llama4", "kimi_k25")
 
 
 class _Twice(dict):
@@ -507,7 +507,15 @@ def _parse_json(text: str, path: str) -> dict:
 
 # the language model a wrapper's text_config holds (Gemma3Config builds Gemma3TextConfig from it,
 # whatever model_type it names or if it names none)
-WRAPPED_TEXT_TYPE = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+WRAPPED_TEXT_TYPE = {"gemma3": "gemma3_text", "llama4": "llama4_text", "kimi_k25": "deepseek_v3"}
+# other model_types a wrapper's text_config may name, kept so that their own reading applies:
+# Kimi K2.5 / K2.6 (moonshotai/Kimi-K2.5) ship a kimi_k2 text_config, which Kimi_K25Config reads
+# as deepseek_v3 (configuration_kimi_k25.py __post_init__) and this reader through ALIASES, with
+# its field checks
+WRAPPED_TEXT_ALSO = {"kimi_k25": ("kimi_k2",)}
+# tie_word_embeddings where a wrapper's file leaves it out: its config class's default, which
+# transformers 5.24 ties the language model's head by (Kimi_K25Config: True)
+WRAPPER_TIE_DEFAULT = {"kimi_k25": True}
 
 
 def _text_config(cfg: dict, path: str) -> dict:
@@ -519,13 +527,17 @@ def _text_config(cfg: dict, path: str) -> dict:
         raise InputError(f"--hf-config: '{path}': text_config must be a JSON object (the language model's "
                          f"config), got {_show(text)}")
     want = WRAPPED_TEXT_TYPE[cfg["model_type"]]
-    if text.get("model_type", want) not in (want, cfg["model_type"]):
-        raise InputError(f"--hf-config: '{path}': a {cfg['model_type']} config's text_config must be a {want} "
-                         f"config, got model_type {_show(text.get('model_type'))}")
-    defaults = LLAMA4_TEXT_DEFAULTS if want == "llama4_text" else GEMMA3_TEXT_DEFAULTS
-    text = {**defaults, **text, "model_type": want}    # a field the file gives, even null, is the file's
+    kept = WRAPPED_TEXT_ALSO.get(cfg["model_type"], ())
+    if text.get("model_type", want) not in (want, cfg["model_type"]) + kept:
+        raise InputError(f"--hf-config: '{path}': a {cfg['model_type']} config's text_config must be a "
+                         f"{' or '.join((want,) + kept)} config, got model_type {_show(text.get('model_type'))}")
+    defaults = {"llama4_text": LLAMA4_TEXT_DEFAULTS, "gemma3_text": GEMMA3_TEXT_DEFAULTS}.get(want, {})
+    mt = text.get("model_type") if text.get("model_type") in kept else want
+    text = {**defaults, **text, "model_type": mt}    # a field the file gives, even null, is the file's
     if "tie_word_embeddings" in cfg:
         text["tie_word_embeddings"] = cfg["tie_word_embeddings"]
+    elif cfg["model_type"] in WRAPPER_TIE_DEFAULT:
+        text["tie_word_embeddings"] = WRAPPER_TIE_DEFAULT[cfg["model_type"]]
     return text
 
 
@@ -564,6 +576,30 @@ def llama4_vision_params(vision: dict, text_hidden: int) -> int:
     bias = text_hidden if vision.get("multi_modal_projector_bias") is True else 0
     return (h + ((image // patch) ** 2 + 1) * h + ch * patch * patch * h + 2 * 2 * h + n * layer
             + f * p_in + p_out * p_out + out * text_hidden + bias)
+
+
+def moonvit_params(vision: dict, text_hidden: int) -> int:
+    """Parameters of Kimi K2.5's MoonViT vision tower and projector (transformers 5.24
+    modeling_kimi_k25.py, counted on the meta device: a biased patch embedding (channels x
+    patch^2 x h), a learned pos_emb_height x pos_emb_width position grid, layers of biased q/k/v/o
+    and a biased fc1/fc2 MLP with two LayerNorms each (vision_params' layer), a final LayerNorm;
+    the projector's LayerNorm of h, then biased linears of h x merge^2 square and h x merge^2 by
+    the text hidden size). Kimi_K25VisionConfig's defaults where the file leaves a field out."""
+    def num(key, default):
+        v = vision.get(key, default)
+        return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= FIELD_MAX else default
+    h, f, n = num("hidden_size", 1152), num("intermediate_size", 4304), num("num_hidden_layers", 27)
+    patch, ph, pw = num("patch_size", 14), num("pos_emb_height", 64), num("pos_emb_width", 64)
+    merge = vision.get("merge_kernel_size", (2, 2))
+    if not (isinstance(merge, (list, tuple)) and len(merge) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) and 0 < x <= 64 for x in merge)):
+        merge = (2, 2)
+    layer = 4 * (h * h + h) + (h * f + f) + (f * h + h) + 2 * 2 * h
+    m = h * merge[0] * merge[1]
+    return 3 * patch * patch * h + h + ph * pw * h + n * layer + 2 * h + 2 * h + m * m + m + m * text_hidden + text_hidden
+
+
+VISION_PARAMS = {"llama4": llama4_vision_params, "kimi_k25": moonvit_params}
 
 
 # the config classes with attention_bias / mlp_bias switches (transformers 5.24: LlamaConfig,
@@ -724,7 +760,7 @@ def _reading_notes(outer: dict, cfg: dict, h: int) -> tuple[str, ...]:
     notes = []
     vision = outer.get("vision_config") if outer is not cfg else None
     if isinstance(vision, dict):
-        n = (llama4_vision_params if outer.get("model_type") == "llama4" else vision_params)(vision, h)
+        n = VISION_PARAMS.get(outer.get("model_type"), vision_params)(vision, h)
         notes.append(f"{outer.get('model_type')} config.json: only the language model (text_config) is sized; the "
                      f"vision tower and projector, about {n / 1e6:,.0f}M parameters (vision_config), are not")
     q = cfg.get("quantization_config") or outer.get("quantization_config")

@@ -662,3 +662,34 @@ def test_ministral_is_sized_as_mistral_and_fsdp_wraps_its_own_layer(run_cli, tmp
     code, out, err = run_cli("export", "--hf-config", path, "--gpus", "8", "--to", "accelerate", "-o", str(out_dir))
     assert code == 0, err
     assert "MinistralDecoderLayer" in "".join(p.read_text() for p in out_dir.rglob("*") if p.is_file())
+
+
+# --- Kimi K2.5: kimi_k25 wrapping Kimi K2's text model and a MoonViT vision tower ---------------
+
+def test_kimi_k25_reads_its_text_config_as_kimi_k2_and_says_the_vision_tower_is_not_sized(run_cli, tmp_path):
+    """moonshotai/Kimi-K2.5's config.json (KimiK25ForConditionalGeneration; trimmed: its
+    text_config is Kimi K2's file under model_type kimi_k2, its vision_config MoonViT's defaults)
+    was refused as an unknown type. Its language model is sized as Kimi K2's (1,026,408,232,448;
+    transformers 5.24 counts 23,040 fewer, the routers' correction biases it keeps as buffers),
+    and the answer says the ~471M-parameter vision tower and projector are not
+    (471,143,920 on the meta device)."""
+    from catalog_configs import CATALOG_CONFIGS
+    k25 = {"architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25",
+           "tie_word_embeddings": False, "text_config": dict(CATALOG_CONFIGS["kimi-k2"], model_type="kimi_k2"),
+           "vision_config": {"hidden_size": 1152, "intermediate_size": 4304, "num_hidden_layers": 27,
+                             "patch_size": 14, "merge_kernel_size": [2, 2]}}
+    path = write(tmp_path / "Kimi-K2.5" / "config.json", k25)
+    from shardwise.kb.params import total_params
+    m = read_hf_config(path)
+    k2 = read_hf_config(write(tmp_path / "k2" / "config.json", CATALOG_CONFIGS["kimi-k2"]))
+    assert total_params(m) == total_params(k2) == 1_026_408_232_448 and m.family == "deepseek_v3"
+    assert any("about 471M parameters (vision_config), are not" in n for n in m.reading_notes)
+    code, out, err = run_cli("recommend", "--hf-config", path, "--gpus", "256")
+    assert code == 0 and "vision tower" in out, err
+    # left out, tie_word_embeddings is Kimi_K25Config's default, true, which transformers ties the head by
+    untied = {k: v for k, v in k25.items() if k != "tie_word_embeddings"}
+    assert read_hf_config(write(tmp_path / "t" / "config.json", untied)).tied
+    # a text_config of another model is refused naming what it may be
+    other = dict(k25, text_config=dict(k25["text_config"], model_type="qwen2"))
+    err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / "q" / "config.json", other), "--gpus", "8")
+    assert "text_config must be a deepseek_v3 or kimi_k2 config" in err
