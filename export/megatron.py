@@ -161,12 +161,11 @@ FAMILY_CAVEATS = {
     "olmoe": ["OLMoE's q/k norms span whole projections, Megatron's each head: same shapes, other numerics"],
     "olmo2": ["OLMo 2's norms after attention and the MLP (not before) and its q/k norms over whole projections: "
               "Megatron-Core's GPT layer normalises first and per head; same shapes, other numerics"],
-    # Megatron-Core has no chunked attention: its one attention_chunk is flash-attn's inference
-    # argument, fixed at 0 (transformer/attention.py); Megatron-Bridge builds both in its own layer
-    # spec (src/megatron/bridge/models/llama/llama4_utils.py Llama4SelfAttention)
-    "llama4": ["Llama 4's attention temperature tuning on the layers without RoPE (attn_temperature_tuning) and "
-               "chunked attention on the RoPE layers (attention_chunk_size): Megatron-Core has no option for "
-               "either (Megatron-Bridge's Llama 4 layer spec builds them); same shapes, other numerics"],
+    # Megatron-Bridge builds it in its own layer spec (src/megatron/bridge/models/llama/
+    # llama4_utils.py Llama4SelfAttention); chunked attention is llama4_args'
+    "llama4": ["Llama 4's attention temperature tuning on the layers without RoPE (attn_temperature_tuning): "
+               "Megatron-Core has no option for it (Megatron-Bridge's Llama 4 layer spec builds it); same shapes, "
+               "other numerics"],
 }
 
 
@@ -351,6 +350,15 @@ def llama4_args(m, graphs: bool) -> tuple[list, list[str]]:
       experts.py takes at top 1 only and the fused grouped MLP of a captured MoE layer refuses
       (experts.py _is_fused_impl_supported)."""
     a, caveats = ["--rotary-interleaved"], []
+    if m.chunked_layers:
+        # Megatron-Core has no chunked attention: its one attention_chunk is flash-attn's inference
+        # argument, fixed at 0 (transformer/attention.py); Megatron-Bridge's Llama4SelfAttention
+        # chunks every layer, its NoPE ones too. The estimate times what this script runs
+        # (kb/perf/compute.chunked_kernel_keys)
+        caveats.append(f"chunked attention on {m.chunked_layers} layers (attention_chunk_size {m.attn_chunk}): "
+                       "Megatron-Core has no option for it, so this script runs them as full causal attention -- "
+                       f"other numerics past {m.attn_chunk:,} tokens, and more attention work, as the estimate "
+                       "times it (Megatron-Bridge's Llama 4 layer spec chunks every layer)")
     if m.qk_l2_norm_layers:
         a += ["--qk-l2-norm"]
         if m.nope_layers:

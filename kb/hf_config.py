@@ -1005,9 +1005,11 @@ def _llama4_fields(cfg: dict, path: str, spec: dict) -> dict:
       layer) names the layers without RoPE, whose attention temperature tuning keeps nothing
       measurable (a CPU NoPE layer keeps what a RoPE layer without q/k norms does, less RoPE's
       freqs); both change no shape.
-    - attention_chunk_size: the RoPE layers attend within chunks (8,192 tokens); the estimate
-      counts their attention FLOPs as full causal (said in the answer), and a chunked mask
-      changes nothing flash attention keeps."""
+    - attention_chunk_size: the layers layer_types calls "chunked_attention" (by default the
+      RoPE layers, Llama4TextConfig.__post_init__; none where attention_chunk_size is null)
+      attend within chunks (8,192 tokens): ModelSpec.attn_chunk and chunked_layers. The model's
+      FLOPs count a chunk's keys (kb/perf/flops.chunk_keys); no kernel the estimate times skips
+      the rest (kb/perf/compute.windowed_attention_flops), said in the answer."""
     layers = spec["layers"]
     out = {}
     every = _field(cfg, path, "interleave_moe_layer_step", required=False, default=1, least=1)
@@ -1032,12 +1034,31 @@ def _llama4_fields(cfg: dict, path: str, spec: dict) -> dict:
         out["qk_l2_norm_layers"] = sum(rope)
     chunk = _field(cfg, path, "attention_chunk_size", required=False, default=8192, least=1) \
         if "attention_chunk_size" not in cfg or cfg["attention_chunk_size"] is not None else None
-    if chunk and any(rope):
+    chunked = sum(_chunked_layers(cfg, path, rope, chunk))
+    if chunked:
+        out.update(attn_chunk=chunk, chunked_layers=chunked)
         out["reading_notes"] = spec["reading_notes"] + (
-            f"llama4: chunked attention on its {sum(rope)} RoPE layers (attention_chunk_size {chunk}) is timed as "
-            f"full causal attention, more than it computes on sequences past {chunk:,} tokens; what attention "
-            "keeps is the same",)
+            f"llama4: {chunked} layers attend within chunks of {chunk:,} tokens (attention_chunk_size): the model "
+            "FLOPs (MFU) count a chunk's keys, but they are timed as the kernels run them, over the whole causal "
+            "sequence (no kernel timed here skips the other chunks: Megatron-Core has no chunked attention)",)
     return out
+
+
+def _chunked_layers(cfg: dict, path: str, rope: list[bool], chunk: int | None) -> list[bool]:
+    """Which layers attend within chunks: layer_types' "chunked_attention" entries where given, else
+    the RoPE layers (Llama4TextConfig.__post_init__: "chunked_attention" where no_rope_layers is 1 and
+    attention_chunk_size is set); none without a chunk size."""
+    types = cfg.get("layer_types")
+    if types is None:
+        return [r and chunk is not None for r in rope]
+    kinds = ("chunked_attention", "full_attention")
+    if not isinstance(types, list) or len(types) != len(rope) or any(k not in kinds for k in types):
+        raise InputError(f"{path}: field 'layer_types' must list {len(rope)} entries (num_hidden_layers), each "
+                         "'chunked_attention' or 'full_attention'")
+    if chunk is None and "chunked_attention" in types:
+        raise InputError(f"{path}: layer_types names chunked_attention layers but attention_chunk_size is null; "
+                         "allowed: an attention_chunk_size of 1 or more, or only full_attention layers")
+    return [k == "chunked_attention" for k in types]
 
 
 def _rope_layers(cfg: dict, path: str, layers: int) -> list[bool]:

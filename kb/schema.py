@@ -84,6 +84,12 @@ class ModelSpec(_Frozen):
     # layer (Mistral 7B v0.1). Gemma 2 and gpt-oss have N = 2, Gemma 3 N = 6.
     sliding_window: int = Field(0, ge=0)
     full_attn_every: int = Field(0, ge=0)
+    # chunked (local) attention: a query at position i sees only the keys of its own chunk of
+    # attn_chunk tokens, up to itself (Llama 4's attention_chunk_size, 8192; transformers
+    # masking_utils.chunked_overlay: kv_idx // chunk == q_idx // chunk), on chunked_layers of the
+    # layers (Llama 4: its RoPE layers, Llama4TextConfig.layer_types "chunked_attention"); 0 none
+    attn_chunk: int = Field(0, ge=0)
+    chunked_layers: int = Field(0, ge=0)
     # mixture of experts
     experts: int = 0
     top_k: int = 0
@@ -146,6 +152,10 @@ class ModelSpec(_Frozen):
             raise ValueError("moe_every and first_dense cannot both be set: one placement of the MoE layers")
         if self.full_attn_every and not self.sliding_window:
             raise ValueError("full_attn_every needs a sliding_window")
+        if self.chunked_layers > self.layers or bool(self.chunked_layers) != bool(self.attn_chunk):
+            raise ValueError("chunked_layers needs an attn_chunk (and the reverse), at most layers of them")
+        if self.chunked_layers and self.sliding_window:
+            raise ValueError("chunked_layers and sliding_window cannot both be set: one local pattern a model")
         if self.full_attn_every == 1:
             raise ValueError("full_attn_every 1 makes every layer full: leave sliding_window out instead")
         if self.router_topk_method in ("noaux_tc", "group_limited_greedy") and not (

@@ -790,12 +790,16 @@ def test_megatron_builds_llama4s_nope_layers_l2_norms_and_sigmoid_router(tmp_pat
     assert _flag(a, "--moe-shared-expert-intermediate-size") == "8192" and _flag(a, "--moe-ffn-hidden-size") == "8192"
     assert _flag(a, "--ffn-hidden-size") == "16384" and "--moe-layer-freq" not in a   # every layer MoE
     text = " ".join(caveats)
-    assert "12 layers without RoPE" in text and "chunked attention" in text and "temperature" in text
+    assert "12 layers without RoPE" in text and "chunked attention on 36 layers" in text and "temperature" in text
+    assert "runs them as full causal attention" in text
     assert "add them" not in text and "--no-rope-freq" not in text and "softmax router" not in text
     # Maverick: no q/k norms, MoE every other layer (the dense ones 16384 wide, the experts 8192)
     a, caveats = _hf_script(tmp_path, dict(LLAMA4_SCOUT, use_qk_norm=False, interleave_moe_layer_step=2), 64,
                             LLAMA4_LAYOUT)
     assert "--qk-l2-norm" not in a and not any("L2" in c or "l2-norm" in c for c in caveats)
+    # without a chunk size nothing is chunked, and no caveat says it is
+    _, caveats = _hf_script(tmp_path, dict(LLAMA4_SCOUT, attention_chunk_size=None), 64, LLAMA4_LAYOUT)
+    assert not any("chunked" in c for c in caveats)
     assert _flag(a, "--moe-layer-freq") == "([0]*1+[1])*24" and _flag(a, "--no-rope-freq") == "4"
 
 

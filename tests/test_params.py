@@ -487,6 +487,30 @@ def test_llama4_counts_its_interleaved_moe_shared_expert_and_dense_mlps(tmp_path
         read_hf_config(str(p))
 
 
+def test_llama4s_chunked_layers_are_the_ones_transformers_chunks(tmp_path):
+    """Llama4TextConfig chunks the RoPE layers (no_rope_layers 1) where attention_chunk_size is set,
+    or the layers a given layer_types calls chunked_attention; a null chunk size chunks none, and
+    a layer_types naming chunks without a size (create_chunked_causal_mask raises) or another
+    kind is refused, not read as full attention."""
+    p = tmp_path / "config.json"
+    scout = HF_CONFIGS["llama4_scout"][0]
+
+    def read(**kw):
+        p.write_text(json.dumps(dict(scout, **kw)))
+        m = read_hf_config(str(p))
+        return m.attn_chunk, m.chunked_layers
+
+    assert read() == (8192, 36)
+    assert read(attention_chunk_size=4096, no_rope_layer_interval=2) == (4096, 24)
+    assert read(attention_chunk_size=None) == (0, 0)
+    assert read(layer_types=["full_attention"] * 48) == (0, 0)
+    assert read(layer_types=["chunked_attention"] * 40 + ["full_attention"] * 8) == (8192, 40)
+    with pytest.raises(InputError, match=r"'layer_types' must list 48 entries .* 'chunked_attention' or 'full_attention'"):
+        read(layer_types=["sliding_attention"] * 48)
+    with pytest.raises(InputError, match=r"attention_chunk_size is null; allowed: an attention_chunk_size of 1"):
+        read(layer_types=["chunked_attention"] * 48, attention_chunk_size=None)
+
+
 def test_llama4_wrapper_reads_its_text_config_and_sizes_its_vision_tower_in_words(tmp_path):
     """A Llama 4 multimodal config.json (model_type llama4): the language model is its
     text_config, and the vision tower and projector it does not size are said with their size:

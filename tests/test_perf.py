@@ -667,3 +667,43 @@ def test_a_recomputed_attention_runs_its_context_parallel_ring_again():
     assert cp("megatron", "full") == pytest.approx(cp("megatron", "selective"))
     assert cp("fsdp", "selective") == pytest.approx(cp("fsdp", "none"))
     assert cp("fsdp", "full") / cp("fsdp", "selective") == pytest.approx(4 / 3, rel=0.01)
+
+
+def _llama4_scout(tmp_path, **kw):
+    """Llama 4 Scout read from its config.json (36 RoPE layers chunked at 8192, 12 NoPE full)."""
+    from test_params import HF_CONFIGS
+    path = tmp_path / "scout" / "config.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(dict(HF_CONFIGS["llama4_scout"][0], **kw)))
+    return str(path)
+
+
+def test_llama4s_chunked_layers_cost_one_chunk_in_model_flops(tmp_path):
+    """A token of a chunked layer attends within its own 8192-token chunk ((i mod c) + 1 keys): its
+    attention costs the same at 32K as at 8K, and only the 12 global (NoPE) layers grow with the
+    sequence. Before, every layer was counted full causal: 4x the chunked layers' attention at
+    32K, MFU credited with work the model does not need."""
+    import dataclasses
+    from shardwise.kb.perf.flops import attention_flops, chunk_keys
+    # the mean keys a query, against a direct count, with a part-filled last chunk
+    s, c = 32768 + 3000, 8192
+    assert chunk_keys(s, c) == pytest.approx(sum(i % c + 1 for i in range(s)) / s, rel=1e-3)
+    assert chunk_keys(c, c) == chunk_keys(c // 2, c) * 2 == c / 2
+    job = build_job(hf_config=_llama4_scout(tmp_path), gpus=32, seq_len=32768)
+    m = job.model
+    assert (m.attn_chunk, m.chunked_layers, m.layers - len(m.nope_layers)) == (8192, 36, 36)
+    grow = model_flops_per_token(m, 32768) - model_flops_per_token(m, 8192)
+    global_layers = m.layers - m.chunked_layers
+    assert grow == pytest.approx(3.0 * global_layers * (attention_flops(m, 32768) - attention_flops(m, 8192)), rel=1e-12)
+    # at and below one chunk nothing changes: chunked and full causal layers are the same there
+    full = m.model_copy(update={"attn_chunk": 0, "chunked_layers": 0})
+    assert model_flops_per_token(m, 8192) == pytest.approx(model_flops_per_token(full, 8192), rel=1e-12)
+    # Megatron-Core has no chunked attention: it runs (and is timed running) them full causal,
+    # so its step time is the unchunked model's and only the MFU credit drops
+    lay = "dp=8,cp=4,ep=8,zero=3,mbs=1,recompute=full"
+    chunked, causal = run(job, lay), run(dataclasses.replace(job, model=full), lay)
+    assert chunked.step_time_s == pytest.approx(causal.step_time_s, rel=1e-12)
+    ratio = model_flops_per_token(m, 32768) / model_flops_per_token(full, 32768)
+    assert ratio < 0.85 and chunked.mfu_pct == pytest.approx(causal.mfu_pct * ratio, rel=1e-9)
+    assert "chunked-attention layers counted over their 8,192-token chunk" in chunked.metrics(job)["mfu_basis"]
+

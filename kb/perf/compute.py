@@ -36,7 +36,7 @@ from ..layout import Layout
 from ..params import attention_projections, layer_params, mlp_projections
 from ..schema import GPUSpec, ModelSpec, TrainingSpec
 from ..vec import maximum, minimum, where
-from .flops import attention_flops, attention_work
+from .flops import attention_flops_at, window_keys
 from .unfused import expert_bias_bytes, glu_clamp_bytes, unfused_rope_bytes
 from ..memory.logits import vocab_shards
 
@@ -156,12 +156,24 @@ def loss_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec) -> float
 WINDOWED_KERNELS = ("flash", "flash2")
 
 
+def chunked_kernel_keys(m: ModelSpec, t: TrainingSpec) -> float:
+    """Keys a query's kernel computes on a chunked layer (ModelSpec.attn_chunk): no kernel timed
+    here skips the other chunks. Megatron-Core has no chunked attention and runs the layer full
+    causal (export/megatron.py llama4_args), as FSDP's torch-native SDPA does; transformers' SDPA
+    and eager paths mask a full score matrix, as they do a sliding window (WINDOWED_KERNELS):
+    seq / 2, the causal count."""
+    return t.seq_len / 2.0
+
+
 def windowed_attention_flops(m: ModelSpec, t: TrainingSpec) -> float:
-    """Forward attention FLOPs per token the job's kernel computes: attention_work (sliding
-    windows honoured) for a windowed kernel, the full causal count otherwise."""
-    if t.attention in WINDOWED_KERNELS:
-        return attention_work(m, t.seq_len)
-    return attention_flops(m, t.seq_len)
+    """Forward attention FLOPs per token the job's kernel computes, averaged over the layers:
+    window_keys on sliding-window layers for a windowed kernel (seq / 2 otherwise),
+    chunked_kernel_keys on chunked ones, seq / 2 on the rest."""
+    s = t.seq_len
+    window, chunked = m.sliding_layers / m.layers, m.chunked_layers / m.layers
+    win = window_keys(s, m.sliding_window) if t.attention in WINDOWED_KERNELS else s / 2.0
+    chunk = chunked_kernel_keys(m, t) if chunked else s / 2.0
+    return attention_flops_at(m, (1.0 - window - chunked) * s / 2.0 + window * win + chunked * chunk)
 
 
 def moe_tokens(tokens: float, lay: Layout) -> float:

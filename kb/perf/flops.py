@@ -8,9 +8,10 @@ halved by the causal mask) + the LM head 2 h V. This is the basis NVIDIA's "mode
 tables use: 6(N - embedding) + causal attention reproduces their TFLOP/s-to-tokens/s ratio to
 0.1% (Llama 3 70B at 8k: 449.2 GFLOP/token). PaLM's convention counts full attention; say
 which one when comparing MFU across sources.
-Sliding-window layers count the keys their window holds (attention_work): the model needs no
-more. Megatron-Core's count has no window term and counts them as full causal layers, so its
-TFLOP/s read higher for gpt-oss, Gemma 2/3 and Mistral 7B at sequences past the window.
+Sliding-window and chunked layers count the keys their window or chunk holds (attention_work):
+the model needs no more. Megatron-Core's count has no window term and counts them as full causal
+layers, so its TFLOP/s read higher for gpt-oss, Gemma 2/3 and Mistral 7B at sequences past the
+window, and for Llama 4 past its chunk.
 LoRA and QLoRA count 4(N - embedding) + causal attention: the frozen base computes input
 gradients but no weight gradients, so 6N would credit the run with work it never does.
 Hardware FLOPs (HFU) add what recomputation runs again: a whole forward of the layers (full)
@@ -35,10 +36,15 @@ def _attention_widths(m: ModelSpec) -> float:
     return 2.0 * m.q_width
 
 
+def attention_flops_at(m: ModelSpec, keys: float) -> float:
+    """Forward attention-core FLOPs per token where a query sees ``keys`` keys: QK^T over q/k head
+    dims and AV over v, 2 x keys x width each."""
+    return 2.0 * keys * _attention_widths(m)
+
+
 def attention_flops(m: ModelSpec, seq: int) -> float:
-    """Forward attention-core FLOPs per token, causal: QK^T over q/k head dims and AV over v,
-    2 x (keys seen) x width each, with seq / 2 keys per query on average."""
-    return 2.0 * seq * _attention_widths(m) / 2.0
+    """Forward attention-core FLOPs per token, causal: seq / 2 keys per query on average."""
+    return attention_flops_at(m, seq / 2.0)
 
 
 def window_keys(seq: int, window: int) -> float:
@@ -52,13 +58,35 @@ def window_keys(seq: int, window: int) -> float:
     return window - window * window / (2.0 * seq)
 
 
+def chunk_keys(seq: int, chunk: int) -> float:
+    """Keys one query attends to, averaged over a causal sequence cut into chunks of ``chunk``
+    tokens (Llama 4's attention_chunk_size): the query at position i sees the keys of its own
+    chunk up to itself, (i mod c) + 1 (transformers masking_utils.chunked_overlay and
+    causal_mask_function: kv // c == q // c and kv <= q). Summed over the n = s // c full chunks and
+    the tail of r = s - nc queries, each chunk of k queries taken at k^2 / 2 keys, as
+    attention_flops' causal s / 2 counts a sequence (the diagonal's 1/2 a query left out, as
+    Megatron's count does): (n c^2 + r^2) / 2s. seq / 2 where one chunk spans the sequence, and a
+    query's cost is the same at any multiple of c."""
+    if chunk <= 0 or chunk >= seq:
+        return seq / 2.0
+    n, r = divmod(seq, chunk)
+    return (n * chunk * chunk + r * r) / (2.0 * seq)
+
+
+def local_keys(m: ModelSpec, seq: int) -> float:
+    """Keys a query attends to, averaged over the layers and the sequence: seq / 2 on full causal
+    layers, window_keys on sliding-window ones, chunk_keys on chunked ones."""
+    window, chunked = m.sliding_layers / m.layers, m.chunked_layers / m.layers
+    return ((1.0 - window - chunked) * seq / 2.0 + window * window_keys(seq, m.sliding_window)
+            + chunked * chunk_keys(seq, m.attn_chunk))
+
+
 def attention_work(m: ModelSpec, seq: int) -> float:
-    """Forward attention-core FLOPs per token the model needs, averaged over the layers: the
-    full-causal count on full layers, window_keys on sliding-window ones. Flash kernels compute
-    just that, skipping the blocks a window masks out (flash-attn 2/3 window_size, cuDNN's and
-    Transformer Engine's sliding window). Equal to attention_flops without a window."""
-    local = m.sliding_layers / m.layers
-    return 2.0 * _attention_widths(m) * ((1.0 - local) * seq / 2.0 + local * window_keys(seq, m.sliding_window))
+    """Forward attention-core FLOPs per token the model needs, averaged over the layers: 2 x
+    (keys seen, local_keys) x width. Flash kernels compute just that on sliding-window layers,
+    skipping the blocks a window masks out (flash-attn 2/3 window_size, cuDNN's and Transformer
+    Engine's sliding window). Equal to attention_flops without a window or chunks."""
+    return attention_flops_at(m, local_keys(m, seq))
 
 
 def head_flops(m: ModelSpec) -> float:

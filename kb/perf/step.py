@@ -72,7 +72,10 @@ class StepTime:
                          + ("; PEFT's merged routed experts do compute theirs, counted in HFU"
                             if merges_experts(job.model, t) else "")
                          + ("; sliding-window layers counted over their window (Megatron-Core counts them "
-                            "as full causal and reads higher)" if job.model.sliding_layers else ""),
+                            "as full causal and reads higher)" if job.model.sliding_layers else "")
+                         + (f"; chunked-attention layers counted over their {job.model.attn_chunk:,}-token chunk, "
+                            "less than the kernels timed compute (Megatron-Core counts them as full causal and "
+                            "reads higher)" if job.model.chunked_layers else ""),
             "time_to_train_h": None,
         }
         if t.token_budget:
