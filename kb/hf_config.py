@@ -1039,8 +1039,9 @@ def _llama4_fields(cfg: dict, path: str, spec: dict) -> dict:
         out.update(attn_chunk=chunk, chunked_layers=chunked)
         out["reading_notes"] = spec["reading_notes"] + (
             f"llama4: {chunked} layers attend within chunks of {chunk:,} tokens (attention_chunk_size): the model "
-            "FLOPs (MFU) count a chunk's keys, but they are timed as the kernels run them, over the whole causal "
-            "sequence (no kernel timed here skips the other chunks: Megatron-Core has no chunked attention)",)
+            f"FLOPs (MFU) count a chunk's keys, but they are timed as the kernels run them, over the whole causal "
+            f"sequence (Megatron-Core has no chunked attention) or, under transformers' SDPA from {chunk:,} tokens on, "
+            "the whole masked square",)
     return out
 
 

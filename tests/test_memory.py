@@ -603,3 +603,32 @@ def test_peft_lora_on_phi3_adapts_its_fused_qkv_and_gate_up_once():
     h, q, kv, f = m.hidden, m.q_width, m.kv_width, m.ffn
     per_layer = r * ((h + q + 2 * kv) + (q + h) + (h + 2 * f) + (f + h))
     assert lora_params(m, r, job.training) == m.layers * per_layer == 55_705_600
+
+
+def test_sdpa_keeps_llama4s_dense_chunked_mask_on_every_chunked_layer(tmp_path):
+    """Past one chunk, transformers' Llama 4 builds its chunked mask as a bool [b, 1, s, s] tensor
+    (1 byte a score, once a forward) and SDPA turns it into a bf16 additive mask on each call,
+    which its kernel saves for the backward: 2 s^2 bytes on each of Scout's 36 chunked layers.
+    At 32K that is 73 GiB without recomputation, 1 GiB (the bool mask the checkpoints keep) with
+    it; nothing under Megatron (no chunked attention), under eager (no SDPA), or below a chunk."""
+    import dataclasses
+    import json
+    from test_params import HF_CONFIGS
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(HF_CONFIGS["llama4_scout"][0]))
+
+    def extra(seq, recompute, **kw):
+        job = build_job(hf_config=str(path), gpus=32, seq_len=seq, **kw)
+        full = dataclasses.replace(job, model=job.model.model_copy(update={"attn_chunk": 0, "chunked_layers": 0}))
+        text = f"dp=32,zero=3,mbs=1,recompute={recompute}" if "framework" in kw else \
+            f"dp=8,cp=4,ep=8,zero=3,mbs=1,recompute={recompute}"
+        return mem(job, text).breakdown_gib["activations"] - mem(full, text).breakdown_gib["activations"]
+
+    s = 32768
+    sdpa = dict(framework="deepspeed", attention="sdpa")
+    assert extra(s, "none", **sdpa) == pytest.approx((36 * 2 + 1) * s * s / 2 ** 30)
+    assert extra(s, "full", **sdpa) == pytest.approx(1 * s * s / 2 ** 30)
+    assert extra(s, "none", framework="deepspeed", attention="flash") == pytest.approx(73.0)
+    assert extra(4096, "none", **sdpa) == 0.0
+    assert extra(s, "none", framework="deepspeed", attention="eager") == 0.0
+    assert extra(s, "none") == 0.0

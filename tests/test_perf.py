@@ -707,3 +707,23 @@ def test_llama4s_chunked_layers_cost_one_chunk_in_model_flops(tmp_path):
     assert ratio < 0.85 and chunked.mfu_pct == pytest.approx(causal.mfu_pct * ratio, rel=1e-9)
     assert "chunked-attention layers counted over their 8,192-token chunk" in chunked.metrics(job)["mfu_basis"]
 
+
+def test_transformers_sdpa_runs_llama4s_chunked_mask_over_the_whole_square(tmp_path):
+    """transformers' Llama 4 under SDPA (and "flash", which it has no FlashAttention path for)
+    passes the chunked mask as a dense tensor once the sequence reaches a chunk, with is_causal
+    False: the kernel computes all s^2 scores of the chunked layers, twice the causal count, so
+    the step is slower than a causal model's -- not faster, as the chunk's keys would have it.
+    Below a chunk the mask is dropped for SDPA's causal flag, and eager computes the square for
+    any model: no change there."""
+    import dataclasses
+    lay = "dp=32,zero=3,mbs=1,recompute=full"
+    for seq, slower in ((32768, True), (8192, True), (4096, False)):
+        for attention in ("sdpa", "flash", "eager"):
+            job = build_job(hf_config=_llama4_scout(tmp_path), gpus=32, seq_len=seq, framework="deepspeed",
+                            attention=attention)
+            full = dataclasses.replace(job, model=job.model.model_copy(update={"attn_chunk": 0, "chunked_layers": 0}))
+            chunked, causal = run(job, lay).step_time_s, run(full, lay).step_time_s
+            if slower and attention != "eager":
+                assert chunked > 1.02 * causal, (seq, attention)
+            else:
+                assert chunked == pytest.approx(causal, rel=1e-12), (seq, attention)

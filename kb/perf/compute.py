@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from ..defaults import ADAPTERS
 from ..frameworks import profile as framework_profile
-from ..memory.activations import (adapter_input_cast, experts_cast_by_autocast,
+from ..memory.activations import (adapter_input_cast, dense_chunk_mask, experts_cast_by_autocast,
                                   fp32_weights_under_autocast, routed_copies)
 from ..memory.peft_experts import ADAPTED_EXPERT_FAMILIES, FUSED_EXPERT_FAMILIES, merges_experts, peft_on_transformers
 from ..layout import Layout
@@ -159,10 +159,12 @@ WINDOWED_KERNELS = ("flash", "flash2")
 def chunked_kernel_keys(m: ModelSpec, t: TrainingSpec) -> float:
     """Keys a query's kernel computes on a chunked layer (ModelSpec.attn_chunk): no kernel timed
     here skips the other chunks. Megatron-Core has no chunked attention and runs the layer full
-    causal (export/megatron.py llama4_args), as FSDP's torch-native SDPA does; transformers' SDPA
-    and eager paths mask a full score matrix, as they do a sliding window (WINDOWED_KERNELS):
-    seq / 2, the causal count."""
-    return t.seq_len / 2.0
+    causal (export/megatron.py llama4_args), as FSDP's torch-native SDPA does: seq / 2. Under
+    transformers' SDPA with the dense chunked mask (memory.activations.dense_chunk_mask) the
+    efficient or cuDNN kernel takes the mask with is_causal False and computes every score of the
+    square: seq keys a query. Eager computes the square anyway (eager_attention_time doubles the
+    causal count given here)."""
+    return float(t.seq_len) if dense_chunk_mask(m, t) else t.seq_len / 2.0
 
 
 def windowed_attention_flops(m: ModelSpec, t: TrainingSpec) -> float:
