@@ -632,3 +632,41 @@ def test_sdpa_keeps_llama4s_dense_chunked_mask_on_every_chunked_layer(tmp_path):
     assert extra(4096, "none", **sdpa) == 0.0
     assert extra(s, "none", framework="deepspeed", attention="eager") == 0.0
     assert extra(s, "none") == 0.0
+
+
+def test_megatron_lora_states_are_megatrons_recipe_for_the_adapters_and_none_for_the_frozen_base():
+    """Megatron-Bridge's adapters are bf16 Megatron linears (peft/utils.py ParallelLinearAdapter:
+    self.bfloat16() under config.bf16) with a bf16 DDP grad buffer (the PEFT recipes'
+    grad_reduce_in_fp32=False), fp32 main params and Adam in Megatron's optimizer (optimizer.py
+    Float16OptimizerWithFloat16Params, trained parameters only) and no autocast copy; the frozen
+    base has no grad buffer (distributed_data_parallel.py skips requires_grad=False) and no
+    optimizer state. Hand count, Llama 3 8B at r 16, one rank of tp=1: P = 32 layers x 16 x
+    (6144 + 4096 (qkv) + 8192 (proj) + 4096 + 28672 (fc1) + 18432 (fc2)) = 35,651,584 adapter
+    parameters: weights 2 P, gradients 2 P, master 4 P, Adam 8 P, compute copies 0 (the estimate
+    held PEFT's fp32 adapters: weights 4 P, no master, a 2 P compute copy)."""
+    job = build_job(model="llama-3-8b", gpus=8, seq_len=4096, training="lora", framework="megatron")
+    e = mem(job, "tp=1,pp=1,mbs=1,recompute=none")
+    p = 32 * 16 * (6144 + 4096 + 8192 + 4096 + 28672 + 18432)
+    assert p == 35_651_584
+    bd = e.phases()["forward"]["live_gib"]
+    want = {"weights": 2 * p, "gradients": 2 * p, "master_weights": 4 * p, "optimizer": 8 * p}
+    for k, b in want.items():
+        assert e.breakdown_gib[k] == pytest.approx(b / 2**30, rel=1e-9), k
+    assert "compute_copies" not in bd
+    # the frozen base: its bf16 weights alone, 2 bytes a parameter of the model
+    from shardwise.kb.params import total_params
+    assert e.breakdown_gib["frozen_weights"] == pytest.approx(2 * total_params(job.model) / 2**30, rel=1e-9)
+
+
+def test_peft_lora_states_keep_fp32_adapters_with_an_autocast_copy():
+    """PEFT's adapters under the Trainer stay fp32 (autocast_adapter_dtype) with fp32 grads, AdamW
+    and a bf16 autocast copy: what Megatron's adapters changed must not move them. Llama 3 8B's
+    all-linear PEFT adapters at r 16: P = 32 x 16 x (4096 x 7 + 4096 + 1024 x 2 + 4096 + 14336 x 3
+    + 4096 x 3) -- q, k, v, o, gate, up, down -- = 41,943,040."""
+    job = build_job(model="llama-3-8b", gpus=8, seq_len=4096, training="lora", framework="hf")
+    e = mem(job, "dp=8,mbs=1,recompute=none")
+    p = 32 * 16 * ((4096 + 4096) + (4096 + 1024) * 2 + (4096 + 4096) + (4096 + 14336) * 3)
+    assert p == 41_943_040
+    for k, b in {"weights": 4 * p, "master_weights": 0, "optimizer": 8 * p, "compute_copies": 2 * p}.items():
+        assert e.breakdown_gib[k] == pytest.approx(b / 2**30, rel=1e-9, abs=1e-12), k
+

@@ -38,6 +38,7 @@ from . import overheads as ovh
 from . import peft_experts as pe
 from . import states as st
 from .logits import logits_bytes, logits_forward_bytes
+from .megatron_adapters import megatron_adapter_states
 from ..vec import both, maximum, minimum, where
 
 GIB = 2.0 ** 30
@@ -85,7 +86,11 @@ def _states(job: Job, lay: Layout, sp) -> st.States:
     if t.training in ADAPTERS:
         block = st.model_fraction(m) * sp.total
         ad = st.adapter_params_rank(m, t, sp, lay.tp, lay.etp)
-        return st.adapter_states(m, t, sp.total, block, ad, lay.zero, group, sp.experts, egroup)
+        s = st.adapter_states(m, t, sp.total, block, ad, lay.zero, group, sp.experts, egroup)
+        if t.framework == "megatron":
+            # Megatron's own recipe for the adapters, not PEFT's fp32 ones (megatron_adapters)
+            s = megatron_adapter_states(t, s, ad, st.adapter_largest(m, t), lay.zero)
+        return s
     s = st.full_training_states(sp.dense, sp.gemm, sp.experts, t, lay.zero, group, egroup, lay.pp,
                                 largest=opt.largest_tensor(m, lay.tp), experts_cast=act.experts_cast_by_autocast(m))
     if t.training == "rlhf":

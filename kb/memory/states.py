@@ -346,7 +346,8 @@ def adapter_states(m: ModelSpec, t: TrainingSpec, params_rank: float, block_line
     with EP spanning the whole DP group there is nothing left to shard the experts over.
     Adapters are kept in fp32 by PEFT (autocast_adapter_dtype) with fp32 grads and AdamW:
     16 B/param, ZeRO-sharded like any trained parameter. ``ad``: the adapter parameters on this
-    rank (adapter_params_rank).
+    rank (adapter_params_rank). Megatron-Bridge's adapters are Megatron's, not PEFT's: the
+    estimate replaces them with megatron_adapters.megatron_adapter_states.
     """
     linear = NF4_BYTES if t.training == "qlora" else 2.0
     # transformers 5's fused routed experts are no nn.Linear: bitsandbytes leaves them bf16
@@ -357,11 +358,15 @@ def adapter_states(m: ModelSpec, t: TrainingSpec, params_rank: float, block_line
             + _shard(expert_rank * expert_linear, zero >= 3, expert_group))
     unfactored = opt.adafactor_unfactored(t, zero)
     mom = where(unfactored, 4.0, opt.state_bytes(t, 4.0))
-    largest = t.lora_rank * (m.hidden + max(m.ffn, m.q_width))     # the largest A or B matrix
-    temp = opt.step_temporaries(t, _shard(ad, zero >= 1, group), largest, 4.0, unfactored)
+    temp = opt.step_temporaries(t, _shard(ad, zero >= 1, group), adapter_largest(m, t), 4.0, unfactored)
     return States(weights=_shard(ad * 4, zero >= 3, group), grads=_shard(ad * 4, zero >= 2, group), master=0.0,
                   optimizer=_shard(ad * mom, zero >= 1, group), compute_copy=ad * 2, fp8_cache=0.0, frozen=base,
                   persistent_grads=grads_kept(t), optimizer_temp=temp, loop_kept_grads=grads_kept(t))
+
+
+def adapter_largest(m: ModelSpec, t: TrainingSpec) -> float:
+    """Elements of the largest adapter matrix, an A or B: r (h + max(F, q))."""
+    return t.lora_rank * (m.hidden + max(m.ffn, m.q_width))
 
 
 def frozen_bf16(params_rank: float, zero: int, group: int) -> float:
