@@ -670,3 +670,34 @@ def test_peft_lora_states_keep_fp32_adapters_with_an_autocast_copy():
     for k, b in {"weights": 4 * p, "master_weights": 0, "optimizer": 8 * p, "compute_copies": 2 * p}.items():
         assert e.breakdown_gib[k] == pytest.approx(b / 2**30, rel=1e-9, abs=1e-12), k
 
+
+def test_megatron_lora_activations_are_what_te_and_the_adapters_keep():
+    """Against Megatron-Core's full fine-tuning count, what Megatron-Bridge's LoRA changes in a
+    Llama 3 8B layer's saved tensors (h 4096, q 4096, F 14336, r 16), bytes a token, from the
+    source (kb/memory/megatron_adapters.py):
+    - bf16, tp=1: TE's frozen LayerNormLinear still keeps the norm output it returns to the qkv and
+      fc1 adapters, which share it; frozen linear_proj and linear_fc2 keep no input, their
+      adapters keep the same tensors instead; each of the four adapters' linear_out keeps linear_in's
+      rank-r output: 4 x 2 r = 128;
+    - tp=2 with SP: each of the qkv and fc1 adapters keeps the gathered, whole-sequence norm
+      output TE returns (2 h each) beside TE's local shard: 4 h + 128 = 16,512;
+    - dropout 0.1, tp=1: qkv's and fc1's dropped-out copy and mask (3 h each), linear_proj's
+      (3 q), linear_fc2's less the SwiGLU output it frees (3 F - 2 F): 6 h + 3 q + F + 128 =
+      51,328.
+    The estimate counted none of it (the full fine-tuning figure)."""
+    def acts(layout, **kw):
+        out = {}
+        for training in ("lora", "finetune"):
+            job = build_job(model="llama-3-8b", gpus=8, seq_len=4096, framework="megatron", training=training,
+                            **(kw if training == "lora" else {}))
+            forward = [r for r in mem(job, layout).stages if r["phase"] == "forward"]
+            out[training] = forward[0]["breakdown_gib"]["activations"]
+        return out["lora"] - out["finetune"]
+    per_byte = 32 * 4096 / 2**30                 # GiB of 1 byte a token in each of 32 layers, 4,096 tokens
+    h, q, f, r = 4096, 4096, 14336, 16
+    assert acts("tp=1,pp=1,mbs=1,recompute=none") == pytest.approx(4 * 2 * r * per_byte, rel=1e-6)
+    assert acts("tp=2,pp=1,mbs=1,sp=on,recompute=none") == pytest.approx((4 * h + 8 * r) * per_byte, rel=1e-6)
+    assert (acts("tp=1,pp=1,mbs=1,recompute=none", lora_dropout=0.1)
+            == pytest.approx((6 * h + 3 * q + f + 8 * r) * per_byte, rel=1e-6))
+    # full recomputation keeps each layer's input alone, adapters or not
+    assert acts("tp=1,pp=1,mbs=1,recompute=full") == pytest.approx(0.0, abs=1e-9)

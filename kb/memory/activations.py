@@ -233,10 +233,14 @@ def adapter_saved_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
     fp32-scaled ones (-4 h) and a DeepSeek-V3 dense layer (bf16 adapters exact; fp32 ones 2 h
     over, the attention output the CPU's math SDPA does not keep, cpu_lora_saved_tensors.jsonl);
     h200_hf_trainer_steps.jsonl t17 (LoRA 8B, 8K tokens, no checkpointing) read 4.0 h a token a
-    layer low without it. None under full recompute (the layer keeps its input alone) or
-    outside the transformers path."""
-    if t.training not in ADAPTERS or profile(t) != "hf":
+    layer low without it. None under full recompute (the layer keeps its input alone); on
+    Megatron-Core, Megatron-Bridge's LoRA (megatron_adapters.megatron_adapter_saved_bytes); none
+    on torchtitan's path (not sized)."""
+    if t.training not in ADAPTERS or profile(t) == "torch":
         return 0.0
+    if profile(t) == "megatron":
+        from .megatron_adapters import megatron_adapter_saved_bytes
+        return megatron_adapter_saved_bytes(m, t, lay, moe)
     from .peft_experts import moe_adapter_mlp_bytes  # it imports this module
     fp32 = adapter_input_cast(t, lay)
     mlp = moe_adapter_mlp_bytes(m, t, lay, fp32) if moe else _dense_mlp_adapter_bytes(m, t, lay, fp32)

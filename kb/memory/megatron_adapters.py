@@ -25,7 +25,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..schema import TrainingSpec
+from ..layout import Layout
+from ..schema import ModelSpec, TrainingSpec
+from ..vec import where
 from . import optimizers as opt
 from .states import States, _shard, recipe
 
@@ -52,3 +54,58 @@ def megatron_adapter_states(t: TrainingSpec, frozen: States, ad: float, largest:
     return replace(frozen, weights=ad * r.weights, grads=ad * r.grads, master=sharded * r.master,
                    optimizer=sharded * r.moments, compute_copy=0.0, persistent_grads=r.persistent_grads,
                    optimizer_temp=temp, loop_kept_grads=False)
+
+
+def adapter_output_bytes(t: TrainingSpec, adapters: float) -> float:
+    """Bytes a token each adapter's linear_out keeps of its input, linear_in's rank-r output:
+    2 r (bf16), whole r on every TP rank (ColumnParallelLinear linear_in with gather_output=True;
+    a RowParallelLinear linear_in all-reduces its output) and whole-sequence under sequence
+    parallelism (the adapter's linears run with sequence_parallel=False), so not divided by TP
+    or SP. ``adapters``: the adapters a layer holds, per token."""
+    return 2.0 * t.lora_rank * adapters
+
+
+def norm_output_copy_bytes(t: TrainingSpec, lay: Layout, h: int):
+    """Bytes a token linear_in of an adapter on a fused LayerNorm-linear (linear_qkv, linear_fc1)
+    keeps of the norm output it reads, beyond what TE keeps. TE returns the norm output to the
+    adapter and keeps it too (layernorm_linear.py L427-429), so in bf16 without sequence
+    parallelism the adapter's saved input is that storage: nothing more. It is a copy of its own,
+    2 h whole-sequence, where (a) sequence parallelism gathers it (TE returns the gathered output,
+    return_layernorm_output_gathered, and keeps only its local shard; or the adapter gathers it
+    itself under TP overlap), (b) FP8 quantizes TE's kept copy (L287-317: the returned bf16 value
+    is not the one TE keeps), or (c) the adapter's dropout replaces its input (2 h dropped-out copy
+    and the 1 h bool mask of F.dropout's fused kernel)."""
+    own = lay.sp | (t.precision == "fp8") | (t.lora_dropout > 0)
+    return where(own, 2.0 * h, 0.0) + (1.0 * h if t.lora_dropout > 0 else 0.0)
+
+
+def megatron_adapter_saved_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
+    """What Megatron-Bridge's LoRA changes in what a Megatron-Core layer keeps for backward, bytes
+    per token (activations.layer_bytes_per_token's units; its megatron profile is the full
+    fine-tuning count). With dropout 0 in bf16 without SP: 8 r, four adapters' rank-r tensors.
+
+    - linear_qkv and linear_fc1 (TE LayerNormColumnParallelLinear, frozen): TE keeps the norm input
+      and output as for a trained weight, since it returns the output to the adapter; the adapter
+      adds norm_output_copy_bytes (per adapter: 2 for a dense layer, the attention's alone in an
+      MoE layer, whose router and experts read a separate norm's output);
+    - linear_proj and linear_fc2 (TE RowParallelLinear, frozen): TE keeps no input (linear.py
+      L303); linear_in keeps the same tensor instead -- the attention output flash attention keeps
+      anyway, the SwiGLU output fc2 kept -- so nothing changes in bf16 without dropout. Under FP8
+      TE kept fc2's input in FP8 (1 byte, activations.py), the adapter keeps it bf16: + F/tp. A
+      dropout keeps its dropped-out copy and mask (3 bytes an element) and frees fc2's own input,
+      which nothing else keeps (Megatron's fused SwiGLU keeps its input, not its output);
+    - every adapter: adapter_output_bytes.
+    The routed experts' shared adapter pair (is_expert) reads the permuted tokens the grouped
+    linears kept: 2 r x 2 a routed copy; what their dropout or FP8 changes is not sized."""
+    h = m.hidden
+    norms = norm_output_copy_bytes(t, lay, h) * (1 if moe else 2)
+    q, drop = m.q_width / lay.tp, t.lora_dropout > 0
+    proj = 3.0 * q if drop else 0.0
+    if moe:
+        routed = where(lay.sp, lay.etp / lay.tp, 1.0) * m.top_k
+        shared = 2 if m.shared_width else 0
+        return norms + proj + adapter_output_bytes(t, 2 + shared + 2 * routed)
+    f = m.ffn / lay.tp
+    fc2_kept = 1.0 if t.precision == "fp8" else 2.0        # what TE kept of fc2's input, a trained weight
+    fc2 = ((3.0 if drop else 2.0) - fc2_kept) * f
+    return norms + proj + fc2 + adapter_output_bytes(t, 4)
