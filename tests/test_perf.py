@@ -87,6 +87,37 @@ def test_lora_dropout_lengthens_the_step_by_its_own_traffic():
     assert dropped_step > plain_step
 
 
+def test_lora_traffic_reads_each_adapted_linear_of_a_shared_expert_once(tmp_path):
+    """PEFT puts one adapter on each nn.Linear it wraps, and each adapter's lora_A reads that
+    linear's input once: GraniteMoeShared's shared MLP is one fused input_linear (h x 2S) and
+    output_linear (modeling_granitemoeshared.py GraniteMoeSharedMLP), so its input is read once,
+    not once for a gate and once for an up; Qwen2-MoE's shared_expert_gate (h x 1) is a linear
+    PEFT adapts beside gate, up and down. The dropout PEFT runs on each adapter's input (10 bytes a
+    feature in bf16) shows how many input features the traffic counts, per MoE layer: the same
+    linears lora_params counts."""
+    from shardwise.kb.perf.compute import lora_bytes_per_token
+    shapes = {"num_hidden_layers": 4, "num_attention_heads": 16, "vocab_size": 32000, "tie_word_embeddings": False}
+    configs = {
+        "granitemoeshared": {"hidden_size": 1024, "intermediate_size": 512, "shared_intermediate_size": 1024,
+                             "num_key_value_heads": 8, "num_local_experts": 32, "num_experts_per_tok": 8},
+        "qwen2_moe": {"hidden_size": 2048, "intermediate_size": 5632, "moe_intermediate_size": 1408,
+                      "shared_expert_intermediate_size": 5632, "num_key_value_heads": 16, "num_experts": 60,
+                      "num_experts_per_tok": 4},
+    }
+    for model_type, cfg in configs.items():
+        path = tmp_path / f"{model_type}.json"
+        path.write_text(json.dumps({"model_type": model_type, **shapes, **cfg}))
+        t = {p: build_job(hf_config=str(path), gpus=8, framework="deepspeed", training="lora", lora_dropout=p)
+             for p in (0.0, 0.1)}
+        m = t[0.0].model
+        h, s = m.hidden, m.shared_width
+        attention = 3 * h + m.q_width                          # q, k, v read h, o the heads' output
+        shared = h + s if model_type == "granitemoeshared" else 2 * h + s + h   # +h: shared_expert_gate
+        inputs = (lora_bytes_per_token(m, t[0.1].training, True, False)
+                  - lora_bytes_per_token(m, t[0.0].training, True, False)) / 10.0
+        assert inputs == attention + shared, model_type
+
+
 def test_per_layer_compute_matches_the_h100_measurements():
     rows = calibration.layer_compute_rows()
     assert len(rows) == 24

@@ -81,15 +81,25 @@ def shared_input_linears(m: ModelSpec) -> int:
     return (1 if m.family in FUSED_SHARED_MLP else 2) + (1 if m.shared_gate else 0)
 
 
-def shared_adapter_params(m: ModelSpec, rank: int) -> int:
-    """LoRA parameters PEFT gives one layer's shared expert where its routed experts are not
-    adapted, r (in + out) per nn.Linear: gate, up and down 3 r (h + S), or a fused input_linear
-    (h x 2S) and output_linear r (2h + 3S) (counted on a CPU GraniteMoeShared layer,
-    cpu_peft_experts.jsonl), and Qwen2-MoE's gate r (h + 1); 0 without a shared expert."""
+def shared_projections(m: ModelSpec) -> list[tuple[int, int]]:
+    """(in, out) features of each nn.Linear PEFT adapts in one layer's shared expert where its
+    routed experts are not adapted: gate, up and down, or a fused input_linear (h x 2S) and
+    output_linear (FUSED_SHARED_MLP; modeling_granitemoeshared.py GraniteMoeSharedMLP), and
+    Qwen2-MoE's shared_expert_gate (h x 1; modeling_qwen2_moe.py Qwen2MoeSparseMoeBlock); none
+    without a shared expert. The parameters (shared_adapter_params) and the per-token traffic
+    (perf/compute.lora_bytes_per_token) both read it."""
     if not m.shared_width:
-        return 0
-    mlp = adapter_params(rank, mlp_projections(m, m.shared_width, fused=m.family in FUSED_SHARED_MLP))
-    return mlp + (adapter_params(rank, [(m.hidden, 1)]) if m.shared_gate else 0)
+        return []
+    mlp = mlp_projections(m, m.shared_width, fused=m.family in FUSED_SHARED_MLP)
+    return mlp + ([(m.hidden, 1)] if m.shared_gate else [])
+
+
+def shared_adapter_params(m: ModelSpec, rank: int) -> int:
+    """LoRA parameters PEFT gives one layer's shared expert (shared_projections), r (in + out)
+    per nn.Linear: gate, up and down 3 r (h + S), or a fused input_linear and output_linear
+    r (2h + 3S) (counted on a CPU GraniteMoeShared layer, cpu_peft_experts.jsonl), and Qwen2-MoE's
+    gate r (h + 1); 0 without a shared expert."""
+    return adapter_params(rank, shared_projections(m))
 
 
 def moe_adapter_mlp_bytes(m: ModelSpec, t: TrainingSpec, lay, fp32) -> float:

@@ -31,7 +31,8 @@ from ..defaults import ADAPTERS
 from ..frameworks import profile as framework_profile
 from ..memory.activations import (adapter_input_cast, dense_chunk_mask, experts_cast_by_autocast,
                                   fp32_weights_under_autocast, routed_copies)
-from ..memory.peft_experts import ADAPTED_EXPERT_FAMILIES, FUSED_EXPERT_FAMILIES, merges_experts, peft_on_transformers
+from ..memory.peft_experts import (ADAPTED_EXPERT_FAMILIES, FUSED_EXPERT_FAMILIES, merges_experts, peft_on_transformers,
+                                   shared_projections)
 from ..layout import Layout
 from ..params import attention_projections, layer_params, mlp_projections
 from ..schema import GPUSpec, ModelSpec, TrainingSpec
@@ -335,13 +336,15 @@ def lora_bytes_per_token(m: ModelSpec, t: TrainingSpec, moe: bool, fp32_adapters
     if not moe:
         # PEFT maps gate/up/down_proj onto the fused experts' parameters, so a dense layer's MLP of
         # those names (DeepSeek's leading layers) keeps no adapter (kb/memory/states.lora_params)
-        f = 0 if merges_experts(m, t) else m.ffn
+        mlp = [] if merges_experts(m, t) else mlp_projections(m, m.ffn)
     elif peft_on_transformers(t) and m.family in FUSED_EXPERT_FAMILIES:
-        f = m.shared_width if m.family not in ADAPTED_EXPERT_FAMILIES else 0
+        # the linears lora_params counts: the shared expert's, GraniteMoeShared's fused input_linear
+        # one adapter, Qwen2-MoE's shared_expert_gate one more
+        mlp = shared_projections(m) if m.family not in ADAPTED_EXPERT_FAMILIES else []
     else:
-        f = m.expert_ffn * m.top_k
+        mlp = mlp_projections(m, m.expert_ffn * m.top_k)
     # gate and up read the MLP's input each, a fused gate_up_proj once (FUSED_PROJECTIONS)
-    projections = attention_projections(m) + (mlp_projections(m, f) if f else [])
+    projections = attention_projections(m) + mlp
     ins, outs = sum(i for i, _ in projections), sum(o for _, o in projections)
     per_in = where(fp32_adapters, LORA_IN_BYTES_FP32, LORA_IN_BYTES_BF16)
     if t.lora_dropout > 0:
