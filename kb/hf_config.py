@@ -699,7 +699,7 @@ ROUTER_DEFAULTS = {"deepseek_v3": (8, 4, 2.5, "noaux_tc"), "glm4_moe": (1, 1, 1.
 V2_TOPK_METHODS = ("greedy", "group_limited_greedy")
 
 
-def _router(cfg: dict, path: str, mt: str, experts: int) -> dict:
+def _router(cfg: dict, path: str, mt: str) -> dict:
     """ModelSpec's router_* fields from config.json (ROUTER_DEFAULTS where it leaves them out).
     DeepSeek-V2's router weighs the top k by the softmax over all experts, never renormalised
     (DeepseekV2TopkRouter reads no norm_topk_prob): router_pre_softmax."""
@@ -715,13 +715,7 @@ def _router(cfg: dict, path: str, mt: str, experts: int) -> dict:
                              f"model; supported: {', '.join(V2_TOPK_METHODS)} (transformers' DeepseekV2TopkRouter)")
         out["router_pre_softmax"] = True
     out["router_topk_method"] = method
-    if method != "greedy":
-        g, k = out["router_groups"], out["router_group_topk"]
-        if not (g and experts % g == 0 and 0 < k <= g):
-            raise InputError(f"{path}: n_group ({g}) and topk_group ({k}) must be an n_group that divides the "
-                             f"{experts} routed experts and a topk_group from 1 to n_group, for topk_method {method} "
-                             "(its router picks a token's groups before its experts)")
-    return out
+    return out     # groups that do not divide the experts: ModelSpec's check refuses them
 
 
 def _activation(cfg: dict, path: str, mt: str) -> str:
@@ -919,7 +913,7 @@ def read_hf_config(path: str) -> ModelSpec:
                     shared_experts=_field(cfg, path, "n_shared_experts", required=False, default=shared),
                     first_dense=_field(cfg, path, "first_k_dense_replace", required=False, default=dense))
     if mt in ROUTER_DEFAULTS:
-        spec.update(_router(cfg, path, mt, spec["experts"]))
+        spec.update(_router(cfg, path, mt))
     if mt in MLA_TYPES:
         spec.update(q_lora_rank=_field(cfg, path, "q_lora_rank", required=False, default=0),
                     kv_lora_rank=_field(cfg, path, "kv_lora_rank", least=1),

@@ -158,11 +158,14 @@ class ModelSpec(_Frozen):
             raise ValueError("chunked_layers and sliding_window cannot both be set: one local pattern a model")
         if self.full_attn_every == 1:
             raise ValueError("full_attn_every 1 makes every layer full: leave sliding_window out instead")
+        g, k = self.router_groups, self.router_group_topk
         if self.router_topk_method in ("noaux_tc", "group_limited_greedy") and not (
-                self.router_groups and self.experts % self.router_groups == 0
-                and 0 < self.router_group_topk <= self.router_groups):
-            raise ValueError("group-limited routing needs router_groups dividing experts and "
-                             "0 < router_group_topk <= router_groups")
+                g and self.experts % g == 0 and 0 < k <= g):
+            # the one check for the catalog and config.json (kb/hf_config._router), in both names
+            raise ValueError(f"n_group ({g}) and topk_group ({k}) must be an n_group that divides the "
+                             f"{self.experts} routed experts and a topk_group from 1 to n_group, for topk_method "
+                             f"{self.router_topk_method} (its router picks a token's groups before its experts; "
+                             "router_groups and router_group_topk in the catalog)")
         return self
 
     # Derived shape, so that no caller recomputes it.

@@ -397,6 +397,27 @@ def test_deepseek_routing_is_read_with_the_config_classes_defaults(run_cli, tmp_
     assert "n_group (6)" in err and "divides" in err
 
 
+def test_catalog_and_config_json_refuse_bad_router_groups_in_one_message(run_cli, tmp_path):
+    """One check (ModelSpec's) refuses groups that do not divide the experts, or a topk_group
+    past n_group, wherever the model comes from: GLM-4.5's catalog entry and its own config.json
+    (160 routed experts, topk_method noaux_tc) with the same bad groups get the same line, naming
+    both values and what is allowed."""
+    from pydantic import ValidationError
+    from shardwise.kb import catalog
+    from shardwise.kb.schema import ModelSpec
+    from catalog_configs import CATALOG_CONFIGS
+    entry = catalog.model("glm-4.5").model_dump()
+    for groups, topk in ((6, 2), (8, 9), (8, 0)):
+        with pytest.raises(ValidationError) as e:
+            ModelSpec(**dict(entry, router_groups=groups, router_group_topk=topk))
+        msg = e.value.errors()[0]["msg"].removeprefix("Value error, ")
+        path = write(tmp_path / f"{groups}-{topk}" / "config.json",
+                     dict(CATALOG_CONFIGS["glm-4.5"], n_group=groups, topk_group=topk))
+        err = refused(run_cli, "recommend", "--hf-config", path, "--gpus", "8")
+        assert err.endswith(msg), (err, msg)
+        assert f"n_group ({groups}) and topk_group ({topk})" in msg and "160 routed experts" in msg
+
+
 # --- MoE model types added with their measured layers (OLMoE, Granite MoE) ---------------------
 
 OLMOE = {"model_type": "olmoe", "hidden_size": 2048, "intermediate_size": 1024, "num_hidden_layers": 16,
