@@ -283,9 +283,10 @@ def moe_args(m, graphs: bool = False) -> list[str]:
             a += ["--moe-shared-expert-gate"]
     if m.router_bias:
         a += ["--moe-router-enable-expert-bias", "--moe-router-score-function", "sigmoid"]
-    if m.router_pre_softmax:
+    if m.router_pre_softmax and not m.router_bias:
         # softmax over all experts, then the top k, not renormalised (moe_utils.py
-        # topk_routing_with_score_function, use_pre_softmax), as norm_topk_prob false weighs them
+        # topk_routing_with_score_function, use_pre_softmax), as norm_topk_prob false weighs them;
+        # the sigmoid router ignores the flag (router_group_args says so)
         a += ["--moe-router-pre-softmax"]
     return a
 
@@ -302,10 +303,19 @@ def router_group_args(m) -> tuple[list, list[str]]:
     Group-limited routing is --moe-router-num-groups and --moe-router-group-topk, whose group
     score is the sum of the group's top (topk // group_topk) scores (moe_utils.group_limited_topk):
     the model's only where that count is its own (GROUP_SCORE_TOP; DeepSeek-V3's 8 // 4 = 2),
-    else a caveat: DeepSeek-V2's best-score groups with 6 // 3 = 2 would be picked by another rule."""
+    else a caveat: DeepSeek-V2's best-score groups with 6 // 3 = 2 would be picked by another rule.
+    A sigmoid router (DeepSeek-V3's correction bias, moe_args) whose config.json says norm_topk_prob
+    false weighs its top k by their sigmoid scores as they are; Megatron's sigmoid router divides
+    them by their sum whenever k > 1, whatever --moe-router-pre-softmax says (moe_utils.py
+    topk_routing_with_score_function, NVIDIA/Megatron-LM@d98e8a6 line 929), and has no flag
+    against it: a caveat."""
     a, caveats = [], []
     if m.router_scale != 1:
         a += ["--moe-router-topk-scaling-factor", m.router_scale]
+    if m.router_bias and m.router_pre_softmax and m.top_k > 1:
+        caveats.append(f"norm_topk_prob false: the model weighs its top {m.top_k} experts by their sigmoid scores "
+                       "as they are; Megatron's sigmoid router renormalises them over the k (no flag turns that "
+                       "off): same shapes, other routing weights")
     if not m.group_limited:
         return a, caveats
     if m.top_k // m.router_group_topk == GROUP_SCORE_TOP[m.router_topk_method]:

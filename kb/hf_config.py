@@ -702,7 +702,10 @@ V2_TOPK_METHODS = ("greedy", "group_limited_greedy")
 def _router(cfg: dict, path: str, mt: str) -> dict:
     """ModelSpec's router_* fields from config.json (ROUTER_DEFAULTS where it leaves them out).
     DeepSeek-V2's router weighs the top k by the softmax over all experts, never renormalised
-    (DeepseekV2TopkRouter reads no norm_topk_prob): router_pre_softmax."""
+    (DeepseekV2TopkRouter reads no norm_topk_prob): router_pre_softmax. DeepSeek-V3's and
+    GLM-4.5's weigh them by their sigmoid scores, renormalised over the k only where
+    norm_topk_prob is true (modeling_deepseek_v3.py DeepseekV3MoE.route_tokens_to_experts,
+    modeling_glm4_moe.py Glm4MoeMoE; both config classes default it to true)."""
     groups, topk, scale, method = ROUTER_DEFAULTS[mt]
     out = {"router_groups": _field(cfg, path, "n_group", required=False, default=groups),
            "router_group_topk": _field(cfg, path, "topk_group", required=False, default=topk),
@@ -714,6 +717,8 @@ def _router(cfg: dict, path: str, mt: str) -> dict:
             raise InputError(f"{path}: field 'topk_method' {_show(method)} is not supported for a deepseek_v2 "
                              f"model; supported: {', '.join(V2_TOPK_METHODS)} (transformers' DeepseekV2TopkRouter)")
         out["router_pre_softmax"] = True
+    else:
+        out["router_pre_softmax"] = not _field(cfg, path, "norm_topk_prob", required=False, default=True, kind=bool)
     out["router_topk_method"] = method
     return out     # groups that do not divide the experts: ModelSpec's check refuses them
 

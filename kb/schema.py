@@ -62,10 +62,12 @@ class ModelSpec(_Frozen):
     # SmolLM3: every fourth layer). No shape changes; the Megatron export builds them
     # (--no-rope-freq, export/megatron.py nope_args)
     nope_layers: tuple[int, ...] = ()
-    # the router weighs its top k by the softmax over all experts, not renormalised over the k
-    # (config.json's norm_topk_prob false: OLMoE, Qwen2-MoE); False renormalises, as Mixtral's and
-    # Qwen3-MoE's do. Memory and time are the same; the Megatron export builds it
-    # (--moe-router-pre-softmax)
+    # the router weighs its top k by their scores over all experts, not renormalised over the k
+    # (config.json's norm_topk_prob false): the softmax over all experts (OLMoE, Qwen2-MoE), or
+    # each expert's sigmoid (a DeepSeek-V3 / GLM-4.5 file that sets it false); False renormalises,
+    # as Mixtral's, Qwen3-MoE's and DeepSeek-V3's do. Memory and time are the same; the Megatron
+    # export builds the softmax kind (--moe-router-pre-softmax) and says it cannot build the
+    # sigmoid kind (export/megatron.router_group_args)
     router_pre_softmax: bool = False
     sandwich_norm: bool = False
     embed_norm: bool = False

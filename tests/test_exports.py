@@ -847,6 +847,32 @@ def test_megatron_routes_and_rotates_as_olmoe_and_glm45_do(tmp_path):
     assert not any("partial RoPE" in c or "rotary" in c for c in glm.caveats)
 
 
+def test_megatron_says_it_renormalises_a_sigmoid_router_whose_config_does_not(tmp_path):
+    """DeepSeek-V3's and GLM-4.5's routers renormalise their top-k sigmoid scores only where
+    config.json's norm_topk_prob is true (their files, and both config classes' default).
+    Megatron's sigmoid router renormalises whenever k > 1 and has no flag against it
+    (moe_utils.py topk_routing_with_score_function; --moe-router-pre-softmax acts on softmax
+    only): a file that sets it false gets the same script and a caveat saying the routing weights
+    differ, where the export used to be silent. GLM-4.5 and Kimi K2 (DeepSeek-V3's architecture)
+    as their files publish them, then flipped."""
+    from catalog_configs import CATALOG_CONFIGS
+    layouts = {"glm-4.5": Layout(pp=4, dp=16, ep=8, zero=1, mbs=1, grad_accum=4, recompute="full"),
+               "kimi-k2": Layout(tp=8, pp=8, dp=16, ep=32, zero=1, mbs=1, grad_accum=16, recompute="full")}
+    for name, lay in layouts.items():
+        scripts = {}
+        for norm in (True, False):
+            (tmp_path / f"{name}-{norm}").mkdir()
+            a, caveats = _hf_script(tmp_path / f"{name}-{norm}", dict(CATALOG_CONFIGS[name], norm_topk_prob=norm),
+                                    lay.world, lay)
+            scripts[norm] = a
+            said = [c for c in caveats if "norm_topk_prob" in c]
+            assert bool(said) == (not norm), (name, caveats)
+            assert not said or ("renormalises" in said[0] and "top 8" in said[0])
+        assert _flag(scripts[False], "--moe-router-score-function") == "sigmoid"
+        assert "--moe-router-pre-softmax" not in scripts[False]     # no effect on a sigmoid router
+        assert scripts[True] == scripts[False], name
+
+
 DEEPSEEK_V2 = {"model_type": "deepseek_v2", "hidden_size": 5120, "intermediate_size": 12288, "num_hidden_layers": 60,
                "num_attention_heads": 128, "vocab_size": 102400, "n_routed_experts": 160, "num_experts_per_tok": 6,
                "moe_intermediate_size": 1536, "n_shared_experts": 2, "first_k_dense_replace": 1,
