@@ -16,7 +16,7 @@ from shardwise.kb.validity import autoep_runs
 
 from .deepspeed import export as deepspeed_export
 from .optimizer import WHAT, fsdp2_refuses, named, script_caveat
-from .target import Export, Target, dp_dims, hsdp_caveats, memory_as_run, with_caveats
+from .target import Export, Target, all_experts_caveats, dp_dims, hsdp_caveats, memory_as_run, with_caveats
 
 # the decoder-layer class FSDP wraps, per model family (transformers' modeling_<family>.py)
 LAYER_CLASS = {"llama": "LlamaDecoderLayer", "mistral": "MistralDecoderLayer", "ministral": "MinistralDecoderLayer",
@@ -70,6 +70,7 @@ def config(tg: Target) -> tuple[dict, list[str]]:
         caveats.append("pure-bf16: mixed_precision no, so that FSDP2 keeps the parameters in the dtype your script "
                        "loads them in: load the model in bfloat16 (from_pretrained(..., torch_dtype=torch.bfloat16))")
     layer = LAYER_CLASS.get(m.family)
+    caveats += all_experts_caveats(tg, "Accelerate wraps")
     if layer is None:
         caveats.append(f"{m.name} ({m.family}) has no transformers class here: set fsdp_transformer_layer_cls_to_wrap "
                        "to your model's decoder-layer class")

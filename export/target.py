@@ -117,5 +117,24 @@ def memory_as_run(tg: Target, optimizer: str | None = None, **changes) -> str:
             f"{'fits' if est.fits else 'does not fit'}")
 
 
+def all_experts_caveats(tg: Target, runner: str) -> list[str]:
+    """Where ``runner`` is transformers' own MoE block of a family that passes every token through
+    every routed expert (kb/memory/activations.ALL_EXPERTS_FAMILIES: modeling_llama4.py
+    Llama4TextMoe, hidden_states.repeat(num_experts, 1) * router_scores) but the estimate sized
+    fewer copies (activations.routed_copies: top k on --framework fsdp's token-choice MoE, as
+    torchtitan's common/moe.py TokenChoiceTopKRouter routes, or under DeepSpeed's experts at
+    EP > 1): the routed experts then compute and keep E / k times what was sized."""
+    from shardwise.kb.memory.activations import ALL_EXPERTS_FAMILIES, routed_copies
+    m, t, lay = tg.job.model, tg.job.training, tg.layout
+    sized = routed_copies(m, t, lay)
+    if m.family not in ALL_EXPERTS_FAMILIES or not m.is_moe or sized >= m.experts:
+        return []
+    return [f"{runner} transformers' MoE block (Llama4TextMoe), which passes every token through all "
+            f"{m.experts} routed experts (weighted 0 off its top {m.top_k}); the estimate sized {sized:g} a token "
+            f"(--framework {t.framework}'s top-{m.top_k} routing): its routed experts compute and keep "
+            f"{m.experts / sized:g}x what was sized, and the step is longer than estimated "
+            "(`--framework hf` sizes transformers' block)"]
+
+
 def with_caveats(lines: list[str], caveats: list[str], comment: str = "#") -> list[str]:
     return lines + [f"{comment} cannot express: {c}" for c in caveats]

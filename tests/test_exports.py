@@ -803,6 +803,25 @@ def test_megatron_builds_llama4s_nope_layers_l2_norms_and_sigmoid_router(tmp_pat
     assert _flag(a, "--moe-layer-freq") == "([0]*1+[1])*24" and _flag(a, "--no-rope-freq") == "4"
 
 
+def test_accelerate_says_transformers_llama4_runs_every_expert_where_fsdp_sized_top_k(tmp_path):
+    """The Accelerate config wraps transformers' Llama4TextDecoderLayer, whose Llama4TextMoe
+    passes every token through all 16 experts; --framework fsdp sizes a token-choice top-1 MoE.
+    The export says so (and the FSDP2 module, for a script that builds transformers' model),
+    with the factor; where the estimate already sized transformers' block (--framework hf,
+    EP 1) or the launch routes top k (torchtitan), nothing is said."""
+    path = tmp_path / "scout" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(LLAMA4_SCOUT))
+    lay = Layout(dp=64, zero=3, mbs=1, grad_accum=4, recompute="full")
+    fsdp = Target(build_job(hf_config=str(path), gpus=64, framework="fsdp"), lay)
+    for to in ("accelerate", "fsdp"):
+        said = [c for c in export(to, fsdp).caveats if "Llama4TextMoe" in c]
+        assert len(said) == 1 and "all 16 routed experts" in said[0] and "16x" in said[0], (to, said)
+    assert not any("Llama4TextMoe" in c for c in export("torchtitan", fsdp).caveats)
+    hf = Target(build_job(hf_config=str(path), gpus=64, framework="hf"), lay)
+    assert not any("Llama4TextMoe" in c for c in export("accelerate", hf).caveats)
+
+
 def test_megatron_no_rope_freq_takes_the_list_form_for_another_pattern(tmp_path):
     """no_rope_layers that are not every Nth layer (or an N that does not divide the layers, which
     TransformerConfig refuses as an integer) are --no-rope-freq's list form, 1 where RoPE is left
