@@ -129,6 +129,12 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
     if m.sandwich_norm:
         caveats.append("post-attention and post-MLP norms (Gemma 2): Megatron's command line has no flag for them "
                        "(Megatron-Bridge's Gemma 2 uses its own layer spec)")
+    if m.attn_softcap:
+        # Megatron-Core caps no attention logits: TransformerConfig has no soft-cap field and its
+        # one flash-attn call fixes softcap at 0.0 (transformer/attention.py, NVIDIA/Megatron-LM@d98e8a6)
+        caveats.append(f"attention logit soft-capping at {m.attn_softcap:g} (Gemma 2's attn_logit_softcapping: "
+                       "scores = cap x tanh(scores / cap)): Megatron-Core has no option for it; this script trains "
+                       "uncapped scores, same shapes, other numerics")
     caveats += FAMILY_CAVEATS.get(m.family, [])
     if m.embed_norm:
         caveats.append("embedding LayerNorm (BLOOM): Megatron's command line has no flag for it")

@@ -822,6 +822,22 @@ def test_accelerate_says_transformers_llama4_runs_every_expert_where_fsdp_sized_
     assert not any("Llama4TextMoe" in c for c in export("accelerate", hf).caveats)
 
 
+def test_megatron_says_it_cannot_soft_cap_gemma2s_attention(tmp_path):
+    """Gemma 2 caps its attention scores (attn_logit_softcapping 50: cap x tanh(s / cap));
+    Megatron-Core has no soft-cap option, so the script trains uncapped scores: a caveat with the
+    cap, where the export said nothing. A config.json with the cap turned off (null) and Gemma 3,
+    which has none, get no such caveat."""
+    lay = Layout(dp=8, zero=1, mbs=1, grad_accum=8)
+    for name in ("gemma-2-2b", "gemma-2-9b"):
+        said = [c for c in export("megatron", Target(build_job(model=name, gpus=8), lay)).caveats if "soft-capping" in c]
+        assert len(said) == 1 and "at 50 " in said[0], (name, said)
+    assert not any("soft-capping" in c for c in export("megatron", Target(build_job(model="gemma-3-4b", gpus=8), lay)).caveats)
+    cfg = {"model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+           "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000}
+    assert any("soft-capping" in c for c in _hf_script(tmp_path, cfg, 8, lay)[1])
+    assert not any("soft-capping" in c for c in _hf_script(tmp_path, dict(cfg, attn_logit_softcapping=None), 8, lay)[1])
+
+
 def test_megatron_no_rope_freq_takes_the_list_form_for_another_pattern(tmp_path):
     """no_rope_layers that are not every Nth layer (or an N that does not divide the layers, which
     TransformerConfig refuses as an integer) are --no-rope-freq's list form, 1 where RoPE is left
