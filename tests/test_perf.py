@@ -118,6 +118,23 @@ def test_lora_traffic_reads_each_adapted_linear_of_a_shared_expert_once(tmp_path
         assert inputs == attention + shared, model_type
 
 
+def test_megatron_lora_traffic_reads_bridges_fused_adapters_and_each_routed_copy():
+    """Megatron-Bridge's adapters sit on the fused linear_qkv and linear_fc1 (one input read each,
+    not q, k, v and gate, up apart as PEFT's), and the routed experts' shared adapter pair reads
+    every permuted token: a token's top_k copies. Hand count in bf16 (6 bytes an input feature,
+    32 an output feature): Llama 3 8B, inputs h + q + h + F = 26,624, outputs (q + 2 kv) + h + 2F +
+    h = 43,008; Qwen3-30B-A3B's MoE layer, attention h + q in, q + 2 kv + h out, and 8 copies of
+    the expert pair, h + F_e in and 2 F_e + h out each."""
+    from shardwise.kb.perf.compute import lora_bytes_per_token
+    dense = build_job(model="llama-3-8b", gpus=8, training="lora", framework="megatron")
+    assert lora_bytes_per_token(dense.model, dense.training, False, False) == 6 * 26_624 + 32 * 43_008
+    moe = build_job(model="qwen3-30b-a3b", gpus=8, training="lora", framework="megatron")
+    m = moe.model
+    ins = m.hidden + m.q_width + 8 * (m.hidden + m.expert_ffn)
+    outs = m.q_width + 2 * m.kv_width + m.hidden + 8 * (2 * m.expert_ffn + m.hidden)
+    assert lora_bytes_per_token(m, moe.training, True, False) == 6 * ins + 32 * outs
+
+
 def test_per_layer_compute_matches_the_h100_measurements():
     rows = calibration.layer_compute_rows()
     assert len(rows) == 24

@@ -327,24 +327,41 @@ LORA_DROPOUT_BYTES_FP32 = 18.0
 MERGED_BYTES_PER_PARAM = 10.0
 
 
+def megatron_adapter_projections(m: ModelSpec, moe: bool) -> list[tuple[int, int]]:
+    """(in, out) features per token of the adapters Megatron-Bridge's LoRA runs in one layer
+    (states.megatron_lora_params counts the same linears): the fused linear_qkv and linear_proj,
+    the fused linear_fc1 and linear_fc2 of a dense MLP or of the shared expert; the routed
+    experts' one shared adapter pair (share_expert_adapters, a ParallelLinearAdapter that
+    LoRALinear runs on the grouped linear's input: src/megatron/bridge/peft/lora.py @ 067f987
+    LoRA.transform) reads every permuted token, each of a token's top_k routed copies, so k
+    times an expert MLP's features."""
+    attention = attention_projections(m, fused=True)
+    if not moe:
+        return attention + mlp_projections(m, m.ffn, fused=True)
+    shared = mlp_projections(m, m.shared_width, fused=True) if m.shared_width else []
+    return attention + shared + mlp_projections(m, m.expert_ffn, fused=True) * m.top_k
+
+
 def lora_bytes_per_token(m: ModelSpec, t: TrainingSpec, moe: bool, fp32_adapters) -> float:
-    """Memory traffic PEFT's adapters add per token of one layer (all-linear targets). Where the
+    """Memory traffic the adapters add per token of one layer (all-linear targets). Where the
     adapters are PEFT's (peft_on_transformers) an MoE layer's routed experts run no adapter per
     token (peft_experts: merged into the weights, or not adapted); its MLP adapters are the
-    shared expert's, where PEFT keeps them (lora_params). With lora_dropout each adapter's
-    dropout reads and writes its input once more each way (LORA_DROPOUT_BYTES_*)."""
-    if not moe:
+    shared expert's, where PEFT keeps them (lora_params). Megatron-Bridge's are its own
+    (megatron_adapter_projections). With lora_dropout each adapter's dropout reads and writes
+    its input once more each way (LORA_DROPOUT_BYTES_*)."""
+    if not peft_on_transformers(t):
+        projections = megatron_adapter_projections(m, moe)
+    elif not moe:
         # PEFT maps gate/up/down_proj onto the fused experts' parameters, so a dense layer's MLP of
-        # those names (DeepSeek's leading layers) keeps no adapter (kb/memory/states.lora_params)
-        mlp = [] if merges_experts(m, t) else mlp_projections(m, m.ffn)
-    elif peft_on_transformers(t) and m.family in FUSED_EXPERT_FAMILIES:
-        # the linears lora_params counts: the shared expert's, GraniteMoeShared's fused input_linear
-        # one adapter, Qwen2-MoE's shared_expert_gate one more
-        mlp = shared_projections(m) if m.family not in ADAPTED_EXPERT_FAMILIES else []
+        # those names (DeepSeek's leading layers) keeps no adapter (kb/memory/states.lora_params);
+        # gate and up read the MLP's input each, a fused gate_up_proj once (FUSED_PROJECTIONS)
+        projections = attention_projections(m) + ([] if merges_experts(m, t) else mlp_projections(m, m.ffn))
     else:
-        mlp = mlp_projections(m, m.expert_ffn * m.top_k)
-    # gate and up read the MLP's input each, a fused gate_up_proj once (FUSED_PROJECTIONS)
-    projections = attention_projections(m) + mlp
+        # the linears lora_params counts: the shared expert's, GraniteMoeShared's fused input_linear
+        # one adapter, Qwen2-MoE's shared_expert_gate one more (every MoE family PEFT runs fuses its
+        # experts: FUSED_EXPERT_FAMILIES; Llama 4's is refused, PEFT_FAILS)
+        projections = attention_projections(m) + (shared_projections(m) if m.family not in ADAPTED_EXPERT_FAMILIES
+                                                  else [])
     ins, outs = sum(i for i, _ in projections), sum(o for _, o in projections)
     per_in = where(fp32_adapters, LORA_IN_BYTES_FP32, LORA_IN_BYTES_BF16)
     if t.lora_dropout > 0:
