@@ -38,7 +38,10 @@ ZeroGrad = Literal["set-to-none", "zeros"]
 Optimizer = Literal["adamw", "adamw-fused", "adamw-foreach", "adamw-single", "adamw-8bit", "adafactor", "sgd"]
 # --recompute: "auto" lets the advisor choose among the layout's modes (kb/layout.RECOMPUTE)
 RECOMPUTE_CHOICES = ("auto",) + RECOMPUTE
-# The largest micro-batch the search tries (powers of two up to it): micro-batches above 64
-# sequences appear in none of the published runs (benchmarks/calibration/published_runs.yaml)
+# The largest micro-batch the search tries (every divisor of the global batch up to it,
+# search/space.micro_batches): micro-batches above 64 sequences appear in none of the published
+# runs (benchmarks/calibration/published_runs.yaml)
 MBS_MAX = 64
+# The micro-batches a token batch's sequence count is chosen to split well (kb/batch.py): powers
+# of two, which a count of sequences near a power of two divides most often
 MBS_CHOICES = tuple(2 ** i for i in range(MBS_MAX.bit_length()) if 2 ** i <= MBS_MAX)

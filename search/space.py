@@ -4,7 +4,7 @@ A candidate is (tp, pp, cp) with tp x pp x cp dividing the GPUs (dp is the rest)
 ep, ZeRO stage (and an HSDP shard group for FSDP), sequence parallelism, micro-batch and
 recomputation. Domains: tp up to twice the NVLink domain (one step past it, so that the
 playbook's "TP inside the NVLink domain" is a rule the explanation can name, not a silent
-bound), pp up to the layers, vp 1-16, mbs powers of two up to 64, everything else its full
+bound), pp up to the layers, vp 1-16, mbs every divisor of the global batch up to 64, everything else its full
 range. A pin (a user's --mbs or --recompute, or a rule's ``pin``) fixes that setting's domain.
 Then each validity rule (kb/validity.py) removes what a framework cannot run, and says how
 many it removed; ZeRO over a single replica is kept only as ZeRO-0, its one canonical form.
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from shardwise.kb.choices import MBS_CHOICES
+from shardwise.kb.choices import MBS_MAX
 from shardwise.kb.job import Job, divisors
 from shardwise.kb.layout import RECOMPUTE, Derived, Layout
 from shardwise.kb.validity import VALIDITY, first_failure
@@ -114,6 +114,13 @@ def pinned(values: list, setting: str, pins: dict) -> list:
     return [int(v)]
 
 
+def micro_batches(gb: int) -> list[int]:
+    """The micro-batches the search tries for a global batch of ``gb`` sequences: every divisor
+    of it up to MBS_MAX. gb = mbs x grad_accum x dp, so no other micro-batch can divide it; a
+    batch of 96 on 32 ranks runs mbs 3 x grad_accum 1, which powers of two alone would miss."""
+    return [m for m in range(1, min(gb, MBS_MAX) + 1) if gb % m == 0]
+
+
 def build_space(job: Job, gb: int, pins: dict | None = None, fit_only: bool = False) -> Space:
     """Every valid layout. ``fit_only``: only what can decide whether anything fits -- micro-batch 1
     (memory grows with it, and a batch any micro-batch splits, 1 splits too)."""
@@ -130,7 +137,7 @@ def build_space(job: Job, gb: int, pins: dict | None = None, fit_only: bool = Fa
         return _empty(pins)
     tp, pp, cp = (np.array(x, dtype=np.int64) for x in zip(*triples))
     dp = g // (tp * pp * cp)
-    mbs = [1] if fit_only and "mbs" not in pins else list(MBS_CHOICES)
+    mbs = [1] if fit_only and "mbs" not in pins else micro_batches(gb)
     dims = {
         "vp": pinned(list(range(1, VP_MAX + 1)), "vp", pins),
         "ep": pinned(divisors(m.experts) if m.is_moe else [1], "ep", pins),

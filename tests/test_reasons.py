@@ -109,9 +109,11 @@ def test_a_setting_is_explained_by_a_rule_that_bears_on_it_here():
     small = as_dict(decide(build_job(model="llama-3-8b", gpus=64, seq_len=8192)))
     assert small["layout"]["pp"] == 1 and line(small, "pp").startswith("pp.only-when-needed (honoured)")
     # a broken rule on the setting itself is said where only a layout farther off honours it:
-    # OLMoE on 96 GPUs pipelines, and no pp=1 layout at the headline's micro-batch divides the
-    # batch (pp=1 is at mbs 2, 10.4% slower): the pp line hid pp.only-when-needed
-    olmoe = as_dict(decide(build_job(model="olmoe-1b-7b", gpus=96, seq_len=2048, framework="fsdp")))
+    # OLMoE on 96 GPUs with power-of-two micro-batches pipelines, and no pp=1 layout at the
+    # headline's micro-batch divides the batch (pp=1 is at mbs 2, 10.4% slower): the pp line hid
+    # pp.only-when-needed
+    olmoe = as_dict(decide(build_job(model="olmoe-1b-7b", gpus=96, seq_len=2048, framework="fsdp"),
+                           ["rules/policies/mbs-powers-of-two.yaml"]))
     assert olmoe["layout"]["pp"] > 1 and line(olmoe, "pp").startswith("pp.only-when-needed (broken)")
 
 
@@ -141,14 +143,20 @@ def test_a_percent_reads_the_same_from_the_json_as_from_the_estimate():
 
 
 def test_a_pipeline_that_only_makes_the_batch_divide_says_so(run_cli):
-    """8B on one node with a batch of 100 sequences: PP = 1 at TP 1 needs DP 8, which 100 is no
-    multiple of, so the headline pipelines; the answer says that the batch, not memory, is why."""
-    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--seq-len", "4096",
-                             "--global-batch", "100", "--format", "json")
+    """8B on one node with a batch of 100 sequences and power-of-two micro-batches: PP = 1 at TP 1
+    needs DP 8, which 100 is no multiple of, so the headline pipelines; the answer says that the
+    batch, not memory, is why. Free to take mbs 5, it need not pipeline at all."""
+    args = ("recommend", "--model", "llama-3-8b", "--gpus", "8", "--seq-len", "4096", "--global-batch", "100",
+            "--format", "json")
+    code, out, err = run_cli(*args, "--rules", "rules/policies/mbs-powers-of-two.yaml")
     assert code == 0, err
     d = json.loads(out)
     notes = [n for n in d["notes"] if n.startswith("pp=")]
     assert d["layout"]["pp"] > 1 and len(notes) == 1 and "global batch of 100 sequences does not divide" in notes[0]
+    code, out, err = run_cli(*args)
+    free = json.loads(out)
+    assert free["layout"]["pp"] == 1 and free["layout"]["mbs"] % 5 == 0
+    assert not [n for n in free["notes"] if n.startswith("pp=")]
     code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--seq-len", "4096",
                              "--global-batch", "96", "--format", "json")
     assert not [n for n in json.loads(out)["notes"] if n.startswith("pp=")]

@@ -166,6 +166,8 @@ def _disabled(d):
     (dict(model="llama-3-8b", gpus=64, seq_len=131072), "full-recompute-above-64k", "layout.recompute == 'full'"),
     (dict(model="llama-3-8b", gpus=8, training="lora"), "at-least-zero1", "layout.zero >= 1 or layout.dp * layout.cp == 1"),
     (dict(model="llama-3-70b", gpus=128), "pp-at-most-8", "layout.pp <= 8"),
+    (dict(model="olmoe-1b-7b", gpus=96, seq_len=2048, framework="fsdp"), "mbs-powers-of-two",
+     "layout.mbs in [1, 2, 4, 8, 16, 32, 64]"),
 ])
 def test_house_policies_bind_the_search_and_the_headline(job, policy, holds):
     node = expr.parse(holds)

@@ -340,7 +340,7 @@ def test_the_space_holds_exactly_the_valid_candidates_in_grid_order(kw):
     zero-needs-replicas) removes, row by row in the grid's order: (tp, pp, cp), then vp, ep,
     ZeRO, HSDP, SP, micro-batch, recomputation. A candidate drawn from the domains is in the
     space exactly when the single-layout rules pass it; the same job lists the same rows."""
-    from shardwise.kb.choices import MBS_CHOICES
+    from shardwise.kb.choices import MBS_MAX
     from shardwise.kb.job import divisors
     from shardwise.kb.validity import VALIDITY
     from shardwise.search.space import VP_MAX
@@ -363,7 +363,7 @@ def test_the_space_holds_exactly_the_valid_candidates_in_grid_order(kw):
         s = dict(tp=tp, pp=pp, vp=int(rng.choice([1, rng.integers(1, VP_MAX + 1)])), dp=dp, cp=cp,
                  ep=int(rng.choice(divisors(m.experts) if m.is_moe else [1])), zero=int(rng.integers(0, 4)),
                  shard=int(rng.choice([0, max(1, c.gpus_per_node // tp)])) if kw["framework"] == "fsdp" else 0,
-                 sp=int(rng.integers(0, 2)), mbs=int(rng.choice(MBS_CHOICES)), rc=int(rng.integers(0, 4)))
+                 sp=int(rng.integers(0, 2)), mbs=int(rng.integers(1, MBS_MAX + 1)), rc=int(rng.integers(0, 4)))
         s["grad_accum"] = gb // (s["mbs"] * dp)
         valid = all(bool(r.ok(job, dict(s, gb=gb))) for r in VALIDITY)
         single = s["zero"] > 0 and dp * cp == 1 and (not m.is_moe or tp * cp * dp == s["ep"])
@@ -371,6 +371,21 @@ def test_the_space_holds_exactly_the_valid_candidates_in_grid_order(kw):
         held += valid and not single
     assert 0 < held < 400                                       # the draws hit both sides
     assert all(np.array_equal(a[f], b) for f, b in build_space(job, gb).arrays.items())
+
+
+def test_a_batch_with_an_odd_factor_is_split_by_any_micro_batch_that_divides_it():
+    """96 sequences on 32 ranks: 3 each. Powers of two alone leave mbs 1 x grad_accum 3 at DP 32;
+    mbs 3 runs the step in one micro-batch, faster, and the search tries every divisor of the
+    batch up to 64. A house policy of power-of-two micro-batches takes it back."""
+    from shardwise.search.space import micro_batches
+    assert micro_batches(96) == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48]
+    assert micro_batches(1024) == [1, 2, 4, 8, 16, 32, 64] and micro_batches(5) == [1, 5]
+    job = build_job(model="llama-3-8b", gpus=32, seq_len=4096, global_batch=96)
+    d = decide(job)
+    assert d.layout.mbs == 3 and d.layout.grad_accum == 1 and d.layout.dp == 32
+    pow2 = decide(job, ["rules/policies/mbs-powers-of-two.yaml"])
+    assert pow2.layout.mbs in (1, 2, 4, 8, 16, 32, 64)
+    assert d.table.tokens_per_s[d.index] > 1.03 * pow2.table.tokens_per_s[pow2.index]
 
 
 def test_neighbour_facts_on_a_reused_table_are_those_of_a_fresh_search():
