@@ -281,6 +281,11 @@ def _field(cfg: dict, path: str, *names: str, required: bool = True, default=Non
     return default
 
 
+# partial_rotary_factor where config.json leaves it out: configuration_glm4_moe.py 0.5,
+# configuration_phi3.py 1.0 (transformers 5.24)
+ROTARY_FRACTION_DEFAULTS = {"glm4_moe": 0.5, "phi3": 1.0}
+
+
 # RoPE scalings whose factor transformers requires (modeling_rope_utils.py: the linear, dynamic,
 # yarn and llama3 validators list "factor" in required_keys; a missing one is a KeyError)
 FACTOR_SCALINGS = ("linear", "dynamic", "yarn", "llama3")
@@ -936,13 +941,14 @@ def read_hf_config(path: str) -> ModelSpec:
         # norm_topk_prob is true; the three config classes default it to false
         # (configuration_olmoe.py, configuration_qwen2_moe.py, configuration_qwen3_moe.py)
         spec["router_pre_softmax"] = not _field(cfg, path, "norm_topk_prob", required=False, default=False, kind=bool)
-    if mt == "glm4_moe":
-        # RoPE on the first half of each head (Glm4MoeRotaryEmbedding: dim = head_dim x
-        # partial_rotary_factor, apply_rotary_pos_emb passes the rest); the config class sets 0.5
-        # where the file leaves it out (configuration_glm4_moe.py), transformers 5 may keep it in
-        # rope_parameters
+    if mt in ROTARY_FRACTION_DEFAULTS:
+        # RoPE on the first partial_rotary_factor of each head (Glm4MoeRotaryEmbedding and
+        # Phi3RotaryEmbedding: dim = head_dim x partial_rotary_factor, apply_rotary_pos_emb passes
+        # the rest; Phi-4-mini 0.75); the config classes' defaults where the file leaves it out
+        # (ROTARY_FRACTION_DEFAULTS); transformers 5 may keep it in rope_parameters
         rope_params = cfg.get("rope_parameters") if isinstance(cfg.get("rope_parameters"), dict) else {}
-        frac = _field(dict(rope_params, **cfg), path, "partial_rotary_factor", required=False, default=0.5, kind=float)
+        frac = _field(dict(rope_params, **cfg), path, "partial_rotary_factor", required=False,
+                      default=ROTARY_FRACTION_DEFAULTS[mt], kind=float)
         if frac > 1:
             raise InputError(f"{path}: field 'partial_rotary_factor' must be a number in (0, 1], got {_show(frac)}")
         spec["rotary_fraction"] = float(frac)

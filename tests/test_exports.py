@@ -908,6 +908,20 @@ def test_megatron_says_it_renormalises_a_sigmoid_router_whose_config_does_not(tm
         assert scripts[True] == scripts[False], name
 
 
+def test_megatron_rotates_the_share_of_each_head_phi4_mini_names(tmp_path):
+    """Phi-4-mini's config.json (model_type phi3) rotates the first 0.75 of each head
+    (partial_rotary_factor; transformers' Phi3RotaryEmbedding builds dim = head_dim x 0.75): the
+    Megatron script passes --rotary-percent 0.75, where it rotated whole heads. A phi3 file without
+    the field (Phi-3, Phi-4) keeps Phi3Config's 1.0 and writes no flag."""
+    mini = {"model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
+            "num_attention_heads": 24, "num_key_value_heads": 8, "vocab_size": 200064,
+            "partial_rotary_factor": 0.75, "tie_word_embeddings": True}
+    lay = Layout(dp=8, zero=1, mbs=1, grad_accum=8)
+    assert _flag(_hf_script(tmp_path, mini, 8, lay)[0], "--rotary-percent") == "0.75"
+    whole = {k: v for k, v in mini.items() if k != "partial_rotary_factor"}
+    assert "--rotary-percent" not in _hf_script(tmp_path, whole, 8, lay)[0]
+
+
 DEEPSEEK_V2 = {"model_type": "deepseek_v2", "hidden_size": 5120, "intermediate_size": 12288, "num_hidden_layers": 60,
                "num_attention_heads": 128, "vocab_size": 102400, "n_routed_experts": 160, "num_experts_per_tok": 6,
                "moe_intermediate_size": 1536, "n_shared_experts": 2, "first_k_dense_replace": 1,
