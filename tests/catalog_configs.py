@@ -3,6 +3,15 @@ repositories publish them, with the fields the reader (kb/hf_config.py) reads. E
 must describe the model read_hf_config builds from its file (tests/test_params.py). Where a file
 is vendored elsewhere, the comment names where it was copied from."""
 
+# Llama 4's vision tower, the same in Scout's and Maverick's files (configuration_llama4.py
+# Llama4VisionConfig; the copies cited below)
+LLAMA4_VISION = {"hidden_act": "gelu", "hidden_size": 1408, "image_size": 336, "intermediate_size": 5632,
+                 "model_type": "llama4_vision_model", "multi_modal_projector_bias": False, "num_attention_heads": 16,
+                 "num_channels": 3, "num_hidden_layers": 34, "patch_size": 14, "pixel_shuffle_ratio": 0.5,
+                 "projector_input_dim": 4096, "projector_output_dim": 4096, "vision_output_dim": 4096}
+# Phi-4-mini-instruct's rope_scaling.long_factor (mlc-llm model_preset.py "phi-4")
+PHI4_MINI_LONG_FACTOR = [1, 1.118320672, 1.250641126, 1.398617824, 1.564103225, 1.74916897, 1.956131817, 2.187582649, 2.446418898, 2.735880826, 3.059592084, 3.421605075, 3.826451687, 4.279200023, 4.785517845, 5.351743533, 5.984965424, 6.693110555, 7.485043894, 8.370679318, 9.36110372, 10.4687158, 11.70738129, 13.09260651, 14.64173252, 16.37415215, 18.31155283, 20.47818807, 22.90118105, 25.61086418, 28.64115884, 32.03, 32.1, 32.13, 32.23, 32.6, 32.61, 32.64, 32.66, 32.7, 32.71, 32.93, 32.97, 33.28, 33.49, 33.5, 44.16, 47.77]
+
 CATALOG_CONFIGS = {
     # meta-llama/Llama-3.3-70B-Instruct: Llama 3.1 70B's architecture (Meta's model card); shape and
     # max_position_embeddings as vendored in many repos citing the file (e.g. unsloth's copy)
@@ -191,4 +200,118 @@ CATALOG_CONFIGS = {
         "num_hidden_layers": 46, "num_key_value_heads": 8, "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-06,
         "rope_theta": 1000000.0, "routed_scaling_factor": 2.5, "tie_word_embeddings": False, "use_qk_norm": False,
         "vocab_size": 151552},
+    # meta-llama/Llama-4-Scout-17B-16E: Llama4ForConditionalGeneration, the language model in
+    # text_config (a public Markdown copy of the file, printed as Llama4Config; its moe_layers,
+    # abridged "0..47" there, is every layer, as interleave_moe_layer_step 1 builds it, and left
+    # out here); the text shapes are Llama4TextConfig's defaults, whose docstring names this
+    # checkpoint; vision_config the llama4_vision_model both Llama 4 checkpoints share
+    "llama-4-scout": {
+        "architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4", "tie_word_embeddings": False,
+        "text_config": {"attention_bias": False, "attention_chunk_size": 8192, "head_dim": 128, "hidden_act": "silu",
+                        "hidden_size": 5120, "interleave_moe_layer_step": 1, "intermediate_size": 8192,
+                        "intermediate_size_mlp": 16384, "max_position_embeddings": 262144,
+                        "model_type": "llama4_text",
+                        "no_rope_layers": [1, 1, 1, 0] * 12, "num_attention_heads": 40, "num_experts_per_tok": 1,
+                        "num_hidden_layers": 48, "num_key_value_heads": 8, "num_local_experts": 16,
+                        "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                                         "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+                        "rope_theta": 500000.0, "use_qk_norm": True, "vocab_size": 202048},
+        "vision_config": LLAMA4_VISION},
+    # meta-llama/Llama-4-Maverick-17B-128E: NVIDIA/TensorRT-LLM tests/unittest/_torch/modeling/
+    # test_modeling_llama_min_latency.py's LLAMA_4_MAVERICK_TWO_LAYER_CONFIG, "Llama4 Maverick config
+    # but with only 2 layers", with what that test changed restored: num_hidden_layers 48, the
+    # vision tower's 34 layers, and no no_rope_layer_interval 2 (Llama4TextConfig's default 4: every
+    # fourth layer without RoPE, as Scout's file lists)
+    "llama-4-maverick": {
+        "architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4",
+        "text_config": {"attention_bias": False, "attention_chunk_size": 8192, "head_dim": 128, "hidden_act": "silu",
+                        "hidden_size": 5120, "interleave_moe_layer_step": 2, "intermediate_size": 8192,
+                        "intermediate_size_mlp": 16384, "max_position_embeddings": 1048576,
+                        "model_type": "llama4_text", "num_attention_heads": 40, "num_experts_per_tok": 1,
+                        "num_hidden_layers": 48, "num_key_value_heads": 8, "num_local_experts": 128,
+                        "rope_scaling": None, "rope_theta": 500000.0, "use_qk_norm": False, "vocab_size": 202048},
+        "vision_config": LLAMA4_VISION},
+    # google/gemma-3-12b-pt: Gemma3ForConditionalGeneration, text_config as a Rust Gemma 3 loader's
+    # test gives "Gemma 3 12B multimodal text_config" (hidden 3840, intermediate 15360, 48 layers, 16
+    # heads, 8 KV heads, sliding_window 1024; the rest Gemma3TextConfig's defaults), with the linear
+    # RoPE scaling 8 the 4B and 27B files carry; KerasHub's gemma3_12b_text preset: 11,765,788,416
+    # parameters, this model with a 262,144-row table (the file's 262,208 less 64 rows x 3840)
+    "gemma-3-12b": {
+        "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+        "text_config": {"hidden_size": 3840, "intermediate_size": 15360, "model_type": "gemma3_text",
+                        "num_attention_heads": 16, "num_hidden_layers": 48, "num_key_value_heads": 8,
+                        "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024},
+        "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+                          "model_type": "siglip_vision_model", "num_attention_heads": 16, "num_hidden_layers": 27,
+                          "patch_size": 14}},
+    # microsoft/Phi-3-mini-4k-instruct (mlc-llm model_preset.py "phi-3", _name_or_path
+    # Phi-3-mini-4k-instruct; transformers applies its sliding_window 2047)
+    "phi-3-mini": {
+        "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_act": "silu", "hidden_size": 3072,
+        "intermediate_size": 8192, "max_position_embeddings": 4096, "num_attention_heads": 32,
+        "num_hidden_layers": 32, "num_key_value_heads": 32, "original_max_position_embeddings": 4096,
+        "rope_scaling": None, "rope_theta": 10000.0, "sliding_window": 2047, "tie_word_embeddings": False,
+        "vocab_size": 32064},
+    # microsoft/Phi-3-medium-4k-instruct (a Python table of Phi-3 config.json files, name and
+    # _name_or_path Phi-3-medium-4k-instruct)
+    "phi-3-medium": {
+        "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_act": "silu", "hidden_size": 5120,
+        "intermediate_size": 17920, "max_position_embeddings": 4096, "num_attention_heads": 40,
+        "num_hidden_layers": 40, "num_key_value_heads": 10, "original_max_position_embeddings": 4096,
+        "rope_scaling": None, "rope_theta": 10000.0, "sliding_window": 2047, "attention_bias": False,
+        "tie_word_embeddings": False, "vocab_size": 32064},
+    # microsoft/Phi-4-mini-instruct (mlc-llm model_preset.py "phi-4", _name_or_path
+    # Phi-4-mini-instruct): longrope's per-dimension factors, three quarters of each head rotated
+    "phi-4-mini": {
+        "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "attention_bias": False, "hidden_act": "silu",
+        "hidden_size": 3072, "intermediate_size": 8192, "max_position_embeddings": 131072, "mlp_bias": False,
+        "num_attention_heads": 24, "num_hidden_layers": 32, "num_key_value_heads": 8,
+        "original_max_position_embeddings": 4096, "partial_rotary_factor": 0.75,
+        "rope_scaling": {"long_factor": PHI4_MINI_LONG_FACTOR, "short_factor": [1.0] * 48, "type": "longrope"},
+        "rope_theta": 10000.0, "sliding_window": 262144, "tie_word_embeddings": True, "vocab_size": 200064},
+    # mistralai/Mistral-Small-24B-Base-2501 (and -Instruct-2501: the same file), as two public Rust
+    # model-config tests copy it ("supported_full_attention_mistral_small")
+    "mistral-small-24b": {
+        "architectures": ["MistralForCausalLM"], "model_type": "mistral", "head_dim": 128, "hidden_size": 5120,
+        "intermediate_size": 32768, "max_position_embeddings": 32768, "num_attention_heads": 32,
+        "num_hidden_layers": 40, "num_key_value_heads": 8, "rope_theta": 100000000.0, "sliding_window": None,
+        "tie_word_embeddings": False, "vocab_size": 131072},
+    # mistralai/Ministral-8B-Instruct-2410 as transformers 5 reads it (model_type ministral,
+    # MinistralForCausalLM, every layer sliding_attention): tests/test_hf_config_reading.py's
+    # MINISTRAL_8B; its shapes, 32k positions and 32k window again in GenZ-LLM-Analyzer
+    # GenZ/Models/Model_sets/mistral.py (citing the file's huggingface.co URL)
+    "ministral-8b": {
+        "architectures": ["MinistralForCausalLM"], "model_type": "ministral", "head_dim": 128, "hidden_act": "silu",
+        "hidden_size": 4096, "intermediate_size": 12288, "layer_types": ["sliding_attention"] * 36,
+        "max_position_embeddings": 32768, "num_attention_heads": 32, "num_hidden_layers": 36,
+        "num_key_value_heads": 8, "rope_theta": 100000000.0, "sliding_window": 32768,
+        "tie_word_embeddings": False, "vocab_size": 131072},
+    # Qwen/Qwen2.5-1.5B, the base model (its config.json as transformers 4.57 prints it loading
+    # models/Qwen2.5-1.5B in a public LLaMA-Factory training log: 131072 positions,
+    # max_window_layers 28, every layer full attention; the Instruct model's file differs in
+    # max_position_embeddings 32768 and max_window_layers 21, no shape)
+    "qwen2.5-1.5b": {
+        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_act": "silu", "hidden_size": 1536,
+        "intermediate_size": 8960, "max_position_embeddings": 131072, "max_window_layers": 28,
+        "num_attention_heads": 12, "num_hidden_layers": 28, "num_key_value_heads": 2, "rope_scaling": None,
+        "rope_theta": 1000000.0, "sliding_window": None, "tie_word_embeddings": True, "use_sliding_window": False,
+        "vocab_size": 151936},
+    # ibm-granite/granite-3.3-8b-base and -instruct (a public dump of the file with its parameter
+    # shapes; a parameter table marks granite-3.3-8b "HF safetensors confirmed", 8,170,864,640)
+    "granite-3.3-8b": {
+        "architectures": ["GraniteForCausalLM"], "model_type": "granite", "attention_bias": False,
+        "attention_multiplier": 0.0078125, "embedding_multiplier": 12.0, "hidden_act": "silu", "hidden_size": 4096,
+        "intermediate_size": 12800, "logits_scaling": 16.0, "max_position_embeddings": 131072, "mlp_bias": False,
+        "num_attention_heads": 32, "num_hidden_layers": 40, "num_key_value_heads": 8, "residual_multiplier": 0.22,
+        "rope_scaling": None, "rope_theta": 10000000.0, "tie_word_embeddings": True, "vocab_size": 49159},
+    # Qwen/Qwen3-Coder-480B-A35B-Instruct (baidu/vLLM-Kunlun's multi-XPU tutorial for it prints the
+    # bf16 file before adding its W8A8 fields; a Rust test's qwen3_coder_480b_a35b_config gives the same)
+    "qwen3-coder-480b-a35b": {
+        "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "decoder_sparse_step": 1,
+        "head_dim": 128, "hidden_act": "silu", "hidden_size": 6144, "intermediate_size": 8192,
+        "max_position_embeddings": 262144, "max_window_layers": 62, "mlp_only_layers": [],
+        "moe_intermediate_size": 2560, "norm_topk_prob": True, "num_attention_heads": 96, "num_experts": 160,
+        "num_experts_per_tok": 8, "num_hidden_layers": 62, "num_key_value_heads": 8, "rope_scaling": None,
+        "rope_theta": 10000000, "sliding_window": None, "tie_word_embeddings": False, "use_qk_norm": True,
+        "use_sliding_window": False, "vocab_size": 151936},
 }

@@ -39,6 +39,13 @@ HF_COUNTS = {
     # the GLMs as HF_CONFIGS' glm45 and glm45_air below
     "glm-4.5": 352_797_814_784 + 89 * 160,
     "glm-4.5-air": 106_852_245_504 + 45 * 128,
+    # transformers 5.24's num_parameters() of the Llama 4 and Ministral text models (HF_CONFIGS'
+    # llama4_scout and llama4_maverick below; test_hf_config_reading's MINISTRAL_8B)
+    "llama-4-scout": 107_769_861_120,
+    "llama-4-maverick": 400_711_848_960,
+    "ministral-8b": 8_019_808_256,
+    # granite-3.3-8b's safetensors total, as a public parameter table records it
+    "granite-3.3-8b": 8_170_864_640,
 }
 
 
@@ -75,7 +82,11 @@ def test_deepseek_r1_is_deepseek_v3s_architecture():
 # Gemma 3 4B's language model 3.880B of transformers' 4.300B (test_hf_config_reading); Kimi K2
 # "1T" total (moonshotai/Kimi-K2-Base model card), to the one significant digit published
 CATALOG_PUBLISHED = {"phi-4": (14.66, 2), "deepseek-v2-lite": (15.7, 1), "kimi-k2": (1000, -2),
-                     "gemma-3-1b": (0.999885952, 9), "gemma-3-4b": (3.88, 2)}
+                     "gemma-3-1b": (0.999885952, 9), "gemma-3-4b": (3.88, 2),
+                     # the model cards: Phi-3-mini and Phi-4-mini "3.8B", Phi-3-medium "14B",
+                     # Qwen2.5-1.5B "1.54B", Mistral Small 3 "24B", Qwen3-Coder-480B-A35B "480B"
+                     "phi-3-mini": (3.8, 1), "phi-4-mini": (3.8, 1), "phi-3-medium": (14, 0),
+                     "qwen2.5-1.5b": (1.54, 2), "mistral-small-24b": (24, 0), "qwen3-coder-480b-a35b": (480, 0)}
 
 
 @pytest.mark.parametrize("name", sorted(CATALOG_PUBLISHED))
@@ -84,10 +95,23 @@ def test_catalog_totals_match_published_sizes(name):
     assert round(total_params(catalog.model(name)) / 1e9, digits) == billions
 
 
+def test_new_catalog_models_match_their_cards_active_counts_and_keras_gemma():
+    """Qwen2.5-1.5B's card: 1.31B non-embedding; Qwen3-Coder-480B-A35B: 35B activated; Llama 4
+    Scout and Maverick: 17B active each (their cards). Gemma 3 12B's language model is KerasHub's
+    gemma3_12b_text preset (11,765,788,416) with the 64 rows config.json's vocab 262208 adds."""
+    q = catalog.model("qwen2.5-1.5b")
+    assert round((total_params(q) - q.vocab * q.hidden) / 1e9, 2) == 1.31
+    assert round(active_params(catalog.model("qwen3-coder-480b-a35b")) / 1e9) == 35
+    for name in ("llama-4-scout", "llama-4-maverick"):
+        assert round(active_params(catalog.model(name)) / 1e9) == 17
+    g = catalog.model("gemma-3-12b")
+    assert total_params(g) - (g.vocab - 262_144) * g.hidden == 11_765_788_416
+
+
 def test_gemma3_wrapped_entries_say_the_vision_tower_is_not_sized():
     """Gemma 3 4B and 27B are multimodal checkpoints: the catalog, like the config.json reader,
     sizes the language model only and says so among the answer's assumptions."""
-    for name in ("gemma-3-4b", "gemma-3-27b"):
+    for name in ("gemma-3-4b", "gemma-3-12b", "gemma-3-27b", "llama-4-scout", "llama-4-maverick"):
         assert any("vision tower" in n for n in catalog.model(name).reading_notes)
     assert not catalog.model("gemma-3-1b").reading_notes       # text-only
 
