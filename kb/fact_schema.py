@@ -143,7 +143,8 @@ DESCRIPTIONS = {
     "best.cp1.tokens_per_s": "tokens/s of the fastest such layout with CP = 1 (0 if none)",
     "same.min_zero": "the lowest ZeRO stage at which this layout, otherwise unchanged, meets every hard constraint",
     "same.min_recompute": "the least recomputation with which this layout, otherwise unchanged, meets every hard constraint",
-    "same.pp1_fits": "a layout with PP = 1 and this layout's TP and CP meets every hard constraint",
+    "same.pp1_fits": ("a layout with PP = 1 and this layout's TP and CP, its EP inside the NVLink domain or no wider "
+                      "than this layout's, meets every hard constraint"),
     "same.pp1_dp": "the data-parallel degree a layout with PP = 1 and this layout's TP and CP has (DP x PP)",
     "same.pp1_batch_divides": "the global batch is a multiple of same.pp1_dp (mbs x DP must divide it)",
     "memory.fits": "the estimated peak is at most the GPU's memory",

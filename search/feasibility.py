@@ -17,6 +17,8 @@ from .table import Table
 
 # the settings that make "the same layout": all but the one a neighbour fact varies
 _KEY = ("tp", "pp", "vp", "cp", "ep", "zero", "shard", "sp", "mbs", "rc")
+# above every degree: "no such layout" for a group minimum
+_NONE = 1 << 40
 
 
 class Feasibility:
@@ -123,12 +125,18 @@ class Feasibility:
         return np.array(RECOMPUTE_BY_COST)[np.where(low == 99, cost, low)]
 
     def _pp1_fits(self) -> np.ndarray:
-        """Whether a PP = 1 layout with the same TP and CP is allowed."""
+        """Whether a PP = 1 layout with the same TP and CP is allowed whose expert all-to-all
+        reaches no farther than this layout's: EP inside the NVLink domain, or no wider than
+        this layout's own EP (the search's EP group spans EP GPUs, ETP being 1). A pipeline that
+        keeps EP inside the node where PP = 1 fits only with EP across nodes is the order
+        Megatron-Core's MoE guide gives: "Ensure the EPxTP communication within the NVLink
+        domain ... If the model is too large and requires scaling across multiple nodes,
+        consider PP before TP and EP" (Megatron-LM megatron/core/transformer/moe/README.md,
+        "Tuning Guide of Parallel Mappings", items 2-3). Dense models have EP 1 throughout."""
         a = self.table.space.arrays
-        g = self._groups(("tp", "cp"))
-        has = np.zeros(int(g.max()) + 1 if len(g) else 0, dtype=bool)
-        has[g[self.allowed & (a["pp"] == 1)]] = True
-        return has[g]
+        # the narrowest EP of an allowed PP = 1 layout with this layout's TP and CP (none: _NONE)
+        narrowest = self._group_min(("tp", "cp"), np.where(a["pp"] == 1, a["ep"], _NONE), _NONE)
+        return narrowest <= np.maximum(a["ep"], self.table.job.cluster.nvlink_domain)
 
     def _pp1_dp(self) -> np.ndarray:
         """The DP degree of a PP = 1 layout with the same TP and CP: the pipeline's GPUs go to DP."""

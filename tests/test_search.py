@@ -98,7 +98,31 @@ def test_neighbour_facts_compare_a_layout_with_itself_one_setting_changed():
             twins &= a[k] == a[k][i]
         assert zero[i] == a["zero"][twins & d.allowed].min()
         pp1 = (a["tp"] == a["tp"][i]) & (a["cp"] == a["cp"][i]) & (a["pp"] == 1) & d.allowed
+        pp1 &= a["ep"] <= max(a["ep"][i], d.job.cluster.nvlink_domain)
         assert f.column("same.pp1_fits")[i] == pp1.any()
+
+
+def test_a_pipeline_that_keeps_experts_in_the_node_is_needed_where_pp1_spreads_them():
+    """Megatron-Core's MoE guide keeps EP x TP inside the NVLink domain and takes PP before EP
+    across nodes (megatron/core/transformer/moe/README.md, "Tuning Guide of Parallel Mappings"):
+    a pipelined layout with EP 8 on 8-GPU nodes does not break pp.only-when-needed because a
+    PP = 1 layout fits only with EP 16 or more. Qwen3 235B LoRA on 96 H100s has such layouts;
+    the old fact counted any PP = 1 layout of the same TP and CP and charged them all."""
+    d = decide(build_job(model="qwen3-235b-a22b", gpus=96, seq_len=4096, training="lora", framework="megatron",
+                         global_batch=96))
+    a, fits = d.table.space.arrays, d.feasibility.column("same.pp1_fits")
+    dom = d.job.cluster.nvlink_domain
+    pp1 = d.allowed & (a["pp"] == 1)
+    key = a["tp"] * 10 ** 6 + a["cp"]
+    only_wide = np.isin(key, key[pp1 & (a["ep"] > dom)]) & ~np.isin(key, key[pp1 & (a["ep"] <= dom)])
+    inside = d.allowed & (a["pp"] > 1) & (a["ep"] <= dom) & only_wide
+    assert inside.any() and not fits[inside].any()
+    # a pipeline with EP across nodes itself still breaks it where PP = 1 fits at that EP
+    wide = d.allowed & (a["pp"] > 1) & (a["ep"] > dom) & only_wide
+    assert wide.any() and fits[wide].all()
+    # the headline keeps its experts inside the node and honours the rule
+    assert d.layout.ep <= dom and "pp.only-when-needed" not in [p.rule.id for p, m in zip(d.preferences, d.broken)
+                                                               if m[d.index]]
 
 
 def test_recommend_lists_alternatives_with_why_not(run_cli):
