@@ -30,10 +30,10 @@ def node_size(c) -> int:
     return c.gpus_per_node if c.gpus > c.gpus_per_node else c.gpu.gpus_per_node
 
 
-def with_cluster(job: Job, gpus: int, gpu=None) -> Job:
+def with_cluster(job: Job, gpus: int, gpu=None, node: int | None = None) -> Job:
     c = job.cluster
     g = gpu or c.gpu
-    node = node_size(c) if gpu is None else g.gpus_per_node
+    node = node or (node_size(c) if gpu is None else g.gpus_per_node)
     update = {"gpus": gpus, "gpus_per_node": min(node, gpus)}
     if gpu is not None:
         update.update(gpu=g, intra=catalog.link(g.intra_link))
@@ -90,16 +90,29 @@ def smallest_count(job: Job, constraints=(), pins=None) -> int | None:
     return node * hi
 
 
+def other_gpu_node(c, g) -> int | None:
+    """GPUs per node for this cluster's GPU count on catalog GPU ``g``: its usual server where
+    that divides the count (or holds all of it); else the cluster's own node size where the
+    count spans such nodes and ``g``'s link joins that many (the bound kb/schema.ClusterSpec
+    sets) -- 12 GPUs in nodes of 4 are 12 B200s in nodes of 4, not no B200s because 8 does not
+    divide 12; None where neither builds the cluster."""
+    if c.gpus <= g.gpus_per_node or c.gpus % g.gpus_per_node == 0:
+        return g.gpus_per_node
+    own = c.gpus_per_node
+    if c.gpus % own == 0 and (g.intra_link.startswith("pcie") or own <= (g.nvlink_domain or g.gpus_per_node)):
+        return own
+    return None
+
+
 def gpus_that_fit(job: Job, constraints=(), pins=None) -> list[str]:
-    """Catalog GPUs on which the job fits at its own GPU count."""
+    """Catalog GPUs on which the job fits at its own GPU count (other_gpu_node: in which nodes)."""
     out = []
     for name in catalog.gpu_names():
         g = catalog.gpu(name)
         if name == job.cluster.gpu.name or (job.training.precision == "fp8" and not g.tflops_fp8):
             continue
-        if job.cluster.gpus > g.gpus_per_node and job.cluster.gpus % g.gpus_per_node:
-            continue
-        if fits_somewhere(with_cluster(job, job.cluster.gpus, g), constraints, pins):
+        node = other_gpu_node(job.cluster, g)
+        if node and fits_somewhere(with_cluster(job, job.cluster.gpus, g, node), constraints, pins):
             out.append(name)
     return out
 

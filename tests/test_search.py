@@ -284,6 +284,18 @@ def test_a_job_that_fits_nowhere_gets_a_cluster_size():
     assert n - 8 <= 8 or not fits_somewhere(with_cluster(job, n - 8), d.constraints)
 
 
+def test_other_gpus_that_fit_keep_the_jobs_nodes_where_their_usual_server_does_not_divide_it():
+    """Mixtral 8x7B on 12 A100s in nodes of 4 fits nowhere; the refusal names the GPUs it would
+    fit on. Every 8-GPU type was left out because 8 does not divide 12, though 12 B200s, H200s or
+    MI300Xs in the job's own nodes of 4 run it (each named GPU answers, each left out does not)."""
+    kw = dict(model="mixtral-8x7b", gpus=12, gpu="a100-80gb", gpus_per_node=4, seq_len=1024, global_batch=12)
+    d = decide(build_job(**kw))
+    named = d.sizing["gpus_that_fit"]
+    assert d.layout is None and {"b200", "h200", "mi300x", "gb200"} <= set(named)
+    for gpu in ("h200", "l40s"):
+        assert (decide(build_job(**dict(kw, gpu=gpu))).layout is not None) == (gpu in named)
+
+
 def test_the_cluster_size_is_not_thrown_far_by_node_counts_that_divide_nothing():
     """A 1M-token Llama 3 8B job fits on 4 nodes of H100s (TP 4 x CP 4 x DP 2) but not on 3, 5,
     9 or 17, whose degrees divide neither the heads nor the batch. Asked from 8 GPUs, the walk
