@@ -370,7 +370,7 @@ def llama4_args(m, graphs: bool) -> tuple[list, list[str]]:
         # Megatron-Core has no chunked attention: its one attention_chunk is flash-attn's inference
         # argument, fixed at 0 (transformer/attention.py); Megatron-Bridge's Llama4SelfAttention
         # chunks every layer, its NoPE ones too. The estimate times what this script runs
-        # (kb/perf/compute.chunked_kernel_keys)
+        # (kb/perf/compute.local_kernel_keys)
         caveats.append(f"chunked attention on {m.chunked_layers} layers (attention_chunk_size {m.attn_chunk}): "
                        "Megatron-Core has no option for it, so this script runs them as full causal attention -- "
                        f"other numerics past {m.attn_chunk:,} tokens, and more attention work, as the estimate "

@@ -701,3 +701,24 @@ def test_megatron_lora_activations_are_what_te_and_the_adapters_keep():
             == pytest.approx((6 * h + 3 * q + f + 8 * r) * per_byte, rel=1e-6))
     # full recomputation keeps each layer's input alone, adapters or not
     assert acts("tp=1,pp=1,mbs=1,recompute=full") == pytest.approx(0.0, abs=1e-9)
+
+
+def test_sdpa_keeps_the_dense_sliding_window_mask_on_every_sliding_layer():
+    """Past the window, transformers builds the sliding-window mask as a bool [b, 1, s, s] tensor
+    (create_sliding_window_causal_mask passes local_size) and SDPA keeps a bf16 additive copy of it
+    on each sliding layer for the backward: 2 s^2 bytes on each of Mistral 7B's 32 layers, and on
+    Gemma 3's 5 of 6 (29 of gemma-3-4b's 34), where a FlashAttention kernel takes the window
+    itself. Below the window SDPA runs is_causal with no mask: nothing; and nothing moves for a
+    model without a window."""
+    s = 32768
+
+    def act(model, seq, attention, recompute="none"):
+        job = build_job(model=model, gpus=8, seq_len=seq, framework="hf", attention=attention)
+        return mem(job, f"dp=8,zero=3,mbs=1,recompute={recompute}").breakdown_gib["activations"]
+
+    score = s * s / 2 ** 30                                   # GiB of one byte a score
+    assert act("mistral-7b", s, "sdpa") - act("mistral-7b", s, "flash") == pytest.approx((32 * 2 + 1) * score)
+    assert act("gemma-3-4b", s, "sdpa") - act("gemma-3-4b", s, "flash") == pytest.approx((29 * 2 + 1) * score)
+    assert act("mistral-7b", 2048, "sdpa") == act("mistral-7b", 2048, "flash")
+    assert act("gemma-3-4b", 1023, "sdpa") == act("gemma-3-4b", 1023, "flash")   # window 1024
+    assert act("llama-3-8b", s, "sdpa") == act("llama-3-8b", s, "flash")

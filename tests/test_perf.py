@@ -775,3 +775,27 @@ def test_transformers_sdpa_runs_llama4s_chunked_mask_over_the_whole_square(tmp_p
                 assert chunked > 1.02 * causal, (seq, attention)
             else:
                 assert chunked == pytest.approx(causal, rel=1e-12), (seq, attention)
+
+
+def test_transformers_sdpa_runs_a_sliding_window_over_the_whole_square():
+    """transformers' SDPA past the window passes the sliding-window mask as a dense tensor with
+    is_causal False: the kernel computes all s^2 scores on the sliding layers, twice the causal
+    count and far more than the window a FlashAttention kernel computes -- so the step is slower
+    than flash's, and slower than SDPA's on the same model without its window. Below the window
+    the mask is dropped for SDPA's causal flag, and a model without a window does not move."""
+    import dataclasses
+    lay = "dp=8,zero=3,mbs=1,recompute=full"
+    for model in ("mistral-7b", "gemma-3-4b"):
+        for seq, slower in ((32768, True), (8192, True), (1023, False)):
+            job = build_job(model=model, gpus=8, seq_len=seq, framework="hf", attention="sdpa")
+            full = dataclasses.replace(job, model=job.model.model_copy(update={"sliding_window": 0, "full_attn_every": 0}))
+            sdpa, causal = run(job, lay).step_time_s, run(full, lay).step_time_s
+            if slower:
+                assert sdpa > 1.02 * causal, (model, seq)
+                flash = run(build_job(model=model, gpus=8, seq_len=seq, framework="hf", attention="flash"), lay)
+                assert sdpa > 1.2 * flash.step_time_s, (model, seq)
+            else:
+                assert sdpa == pytest.approx(causal, rel=1e-12), (model, seq)
+    llama = build_job(model="llama-3-8b", gpus=8, seq_len=32768, framework="hf", attention="sdpa")
+    flash = build_job(model="llama-3-8b", gpus=8, seq_len=32768, framework="hf", attention="flash")
+    assert run(llama, lay).step_time_s == pytest.approx(run(flash, lay).step_time_s, rel=1e-12)

@@ -370,30 +370,41 @@ def l2_qk_norm_bytes(m: ModelSpec, prof: str, q: float, kv: float) -> float:
     return 4.0 * (q + kv) * m.qk_l2_norm_layers / m.layers
 
 
-def dense_chunk_mask(m: ModelSpec, t: TrainingSpec) -> bool:
-    """Whether the chunked layers (ModelSpec.attn_chunk) run with a dense mask: transformers'
-    Llama 4 under SDPA (its "flash" too: no FlashAttention path, kb/build.py NO_FLASH_ATTENTION_2)
-    once the keys reach a chunk -- masking_utils.create_chunked_causal_mask passes local_size and
-    _ignore_causal_mask_sdpa keeps the mask where kv_length >= local_attention_size, so sdpa_mask
-    builds a bool [b, 1, s, s] tensor, and sdpa_attention_forward passes it with is_causal False.
-    Below a chunk the mask is dropped for SDPA's causal flag. Megatron-Core has no chunked
-    attention (runs the layers causal), and eager masks its score matrix whatever the pattern."""
-    return bool(m.chunked_layers) and t.framework in ("hf", "deepspeed") and t.attention in ("flash", "sdpa") \
-        and t.seq_len >= m.attn_chunk
+def local_layers(m: ModelSpec) -> int:
+    """Layers with a local attention pattern: sliding-window (ModelSpec.sliding_window) or
+    chunked (ModelSpec.attn_chunk) ones -- a model has one pattern or none (ModelSpec._check)."""
+    return m.sliding_layers + m.chunked_layers
 
 
-def chunk_mask_bytes(m: ModelSpec, t: TrainingSpec, s_local) -> float:
-    """Per token, averaged over the layers: what SDPA keeps of a dense chunked mask on a chunked
-    layer (dense_chunk_mask). scaled_dot_product_attention turns the bool mask into an additive
-    one in the query's dtype, a new [b, 1, s, s] tensor each call (aten/src/ATen/native/
-    transformers/attention.cpp: convert_boolean_attn_mask, or _cudnn, before the efficient or
-    cuDNN kernel), and both kernels save it for their backward (derivatives.yaml:
-    _scaled_dot_product_efficient_attention_backward and _cudnn_attention_backward take attn_bias):
-    2 bytes a score, s_local of them a token, on each chunked layer. Read from the ops, not
-    measured."""
-    if not dense_chunk_mask(m, t):
+def dense_local_mask(m: ModelSpec, t: TrainingSpec) -> bool:
+    """Whether transformers runs the local layers (local_layers) through SDPA with a dense mask.
+    create_sliding_window_causal_mask and create_chunked_causal_mask (transformers 5.24
+    masking_utils.py) pass the window or chunk to sdpa_mask as local_size, and
+    _ignore_causal_mask_sdpa keeps the mask where kv_length >= local_attention_size -- the whole
+    sequence in training (no cache, or an empty one) -- so sdpa_mask builds a bool [b, 1, s, s]
+    tensor and sdpa_attention_forward passes it with is_causal False. Below the window or chunk
+    the mask is dropped for SDPA's causal flag. That is --attention sdpa on the hf and deepspeed
+    profiles, and "flash" on Llama 4's chunked layers too: transformers' Llama 4 has no
+    FlashAttention path (kb/build.py NO_FLASH_ATTENTION_2), where flash-attn's window_size runs a
+    sliding window itself. Megatron-Core has no chunked attention (runs the layers causal), and
+    eager masks its score matrix whatever the pattern (eager_mask_bytes)."""
+    span = m.sliding_window or m.attn_chunk
+    sdpa = t.attention == "sdpa" or (t.attention == "flash" and m.chunked_layers > 0)
+    return local_layers(m) > 0 and t.framework in ("hf", "deepspeed") and sdpa and t.seq_len >= span
+
+
+def local_mask_bytes(m: ModelSpec, t: TrainingSpec, s_local) -> float:
+    """Per token, averaged over the layers: what SDPA keeps of the dense mask on a local layer
+    (dense_local_mask). scaled_dot_product_attention turns the bool mask into an additive one in
+    the query's dtype, a new [b, 1, s, s] tensor each call (aten/src/ATen/native/transformers/
+    attention.cpp: convert_boolean_attn_mask, or _cudnn, before the efficient or cuDNN kernel),
+    and both kernels save it for their backward (derivatives.yaml:
+    _scaled_dot_product_efficient_attention_backward and _cudnn_attention_backward take
+    attn_bias): 2 bytes a score, s_local of them a token, on each local layer. Seen on a CPU
+    Mistral layer (saved-tensor hooks: a bf16 [1, 1, s, s] tensor past the window, none below)."""
+    if not dense_local_mask(m, t):
         return 0.0
-    return 2.0 * s_local * m.chunked_layers / m.layers
+    return 2.0 * s_local * local_layers(m) / m.layers
 
 
 def _attention_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, q: float, kv: float, heads: float, s_local: int) -> float:
@@ -480,7 +491,7 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
     norms = (norms + autocast_input_casts(m, t, lay, moe)) / seq_shard
     if m.qk_norm:
         norms += (q + kv) * (_norm_bytes(m, prof) - 2.0)
-    norms += l2_qk_norm_bytes(m, prof, q, kv) + chunk_mask_bytes(m, t, s_local)
+    norms += l2_qk_norm_bytes(m, prof, q, kv) + local_mask_bytes(m, t, s_local)
     attn_t = t if rc not in ("selective", "modules") else t.model_copy(update={"attention": "flash"})
     attn = _attention_bytes(m, attn_t, lay, q, kv, heads, s_local)
     if prof == "hf" and m.family in FUSED_PROJECTIONS:
@@ -553,10 +564,10 @@ def stage_activations(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: 
     per_layer = tok * (dense_layers * layer_bytes_per_token(m, t, lay, False, s_local)
                        + moe_layers * (layer_bytes_per_token(m, t, lay, True, s_local) if m.is_moe else 0.0)) / layers
     ids = 8.0 * tok if stage == 0 else 0.0
-    # the bool chunked mask the model's forward builds once for all its chunked layers (sdpa_mask:
-    # 1 byte a score; dense_chunk_mask), alive through the forward and, under recomputation, kept
-    # as every checkpointed layer's input until the backward
-    ids = ids + (1.0 * tok * s_local if dense_chunk_mask(m, t) else 0.0)
+    # the bool mask the model's forward builds once for all its local layers (sdpa_mask: 1 byte a
+    # score; dense_local_mask), alive through the forward and, under recomputation, kept as every
+    # checkpointed layer's input until the backward
+    ids = ids + (1.0 * tok * s_local if dense_local_mask(m, t) else 0.0)
     held = layers_in_flight(m, lay, stage)
     if lay.pp > 1:
         held = held + where(ep_overlap, layers / lay.vp, 0.0)

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 from ..defaults import ADAPTERS
 from ..frameworks import profile as framework_profile
-from ..memory.activations import (adapter_input_cast, dense_chunk_mask, experts_cast_by_autocast,
-                                  fp32_weights_under_autocast, routed_copies)
+from ..memory.activations import (adapter_input_cast, dense_local_mask, experts_cast_by_autocast,
+                                  fp32_weights_under_autocast, local_layers, routed_copies)
 from ..memory.peft_experts import (ADAPTED_EXPERT_FAMILIES, FUSED_EXPERT_FAMILIES, merges_experts, peft_on_transformers,
                                    shared_projections)
 from ..layout import Layout
@@ -151,32 +151,34 @@ def loss_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec) -> float
 
 
 # Kernels that take a sliding window and skip the blocks it masks out: Transformer Engine / cuDNN
-# and flash-attn (window_size). Hugging Face's "sdpa" path passes the window as a dense mask,
-# which rules out SDPA's flash backend, and its eager path masks a full score matrix: both do
-# the full causal work (transformers sdpa_attention_forward, masking_utils).
+# and flash-attn (window_size). Hugging Face's "sdpa" path passes the window as a dense mask past
+# the window (activations.dense_local_mask), which rules out SDPA's flash backend, and its eager
+# path masks a full score matrix (transformers sdpa_attention_forward, masking_utils).
 WINDOWED_KERNELS = ("flash", "flash2")
 
 
-def chunked_kernel_keys(m: ModelSpec, t: TrainingSpec) -> float:
-    """Keys a query's kernel computes on a chunked layer (ModelSpec.attn_chunk): no kernel timed
-    here skips the other chunks. Megatron-Core has no chunked attention and runs the layer full
-    causal (export/megatron.py llama4_args), as FSDP's torch-native SDPA does: seq / 2. Under
-    transformers' SDPA with the dense chunked mask (memory.activations.dense_chunk_mask) the
-    efficient or cuDNN kernel takes the mask with is_causal False and computes every score of the
-    square: seq keys a query. Eager computes the square anyway (eager_attention_time doubles the
+def local_kernel_keys(m: ModelSpec, t: TrainingSpec) -> float:
+    """Keys a query's kernel computes on a local layer (activations.local_layers): window_keys on
+    a sliding-window layer for a windowed kernel (WINDOWED_KERNELS); no kernel timed here skips
+    the other chunks of a chunked layer. Under transformers' SDPA with the dense local mask
+    (activations.dense_local_mask) the efficient or cuDNN kernel takes the mask with is_causal
+    False and computes every score of the square: seq keys a query. Otherwise the layer runs
+    full causal -- Megatron-Core has no chunked attention (export/megatron.py llama4_args), nor
+    has FSDP's torch-native SDPA a window, and SDPA below the window or chunk drops the mask for
+    is_causal: seq / 2. Eager computes the square anyway (eager_attention_time doubles the
     causal count given here)."""
-    return float(t.seq_len) if dense_chunk_mask(m, t) else t.seq_len / 2.0
+    if dense_local_mask(m, t):
+        return float(t.seq_len)
+    if m.sliding_layers and t.attention in WINDOWED_KERNELS:
+        return window_keys(t.seq_len, m.sliding_window)
+    return t.seq_len / 2.0
 
 
 def windowed_attention_flops(m: ModelSpec, t: TrainingSpec) -> float:
     """Forward attention FLOPs per token the job's kernel computes, averaged over the layers:
-    window_keys on sliding-window layers for a windowed kernel (seq / 2 otherwise),
-    chunked_kernel_keys on chunked ones, seq / 2 on the rest."""
-    s = t.seq_len
-    window, chunked = m.sliding_layers / m.layers, m.chunked_layers / m.layers
-    win = window_keys(s, m.sliding_window) if t.attention in WINDOWED_KERNELS else s / 2.0
-    chunk = chunked_kernel_keys(m, t) if chunked else s / 2.0
-    return attention_flops_at(m, (1.0 - window - chunked) * s / 2.0 + window * win + chunked * chunk)
+    local_kernel_keys on the local (sliding-window or chunked) layers, seq / 2 on the rest."""
+    local = local_layers(m) / m.layers
+    return attention_flops_at(m, (1.0 - local) * t.seq_len / 2.0 + local * local_kernel_keys(m, t))
 
 
 def moe_tokens(tokens: float, lay: Layout) -> float:
