@@ -626,9 +626,12 @@ def test_sdpa_keeps_llama4s_dense_chunked_mask_on_every_chunked_layer(tmp_path):
 
     s = 32768
     sdpa = dict(framework="deepspeed", attention="sdpa")
-    assert extra(s, "none", **sdpa) == pytest.approx((36 * 2 + 1) * s * s / 2 ** 30)
+    # with the mask, SDPA keeps k and v repeated to Scout's 40 query heads from its 8 kv heads
+    # (repeat_kv: no enable_gqa with a mask), 2 x 2 x (5120 - 1024) bytes a token a chunked layer
+    repeated = 36 * 4 * (5120 - 1024) * s / 2 ** 30
+    assert extra(s, "none", **sdpa) == pytest.approx((36 * 2 + 1) * s * s / 2 ** 30 + repeated)
     assert extra(s, "full", **sdpa) == pytest.approx(1 * s * s / 2 ** 30)
-    assert extra(s, "none", framework="deepspeed", attention="flash") == pytest.approx(73.0)
+    assert extra(s, "none", framework="deepspeed", attention="flash") == pytest.approx(73.0 + 18.0)
     assert extra(4096, "none", **sdpa) == 0.0
     assert extra(s, "none", framework="deepspeed", attention="eager") == 0.0
     assert extra(s, "none") == 0.0
@@ -706,7 +709,8 @@ def test_megatron_lora_activations_are_what_te_and_the_adapters_keep():
 def test_sdpa_keeps_the_dense_sliding_window_mask_on_every_sliding_layer():
     """Past the window, transformers builds the sliding-window mask as a bool [b, 1, s, s] tensor
     (create_sliding_window_causal_mask passes local_size) and SDPA keeps a bf16 additive copy of it
-    on each sliding layer for the backward: 2 s^2 bytes on each of Mistral 7B's 32 layers, and on
+    on each sliding layer for the backward, and k and v expanded to all query heads: 2 s^2 bytes
+    of mask on each of Mistral 7B's 32 layers, and on
     Gemma 3's 5 of 6 (29 of gemma-3-4b's 34), where a FlashAttention kernel takes the window
     itself. Below the window SDPA runs is_causal with no mask: nothing; and nothing moves for a
     model without a window."""
@@ -717,8 +721,13 @@ def test_sdpa_keeps_the_dense_sliding_window_mask_on_every_sliding_layer():
         return mem(job, f"dp=8,zero=3,mbs=1,recompute={recompute}").breakdown_gib["activations"]
 
     score = s * s / 2 ** 30                                   # GiB of one byte a score
-    assert act("mistral-7b", s, "sdpa") - act("mistral-7b", s, "flash") == pytest.approx((32 * 2 + 1) * score)
-    assert act("gemma-3-4b", s, "sdpa") - act("gemma-3-4b", s, "flash") == pytest.approx((29 * 2 + 1) * score)
+    # with the mask SDPA keeps k and v repeated to every query head (no enable_gqa with a mask):
+    # 2 x 2 x (q - kv) bytes a token a sliding layer -- Mistral 4096 - 1024, gemma-3-4b 2048 - 1024
+    repeated = {"mistral-7b": 32 * 4 * 3072 * s / 2 ** 30, "gemma-3-4b": 29 * 4 * 1024 * s / 2 ** 30}
+    assert act("mistral-7b", s, "sdpa") - act("mistral-7b", s, "flash") == \
+        pytest.approx((32 * 2 + 1) * score + repeated["mistral-7b"])
+    assert act("gemma-3-4b", s, "sdpa") - act("gemma-3-4b", s, "flash") == \
+        pytest.approx((29 * 2 + 1) * score + repeated["gemma-3-4b"])
     assert act("mistral-7b", 2048, "sdpa") == act("mistral-7b", 2048, "flash")
     assert act("gemma-3-4b", 1023, "sdpa") == act("gemma-3-4b", 1023, "flash")   # window 1024
     assert act("llama-3-8b", s, "sdpa") == act("llama-3-8b", s, "flash")

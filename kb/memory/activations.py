@@ -407,6 +407,20 @@ def local_mask_bytes(m: ModelSpec, t: TrainingSpec, s_local) -> float:
     return 2.0 * s_local * local_layers(m) / m.layers
 
 
+def masked_gqa_bytes(m: ModelSpec, t: TrainingSpec, q: float, kv: float) -> float:
+    """Per token, averaged over the layers: the keys and values SDPA keeps expanded to all query
+    heads on a local layer with a dense mask (dense_local_mask), over the kv-head ones it keeps
+    otherwise. sdpa_attention_forward passes enable_gqa only where use_gqa_in_sdpa allows it --
+    on CUDA, with no mask (transformers 5.24 integrations/sdpa_attention.py) -- so with the mask it
+    calls repeat_kv, whose reshape of an expanded view copies k and v to q's width, and the kernel
+    saves those copies, not the kv-head k and v nothing else keeps: 2 x 2 (q - kv) bytes a token
+    (q, kv per-rank widths). Zero with as many kv heads as query heads. Seen on a CPU Mistral
+    layer (saved-tensor hooks: a [1, 4, s, d] k and v past the window, [1, 1, s, d] below)."""
+    if not dense_local_mask(m, t):
+        return 0.0
+    return 4.0 * maximum(0.0, q - kv) * local_layers(m) / m.layers
+
+
 def _attention_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, q: float, kv: float, heads: float, s_local: int) -> float:
     """Per token: what attention keeps (q, kv are per-rank widths; heads per rank)."""
     if m.is_mla:
@@ -494,6 +508,7 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
     norms += l2_qk_norm_bytes(m, prof, q, kv) + local_mask_bytes(m, t, s_local)
     attn_t = t if rc not in ("selective", "modules") else t.model_copy(update={"attention": "flash"})
     attn = _attention_bytes(m, attn_t, lay, q, kv, heads, s_local)
+    attn += masked_gqa_bytes(m, t, q, kv)
     if prof == "hf" and m.family in FUSED_PROJECTIONS:
         # q, k and v are views of one qkv_proj output (Phi-3): the v the attention keeps holds
         # the whole q + 2 kv storage alive (measured on a CPU layer: +4 h with MHA)
