@@ -609,8 +609,8 @@ def test_sdpa_keeps_llama4s_dense_chunked_mask_on_every_chunked_layer(tmp_path):
     """Past one chunk, transformers' Llama 4 builds its chunked mask as a bool [b, 1, s, s] tensor
     (1 byte a score, once a forward) and SDPA turns it into a bf16 additive mask on each call,
     which its kernel saves for the backward: 2 s^2 bytes on each of Scout's 36 chunked layers.
-    At 32K that is 73 GiB without recomputation, 1 GiB (the bool mask the checkpoints keep) with
-    it; nothing under Megatron (no chunked attention), under eager (no SDPA), or below a chunk."""
+    At 32K that is 72 GiB without recomputation (the bool mask is freed with the forward), 1 GiB
+    (the bool mask the checkpoints keep) with it; nothing under Megatron (no chunked attention), under eager (no SDPA), or below a chunk."""
     import dataclasses
     import json
     from test_params import HF_CONFIGS
@@ -629,9 +629,9 @@ def test_sdpa_keeps_llama4s_dense_chunked_mask_on_every_chunked_layer(tmp_path):
     # with the mask, SDPA keeps k and v repeated to Scout's 40 query heads from its 8 kv heads
     # (repeat_kv: no enable_gqa with a mask), 2 x 2 x (5120 - 1024) bytes a token a chunked layer
     repeated = 36 * 4 * (5120 - 1024) * s / 2 ** 30
-    assert extra(s, "none", **sdpa) == pytest.approx((36 * 2 + 1) * s * s / 2 ** 30 + repeated)
+    assert extra(s, "none", **sdpa) == pytest.approx(36 * 2 * s * s / 2 ** 30 + repeated)
     assert extra(s, "full", **sdpa) == pytest.approx(1 * s * s / 2 ** 30)
-    assert extra(s, "none", framework="deepspeed", attention="flash") == pytest.approx(73.0 + 18.0)
+    assert extra(s, "none", framework="deepspeed", attention="flash") == pytest.approx(72.0 + 18.0)
     assert extra(4096, "none", **sdpa) == 0.0
     assert extra(s, "none", framework="deepspeed", attention="eager") == 0.0
     assert extra(s, "none") == 0.0
@@ -725,9 +725,12 @@ def test_sdpa_keeps_the_dense_sliding_window_mask_on_every_sliding_layer():
     # 2 x 2 x (q - kv) bytes a token a sliding layer -- Mistral 4096 - 1024, gemma-3-4b 2048 - 1024
     repeated = {"mistral-7b": 32 * 4 * 3072 * s / 2 ** 30, "gemma-3-4b": 29 * 4 * 1024 * s / 2 ** 30}
     assert act("mistral-7b", s, "sdpa") - act("mistral-7b", s, "flash") == \
-        pytest.approx((32 * 2 + 1) * score + repeated["mistral-7b"])
+        pytest.approx(32 * 2 * score + repeated["mistral-7b"])
     assert act("gemma-3-4b", s, "sdpa") - act("gemma-3-4b", s, "flash") == \
-        pytest.approx((29 * 2 + 1) * score + repeated["gemma-3-4b"])
+        pytest.approx(29 * 2 * score + repeated["gemma-3-4b"])
     assert act("mistral-7b", 2048, "sdpa") == act("mistral-7b", 2048, "flash")
     assert act("gemma-3-4b", 1023, "sdpa") == act("gemma-3-4b", 1023, "flash")   # window 1024
     assert act("llama-3-8b", s, "sdpa") == act("llama-3-8b", s, "flash")
+    # under recomputation the checkpoints keep the model's one bool mask (1 byte a score) until
+    # the backward; without, it is freed with the forward, before the backward starts
+    assert act("mistral-7b", s, "sdpa", "full") - act("mistral-7b", s, "flash", "full") == pytest.approx(score)

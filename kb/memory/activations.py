@@ -565,6 +565,20 @@ def tokens_local(t: TrainingSpec, lay: Layout) -> float:
     return lay.mbs * t.seq_len / lay.cp
 
 
+def forward_mask_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, tok: float, s_local) -> float:
+    """Bytes of the mask the model's forward builds once for all its local layers
+    (dense_local_mask; sdpa_mask's bool [b, 1, s, s], 1 byte a score) still held when the backward
+    starts: only under recomputation, where every checkpointed layer keeps it as an input until
+    its backward (transformers GradientCheckpointingLayer: partial(forward, **kwargs) holds
+    attention_mask for the replay). Without checkpoints it is a local of the model's forward,
+    freed when that returns, before the loss: no saved tensor holds it (SDPA keeps its additive
+    copy, local_mask_bytes). Seen on a CPU Mistral model (a weakref to the mask: dead after the
+    forward without checkpointing, alive until layer 0's backward with it)."""
+    if not dense_local_mask(m, t):
+        return 0.0
+    return where(lay.recompute == "full", 1.0 * tok * s_local, 0.0)
+
+
 def stage_activations(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: int, moe_layers: int,
                       stage: int, ep_overlap=False) -> float:
     """Bytes of activations a rank of ``stage`` holds at its peak: the per-layer figure x the
@@ -579,10 +593,7 @@ def stage_activations(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: 
     per_layer = tok * (dense_layers * layer_bytes_per_token(m, t, lay, False, s_local)
                        + moe_layers * (layer_bytes_per_token(m, t, lay, True, s_local) if m.is_moe else 0.0)) / layers
     ids = 8.0 * tok if stage == 0 else 0.0
-    # the bool mask the model's forward builds once for all its local layers (sdpa_mask: 1 byte a
-    # score; dense_local_mask), alive through the forward and, under recomputation, kept as every
-    # checkpointed layer's input until the backward
-    ids = ids + (1.0 * tok * s_local if dense_local_mask(m, t) else 0.0)
+    ids = ids + forward_mask_bytes(m, t, lay, tok, s_local)
     held = layers_in_flight(m, lay, stage)
     if lay.pp > 1:
         held = held + where(ep_overlap, layers / lay.vp, 0.0)
