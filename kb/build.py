@@ -129,6 +129,12 @@ STATED = ("gpu", "gpus", "interconnect", "seq_len", "precision", "optimizer", "a
 # transformers model families that refuse attn_implementation="flash_attention_2" (their
 # PreTrainedModel's _supports_flash_attn is False, transformers 5.24)
 NO_FLASH_ATTENTION_2 = {"llama4": "modeling_llama4.py Llama4PreTrainedModel: _supports_flash_attn = False"}
+# transformers model families that refuse attn_implementation="sdpa" (_supports_sdpa is False:
+# PreTrainedModel._sdpa_can_dispatch raises "does not support an attention implementation through
+# torch.nn.functional.scaled_dot_product_attention", transformers 5.24 modeling_utils.py); they
+# default to eager
+NO_SDPA = {"gpt_oss": "modeling_gpt_oss.py GptOssPreTrainedModel: _supports_sdpa = False; SDPA has no attention sinks",
+           "gemma2": "modeling_gemma2.py Gemma2PreTrainedModel: _supports_sdpa = False"}
 # Frameworks that run QLoRA's 4-bit (bitsandbytes NF4) base weights: PEFT on transformers,
 # also under DeepSpeed ZeRO-3 or FSDP (Hugging Face PEFT docs, "DeepSpeed" and "FSDP" guides;
 # Answer.AI's FSDP + QLoRA). Megatron-Core has no 4-bit base-weight path.
@@ -241,6 +247,9 @@ def check_training(m, g, tspec: TrainingSpec, given=frozenset()) -> None:
         raise InputError(f"--attention sdpa: transformers runs {m.name}'s soft-capped attention logits "
                          "(attn_logit_softcapping) eager or with a FlashAttention kernel, which soft-caps; "
                          "allowed: eager, flash, flash2")
+    if tspec.attention == "sdpa" and tspec.framework in ("hf", "deepspeed") and m.family in NO_SDPA:
+        raise InputError(f"--attention sdpa: transformers' {m.name} has no SDPA path ({NO_SDPA[m.family]}); "
+                         "allowed: eager (its default), flash, flash2")
     if tspec.attention == "flash2" and tspec.framework in ("hf", "deepspeed") and m.family in NO_FLASH_ATTENTION_2:
         raise InputError(f"--attention flash2: transformers' {m.name} has no FlashAttention-2 path "
                          f"({NO_FLASH_ATTENTION_2[m.family]}); allowed: flash, sdpa, eager")

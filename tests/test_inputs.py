@@ -375,6 +375,21 @@ def test_sdpa_on_a_soft_capped_transformers_model_is_refused(run_cli):
         assert code == 0, err
 
 
+def test_sdpa_on_gpt_oss_under_transformers_is_refused(run_cli):
+    """transformers' gpt-oss has no SDPA path (GptOssPreTrainedModel._supports_sdpa is False: SDPA
+    has no attention sinks), so from_pretrained(attn_implementation="sdpa") raises and the
+    Trainer cannot run what the estimate would size; eager (its default) and FlashAttention can,
+    and a framework that is not transformers is not refused here."""
+    for framework in ("hf", "deepspeed"):
+        err = refused(run_cli, "memory", "--model", "gpt-oss-20b", "--gpus", "8", "--framework", framework,
+                      "--attention", "sdpa", "--layout", "dp=8,zero=3,mbs=1,recompute=full")
+        assert "--attention sdpa" in err and "_supports_sdpa = False" in err and "allowed: eager" in err
+    for attention in ("eager", "flash"):
+        code, _, err = run_cli("memory", "--model", "gpt-oss-20b", "--gpus", "8", "--framework", "hf",
+                               "--attention", attention, "--layout", "dp=8,zero=3,mbs=1,recompute=full")
+        assert code == 0, err
+
+
 def test_a_lora_rank_on_a_job_without_adapters_is_refused(run_cli):
     """A stray --lora-rank is refused, not ignored; where compare varies the training type it
     belongs to the LoRA rows, and the full fine-tuning row is answered without it."""
