@@ -734,3 +734,32 @@ def test_sdpa_keeps_the_dense_sliding_window_mask_on_every_sliding_layer():
     # under recomputation the checkpoints keep the model's one bool mask (1 byte a score) until
     # the backward; without, it is freed with the forward, before the backward starts
     assert act("mistral-7b", s, "sdpa", "full") - act("mistral-7b", s, "flash", "full") == pytest.approx(score)
+
+
+def test_checkpoints_keep_transformers_eager_masks_until_the_backward():
+    """transformers' eager path builds a float [b, 1, s, s] mask a layer type each forward
+    (masking_utils.eager_mask, in the embeddings' dtype) and adds it to the scores, which keeps
+    nothing for the backward. Under recomputation every checkpointed layer holds it as an input
+    until its backward: 2 bytes a score with bf16 weights, 4 with fp32 weights under autocast,
+    twice for a model with full and sliding layers (Gemma 3), once for Llama or all-sliding
+    Mistral. Without recomputation it is freed with the forward: nothing at the backward's start."""
+    s = 8192
+
+    def act(model, attention, layout):
+        job = build_job(model=model, gpus=8, seq_len=s, framework="hf", attention=attention)
+        return mem(job, layout).breakdown_gib["activations"]
+
+    score = s * s / 2 ** 30
+    zero3, ddp = "dp=8,zero=3,mbs=1,recompute=full", "dp=8,zero=0,mbs=1,recompute=full"
+    assert act("llama-3-8b", "eager", zero3) - act("llama-3-8b", "flash", zero3) == pytest.approx(2 * score)
+    assert act("llama-3-8b", "eager", ddp) - act("llama-3-8b", "flash", ddp) == pytest.approx(4 * score)
+    assert act("mistral-7b", "eager", zero3) - act("mistral-7b", "flash", zero3) == pytest.approx(2 * score)
+    assert act("gemma-3-4b", "eager", zero3) - act("gemma-3-4b", "flash", zero3) == pytest.approx(2 * 2 * score)
+    none = "dp=8,zero=3,mbs=1,recompute=none"
+    eager = build_job(model="llama-3-8b", gpus=8, seq_len=s, framework="hf", attention="eager")
+    flash = build_job(model="llama-3-8b", gpus=8, seq_len=s, framework="hf", attention="flash")
+    from shardwise.kb.memory.activations import layer_bytes_per_token
+    lay, _ = resolve_layout(eager, none)
+    scores = sum(layer_bytes_per_token(j.model, j.training, lay, False, s) * (1 if j is eager else -1)
+                 for j in (eager, flash)) * s * 32 / 2 ** 30
+    assert act("llama-3-8b", "eager", none) - act("llama-3-8b", "flash", none) == pytest.approx(scores)

@@ -565,18 +565,35 @@ def tokens_local(t: TrainingSpec, lay: Layout) -> float:
     return lay.mbs * t.seq_len / lay.cp
 
 
-def forward_mask_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, tok: float, s_local) -> float:
-    """Bytes of the mask the model's forward builds once for all its local layers
-    (dense_local_mask; sdpa_mask's bool [b, 1, s, s], 1 byte a score) still held when the backward
-    starts: only under recomputation, where every checkpointed layer keeps it as an input until
-    its backward (transformers GradientCheckpointingLayer: partial(forward, **kwargs) holds
-    attention_mask for the replay). Without checkpoints it is a local of the model's forward,
-    freed when that returns, before the loss: no saved tensor holds it (SDPA keeps its additive
-    copy, local_mask_bytes). Seen on a CPU Mistral model (a weakref to the mask: dead after the
-    forward without checkpointing, alive until layer 0's backward with it)."""
-    if not dense_local_mask(m, t):
+def mask_kinds(m: ModelSpec) -> int:
+    """How many [b, 1, s, s] masks transformers' eager path builds a forward: one a layer type --
+    causal_mask_mapping's "full_attention" and "sliding_attention" (or Llama 4's chunked) where
+    a model mixes full and local layers (Gemma 2/3, gpt-oss, Llama 4, Qwen with max_window_layers),
+    one where every layer is alike (Llama; Mistral 7B v0.1, all sliding: modeling_mistral.py
+    picks create_sliding_window_causal_mask alone)."""
+    return 2 if 0 < local_layers(m) < m.layers else 1
+
+
+def forward_mask_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, tok: float, s_local):
+    """Bytes of the masks the model's forward builds once for all its layers still held when the
+    backward starts: only under recomputation, where every checkpointed layer keeps them as an
+    input until its backward (transformers GradientCheckpointingLayer: partial(forward, **kwargs)
+    holds attention_mask for the replay). Without checkpoints they are locals of the model's
+    forward, freed when that returns, before the loss: no saved tensor holds them (SDPA keeps its
+    own additive copy, local_mask_bytes; eager adds its mask to the scores, and add's backward
+    keeps neither input). Under SDPA that is the dense local mask alone (dense_local_mask:
+    sdpa_mask's bool, 1 byte a score); under eager every layer type's (mask_kinds) float mask in
+    the embeddings' dtype (masking_utils.eager_mask: torch.where of the bool mask into
+    inputs_embeds.dtype, never skipped), 4 bytes a score with fp32 weights under autocast, else 2.
+    Seen on a CPU Mistral / Llama / Gemma 3 model (a weakref to each mask: dead after the forward
+    without checkpointing, alive until layer 0's backward with it)."""
+    if t.attention == "eager" and profile(t) == "hf":
+        per_score = mask_kinds(m) * where(fp32_weights_under_autocast(t, lay), 4.0, 2.0)
+    elif dense_local_mask(m, t):
+        per_score = 1.0
+    else:
         return 0.0
-    return where(lay.recompute == "full", 1.0 * tok * s_local, 0.0)
+    return where(lay.recompute == "full", per_score * tok * s_local, 0.0)
 
 
 def stage_activations(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: int, moe_layers: int,
