@@ -54,7 +54,8 @@ def assumptions(job: Job, layout: Layout | None = None) -> list[str]:
     texts = default_texts(job)
     framework = texts[:1] if "framework" in job.training.defaulted else []
     return (framework + global_batch(job, layout=layout)[1] + texts[len(framework):] + sustained_peak(job)
-            + cuda_graph_terms(job) + rlhf_scope(job) + lora_dropout_scope(job) + list(job.model.reading_notes))
+            + cuda_graph_terms(job) + rlhf_scope(job) + lora_dropout_scope(job) + window_kernel(job)
+            + list(job.model.reading_notes))
 
 
 def sustained_peak(job: Job) -> list[str]:
@@ -107,6 +108,25 @@ def lora_dropout_scope(job: Job) -> list[str]:
     return [f"LoRA dropout {t.lora_dropout!r}: each adapter's dropped-out input and mask (3 bytes an element) are "
             f"sized on transformers layers (--framework hf or deepspeed), not in this {t.framework} estimate, "
             "whose activations leave the adapters' tensors out"]
+
+
+def window_kernel(job: Job) -> list[str]:
+    """Where the answer rests on which kernel transformers runs sliding windows with: --attention
+    flash (the default) times and sizes them as flash-attn's window_size runs them
+    (attn_implementation flash_attention_2 / _3), while the Trainer's own default, sdpa, builds a
+    dense mask past the window and computes the whole square (memory.activations.dense_local_mask);
+    --attention sdpa sizes that."""
+    from .build import NO_SDPA
+    from .memory.activations import dense_local_mask
+    m, t = job.model, job.training
+    # models transformers runs eager by default, with no SDPA path, are left out
+    if t.attention != "flash" or m.family in NO_SDPA or m.attn_softcap \
+            or not dense_local_mask(m, t.model_copy(update={"attention": "sdpa"})):
+        return []
+    return [f"attention flash: {m.name}'s {m.sliding_layers} sliding-window layers ({m.sliding_window:,} tokens) are "
+            f"timed and sized as flash-attn runs them (attn_implementation flash_attention_2 or _3); transformers' "
+            f"default, sdpa, masks them with a dense {t.seq_len:,} x {t.seq_len:,} mask and computes the whole "
+            f"square: --attention sdpa for that"]
 
 
 def grad_accum_for(gb: int, mbs: int, dp: int) -> int:

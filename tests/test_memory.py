@@ -763,3 +763,20 @@ def test_checkpoints_keep_transformers_eager_masks_until_the_backward():
     scores = sum(layer_bytes_per_token(j.model, j.training, lay, False, s) * (1 if j is eager else -1)
                  for j in (eager, flash)) * s * 32 / 2 ** 30
     assert act("llama-3-8b", "eager", none) - act("llama-3-8b", "flash", none) == pytest.approx(scores)
+
+
+def test_the_answer_says_which_kernel_its_sliding_windows_were_sized_for():
+    """Under the Trainer the default --attention flash sizes sliding windows as flash-attn runs
+    them; transformers' own default, sdpa, builds a dense mask past the window. The answer says so
+    where it matters (Mistral 7B and Gemma 3 past their windows), not below the window, not with
+    --attention sdpa, not for Gemma 2 (no SDPA path: eager by default) nor a model without windows."""
+    from shardwise.kb.resolve import assumptions
+
+    def said(model, seq, **kw):
+        job = build_job(model=model, gpus=8, seq_len=seq, framework="hf", **kw)
+        return [a for a in assumptions(job) if a.startswith("attention flash:")]
+    line = said("mistral-7b", 8192)
+    assert len(line) == 1 and "32 sliding-window layers" in line[0] and "--attention sdpa" in line[0]
+    assert said("gemma-3-4b", 8192)
+    assert not said("mistral-7b", 2048) and not said("mistral-7b", 8192, attention="sdpa")
+    assert not said("gemma-2-9b", 8192) and not said("llama-3-8b", 8192)

@@ -31,7 +31,7 @@ from ..defaults import ADAPTERS
 from ..frameworks import profile as framework_profile
 from ..memory.activations import (adapter_input_cast, dense_local_mask, experts_cast_by_autocast,
                                   fp32_weights_under_autocast, local_layers, routed_copies)
-from ..memory.peft_experts import (ADAPTED_EXPERT_FAMILIES, FUSED_EXPERT_FAMILIES, merges_experts, peft_on_transformers,
+from ..memory.peft_experts import (ADAPTED_EXPERT_FAMILIES, merges_experts, peft_on_transformers,
                                    shared_projections)
 from ..layout import Layout
 from ..params import attention_projections, layer_params, mlp_projections
