@@ -11,14 +11,23 @@ from .schema import GPUSpec, LinkSpec, ModelSpec
 _load = package_yaml
 
 
+def _bare(name: str) -> str:
+    """A name without the separators people drop or swap ('-', '_', '.'): gemma3-12b, gemma_3_12b
+    and gemma-3-12b are one name to the suggestions."""
+    return name.translate(str.maketrans("", "", "-_."))
+
+
 def _lookup(table: dict, key: str, what: str, flag: str):
     k = key.strip().lower()
     if k in table:
         return k, table[k]
     # the names the typed one begins (--gpu h100: h100-sxm, h100-pcie, h100-nvl) first: string
-    # similarity alone offered h800 and h200 before h100-sxm and left out the PCIe and NVL cards
-    starts = sorted(n for n in table if k and n.startswith(k))
-    near = list(dict.fromkeys(starts + difflib.get_close_matches(k, list(table), n=3, cutoff=0.5)))[:5]
+    # similarity alone offered h800 and h200 before h100-sxm and left out the PCIe and NVL cards.
+    # Both sides without separators: "llama4" begins "llama-4-maverick" as much as "llama-4-scout"
+    bare = {_bare(n): n for n in table}
+    starts = sorted(n for b, n in bare.items() if k and b.startswith(_bare(k)))
+    close = difflib.get_close_matches(_bare(k), list(bare), n=3, cutoff=0.5)
+    near = list(dict.fromkeys(starts + [bare[b] for b in close]))[:5]
     hint = f"did you mean {', '.join(near)}?" if near else f"known: {', '.join(sorted(table))}"
     raise InputError(f"{flag}: unknown {what} '{key}'; {hint} (list them with `shardwise kb {what}s`)")
 

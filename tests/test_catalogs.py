@@ -49,6 +49,24 @@ def test_unknown_names_suggest_the_nearest():
         catalog.model("llama3-70b")
 
 
+@pytest.mark.parametrize("typed,first", [
+    ("llama4", ["llama-4-maverick", "llama-4-scout"]), ("qwen3coder", ["qwen3-coder-480b-a35b"]),
+    ("gemma3-12b", ["gemma-3-12b"]), ("phi4mini", ["phi-4-mini"]), ("gemma_3_27b", ["gemma-3-27b"])])
+def test_unknown_model_names_suggest_the_models_they_spell_without_separators(typed, first):
+    """'--model llama4' suggested llama-4-scout and never llama-4-maverick: the names the typed one
+    begins were matched with their hyphens, so only string similarity found one Llama 4. The
+    suggestions now compare names without '-', '_' and '.', every model the name begins first."""
+    with pytest.raises(InputError) as e:
+        catalog.model(typed)
+    said = str(e.value).split("did you mean ")[1].split("?")[0].split(", ")
+    assert said[:len(first)] == first, said
+
+
+def test_an_unknown_gpu_typed_without_its_hyphen_suggests_the_card():
+    with pytest.raises(InputError, match="did you mean h100-sxm,"):
+        catalog.gpu("h100sxm")
+
+
 def test_fp8_is_refused_on_gpus_without_fp8():
     g = catalog.gpu("a100-80gb")
     with pytest.raises(ValueError, match="no FP8"):
