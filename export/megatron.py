@@ -132,13 +132,45 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
     if m.attn_softcap:
         # Megatron-Core caps no attention logits: TransformerConfig has no soft-cap field and its
         # one flash-attn call fixes softcap at 0.0 (transformer/attention.py, NVIDIA/Megatron-LM@d98e8a6)
-        caveats.append(f"attention logit soft-capping at {m.attn_softcap:g} (Gemma 2's attn_logit_softcapping: "
+        caveats.append(f"attention logit soft-capping at {m.attn_softcap:g} (attn_logit_softcapping: "
                        "scores = cap x tanh(scores / cap)): Megatron-Core has no option for it; this script trains "
                        "uncapped scores, same shapes, other numerics")
+    caveats += gemma_caveats(m)
     caveats += FAMILY_CAVEATS.get(m.family, [])
     if m.embed_norm:
         caveats.append("embedding LayerNorm (BLOOM): Megatron's command line has no flag for it")
     return a, caveats
+
+
+def gemma_caveats(m) -> list[str]:
+    """Gemma's numerics that Megatron-LM's command line cannot set (NVIDIA/Megatron-LM@d98e8a6):
+
+    - final logit soft-capping (Gemma2ForCausalLM: logits / cap, tanh, x cap): GPTModel's output
+      layer's logits go to the loss as they are (gpt_model.py line 807), and no TransformerConfig
+      field caps them;
+    - the scores' scale query_pre_attn_scalar ** -0.5 (Gemma2Attention .scaling):
+      TransformerConfig.softmax_scale is left off the command line (arguments.py
+      line 2326, _add_network_size_args' exclude list), so DotProductAttention scales by
+      1/sqrt(kv_channels) (dot_product_attention.py line 85);
+    - Gemma 3's RoPE base on its sliding-window layers (rope_local_base_freq): GPTModel builds one
+      RotaryEmbedding from --rotary-base for every layer (gpt_model.py line 185; Megatron-Bridge's
+      Gemma3ModelProvider swaps in a two-base one)."""
+    caveats = []
+    if m.final_softcap:
+        caveats.append(f"final logit soft-capping at {m.final_softcap:g} (final_logit_softcapping: logits = cap x "
+                       "tanh(logits / cap) before the loss): Megatron-Core has no option for it; this script trains "
+                       "uncapped logits, same shapes, other numerics")
+    if m.attn_scale_dim:
+        caveats.append(f"attention scores scaled by 1/sqrt({m.attn_scale_dim:g}) (query_pre_attn_scalar), not "
+                       f"1/sqrt({m.hd}) (the head dimension): Megatron's softmax_scale has no command-line flag, so "
+                       f"this script scales them by 1/sqrt({m.hd}), {(m.attn_scale_dim / m.hd) ** 0.5:.3f}x the "
+                       "model's; same shapes, other numerics")
+    if m.rope_local_theta:
+        local, full = (f"{t:.0f}" if t == int(t) else f"{t:g}" for t in (m.rope_local_theta, m.rope_theta))
+        caveats.append(f"RoPE base {local} on the sliding-window layers (rope_local_base_freq) and {full} on the "
+                       "full-attention ones: Megatron takes one --rotary-base for every layer, so this script "
+                       f"rotates all of them with {full}; same shapes, other numerics")
+    return caveats
 
 
 def max_positions(m, seq_len: int) -> tuple[int, list[str]]:

@@ -281,6 +281,38 @@ def _field(cfg: dict, path: str, *names: str, required: bool = True, default=Non
     return default
 
 
+# Gemma 2's and Gemma 3's config classes' defaults (transformers configuration_gemma2.py,
+# configuration_gemma3.py Gemma3TextConfig): attn_logit_softcapping, final_logit_softcapping (None:
+# no cap), query_pre_attn_scalar, rope_local_base_freq (Gemma 3 only)
+GEMMA_DEFAULTS = {"gemma2": (50.0, 30.0, 256, None), "gemma3_text": (None, None, 256, 10000.0)}
+
+
+def _gemma_fields(cfg: dict, path: str, mt: str, spec: dict) -> dict:
+    """Gemma's numerics that no shape shows: the soft-caps on the attention scores and on the final
+    logits (cap x tanh(x / cap); a null in config.json turns one off), the scores' scale
+    query_pre_attn_scalar ** -0.5 (Gemma2Attention / Gemma3Attention .scaling), kept where it is
+    not the head dimension, and Gemma 3's RoPE base on its sliding-window layers
+    (rope_local_base_freq; transformers 5 keeps it as rope_parameters.sliding_attention.rope_theta),
+    kept where it is not rope_theta."""
+    attn, final, scalar, local = GEMMA_DEFAULTS[mt]
+
+    def cap(name: str, default):
+        v = cfg.get(name, default)
+        return 0.0 if v is None else float(_field({name: v}, path, name, kind=float))
+
+    out = {"attn_softcap": cap("attn_logit_softcapping", attn), "final_softcap": cap("final_logit_softcapping", final)}
+    scalar = float(_field(cfg, path, "query_pre_attn_scalar", required=False, default=scalar, kind=float))
+    head_dim = spec["head_dim"] or spec["hidden"] // spec["heads"]
+    out["attn_scale_dim"] = scalar if scalar != head_dim else 0.0
+    if local is not None:
+        rp = cfg.get("rope_parameters")
+        sliding = rp.get("sliding_attention") if isinstance(rp, dict) else None
+        local = _field(sliding if isinstance(sliding, dict) else {}, path, "rope_theta", required=False, default=None,
+                       kind=float) or _field(cfg, path, "rope_local_base_freq", required=False, default=local, kind=float)
+        out["rope_local_theta"] = float(local) if float(local) != spec["rope_theta"] else 0.0
+    return out
+
+
 # partial_rotary_factor where config.json leaves it out: configuration_glm4_moe.py 0.5,
 # configuration_phi3.py 1.0 (transformers 5.24)
 ROTARY_FRACTION_DEFAULTS = {"glm4_moe": 0.5, "phi3": 1.0}
@@ -891,14 +923,8 @@ def read_hf_config(path: str) -> ModelSpec:
         _olmoe_checks(cfg, path, spec)
     if mt == "llama4_text":
         spec.update(_llama4_fields(cfg, path, spec))
-    if mt == "gemma2":
-        # Gemma2Config's default attn_logit_softcapping is 50.0 (configuration_gemma2.py); null
-        # turns it off (Gemma 3 has none)
-        if "attn_logit_softcapping" in cfg and cfg["attn_logit_softcapping"] is None:
-            spec["attn_softcap"] = 0.0
-        else:
-            spec["attn_softcap"] = float(_field(cfg, path, "attn_logit_softcapping", required=False, default=50.0,
-                                                kind=float))
+    if mt in GEMMA_DEFAULTS:
+        spec.update(_gemma_fields(cfg, path, mt, spec))
     if mt == "gpt_oss":
         # GptOssConfig's default swiglu_limit is 7.0 (transformers configuration_gpt_oss.py)
         spec["glu_limit"] = float(_field(cfg, path, "swiglu_limit", required=False, default=7.0, kind=float))

@@ -75,6 +75,17 @@ class ModelSpec(_Frozen):
     # attention logit soft-capping: scores = cap x tanh(scores / cap) before the softmax
     # (config.json attn_logit_softcapping, Gemma 2 50.0); 0 none
     attn_softcap: float = Field(0.0, ge=0)
+    # final logit soft-capping: logits = cap x tanh(logits / cap) before the loss (config.json
+    # final_logit_softcapping, Gemma 2 30.0); 0 none. Memory and time are sized without it
+    final_softcap: float = Field(0.0, ge=0)
+    # the attention scores are scaled by 1/sqrt(attn_scale_dim), not 1/sqrt(head_dim) (config.json
+    # query_pre_attn_scalar: Gemma 2 27B 144, Gemma 3 27B 168, both with head_dim 128); 0 where
+    # the model scales by its head dimension
+    attn_scale_dim: float = Field(0.0, ge=0)
+    # the RoPE base of the sliding-window layers where it is not rope_theta (config.json
+    # rope_local_base_freq: Gemma 3 10000 there, rope_theta 1e6 on its full-attention layers); 0:
+    # every layer's base is rope_theta
+    rope_local_theta: float = Field(0.0, ge=0)
     # clamped GLU: gate and up are clamped to this limit before the activation (config.json's
     # swiglu_limit, gpt-oss 7.0); 0 none. Megatron-Core clamps them in eager ops outside its
     # fused activation (kb/perf/unfused.glu_clamp_bytes).

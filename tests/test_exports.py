@@ -829,13 +829,69 @@ def test_megatron_says_it_cannot_soft_cap_gemma2s_attention(tmp_path):
     which has none, get no such caveat."""
     lay = Layout(dp=8, zero=1, mbs=1, grad_accum=8)
     for name in ("gemma-2-2b", "gemma-2-9b"):
-        said = [c for c in export("megatron", Target(build_job(model=name, gpus=8), lay)).caveats if "soft-capping" in c]
+        said = [c for c in export("megatron", Target(build_job(model=name, gpus=8), lay)).caveats if "attention logit soft-capping" in c]
         assert len(said) == 1 and "at 50 " in said[0], (name, said)
-    assert not any("soft-capping" in c for c in export("megatron", Target(build_job(model="gemma-3-4b", gpus=8), lay)).caveats)
+    assert not any("attention logit soft-capping" in c for c in export("megatron", Target(build_job(model="gemma-3-4b", gpus=8), lay)).caveats)
     cfg = {"model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
            "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000}
-    assert any("soft-capping" in c for c in _hf_script(tmp_path, cfg, 8, lay)[1])
-    assert not any("soft-capping" in c for c in _hf_script(tmp_path, dict(cfg, attn_logit_softcapping=None), 8, lay)[1])
+    assert any("attention logit soft-capping" in c for c in _hf_script(tmp_path, cfg, 8, lay)[1])
+    assert not any("attention logit soft-capping" in c for c in _hf_script(tmp_path, dict(cfg, attn_logit_softcapping=None), 8, lay)[1])
+
+
+GEMMA2_2B = {"model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+             "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000}
+GEMMA_LAYOUT = Layout(dp=8, zero=1, mbs=1, grad_accum=8)
+
+
+def _said(name: str, what: str) -> list[str]:
+    ex = export("megatron", Target(build_job(model=name, gpus=8), GEMMA_LAYOUT))
+    return [c for c in ex.caveats if what in c]
+
+
+def test_megatron_says_it_cannot_soft_cap_gemma2s_final_logits(tmp_path):
+    """Gemma 2 caps its logits before the loss (final_logit_softcapping 30, Gemma2Config's default);
+    the reader dropped the field and the script trained uncapped logits without a word. Gemma 3
+    (final_logit_softcapping None) and a config.json that turns it off get no such caveat."""
+    for name in ("gemma-2-2b", "gemma-2-9b", "gemma-2-27b"):
+        said = _said(name, "final logit soft-capping")
+        assert len(said) == 1 and "at 30 " in said[0], (name, said)
+    assert not _said("gemma-3-4b", "final logit soft-capping")
+    assert any("final logit soft-capping" in c for c in _hf_script(tmp_path, GEMMA2_2B, 8, GEMMA_LAYOUT)[1])
+    off = dict(GEMMA2_2B, final_logit_softcapping=None)
+    assert not any("final logit soft-capping" in c for c in _hf_script(tmp_path, off, 8, GEMMA_LAYOUT)[1])
+
+
+def test_megatron_says_it_scales_gemmas_scores_by_the_head_dim_not_query_pre_attn_scalar(tmp_path):
+    """Gemma 2 27B scales its scores by 144 ** -0.5 (query_pre_attn_scalar) and Gemma 3 27B by
+    168 ** -0.5, both with head_dim 128; Megatron's softmax_scale has no flag, so the script's
+    1/sqrt(128) is 1.061x and 1.146x theirs: a caveat with the factor. The 9B, 2B and the Gemma 3
+    4B and 12B set it to their head dimension: nothing to say."""
+    assert "1/sqrt(144)" in _said("gemma-2-27b", "query_pre_attn_scalar")[0]
+    assert "1.061x" in _said("gemma-2-27b", "query_pre_attn_scalar")[0]
+    assert "1/sqrt(168)" in _said("gemma-3-27b", "query_pre_attn_scalar")[0]
+    for name in ("gemma-2-2b", "gemma-2-9b", "gemma-3-1b", "gemma-3-4b", "gemma-3-12b", "gemma-7b"):
+        assert not _said(name, "query_pre_attn_scalar"), name
+    # Gemma2Config's default query_pre_attn_scalar is 256: a 128-wide head that leaves it out is scaled by 1/16
+    narrow = dict(GEMMA2_2B, head_dim=128)
+    assert any("1/sqrt(256)" in c for c in _hf_script(tmp_path, narrow, 8, GEMMA_LAYOUT)[1])
+
+
+def test_megatron_says_gemma3s_sliding_layers_rotate_with_another_base(tmp_path):
+    """Gemma 3 rotates its sliding-window layers with rope_local_base_freq 10000 and its
+    full-attention ones with rope_theta 1e6; Megatron's one --rotary-base rotates every layer with
+    1e6: a caveat naming both bases. transformers 5's rope_parameters.sliding_attention is read as
+    the same field; Gemma 2 (one base) gets none."""
+    said = _said("gemma-3-4b", "rope_local_base_freq")
+    assert len(said) == 1 and "RoPE base 10000 on the sliding-window layers" in said[0] and "1000000" in said[0]
+    assert not _said("gemma-2-9b", "rope_local_base_freq")
+    g3 = {"model_type": "gemma3_text", "hidden_size": 1152, "intermediate_size": 6912, "num_hidden_layers": 26,
+          "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 262144,
+          "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                              "sliding_attention": {"rope_type": "default", "rope_theta": 20000.0}}}
+    assert any("RoPE base 20000 on" in c for c in _hf_script(tmp_path, g3, 8, GEMMA_LAYOUT)[1])
+    same = dict(g3, rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})
+    assert not any("rope_local_base_freq" in c for c in _hf_script(tmp_path, same, 8, GEMMA_LAYOUT)[1])
 
 
 def test_megatron_no_rope_freq_takes_the_list_form_for_another_pattern(tmp_path):
