@@ -127,8 +127,9 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
         caveats.append("parallel attention and MLP (one shared input norm): Megatron-Core's GPT layer runs them in "
                        "sequence; the same weights bar one norm a layer, a different model")
     if m.sandwich_norm:
-        caveats.append("post-attention and post-MLP norms (Gemma 2): Megatron's command line has no flag for them "
-                       "(Megatron-Bridge's Gemma 2 uses its own layer spec)")
+        caveats.append("post-attention and post-MLP norms (each sublayer's output normalised before its residual "
+                       "add, four norms a layer): Megatron's command line has no flag for them (Megatron-Bridge's "
+                       "Gemma 2 and Gemma 3 layer specs build them)")
     if m.attn_softcap:
         # Megatron-Core caps no attention logits: TransformerConfig has no soft-cap field and its
         # one flash-attn call fixes softcap at 0.0 (transformer/attention.py, NVIDIA/Megatron-LM@d98e8a6)

@@ -894,6 +894,15 @@ def test_megatron_says_gemma3s_sliding_layers_rotate_with_another_base(tmp_path)
     assert not any("rope_local_base_freq" in c for c in _hf_script(tmp_path, same, 8, GEMMA_LAYOUT)[1])
 
 
+def test_megatron_sandwich_norm_caveat_names_no_model_it_does_not_fit():
+    """The post-norm caveat said "(Gemma 2)" on Gemma 3's scripts too: it now says what the layer
+    has, once, for either."""
+    for name in ("gemma-2-9b", "gemma-3-4b", "gemma-3-12b"):
+        said = _said(name, "post-attention and post-MLP norms")
+        assert len(said) == 1 and "(Gemma 2)" not in said[0], (name, said)
+    assert not _said("gemma-7b", "post-attention and post-MLP norms")
+
+
 def test_megatron_no_rope_freq_takes_the_list_form_for_another_pattern(tmp_path):
     """no_rope_layers that are not every Nth layer (or an N that does not divide the layers, which
     TransformerConfig refuses as an integer) are --no-rope-freq's list form, 1 where RoPE is left
