@@ -97,6 +97,12 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
     a += rope + nope_args(m)
     if m.norm == "rmsnorm":
         a += ["--normalization", "RMSNorm"]
+        if m.family in GEMMA_FAMILIES:
+            # Gemma's x / rms(x) x (1 + w): TransformerConfig.layernorm_zero_centered_gamma, which TENorm
+            # passes to te.pytorch.RMSNorm as zero_centered_gamma, y = x / RMS(x) x (1 + gamma)
+            # (extensions/transformer_engine.py line 1100; the fused norm of the QKV and fc1 linears
+            # too, line 1539), Megatron-Bridge's Gemma providers' setting; the q/k norms are TENorm alike
+            a += ["--apply-layernorm-1p"]
     act, more = activation_args(m)
     a += act
     caveats += more
@@ -143,6 +149,13 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
     return a, caveats
 
 
+# Gemma's families: every RMSNorm scales by (1 + w), w initialised at zero (GemmaRMSNorm,
+# Gemma2RMSNorm, Gemma3RMSNorm .forward: output * (1.0 + self.weight.float()), transformers), and
+# the embedding output is multiplied by sqrt(hidden) (GemmaModel.forward's normalizer,
+# Gemma3TextScaledWordEmbedding's embed_scale)
+GEMMA_FAMILIES = ("gemma", "gemma2", "gemma3")
+
+
 def gemma_caveats(m) -> list[str]:
     """Gemma's numerics that Megatron-LM's command line cannot set (NVIDIA/Megatron-LM@d98e8a6):
 
@@ -155,8 +168,15 @@ def gemma_caveats(m) -> list[str]:
       1/sqrt(kv_channels) (dot_product_attention.py line 85);
     - Gemma 3's RoPE base on its sliding-window layers (rope_local_base_freq): GPTModel builds one
       RotaryEmbedding from --rotary-base for every layer (gpt_model.py line 185; Megatron-Bridge's
-      Gemma3ModelProvider swaps in a two-base one)."""
+      Gemma3ModelProvider swaps in a two-base one);
+    - the embedding scaled by sqrt(hidden): LanguageModelEmbedding multiplies only under --use-mup
+      (language_model_embedding.py line 135, mup_embedding_mult), which also regroups learning rates
+      and rescales initialisation (training.py get_mup_config_overrides): not this model's training."""
     caveats = []
+    if m.family in GEMMA_FAMILIES:
+        caveats.append(f"embedding output scaled by sqrt(hidden) = {m.hidden ** 0.5:.2f} (Gemma): Megatron multiplies "
+                       "embeddings only under --use-mup, which also changes learning rates and initialisation; this "
+                       "script trains unscaled embeddings, same shapes, other numerics")
     if m.final_softcap:
         caveats.append(f"final logit soft-capping at {m.final_softcap:g} (final_logit_softcapping: logits = cap x "
                        "tanh(logits / cap) before the loss): Megatron-Core has no option for it; this script trains "

@@ -903,6 +903,22 @@ def test_megatron_sandwich_norm_caveat_names_no_model_it_does_not_fit():
     assert not _said("gemma-7b", "post-attention and post-MLP norms")
 
 
+def test_megatron_builds_gemmas_one_plus_w_norms_and_says_it_cannot_scale_the_embedding():
+    """Every Gemma RMSNorm scales by (1 + w) (GemmaRMSNorm .forward), which is Megatron's
+    --apply-layernorm-1p on TE's RMSNorm (zero_centered_gamma: x / RMS(x) x (1 + gamma)); the
+    script wrote plain RMSNorm, whose w would be one less than the checkpoint's. Gemma multiplies
+    its embedding output by sqrt(hidden), which Megatron's command line does only under MuP: a
+    caveat with the factor. Llama gets neither."""
+    for name, hidden in (("gemma-7b", 3072), ("gemma-2-9b", 3584), ("gemma-3-4b", 2560), ("gemma-3-12b", 3840)):
+        ex = export("megatron", Target(build_job(model=name, gpus=8), GEMMA_LAYOUT))
+        assert "--apply-layernorm-1p" in script_args(ex.files["megatron_pretrain.sh"]), name
+        said = [c for c in ex.caveats if "embedding output scaled" in c]
+        assert len(said) == 1 and f"= {hidden ** 0.5:.2f}" in said[0], (name, said)
+    ex = export("megatron", Target(build_job(model="llama-3-8b", gpus=8), GEMMA_LAYOUT))
+    assert "--apply-layernorm-1p" not in script_args(ex.files["megatron_pretrain.sh"])
+    assert not any("embedding output scaled" in c for c in ex.caveats)
+
+
 def test_megatron_no_rope_freq_takes_the_list_form_for_another_pattern(tmp_path):
     """no_rope_layers that are not every Nth layer (or an N that does not divide the layers, which
     TransformerConfig refuses as an integer) are --no-rope-freq's list form, 1 where RoPE is left

@@ -85,7 +85,7 @@ def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
     function, softmax placement, expert groups (DeepSeek-V3's 4 of 8, where Megatron scores a
     group as the model does) and weight scale. Llama 4 Scout and Maverick, read from config.json, too: its
     script was refused by TransformerConfig ("Please use --moe-router-pre-softmax when topk is 1")."""
-    from shardwise.export.megatron import GROUP_SCORE_TOP
+    from shardwise.export.megatron import GEMMA_FAMILIES, GROUP_SCORE_TOP
     from shardwise.kb import catalog
     from shardwise.kb.build import build_job
     from shardwise.kb.layout import Layout
@@ -121,6 +121,7 @@ def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
              m.qkv_bias or m.linear_bias), m.name
         assert [i for i, v in enumerate(b["no_rope"]) if v] == list(m.nope_layers), m.name
         assert b["rotary_percent"] == m.rotary_fraction, m.name
+        assert b["one_plus_w_norm"] == (m.family in GEMMA_FAMILIES), m.name     # Gemma's x / rms x (1 + w)
         assert b["qk_l2_norm"] == (m.qk_l2_norm_layers > 0) and b["rotary_interleaved"] == (m.family == "llama4"), m.name
         if m.is_moe:
             assert b["score_function"] == ("sigmoid" if m.router_bias or m.family == "llama4" else "softmax"), m.name
