@@ -780,3 +780,20 @@ def test_the_answer_says_which_kernel_its_sliding_windows_were_sized_for():
     assert said("gemma-3-4b", 8192)
     assert not said("mistral-7b", 2048) and not said("mistral-7b", 8192, attention="sdpa")
     assert not said("gemma-2-9b", 8192) and not said("llama-3-8b", 8192)
+
+
+def test_gemma2s_final_logit_cap_keeps_its_tanh_output_beside_the_loss():
+    """transformers' Gemma 2 caps its logits (logits / 30, tanh, * 30) before the loss; tanh
+    saves its bf16 output, 2 bytes a logit from the forward through the loss's backward, on top of
+    the 4 kept and 12 at the peak (kb/memory/logits.py). Megatron has no cap; a model without one
+    keeps nothing more."""
+    from shardwise.kb.memory.logits import logits_bytes, logits_forward_bytes
+    lay = Layout(dp=8, zero=3, mbs=1, recompute="full")
+    capped = build_job(model="gemma-2-9b", gpus=8, seq_len=4096, framework="hf", training="finetune")
+    m, t = capped.model, capped.training
+    plain = m.model_copy(update={"final_softcap": 0.0})
+    n = 4096 * m.vocab
+    assert [a - b for a, b in zip(logits_bytes(m, t, lay), logits_bytes(plain, t, lay))] == [2 * n, 2 * n]
+    assert logits_forward_bytes(m, t, lay) - logits_forward_bytes(plain, t, lay) == 2 * n
+    mega = build_job(model="gemma-2-9b", gpus=8, seq_len=4096, framework="megatron", training="finetune").training
+    assert logits_bytes(m, mega, lay) == logits_bytes(plain, mega, lay)

@@ -63,6 +63,15 @@ def loss_chunks(t: TrainingSpec) -> int:
     return TORCHTITAN_LOSS_CHUNKS if profile(t) == "torch" and t.training in ("pretrain", "finetune") else 1
 
 
+def softcap_bytes_per_logit(m: ModelSpec, t: TrainingSpec) -> float:
+    """What a final logit soft-cap keeps beside the loss, per logit: transformers' Gemma 2 (and any
+    model with final_logit_softcapping) computes logits / cap, tanh, * cap in its forward
+    (modeling_gemma2.py Gemma2ForCausalLM.forward, transformers 5.24); the divide and the multiply
+    by a number save nothing, tanh saves its bf16 output for its backward (2 bytes), alive from
+    the forward through the loss's backward. Megatron has no logit cap (the export says so)."""
+    return 2.0 if m.final_softcap and profile(t) != "megatron" else 0.0
+
+
 def _accumulator(m: ModelSpec, t: TrainingSpec, lay: Layout, chunks: int) -> float:
     """The fp32 gradient buffer of the hidden states a loss in ``chunks`` fills (0 unchunked)."""
     return ACCUMULATOR_BYTES_PER_HIDDEN * tokens_local(t, lay) * m.hidden if chunks > 1 else 0.0
@@ -84,11 +93,11 @@ def logits_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> tuple[float, flo
     n = tokens_local(t, lay) * m.vocab / vocab_shards(t, lay)
     if profile(t) == "megatron":
         return MEGATRON_SAVED_PER_LOGIT * n, MEGATRON_PEAK_PER_LOGIT * n
-    chunks = loss_chunks(t)
+    chunks, cap = loss_chunks(t), softcap_bytes_per_logit(m, t)
     if chunks > 1:
         acc = _accumulator(m, t, lay, chunks)
-        return acc, HF_PEAK_PER_LOGIT * n / chunks + acc
-    return HF_SAVED_PER_LOGIT * n, HF_PEAK_PER_LOGIT * n
+        return acc, (HF_PEAK_PER_LOGIT + cap) * n / chunks + acc
+    return (HF_SAVED_PER_LOGIT + cap) * n, (HF_PEAK_PER_LOGIT + cap) * n
 
 
 def logits_forward_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> float:
@@ -98,4 +107,4 @@ def logits_forward_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> float:
     if profile(t) == "megatron":
         return MEGATRON_FORWARD_PER_LOGIT * n
     chunks = loss_chunks(t)
-    return HF_FORWARD_PER_LOGIT * n / chunks + _accumulator(m, t, lay, chunks)
+    return (HF_FORWARD_PER_LOGIT + softcap_bytes_per_logit(m, t)) * n / chunks + _accumulator(m, t, lay, chunks)
