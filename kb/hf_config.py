@@ -480,7 +480,7 @@ def config_name(p: Path) -> str:
 
 
 # multimodal wrappers whose language model is their text_config
-WRAPPERS = ("gemma3", "llama4", "kimi_k25")
+WRAPPERS = ("gemma3", "llama4", "kimi_k25", "mistral3")
 
 
 class _Twice(dict):
@@ -544,7 +544,12 @@ def _parse_json(text: str, path: str) -> dict:
 
 # the language model a wrapper's text_config holds (Gemma3Config builds Gemma3TextConfig from it,
 # whatever model_type it names or if it names none)
-WRAPPED_TEXT_TYPE = {"gemma3": "gemma3_text", "llama4": "llama4_text", "kimi_k25": "deepseek_v3"}
+# Mistral3Config's text_config is a MistralConfig where it names no model_type (sub_configs_defaults,
+# configuration_mistral3.py): Mistral Small 3.1 / 3.2's MistralModel under a Pixtral vision tower.
+# Ministral 3's ministral3 text_config (a position-scaled query, modeling_ministral3.py) and
+# Mistral Small 4's mistral4 (MoE under multi-latent attention) are other language models: refused
+WRAPPED_TEXT_TYPE = {"gemma3": "gemma3_text", "llama4": "llama4_text", "kimi_k25": "deepseek_v3",
+                     "mistral3": "mistral"}
 # other model_types a wrapper's text_config may name, kept so that their own reading applies:
 # Kimi K2.5 / K2.6 (moonshotai/Kimi-K2.5) ship a kimi_k2 text_config, which Kimi_K25Config reads
 # as deepseek_v3 (configuration_kimi_k25.py __post_init__) and this reader through ALIASES, with
@@ -571,11 +576,34 @@ def _text_config(cfg: dict, path: str) -> dict:
     defaults = {"llama4_text": LLAMA4_TEXT_DEFAULTS, "gemma3_text": GEMMA3_TEXT_DEFAULTS}.get(want, {})
     mt = text.get("model_type") if text.get("model_type") in kept else want
     text = {**defaults, **text, "model_type": mt}    # a field the file gives, even null, is the file's
-    if "tie_word_embeddings" in cfg:
+    if cfg["model_type"] in TEXT_OWNS_HEAD:
+        text["tie_word_embeddings"] = _head_tie(cfg, text, path)
+    elif "tie_word_embeddings" in cfg:
         text["tie_word_embeddings"] = cfg["tie_word_embeddings"]
     elif cfg["model_type"] in WRAPPER_TIE_DEFAULT:
         text["tie_word_embeddings"] = WRAPPER_TIE_DEFAULT[cfg["model_type"]]
     return text
+
+
+# Wrappers whose text_config, not the wrapper, says whether the head is tied. Mistral3Config
+# defaults tie_word_embeddings to true (configuration_mistral3.py, transformers 5.24; PR #43429,
+# for Ministral 3's tied checkpoints), but Mistral Small 3.1 / 3.2's config.json gives it at no
+# level and their checkpoints store lm_head apart: a model built from the config alone ties the two
+# (transformers issue #42313, "[v5, Mistral models broken] Embeddings are automatically tied"),
+# while from_pretrained finds both tensors stored, different, and leaves them untied
+# (modeling_utils.py PreTrainedModel.tie_weights: "both are present in the checkpoints with
+# different values, so we will NOT tie them"). The text_config's value is the one that matches
+# the checkpoint: its own where given, else the wrapper's, else MistralConfig's false.
+TEXT_OWNS_HEAD = ("mistral3",)
+
+
+def _head_tie(outer: dict, text: dict, path: str) -> bool:
+    """tie_word_embeddings of a TEXT_OWNS_HEAD wrapper's language model: text_config's, else the
+    wrapper's, else false (MistralConfig's default)."""
+    for where, cfg in (("text_config", text), ("the wrapper", outer)):
+        if cfg.get("tie_word_embeddings") is not None:
+            return _field(cfg, f"{path} ({where})", "tie_word_embeddings", kind=bool)
+    return False
 
 
 def vision_params(vision: dict, text_hidden: int) -> int:
@@ -636,7 +664,35 @@ def moonvit_params(vision: dict, text_hidden: int) -> int:
     return 3 * patch * patch * h + h + ph * pw * h + n * layer + 2 * h + 2 * h + m * m + m + m * text_hidden + text_hidden
 
 
+def pixtral_params(outer: dict, text_hidden: int) -> int:
+    """Parameters of a Mistral 3 checkpoint's Pixtral vision tower and projector (transformers 5.24
+    modeling_pixtral.py PixtralVisionModel: a bias-free patch convolution (channels x patch^2 x h),
+    an RMSNorm, layers of bias-free q/k/v/o (h x h each) and a bias-free gated MLP (3 h f) with two
+    RMSNorms; modeling_mistral3.py Mistral3MultiModalProjector: an RMSNorm of h, the patch merger's
+    h merge^2 x h, linear_1 (h x the feature layers it concatenates) x text hidden and linear_2 text
+    hidden square, biased where multimodal_projector_bias). PixtralVisionConfig's and
+    Mistral3Config's defaults where the file leaves a field out. The wrapper's own fields
+    (spatial_merge_size, vision_feature_layer, multimodal_projector_bias) size the projector, so
+    this reads the whole file."""
+    vision = outer.get("vision_config") if isinstance(outer.get("vision_config"), dict) else {}
+
+    def num(cfg, key, default):
+        v = cfg.get(key, default)
+        return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= FIELD_MAX else default
+    h, f, n = num(vision, "hidden_size", 1024), num(vision, "intermediate_size", 4096), \
+        num(vision, "num_hidden_layers", 24)
+    patch, ch, merge = num(vision, "patch_size", 16), num(vision, "num_channels", 3), \
+        num(outer, "spatial_merge_size", 2)
+    layers = outer.get("vision_feature_layer", -1)
+    feature = len(layers) if isinstance(layers, list) and layers else 1
+    bias = outer.get("multimodal_projector_bias") is True
+    tower = ch * patch * patch * h + h + n * (4 * h * h + 3 * h * f + 2 * h)
+    return tower + h + h * merge * merge * h + (h * feature + bias) * text_hidden + (text_hidden + bias) * text_hidden
+
+
 VISION_PARAMS = {"llama4": llama4_vision_params, "kimi_k25": moonvit_params}
+# the ones that read the wrapper's own fields too, given the whole file
+WRAPPER_VISION_PARAMS = {"mistral3": pixtral_params}
 
 
 # the config classes with attention_bias / mlp_bias switches (transformers 5.24: LlamaConfig,
@@ -796,9 +852,17 @@ def _reading_notes(outer: dict, cfg: dict, h: int) -> tuple[str, ...]:
     notes = []
     vision = outer.get("vision_config") if outer is not cfg else None
     if isinstance(vision, dict):
-        n = VISION_PARAMS.get(outer.get("model_type"), vision_params)(vision, h)
+        mt = outer.get("model_type")
+        n = WRAPPER_VISION_PARAMS[mt](outer, h) if mt in WRAPPER_VISION_PARAMS else \
+            VISION_PARAMS.get(mt, vision_params)(vision, h)
         notes.append(f"{outer.get('model_type')} config.json: only the language model (text_config) is sized; the "
                      f"vision tower and projector, about {n / 1e6:,.0f}M parameters (vision_config), are not")
+    if outer.get("model_type") in TEXT_OWNS_HEAD and cfg.get("tie_word_embeddings") is False \
+            and outer.get("tie_word_embeddings") is not False:
+        notes.append(f"{outer.get('model_type')} config.json: the output head is sized apart from the embedding, as "
+                     "its text_config has it (Mistral Small 3.x's checkpoints store lm_head, and from_pretrained keeps "
+                     "both); a model built from the config alone would tie them (Mistral3Config's "
+                     "tie_word_embeddings, true unless the wrapper says false)")
     q = cfg.get("quantization_config") or outer.get("quantization_config")
     if isinstance(q, dict):
         notes.append(f"config.json has a quantization_config (quant_method {str(q.get('quant_method'))[:40]!r}): the "

@@ -714,3 +714,34 @@ def test_kimi_k25_reads_its_text_config_as_kimi_k2_and_says_the_vision_tower_is_
     other = dict(k25, text_config=dict(k25["text_config"], model_type="qwen2"))
     err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / "q" / "config.json", other), "--gpus", "8")
     assert "text_config must be a deepseek_v3 or kimi_k2 config" in err
+
+
+# --- Mistral 3 (Mistral Small 3.1 / 3.2): a Mistral language model under a Pixtral tower ----------
+
+MISTRAL3 = {"model_type": "mistral3", "architectures": ["Mistral3ForConditionalGeneration"],
+            "text_config": {"model_type": "mistral", "hidden_size": 1024, "intermediate_size": 4096,
+                            "num_hidden_layers": 8, "num_attention_heads": 16, "num_key_value_heads": 8,
+                            "head_dim": 128, "vocab_size": 32768, "sliding_window": None},
+            "vision_config": {"model_type": "pixtral", "hidden_size": 256, "intermediate_size": 512,
+                              "num_hidden_layers": 2, "num_attention_heads": 4, "patch_size": 14}}
+
+
+def test_mistral3_refuses_a_text_config_that_is_not_mistrals(run_cli, tmp_path):
+    """Ministral 3 (text_config ministral3: a position-scaled query) and Mistral Small 4 (mistral4:
+    MoE under multi-latent attention) ship under model_type mistral3 too; their layers are not
+    Mistral's, so they are refused naming what is read, not sized as Mistral."""
+    for other in ("ministral3", "mistral4"):
+        cfg = dict(MISTRAL3, text_config=dict(MISTRAL3["text_config"], model_type=other))
+        err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / other / "config.json", cfg), "--gpus", "8")
+        assert "mistral3" in err and "must be a mistral" in err and repr(other) in err
+
+
+def test_mistral3_exports_wrap_mistrals_decoder_layer(run_cli, tmp_path):
+    """Mistral3ForConditionalGeneration's language_model is a MistralModel: Accelerate's FSDP wraps
+    MistralDecoderLayer (the class transformers builds for the text_config)."""
+    out_dir = tmp_path / "out"
+    code, out, err = run_cli("export", "--hf-config", write(tmp_path / "m3" / "config.json", MISTRAL3), "--gpus", "8",
+                             "--to", "accelerate", "-o", str(out_dir))
+    assert code == 0, err
+    text = out + "".join(p.read_text() for p in out_dir.rglob("*") if p.is_file())
+    assert "MistralDecoderLayer" in text

@@ -574,3 +574,74 @@ def test_every_nth_layer_moe_is_counted_and_placed_where_it_falls():
     assert [layers_on_stage(lead, 2, s) for s in range(2)] == [(4, 0), (0, 4)]
     with pytest.raises(ValueError, match="moe_every and first_dense"):
         ModelSpec(**base, moe_every=2, first_dense=1)
+
+
+# Mistral Small 3.2 24B's config.json as kohya-ss/musubi-tuner vendors it for FLUX.2's text encoder
+# (src/musubi_tuner/flux_2/flux2_utils.py, M3_CONFIG_JSON, "transformers_version": "4.57.1"): no
+# tie_word_embeddings at either level
+MISTRAL_SMALL_32 = {
+    "architectures": ["Mistral3ForConditionalGeneration"], "dtype": "bfloat16", "image_token_index": 10,
+    "model_type": "mistral3", "multimodal_projector_bias": False, "projector_hidden_act": "gelu",
+    "spatial_merge_size": 2,
+    "text_config": {"attention_dropout": 0.0, "dtype": "bfloat16", "head_dim": 128, "hidden_act": "silu",
+                    "hidden_size": 5120, "initializer_range": 0.02, "intermediate_size": 32768,
+                    "max_position_embeddings": 131072, "model_type": "mistral", "num_attention_heads": 32,
+                    "num_hidden_layers": 40, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+                    "rope_theta": 1000000000.0, "sliding_window": None, "use_cache": True, "vocab_size": 131072},
+    "transformers_version": "4.57.1",
+    "vision_config": {"attention_dropout": 0.0, "dtype": "bfloat16", "head_dim": 64, "hidden_act": "silu",
+                      "hidden_size": 1024, "image_size": 1540, "initializer_range": 0.02, "intermediate_size": 4096,
+                      "model_type": "pixtral", "num_attention_heads": 16, "num_channels": 3, "num_hidden_layers": 24,
+                      "patch_size": 14, "rope_theta": 10000.0},
+    "vision_feature_layer": -1,
+}
+
+
+def test_mistral3_reads_its_mistral_text_config_with_the_checkpoints_untied_head(tmp_path):
+    """Mistral Small 3.x (model_type mistral3): the language model is its text_config, a MistralModel.
+    transformers 5.24 on the meta device, Mistral3ForConditionalGeneration from the file above with
+    tie_word_embeddings false: 24,011,361,280 parameters, 23,572,403,200 of them outside the vision
+    tower and projector (438,958,080). From the file as it is, the model built from the config alone
+    ties the head (Mistral3Config's default true): 23,340,272,640 in all, 22,901,314,560 in the
+    language model, 671,088,640 (V x h) fewer -- but
+    the checkpoint stores lm_head apart and from_pretrained keeps it (transformers issue #42313), so
+    the untied count is the one trained, and the answer says why."""
+    from shardwise.kb.hf_config import pixtral_params
+    p = tmp_path / "Mistral-Small-3.2-24B-Instruct-2506" / "config.json"
+    p.parent.mkdir()
+    p.write_text(json.dumps(MISTRAL_SMALL_32))
+    m = read_hf_config(str(p))
+    assert (m.family, m.tied, total_params(m)) == ("mistral", False, 23_572_403_200)
+    assert 22_901_314_560 + 131072 * 5120 == total_params(m)
+    assert pixtral_params(MISTRAL_SMALL_32, m.hidden) == 438_958_080
+    assert any("vision tower" in n and "about 439M" in n for n in m.reading_notes)
+    assert any("output head is sized apart" in n for n in m.reading_notes)
+    # a wrapper that says false agrees with the text_config: nothing to say
+    p.write_text(json.dumps(dict(MISTRAL_SMALL_32, tie_word_embeddings=False)))
+    assert not any("output head" in n for n in read_hf_config(str(p)).reading_notes)
+
+
+@pytest.mark.parametrize("tie_at, tied, count", [("text", True, 1_633_536), ("wrapper", False, 1_889_536),
+                                                 ("neither", False, 1_889_536)])
+def test_mistral3_small_shapes_count_as_transformers_builds_them(tmp_path, tie_at, tied, count):
+    """Made-up shapes, counted by transformers 5.24 on the meta device (Mistral3ForConditionalGeneration):
+    a head_dim that is not h / heads, a text_config that ties its head (counted tied, as transformers
+    ties it) or a wrapper that unties it; the Pixtral tower and projector with biases, a 3 x 3 patch
+    merger and two feature layers concatenated: 878,080 either way. A text_config without a
+    model_type is MistralConfig's."""
+    from shardwise.kb.hf_config import pixtral_params
+    text = {"hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "head_dim": 96, "vocab_size": 1000}
+    if tie_at == "text":
+        text.update(model_type="mistral", tie_word_embeddings=True)
+    cfg = {"model_type": "mistral3", "multimodal_projector_bias": True, "spatial_merge_size": 3,
+           "vision_feature_layer": [-1, -3], "text_config": text,
+           "vision_config": {"model_type": "pixtral", "hidden_size": 128, "intermediate_size": 320,
+                             "num_hidden_layers": 3, "num_attention_heads": 4, "patch_size": 8, "num_channels": 4}}
+    if tie_at == "wrapper":
+        cfg["tie_word_embeddings"] = False
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    m = read_hf_config(str(p))
+    assert (m.tied, total_params(m)) == (tied, count)
+    assert pixtral_params(cfg, m.hidden) == 878_080
