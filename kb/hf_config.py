@@ -71,6 +71,12 @@ SUPPORTED = {
     # sigmoid router, fused routed experts of intermediate_size and one shared expert of the same
     # width; its dense layers' MLP is intermediate_size_mlp wide (_llama4_fields)
     "llama4_text": ("llama4", {}),
+    # dots.llm1 (rednote-hilab) is GLM-4.5's MoE, itself DeepSeek-V3's (sigmoid router with its
+    # correction bias, groups, shared experts, leading dense layers: Dots1TopkRouter, Dots1MoE and
+    # Dots1DecoderLayer are Glm4Moe's line for line) under Qwen3's attention: per-head q_norm and
+    # k_norm of head_dim, whole-head RoPE, a window on the layers layer_types slides
+    # (modeling_dots1.py Dots1Attention, transformers 5.24)
+    "dots1": ("dots1", {"router_bias": True, "qk_norm": True}),
 }
 
 
@@ -192,6 +198,9 @@ CLASS_DEFAULTS = {
     "smollm3": {"num_key_value_heads": 4},
     "glm4_moe": {"num_key_value_heads": 8},
     "llama4_text": {"num_key_value_heads": 8, "head_dim": 128},
+    # Dots1Config slides the layers from max_window_layers on, with no use_sliding_window switch
+    # (configuration_dots1.py __post_init__): by default none of its 62
+    "dots1": {"num_key_value_heads": 32, "sliding_window": 4096, "max_window_layers": 62},
 }
 MLA_TYPES = ("deepseek_v2", "deepseek_v3")
 
@@ -215,6 +224,7 @@ MAX_POSITIONS_DEFAULT = {
     "olmo2": (2048, "Olmo2Config"), "smollm3": (32768, "SmolLM3Config"), "glm4_moe": (131072, "Glm4MoeConfig"),
     "olmoe": (4096, "OlmoeConfig"), "granitemoe": (2048, "GraniteMoeConfig"),
     "granitemoeshared": (2048, "GraniteMoeSharedConfig"), "llama4_text": (4096 * 32, "Llama4TextConfig"),
+    "dots1": (2048, "Dots1Config"),
 }
 
 # The shape fields a Gemma 3 multimodal config.json leaves out of its text_config: Gemma3Config
@@ -367,7 +377,8 @@ def rope_fields(cfg: dict, path: str, theta: float) -> dict:
 # Gemma2Config and GptOssConfig slide even-indexed layers, Gemma3TextConfig all but every
 # sliding_window_pattern-th, Qwen2/Qwen3 those from max_window_layers on and only with
 # use_sliding_window, the rest every layer).
-WINDOWED = {"mistral", "ministral", "mixtral", "phi3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "gpt_oss"}
+WINDOWED = {"mistral", "ministral", "mixtral", "phi3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "gpt_oss",
+            "dots1"}
 QWEN = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe")
 
 
@@ -377,7 +388,7 @@ def _default_sliding(cfg: dict, path: str, mt: str, layers: int) -> list[bool]:
     if mt == "gemma3_text":
         n = _field(cfg, path, "sliding_window_pattern", "_sliding_window_pattern", required=False, default=6, least=1)
         return [(i + 1) % n != 0 for i in range(layers)]
-    if mt in QWEN:
+    if mt in QWEN or mt == "dots1":
         first = _field(cfg, path, "max_window_layers", required=False, default=0)
         return [i >= first for i in range(layers)]
     return [True] * layers
@@ -412,7 +423,8 @@ def window_fields(cfg: dict, path: str, mt: str, layers: int) -> dict:
     # name the fields the pattern came from: layer_types, or the model type's own (Qwen's first
     # max_window_layers full, the rest sliding)
     source = "layer_types" if types is not None else \
-        ("use_sliding_window with max_window_layers" if mt in QWEN else "the model type's default pattern")
+        ("use_sliding_window with max_window_layers" if mt in QWEN else
+         "max_window_layers" if mt == "dots1" else "the model type's default pattern")
     raise InputError(f"{path}: the sliding-window layers ({source}) follow no supported pattern; supported: "
                      "every layer sliding, or every Nth layer full and the others sliding")
 
@@ -698,7 +710,8 @@ WRAPPER_VISION_PARAMS = {"mistral3": pixtral_params}
 # the config classes with attention_bias / mlp_bias switches (transformers 5.24: LlamaConfig,
 # GraniteConfig, DeepseekV2/V3Config have both; Qwen3, Qwen3-MoE and the Gemmas attention_bias)
 ATTENTION_BIAS_TYPES = ("llama", "granite", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2",
-                        "smollm3", "glm4_moe", "olmoe", "granitemoe", "granitemoeshared", "llama4_text") + MLA_TYPES
+                        "smollm3", "glm4_moe", "olmoe", "granitemoe", "granitemoeshared", "llama4_text",
+                        "dots1") + MLA_TYPES
 MLP_BIAS_TYPES = ("llama", "granite") + MLA_TYPES
 
 
@@ -787,7 +800,11 @@ ACTIVATION_DEFAULT = {"gemma": "gelu_pytorch_tanh", "gemma2": "gelu_pytorch_tanh
 # their top 2 (noaux_tc: DeepseekV3TopkRouter, Glm4MoeTopkRouter); DeepseekV2Config None, None,
 # 1.0 and topk_method greedy (configuration_deepseek_v2.py)
 ROUTER_DEFAULTS = {"deepseek_v3": (8, 4, 2.5, "noaux_tc"), "glm4_moe": (1, 1, 1.0, "noaux_tc"),
+                   "dots1": (1, 1, 1.0, "noaux_tc"),
                    "deepseek_v2": (0, 0, 1.0, "greedy")}
+# norm_topk_prob where config.json leaves it out: true for DeepseekV3Config and Glm4MoeConfig,
+# false for Dots1Config (configuration_dots1.py)
+NORM_TOPK_DEFAULT = {"dots1": False}
 # DeepseekV2TopkRouter's topk_method branches; another leaves its weights unset (a NameError)
 V2_TOPK_METHODS = ("greedy", "group_limited_greedy")
 
@@ -811,7 +828,8 @@ def _router(cfg: dict, path: str, mt: str) -> dict:
                              f"model; supported: {', '.join(V2_TOPK_METHODS)} (transformers' DeepseekV2TopkRouter)")
         out["router_pre_softmax"] = True
     else:
-        out["router_pre_softmax"] = not _field(cfg, path, "norm_topk_prob", required=False, default=True, kind=bool)
+        out["router_pre_softmax"] = not _field(cfg, path, "norm_topk_prob", required=False,
+                                               default=NORM_TOPK_DEFAULT.get(mt, True), kind=bool)
     out["router_topk_method"] = method
     return out     # groups that do not divide the experts: ModelSpec's check refuses them
 
@@ -899,7 +917,7 @@ EXPERT_FIELDS = {
     "mixtral": ("num_local_experts", "num_experts"), "gpt_oss": ("num_local_experts", "num_experts"),
     "qwen2_moe": ("num_experts", "num_local_experts"), "qwen3_moe": ("num_experts", "num_local_experts"),
     "deepseek_v2": ("n_routed_experts", "num_local_experts"), "deepseek_v3": ("n_routed_experts", "num_local_experts"),
-    "glm4_moe": ("n_routed_experts", "num_local_experts"),
+    "glm4_moe": ("n_routed_experts", "num_local_experts"), "dots1": ("n_routed_experts", "num_local_experts"),
     # OlmoeConfig's attribute_map reads num_local_experts as num_experts; GraniteMoeConfig and
     # GraniteMoeSharedConfig have no alias (a num_experts there is not read by transformers either)
     "olmoe": ("num_experts", "num_local_experts"), "granitemoe": ("num_local_experts",),
@@ -914,7 +932,9 @@ ROUTED_DEFAULTS = {"olmoe": (64, 8), "granitemoe": (8, 2), "granitemoeshared": (
 # the DeepSeek-style MoE types: n_shared_experts and first_k_dense_replace where config.json
 # leaves them out (0 and 0 as this reader always took them for DeepSeek; Glm4MoeConfig's 1 and 1,
 # configuration_glm4_moe.py)
-SHARED_EXPERT_DEFAULTS = {"deepseek_v2": (0, 0), "deepseek_v3": (0, 0), "glm4_moe": (1, 1)}
+# configuration_glm4_moe.py); Dots1Config has none for n_shared_experts (None, which Dots1MoE
+# multiplies by the expert width and fails on), so a dots1 file must give it
+SHARED_EXPERT_DEFAULTS = {"deepseek_v2": (0, 0), "deepseek_v3": (0, 0), "glm4_moe": (1, 1), "dots1": (None, 0)}
 
 
 def read_hf_config(path: str) -> ModelSpec:
@@ -1010,7 +1030,7 @@ def read_hf_config(path: str) -> ModelSpec:
         spec.update(experts=_field(cfg, path, *EXPERT_FIELDS[mt], least=1),
                     top_k=_field(cfg, path, "num_experts_per_tok", least=1),
                     expert_ffn=_field(cfg, path, "moe_intermediate_size", least=1),
-                    shared_experts=_field(cfg, path, "n_shared_experts", required=False, default=shared),
+                    shared_experts=_field(cfg, path, "n_shared_experts", required=shared is None, default=shared),
                     first_dense=_field(cfg, path, "first_k_dense_replace", required=False, default=dense))
     if mt in ROUTER_DEFAULTS:
         spec.update(_router(cfg, path, mt))

@@ -745,3 +745,21 @@ def test_mistral3_exports_wrap_mistrals_decoder_layer(run_cli, tmp_path):
     assert code == 0, err
     text = out + "".join(p.read_text() for p in out_dir.rglob("*") if p.is_file())
     assert "MistralDecoderLayer" in text
+
+
+def test_dots1_exports_build_deepseeks_router_and_qwen3s_qk_norms(run_cli, tmp_path):
+    """dots.llm1's Megatron command line carries the sigmoid router's expert bias, its scaling,
+    the shared experts' width and per-head q/k norms; Accelerate's FSDP wraps Dots1DecoderLayer."""
+    cfg = {"model_type": "dots1", "hidden_size": 1024, "num_hidden_layers": 8, "intermediate_size": 2816,
+           "num_attention_heads": 16, "num_key_value_heads": 4, "vocab_size": 32000, "first_k_dense_replace": 1,
+           "moe_intermediate_size": 256, "n_routed_experts": 16, "n_shared_experts": 2, "num_experts_per_tok": 4,
+           "norm_topk_prob": True, "routed_scaling_factor": 2.5}
+    for to, wants in (("megatron", ("--qk-layernorm", "--moe-router-enable-expert-bias",
+                                    "--moe-router-topk-scaling-factor 2.5", "--moe-shared-expert-intermediate-size 512")),
+                      ("accelerate", ("Dots1DecoderLayer",))):
+        out_dir = tmp_path / to
+        code, out, err = run_cli("export", "--hf-config", write(tmp_path / "dots" / "config.json", cfg), "--gpus", "8",
+                                 "--to", to, "-o", str(out_dir))
+        assert code == 0, err
+        text = out + "".join(p.read_text() for p in out_dir.rglob("*") if p.is_file())
+        assert all(w in text for w in wants), (to, [w for w in wants if w not in text])

@@ -645,3 +645,54 @@ def test_mistral3_small_shapes_count_as_transformers_builds_them(tmp_path, tie_a
     m = read_hf_config(str(p))
     assert (m.tied, total_params(m)) == (tied, count)
     assert pixtral_params(cfg, m.hidden) == 878_080
+
+
+# dots.llm1's config.json as lablup/mlxcel's dots1 config test vendors it (DOTS1_CONFIG, "a trimmed
+# dots.llm1.inst-mixed-4-6bit config": its n_group, topk_group and head_dim left out; the quantization
+# block dropped here)
+DOTS_LLM1 = {"model_type": "dots1", "hidden_size": 4096, "num_hidden_layers": 62, "intermediate_size": 10944,
+             "num_attention_heads": 32, "num_key_value_heads": 32, "rms_norm_eps": 1e-05, "vocab_size": 152064,
+             "first_k_dense_replace": 1, "moe_intermediate_size": 1408, "n_routed_experts": 128, "n_shared_experts": 2,
+             "num_experts_per_tok": 6, "norm_topk_prob": True, "routed_scaling_factor": 2.5,
+             "max_position_embeddings": 32768, "rope_theta": 10000000, "scoring_func": "sigmoid",
+             "attention_bias": False, "tie_word_embeddings": False, "eos_token_id": 151649}
+
+
+@pytest.mark.parametrize("cfg, count", [
+    # transformers 5.24, Dots1ForCausalLM on the meta device: 142,774,373,888 parameters, plus the
+    # routers' e_score_correction_bias buffers the checkpoint stores (128 in each of 61 MoE layers)
+    (DOTS_LLM1, 142_774_373_888 + 61 * 128),
+    # made-up shapes: head_dim 96 of a 256 hidden size, GQA, two leading dense layers, three shared
+    # experts, groups, a tied head (6,932,160 + 3 MoE layers x 16)
+    ({"model_type": "dots1", "hidden_size": 256, "num_hidden_layers": 5, "intermediate_size": 640,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 96, "vocab_size": 1000,
+      "first_k_dense_replace": 2, "moe_intermediate_size": 96, "n_routed_experts": 16, "n_shared_experts": 3,
+      "num_experts_per_tok": 4, "n_group": 4, "topk_group": 2, "tie_word_embeddings": True}, 6_932_160 + 3 * 16),
+])
+def test_dots1_counts_as_transformers_builds_it(tmp_path, cfg, count):
+    """dots.llm1: DeepSeek-V3's MoE (as GLM-4.5 builds it) under Qwen3's per-head q/k norms. The
+    published "142B total, 14B activated" reads back; Dots1Config's norm_topk_prob default is
+    false, unlike GLM-4.5's and DeepSeek-V3's."""
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    m = read_hf_config(str(p))
+    assert total_params(m) == count
+    if cfg is DOTS_LLM1:
+        assert round(active_params(m) / 1e9) == 14 and (m.router_groups, m.router_scale) == (1, 2.5)
+        assert m.qk_norm and m.router_bias and not m.router_pre_softmax and m.max_positions == 32768
+    p.write_text(json.dumps({k: v for k, v in cfg.items() if k != "norm_topk_prob"}))
+    assert read_hf_config(str(p)).router_pre_softmax
+
+
+def test_dots1_slides_from_max_window_layers_and_needs_its_shared_experts(tmp_path):
+    """Dots1Config slides the layers from max_window_layers (default 62) on, with no use_sliding_window
+    switch: none of dots.llm1's 62 by default, every layer from 0. n_shared_experts has no default
+    transformers can build (None), so a file without it is refused naming the field."""
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(DOTS_LLM1))
+    assert read_hf_config(str(p)).sliding_window == 0
+    p.write_text(json.dumps(dict(DOTS_LLM1, max_window_layers=0, use_sliding_window=False)))
+    assert read_hf_config(str(p)).sliding_window == 4096
+    p.write_text(json.dumps({k: v for k, v in DOTS_LLM1.items() if k != "n_shared_experts"}))
+    with pytest.raises(InputError, match="missing field 'n_shared_experts'"):
+        read_hf_config(str(p))

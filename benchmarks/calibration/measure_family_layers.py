@@ -18,7 +18,7 @@ Run: python measure_family_layers.py > cpu_family_saved_tensors.jsonl
      python measure_family_layers.py --fp32-weights >> cpu_family_saved_tensors.jsonl
 (model types as arguments measure only those: the olmo2, smollm3 and glm4_moe rows were added so,
 with torch 2.13.0+cpu and transformers 5.24.0, and the olmoe, granitemoe and granitemoeshared rows,
-and the llama4_text rows)
+and the llama4_text rows, and the dots1 rows)
 (taken with torch 2.14.1, transformers 5.24.0)
 """
 import json
@@ -73,6 +73,12 @@ FAMILIES = {
                              num_attention_heads=8, num_key_value_heads=2, num_local_experts=8,
                              num_experts_per_tok=2, embedding_multiplier=12.0, attention_multiplier=0.015625,
                              residual_multiplier=0.22, logits_scaling=6.0),
+    # dots.llm1's layer: GLM-4.5's MoE (one shared expert, sigmoid router) under Qwen3's per-head
+    # q/k norms, with its own norm_topk_prob default (false); experts 384 wide, not 256: a shared
+    # expert of SEQ's width has weights of SEQ rows, whose fp32-weight casts the skip below keeps
+    "dots1": dict(hidden_size=512, intermediate_size=1536, moe_intermediate_size=384, num_attention_heads=8,
+                  num_key_value_heads=2, head_dim=64, n_routed_experts=8, num_experts_per_tok=2,
+                  n_shared_experts=1, first_k_dense_replace=0),
     # Llama 4 Scout's pattern (every layer MoE, top 1 of 16 with a shared expert; layer 0 a RoPE
     # layer with the L2 q/k norms) at 8 experts: transformers runs every token through each
     "llama4_text": dict(hidden_size=512, intermediate_size=1792, intermediate_size_mlp=3584, num_attention_heads=8,

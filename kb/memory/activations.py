@@ -450,8 +450,8 @@ CLAMPED_GLU_BYTES = 14.0
 # transformers families whose router upcasts its input and weight to fp32 before the linear
 # (modeling_deepseek_v3.py DeepseekV3TopkRouter and modeling_deepseek_v2.py DeepseekV2Moe:
 # F.linear(hidden_states.type(torch.float32), self.weight.type(torch.float32)); GLM-4.5's
-# Glm4MoeTopkRouter is DeepSeek-V3's)
-FP32_ROUTER_FAMILIES = ("deepseek_v2", "deepseek_v3", "glm4_moe")
+# Glm4MoeTopkRouter is DeepSeek-V3's, and dots.llm1's Dots1TopkRouter GLM-4.5's, modeling_dots1.py)
+FP32_ROUTER_FAMILIES = ("deepseek_v2", "deepseek_v3", "glm4_moe", "dots1")
 
 
 def fp32_router_copy(m: ModelSpec, t: TrainingSpec, lay: Layout):

@@ -39,14 +39,15 @@ from .activations import FUSED_SHARED_MLP, adapters_in_fp32, own_input_copies
 # model types whose routed experts transformers 5 stores as fused 3-D parameters (every MoE
 # family shardwise reads: modeling_mixtral/qwen2_moe/qwen3_moe/deepseek_v2/deepseek_v3/gpt_oss,
 # and modeling_glm4_moe.py's Glm4MoeExperts, DeepSeek-V3's module under another name;
-# modeling_olmoe.py OlmoeExperts; modeling_granitemoe.py and _granitemoeshared.py GraniteMoeExperts)
+# modeling_olmoe.py OlmoeExperts; modeling_granitemoe.py and _granitemoeshared.py GraniteMoeExperts;
+# modeling_dots1.py Dots1Experts, GLM-4.5's)
 FUSED_EXPERT_FAMILIES = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "glm4_moe",
-                         "olmoe", "granitemoe", "granitemoeshared")
+                         "olmoe", "granitemoe", "granitemoeshared", "dots1")
 # of those, the ones PEFT 0.21's all-linear adapts through ParamWrapper (above; transformers 5.24
-# conversion_mapping.py maps glm4_moe and olmoe to the qwen2_moe pattern, as it does deepseek_v3;
+# conversion_mapping.py maps glm4_moe, olmoe and dots1 to the qwen2_moe pattern, as it does deepseek_v3;
 # granitemoe and granitemoeshared to a granitemoe pattern PEFT has no expert targets for:
 # peft utils/transformers_weight_conversion.py _MOE_TARGET_MODULE_MAPPING)
-ADAPTED_EXPERT_FAMILIES = ("mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe", "olmoe")
+ADAPTED_EXPERT_FAMILIES = ("mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe", "olmoe", "dots1")
 # model types whose LoRA under PEFT 0.21's all-linear does not run: Llama 4's router is an
 # nn.Linear subclass whose forward returns (scores, logits) (modeling_llama4.py Llama4Router),
 # which all-linear wraps, and LoRA's Linear.forward then takes the tuple for a tensor
