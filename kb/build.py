@@ -126,9 +126,14 @@ RANGES = {"gpus": (1, 16384), "gpus_per_node": (1, 72), "gpu_memory": (8, 320, F
 # Settings a user may leave out whose default build_job states (kb/defaults.py).
 STATED = ("gpu", "gpus", "interconnect", "seq_len", "precision", "optimizer", "attention", "lora_rank",
           "lora_dropout")
-# transformers model families that refuse attn_implementation="flash_attention_2" (their
-# PreTrainedModel's _supports_flash_attn is False, transformers 5.24)
-NO_FLASH_ATTENTION_2 = {"llama4": "modeling_llama4.py Llama4PreTrainedModel: _supports_flash_attn = False"}
+# transformers model families that do not run attn_implementation="flash_attention_2": their
+# PreTrainedModel's _supports_flash_attn is False, or it lists the flash kernels it runs
+# (_compatible_flash_implementations) and PreTrainedModel swaps flash_attention_2 for the first of
+# them (transformers 5.24 modeling_utils.py, "Automatically falling back to ...")
+NO_FLASH_ATTENTION_2 = {"llama4": "modeling_llama4.py Llama4PreTrainedModel: _supports_flash_attn = False",
+                        "gpt_oss": "modeling_gpt_oss.py GptOssPreTrainedModel: _compatible_flash_implementations "
+                                   "lists kernels with attention sinks, which flash-attn 2 has not, and transformers "
+                                   "runs kernels-community/vllm-flash-attn3 in its place"}
 # transformers model families that refuse attn_implementation="sdpa" (_supports_sdpa is False:
 # PreTrainedModel._sdpa_can_dispatch raises "does not support an attention implementation through
 # torch.nn.functional.scaled_dot_product_attention", transformers 5.24 modeling_utils.py); they
@@ -249,10 +254,11 @@ def check_training(m, g, tspec: TrainingSpec, given=frozenset()) -> None:
                          "allowed: eager, flash, flash2")
     if tspec.attention == "sdpa" and tspec.framework in ("hf", "deepspeed") and m.family in NO_SDPA:
         raise InputError(f"--attention sdpa: transformers' {m.name} has no SDPA path ({NO_SDPA[m.family]}); "
-                         "allowed: eager (its default), flash, flash2")
+                         f"allowed: eager (its default), flash{'' if m.family in NO_FLASH_ATTENTION_2 else ', flash2'}")
     if tspec.attention == "flash2" and tspec.framework in ("hf", "deepspeed") and m.family in NO_FLASH_ATTENTION_2:
+        allowed = "flash, eager" if m.family in NO_SDPA else "flash, sdpa, eager"
         raise InputError(f"--attention flash2: transformers' {m.name} has no FlashAttention-2 path "
-                         f"({NO_FLASH_ATTENTION_2[m.family]}); allowed: flash, sdpa, eager")
+                         f"({NO_FLASH_ATTENTION_2[m.family]}); allowed: {allowed}")
     if tspec.training in ADAPTERS and peft_on_transformers(tspec) and m.family in PEFT_FAILS:
         raise InputError(f"--training {tspec.training} with --framework {tspec.framework}: PEFT's all-linear LoRA on "
                          f"{m.name} does not run: {PEFT_FAILS[m.family]}; allowed: --training pretrain or finetune, or "

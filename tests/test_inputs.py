@@ -383,11 +383,22 @@ def test_sdpa_on_gpt_oss_under_transformers_is_refused(run_cli):
     for framework in ("hf", "deepspeed"):
         err = refused(run_cli, "memory", "--model", "gpt-oss-20b", "--gpus", "8", "--framework", framework,
                       "--attention", "sdpa", "--layout", "dp=8,zero=3,mbs=1,recompute=full")
-        assert "--attention sdpa" in err and "_supports_sdpa = False" in err and "allowed: eager" in err
+        assert "--attention sdpa" in err and "_supports_sdpa = False" in err
+        assert err.rstrip().endswith("allowed: eager (its default), flash")
     for attention in ("eager", "flash"):
         code, _, err = run_cli("memory", "--model", "gpt-oss-20b", "--gpus", "8", "--framework", "hf",
                                "--attention", attention, "--layout", "dp=8,zero=3,mbs=1,recompute=full")
         assert code == 0, err
+
+
+def test_flash_attention_2_on_gpt_oss_under_transformers_is_refused(run_cli):
+    """transformers 5.24 swaps attn_implementation="flash_attention_2" on gpt-oss for the first
+    kernel it lists with attention sinks (GptOssPreTrainedModel._compatible_flash_implementations:
+    kernels-community/vllm-flash-attn3), so a FlashAttention-2 estimate sizes a kernel that never
+    runs; --attention flash times the FA3-class kernel it does run."""
+    err = refused(run_cli, "memory", "--model", "gpt-oss-20b", "--gpus", "8", "--framework", "hf",
+                  "--attention", "flash2", "--layout", "dp=8,zero=3,mbs=1,recompute=full")
+    assert "--attention flash2" in err and "vllm-flash-attn3" in err and err.rstrip().endswith("allowed: flash, eager")
 
 
 def test_a_lora_rank_on_a_job_without_adapters_is_refused(run_cli):
