@@ -316,9 +316,11 @@ class ClusterSpec(_Frozen):
     @model_validator(mode="after")
     def _check(self) -> "ClusterSpec":
         if self.gpus > self.gpus_per_node and self.gpus % self.gpus_per_node:
+            fits = [str(n) for n in range(self.gpus_per_node - 1, 0, -1) if self.gpus % n == 0]
+            sizes = fits[0] if len(fits) == 1 else f"{', '.join(fits[:-1])} or {fits[-1]}"
             raise ValueError(
-                f"--gpus {self.gpus} is not a multiple of --gpus-per-node {self.gpus_per_node}; "
-                "use whole nodes")
+                f"--gpus {self.gpus} is not a multiple of --gpus-per-node {self.gpus_per_node}; use whole nodes: "
+                f"a multiple of {self.gpus_per_node} GPUs, or --gpus-per-node {sizes} if your nodes hold that many")
         # a node larger than the GPU's fast-link domain (the 8-GPU baseboard of an H100 SXM, an
         # NVL72 rack) would be islands joined by PCIe inside the node, which the communication
         # model does not have: it would time the whole node at NVLink speed
