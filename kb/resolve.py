@@ -119,8 +119,9 @@ def window_kernel(job: Job) -> list[str]:
     from .build import NO_SDPA
     from .memory.activations import dense_local_mask
     m, t = job.model, job.training
-    # models transformers runs eager by default, with no SDPA path, are left out
-    if t.attention != "flash" or m.family in NO_SDPA or m.attn_softcap \
+    # models transformers runs eager by default, with no SDPA path, are left out, as are chunked
+    # layers (Llama 4): no flash-attn kernel runs those, "flash" is SDPA's dense mask already
+    if t.attention != "flash" or m.family in NO_SDPA or m.attn_softcap or not m.sliding_layers \
             or not dense_local_mask(m, t.model_copy(update={"attention": "sdpa"})):
         return []
     return [f"attention flash: {m.name}'s {m.sliding_layers} sliding-window layers ({m.sliding_window:,} tokens) are "

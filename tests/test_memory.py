@@ -780,6 +780,9 @@ def test_the_answer_says_which_kernel_its_sliding_windows_were_sized_for():
     assert said("gemma-3-4b", 8192)
     assert not said("mistral-7b", 2048) and not said("mistral-7b", 8192, attention="sdpa")
     assert not said("gemma-2-9b", 8192) and not said("llama-3-8b", 8192)
+    # Llama 4's chunked layers have no flash-attn path: "flash" is already SDPA's dense mask there,
+    # and the line would have named 0 sliding-window layers of 0 tokens
+    assert not said("llama-4-scout", 16384)
 
 
 def test_gemma2s_final_logit_cap_keeps_its_tanh_output_beside_the_loss():
