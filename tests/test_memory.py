@@ -800,3 +800,23 @@ def test_gemma2s_final_logit_cap_keeps_its_tanh_output_beside_the_loss():
     assert logits_forward_bytes(m, t, lay) - logits_forward_bytes(plain, t, lay) == 2 * n
     mega = build_job(model="gemma-2-9b", gpus=8, seq_len=4096, framework="megatron", training="finetune").training
     assert logits_bytes(m, mega, lay) == logits_bytes(plain, mega, lay)
+
+
+def test_ulysses_drops_the_dense_sliding_window_mask_before_sdpa():
+    """Under DeepSpeed's Ulysses (cp > 1 on hf / deepspeed) the wrapper around transformers'
+    attention sets attention_mask = None before SDPA runs (ulysses_sp.py uattn_wrapper), so SDPA
+    runs is_causal with enable_gqa: no bf16 additive mask copy, no k and v repeated to every query
+    head -- what flash keeps. The model's forward still builds its mask over its own s / cp tokens,
+    which the checkpoints keep under recomputation: (s / 2)^2 bytes at cp 2."""
+    s = 32768
+
+    def act(attention, layout):
+        job = build_job(model="mistral-7b", gpus=8, seq_len=s, framework="deepspeed", attention=attention)
+        return mem(job, layout).breakdown_gib["activations"]
+
+    none, full = "dp=4,cp=2,zero=3,mbs=1,recompute=none", "dp=4,cp=2,zero=3,mbs=1,recompute=full"
+    assert act("sdpa", none) == pytest.approx(act("flash", none))
+    assert act("sdpa", full) - act("flash", full) == pytest.approx((s // 2) ** 2 / 2 ** 30)
+    # without Ulysses the mask reaches SDPA: its copy on every one of the 32 sliding layers
+    one = "dp=8,zero=3,mbs=1,recompute=none"
+    assert act("sdpa", one) - act("flash", one) > 32 * 2 * s * s / 2 ** 30

@@ -393,7 +393,18 @@ def dense_local_mask(m: ModelSpec, t: TrainingSpec) -> bool:
     return local_layers(m) > 0 and t.framework in ("hf", "deepspeed") and sdpa and t.seq_len >= span
 
 
-def local_mask_bytes(m: ModelSpec, t: TrainingSpec, s_local) -> float:
+def sdpa_gets_mask(lay: Layout):
+    """Whether the model's dense local mask (dense_local_mask) reaches SDPA: not under DeepSpeed's
+    Ulysses (cp > 1 on the hf and deepspeed profiles, kb/frameworks.ULYSSES_FRAMEWORKS), whose
+    wrapper around every attention function sets attention_mask = None before the core attention
+    runs (deepspeed/runtime/sequence_parallel/ulysses_sp.py, UlyssesSPAttentionHF
+    .register_with_transformers: uattn_wrapper, "attention_mask has to be None"). SDPA then runs
+    is_causal with enable_gqa (transformers 5.24 integrations/sdpa_attention.py: use_gqa_in_sdpa
+    with no mask): no additive copy, no repeated k and v, no window or chunk."""
+    return where(lay.cp > 1, False, True)
+
+
+def local_mask_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, s_local) -> float:
     """Per token, averaged over the layers: what SDPA keeps of the dense mask on a local layer
     (dense_local_mask). scaled_dot_product_attention turns the bool mask into an additive one in
     the query's dtype, a new [b, 1, s, s] tensor each call (aten/src/ATen/native/transformers/
@@ -401,13 +412,14 @@ def local_mask_bytes(m: ModelSpec, t: TrainingSpec, s_local) -> float:
     and both kernels save it for their backward (derivatives.yaml:
     _scaled_dot_product_efficient_attention_backward and _cudnn_attention_backward take
     attn_bias): 2 bytes a score, s_local of them a token, on each local layer. Seen on a CPU
-    Mistral layer (saved-tensor hooks: a bf16 [1, 1, s, s] tensor past the window, none below)."""
+    Mistral layer (saved-tensor hooks: a bf16 [1, 1, s, s] tensor past the window, none below).
+    None where Ulysses drops the mask (sdpa_gets_mask)."""
     if not dense_local_mask(m, t):
         return 0.0
-    return 2.0 * s_local * local_layers(m) / m.layers
+    return where(sdpa_gets_mask(lay), 2.0 * s_local * local_layers(m) / m.layers, 0.0)
 
 
-def masked_gqa_bytes(m: ModelSpec, t: TrainingSpec, q: float, kv: float) -> float:
+def masked_gqa_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, q: float, kv: float) -> float:
     """Per token, averaged over the layers: the keys and values SDPA keeps expanded to all query
     heads on a local layer with a dense mask (dense_local_mask), over the kv-head ones it keeps
     otherwise. sdpa_attention_forward passes enable_gqa only where use_gqa_in_sdpa allows it --
@@ -415,10 +427,11 @@ def masked_gqa_bytes(m: ModelSpec, t: TrainingSpec, q: float, kv: float) -> floa
     calls repeat_kv, whose reshape of an expanded view copies k and v to q's width, and the kernel
     saves those copies, not the kv-head k and v nothing else keeps: 2 x 2 (q - kv) bytes a token
     (q, kv per-rank widths). Zero with as many kv heads as query heads. Seen on a CPU Mistral
-    layer (saved-tensor hooks: a [1, 4, s, d] k and v past the window, [1, 1, s, d] below)."""
+    layer (saved-tensor hooks: a [1, 4, s, d] k and v past the window, [1, 1, s, d] below).
+    None where Ulysses drops the mask (sdpa_gets_mask): enable_gqa again."""
     if not dense_local_mask(m, t):
         return 0.0
-    return 4.0 * maximum(0.0, q - kv) * local_layers(m) / m.layers
+    return where(sdpa_gets_mask(lay), 4.0 * maximum(0.0, q - kv) * local_layers(m) / m.layers, 0.0)
 
 
 def _attention_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, q: float, kv: float, heads: float, s_local: int) -> float:
@@ -505,10 +518,10 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
     norms = (norms + autocast_input_casts(m, t, lay, moe)) / seq_shard
     if m.qk_norm:
         norms += (q + kv) * (_norm_bytes(m, prof) - 2.0)
-    norms += l2_qk_norm_bytes(m, prof, q, kv) + local_mask_bytes(m, t, s_local)
+    norms += l2_qk_norm_bytes(m, prof, q, kv) + local_mask_bytes(m, t, lay, s_local)
     attn_t = t if rc not in ("selective", "modules") else t.model_copy(update={"attention": "flash"})
     attn = _attention_bytes(m, attn_t, lay, q, kv, heads, s_local)
-    attn += masked_gqa_bytes(m, t, q, kv)
+    attn += masked_gqa_bytes(m, t, lay, q, kv)
     if prof == "hf" and m.family in FUSED_PROJECTIONS:
         # q, k and v are views of one qkv_proj output (Phi-3): the v the attention keeps holds
         # the whole q + 2 kv storage alive (measured on a CPU layer: +4 h with MHA)
@@ -586,11 +599,13 @@ def forward_mask_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, tok: float, s
     the embeddings' dtype (masking_utils.eager_mask: torch.where of the bool mask into
     inputs_embeds.dtype, never skipped), 4 bytes a score with fp32 weights under autocast, else 2.
     Seen on a CPU Mistral / Llama / Gemma 3 model (a weakref to each mask: dead after the forward
-    without checkpointing, alive until layer 0's backward with it)."""
+    without checkpointing, alive until layer 0's backward with it). Under Ulysses (cp > 1) the
+    model's forward sees its s_local tokens: the mask is s_local square, and dense only where
+    s_local reaches the window or chunk (_ignore_causal_mask_sdpa's kv_length)."""
     if t.attention == "eager" and profile(t) == "hf":
         per_score = mask_kinds(m) * where(fp32_weights_under_autocast(t, lay), 4.0, 2.0)
     elif dense_local_mask(m, t):
-        per_score = 1.0
+        per_score = where(s_local >= (m.sliding_window or m.attn_chunk), 1.0, 0.0)
     else:
         return 0.0
     return where(lay.recompute == "full", per_score * tok * s_local, 0.0)

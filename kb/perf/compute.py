@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from ..defaults import ADAPTERS
 from ..frameworks import profile as framework_profile
 from ..memory.activations import (adapter_input_cast, dense_local_mask, experts_cast_by_autocast,
-                                  fp32_weights_under_autocast, local_layers, routed_copies)
+                                  fp32_weights_under_autocast, local_layers, routed_copies, sdpa_gets_mask)
 from ..memory.peft_experts import (ADAPTED_EXPERT_FAMILIES, merges_experts, peft_on_transformers,
                                    shared_projections)
 from ..layout import Layout
@@ -157,7 +157,7 @@ def loss_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec) -> float
 WINDOWED_KERNELS = ("flash", "flash2")
 
 
-def local_kernel_keys(m: ModelSpec, t: TrainingSpec) -> float:
+def local_kernel_keys(m: ModelSpec, t: TrainingSpec, lay: Layout) -> float:
     """Keys a query's kernel computes on a local layer (activations.local_layers): window_keys on
     a sliding-window layer for a windowed kernel (WINDOWED_KERNELS); no kernel timed here skips
     the other chunks of a chunked layer. Under transformers' SDPA with the dense local mask
@@ -165,20 +165,21 @@ def local_kernel_keys(m: ModelSpec, t: TrainingSpec) -> float:
     False and computes every score of the square: seq keys a query. Otherwise the layer runs
     full causal -- Megatron-Core has no chunked attention (export/megatron.py llama4_args), nor
     has FSDP's torch-native SDPA a window, and SDPA below the window or chunk drops the mask for
-    is_causal: seq / 2. Eager computes the square anyway (eager_attention_time doubles the
-    causal count given here)."""
+    is_causal: seq / 2, as under DeepSpeed's Ulysses, which drops the mask before SDPA
+    (activations.sdpa_gets_mask). Eager computes the square anyway (eager_attention_time doubles
+    the causal count given here)."""
     if dense_local_mask(m, t):
-        return float(t.seq_len)
+        return where(sdpa_gets_mask(lay), float(t.seq_len), t.seq_len / 2.0)
     if m.sliding_layers and t.attention in WINDOWED_KERNELS:
         return window_keys(t.seq_len, m.sliding_window)
     return t.seq_len / 2.0
 
 
-def windowed_attention_flops(m: ModelSpec, t: TrainingSpec) -> float:
+def windowed_attention_flops(m: ModelSpec, t: TrainingSpec, lay: Layout) -> float:
     """Forward attention FLOPs per token the job's kernel computes, averaged over the layers:
     local_kernel_keys on the local (sliding-window or chunked) layers, seq / 2 on the rest."""
     local = local_layers(m) / m.layers
-    return attention_flops_at(m, (1.0 - local) * t.seq_len / 2.0 + local * local_kernel_keys(m, t))
+    return attention_flops_at(m, (1.0 - local) * t.seq_len / 2.0 + local * local_kernel_keys(m, t, lay))
 
 
 def moe_tokens(tokens: float, lay: Layout) -> float:
@@ -249,7 +250,7 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     gemm = dense_gemm + expert_gemm
     heads = m.heads / tp
     blocks = lay.mbs * heads * (t.seq_len / lay.cp) / 128.0
-    attn_fwd = tokens * windowed_attention_flops(m, t) / tp
+    attn_fwd = tokens * windowed_attention_flops(m, t, lay) / tp
     if t.attention == "eager":
         attention = eager_attention_time(attn_fwd, tokens * heads * t.seq_len, gpu)
         attention_forward = eager_attention_time(attn_fwd, tokens * heads * t.seq_len, gpu, forward_only=True)
