@@ -74,8 +74,9 @@ def workable_count(exact: float, gpus: int, mbs: int | None = 1, tps: tuple[int,
     the most DP degrees of tensor parallelism alone divide (tp_dp_degrees, TP one of ``tps``;
     every divisor of the GPU count when None), then the most DP degrees (at ``mbs``, or 1
     when it is None), then the most (micro-batch, DP degree) splits -- ``mbs`` the user's
-    micro-batch, or None when the advisor chooses it among MBS_CHOICES, the micro-batches the
-    search tries; ties to the nearest, then the smaller.
+    micro-batch, or None when the advisor chooses it: splits then counts MBS_CHOICES, the powers
+    of two up to MBS_MAX (the search itself tries every divisor of the count up to MBS_MAX,
+    search/space.micro_batches); ties to the nearest, then the smaller.
 
     All three counts depend only on q = gcd(n, M), M = the largest mbs x the GPU count (every
     mbs x d divides M), and the multiple of q nearest ``exact`` is at least as near as n: so
@@ -170,7 +171,7 @@ def take(exact: float, gpus: int, mbs: int | None = 1, dp: int | None = None,
         why += f"; {int(exact):,} allows {_degrees_text(dp_degrees(int(exact), gpus, mbs or 1))}"
     if mbs is None:
         why += (f"), then the most micro-batch x DP splits ({splits(n, gpus, MBS_CHOICES)} of "
-                f"{splits(gpus * MBS_MAX, gpus, MBS_CHOICES)}, micro-batches 1-{MBS_MAX}")
+                f"{splits(gpus * MBS_MAX, gpus, MBS_CHOICES)}, micro-batches 1, 2, 4, ..., {MBS_MAX}")
         if whole:
             why += f"; {int(exact):,} allows {splits(int(exact), gpus, MBS_CHOICES)}"
     return n, f"{head}, {why})"

@@ -63,6 +63,9 @@ def test_a_prime_sequence_count_moves_within_five_percent_and_says_so(run_cli):
     n, (text,) = global_batch(job)                                            # no layout: DP still open
     assert n == 32 and abs(n - 4e6 / 131072) <= TOLERANCE * 4e6 / 131072
     assert "taken as 32 (+4.86%" in text and "6: 1, 2, 4, ..., 32" in text and "splits (21 of 49" in text
+    # the splits count power-of-two micro-batches only (MBS_CHOICES), while the search tries every
+    # divisor of the batch up to 64: the text names the ones it counted, not "1-64"
+    assert "micro-batches 1, 2, 4, ..., 64" in text and "micro-batches 1-64" not in text
     # a fixed layout with DP = 1: every count works, so the nearest (31) is kept
     d = memory(run_cli, "--model", "llama-2-7b", "--gpus", "64", "--seq-len", "131072",
                "--global-batch-tokens", "4000000", "--layout", "tp=8,cp=8")
