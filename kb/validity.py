@@ -318,6 +318,33 @@ def _cp_fused_attention(job, a):
     return _all(a)
 
 
+def _ulysses_local_attention(job, a):
+    """DeepSpeed's Ulysses (cp > 1 under hf and deepspeed) sets transformers' attention mask to
+    None before the core attention runs (deepspeed/runtime/sequence_parallel/ulysses_sp.py,
+    register_with_transformers: uattn_wrapper), so where the model's sliding-window or chunked
+    layers reach attention through that mask -- transformers' SDPA (memory.activations
+    .dense_local_mask), which runs them causal without it -- every layer attends over the whole
+    sequence: another model. flash-attn takes the window from the module (flash_attention_forward
+    sliding_window=), and below the window or chunk the mask is the causal one anyway."""
+    from .memory.activations import dense_local_mask
+    m, t = job.model, job.training
+    span = m.sliding_window or m.attn_chunk
+    if t.framework not in ULYSSES_FRAMEWORKS or t.seq_len <= span or not dense_local_mask(m, t):
+        return _all(a)
+    return a["cp"] == 1
+
+
+def _ulysses_local_refusal(job, lay) -> str:
+    m = job.model
+    kind, span = (("sliding-window", m.sliding_window) if m.sliding_layers else ("chunked", m.attn_chunk))
+    layers = m.sliding_layers or m.chunked_layers
+    fix = "use cp=1" + (", or --attention flash or flash2 (flash-attn applies the window itself)"
+                        if m.sliding_layers else "")
+    return (f"cp={lay.cp} under --framework {job.training.framework} is DeepSpeed's Ulysses, which drops "
+            f"transformers' attention mask: {m.name}'s {layers} {kind} layers ({span:,} tokens) would attend over the "
+            f"whole {job.training.seq_len:,}-token sequence under --attention {job.training.attention}; {fix}")
+
+
 def _qlora_tp(job, a):
     if job.training.training == "qlora":
         return (a["tp"] == 1) & (np.asarray(a.get("etp", 1)) == 1)
@@ -359,6 +386,9 @@ VALIDITY = [
              lambda job, lay: f"cp={lay.cp} under --framework {job.training.framework} is DeepSpeed's Ulysses, which "
                               f"splits the {job.model.heads // lay.tp} attention heads (and {job.model.kv_heads} KV heads) "
                               "of a rank over the CP ranks; use a cp that divides them"),
+    Validity("ulysses-keeps-local-attention", "DeepSpeed's Ulysses drops transformers' attention mask, which "
+             "carries the sliding windows and chunks of SDPA's local layers: with them past the window it would "
+             "train another model", _ulysses_local_attention, _ulysses_local_refusal),
     Validity("ep-divides-experts", "EP splits the experts of an MoE model: it must divide them (and is 1 for a "
              "dense model)", _ep_experts,
              lambda job, lay: (f"ep={lay.ep} does not divide the {job.model.experts} experts of {job.model.name}"

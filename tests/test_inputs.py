@@ -711,3 +711,20 @@ def test_the_json_job_section_echoes_the_optimizer_and_an_adapter_jobs_lora_sett
     assert code == 0, err
     job = json.loads(out)["job"]
     assert job["optimizer"] == "adamw" and job["lora_rank"] is None and job["lora_dropout"] is None
+
+
+def test_ulysses_that_would_drop_a_sliding_window_is_refused(run_cli):
+    """DeepSpeed's Ulysses (cp > 1 under deepspeed and the Trainer) sets transformers' attention
+    mask to None (ulysses_sp.py uattn_wrapper), and SDPA then runs every layer causal over the
+    whole sequence: Mistral 7B's 4,096-token windows would be gone, another model. flash-attn
+    takes the window from the module, and below the window the mask is the causal one."""
+    layout = ("--layout", "dp=4,cp=2,zero=3,mbs=1,recompute=full")
+    job = ("memory", "--model", "mistral-7b", "--gpus", "8", "--framework", "deepspeed", "--seq-len", "32768")
+    err = refused(run_cli, *job, "--attention", "sdpa", *layout)
+    assert "drops transformers' attention mask" in err and "32 sliding-window layers" in err
+    assert "use cp=1, or --attention flash or flash2" in err and "[ulysses-keeps-local-attention]" in err
+    for ok in ((*job, "--attention", "flash", *layout),
+               ("memory", "--model", "mistral-7b", "--gpus", "8", "--framework", "deepspeed", "--seq-len", "4096",
+                "--attention", "sdpa", *layout)):
+        code, _, err = run_cli(*ok)
+        assert code == 0, err
