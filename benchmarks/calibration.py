@@ -114,9 +114,9 @@ FAMILY_CPU_ONLY = {
 
 
 # families whose rotary embedding hands its layers fp32 cos and sin whatever the weights
-# (modeling_olmo2.py Olmo2RotaryEmbedding.forward returns them uncast; Llama's casts them to
-# the input's dtype)
-FP32_ROPE_FAMILIES = ("olmo2",)
+# (modeling_olmo2.py Olmo2RotaryEmbedding.forward returns them uncast, as modular_olmo3.py's
+# Olmo3RotaryEmbedding does; Llama's casts them to the input's dtype)
+FP32_ROPE_FAMILIES = ("olmo2", "olmo3")
 
 
 def rope_bytes(model_type: str, fp32_weights: bool) -> float:

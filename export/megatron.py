@@ -144,6 +144,14 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
                        "uncapped scores, same shapes, other numerics")
     caveats += gemma_caveats(m)
     caveats += FAMILY_CAVEATS.get(m.family, [])
+    if m.family in FULL_LAYER_ROPE_SCALING and m.rope_scaling and m.sliding_layers:
+        caveats.append(f"RoPE scaling {m.rope_scaling} (factor {m.rope_factor:g}) on the full-attention layers only, "
+                       "the sliding-window ones unscaled (OLMo 3's rope_parameters by layer type): Megatron builds one "
+                       "RotaryEmbedding for every layer, so this script scales all of them; same shapes, other "
+                       "numerics")
+    if m.o_bias and not m.linear_bias:
+        caveats.append(f"o_proj's bias (attention_out_bias, {m.hidden} parameters a layer): Megatron biases q, k and v "
+                       "alone (--add-qkv-bias) or every linear (--add-bias-linear); this script leaves it out")
     if m.embed_norm:
         caveats.append("embedding LayerNorm (BLOOM): Megatron's command line has no flag for it")
     return a, caveats
@@ -220,12 +228,22 @@ FAMILY_CAVEATS = {
     "olmoe": ["OLMoE's q/k norms span whole projections, Megatron's each head: same shapes, other numerics"],
     "olmo2": ["OLMo 2's norms after attention and the MLP (not before) and its q/k norms over whole projections: "
               "Megatron-Core's GPT layer normalises first and per head; same shapes, other numerics"],
+    "olmo3": ["OLMo 3's norms after attention and the MLP (not before) and its q/k norms over whole projections: "
+              "Megatron-Core's GPT layer normalises first and per head; same shapes, other numerics"],
+    "exaone4": ["EXAONE 4.0's norms after attention and the MLP (not before): Megatron-Core's GPT layer normalises "
+                "first; same shapes, other numerics"],
     # Megatron-Bridge builds it in its own layer spec (src/megatron/bridge/models/llama/
     # llama4_utils.py Llama4SelfAttention); chunked attention is llama4_args'
     "llama4": ["Llama 4's attention temperature tuning on the layers without RoPE (attn_temperature_tuning): "
                "Megatron-Core has no option for it (Megatron-Bridge's Llama 4 layer spec builds it); same shapes, "
                "other numerics"],
 }
+
+
+# families whose config scales RoPE on the full-attention layers only (Olmo3Config.
+# convert_rope_params_to_dict puts rope_scaling in rope_parameters["full_attention"]; Olmo3Model
+# rotates each layer with its type's, modular_olmo3.py)
+FULL_LAYER_ROPE_SCALING = ("olmo3",)
 
 
 # Megatron's fixed Llama 3.x scaling numbers (rotary_pos_embedding.RotaryEmbedding._apply_scaling)

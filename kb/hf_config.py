@@ -77,6 +77,21 @@ SUPPORTED = {
     # k_norm of head_dim, whole-head RoPE, a window on the layers layer_types slides
     # (modeling_dots1.py Dots1Attention, transformers 5.24)
     "dots1": ("dots1", {"router_bias": True, "qk_norm": True}),
+    # OLMo 3 is OLMo 2's layer (Olmo3DecoderLayer is Olmo2DecoderLayer: post-norms, q_norm and
+    # k_norm over the whole projections) with a sliding window on three layers of four
+    # (layer_types) and its RoPE scaling on the full-attention layers only (modular_olmo3.py
+    # Olmo3Attention, Olmo3Config.convert_rope_params_to_dict, transformers 5.24)
+    "olmo3": ("olmo3", {"qk_norm": True, "qk_norm_full": True}),
+    # EXAONE 4.0 normalises after attention and after the MLP as OLMo 2 does (Exaone4DecoderLayer
+    # is Olmo2DecoderLayer) but with Llama's RMSNorm, and its q_norm and k_norm are per head, of
+    # head_dim, as Qwen3's; with a window its full-attention layers apply no RoPE ("global NoPE"),
+    # and no linear has a bias (modular_exaone4.py Exaone4Attention, transformers 5.24)
+    "exaone4": ("exaone4", {"qk_norm": True}),
+    # Seed-OSS is Llama's decoder with q, k and v biased by default (attention_bias true) and
+    # o_proj's bias switched on its own (attention_out_bias); its attention_dropout and
+    # residual_dropout default to 0.1 (modular_seed_oss.py SeedOssAttention, SeedOssMLP;
+    # configuration_seed_oss.py)
+    "seed_oss": ("seed_oss", {}),
 }
 
 
@@ -173,9 +188,9 @@ def _sparse_attention(cfg: dict, path: str, mt, supported: str) -> None:
 
 # rope_theta where config.json leaves it out: the config class's default_theta (transformers 5:
 # MixtralConfig 1e6, GptOssConfig 150000, Gemma3TextConfig 1e6 for its global layers, SmolLM3Config 2e6,
-# Llama4TextConfig 500000, PreTrainedConfig 10000 for the rest)
+# Llama4TextConfig 500000, Olmo3Config 500000, PreTrainedConfig 10000 for the rest)
 ROPE_THETA_DEFAULT = {"mixtral": 1e6, "gpt_oss": 150000.0, "gemma3_text": 1e6, "smollm3": 2e6,
-                      "llama4_text": 500000.0}
+                      "llama4_text": 500000.0, "olmo3": 500000.0}
 
 # Fields whose absence transformers fills with its config class's own default, which differs
 # from the generic one (num_key_value_heads = num_attention_heads, head_dim = hidden_size /
@@ -201,6 +216,9 @@ CLASS_DEFAULTS = {
     # Dots1Config slides the layers from max_window_layers on, with no use_sliding_window switch
     # (configuration_dots1.py __post_init__): by default none of its 62
     "dots1": {"num_key_value_heads": 32, "sliding_window": 4096, "max_window_layers": 62},
+    "olmo3": {"sliding_window": 4096},
+    "exaone4": {"num_key_value_heads": 32, "sliding_window": 4096},
+    "seed_oss": {"num_key_value_heads": 8, "head_dim": 128},
 }
 MLA_TYPES = ("deepseek_v2", "deepseek_v3")
 
@@ -224,7 +242,8 @@ MAX_POSITIONS_DEFAULT = {
     "olmo2": (2048, "Olmo2Config"), "smollm3": (32768, "SmolLM3Config"), "glm4_moe": (131072, "Glm4MoeConfig"),
     "olmoe": (4096, "OlmoeConfig"), "granitemoe": (2048, "GraniteMoeConfig"),
     "granitemoeshared": (2048, "GraniteMoeSharedConfig"), "llama4_text": (4096 * 32, "Llama4TextConfig"),
-    "dots1": (2048, "Dots1Config"),
+    "dots1": (2048, "Dots1Config"), "olmo3": (2048, "Olmo3Config"), "exaone4": (2048, "Exaone4Config"),
+    "seed_oss": (524288, "SeedOssConfig"),
 }
 
 # The shape fields a Gemma 3 multimodal config.json leaves out of its text_config: Gemma3Config
@@ -378,7 +397,7 @@ def rope_fields(cfg: dict, path: str, theta: float) -> dict:
 # sliding_window_pattern-th, Qwen2/Qwen3 those from max_window_layers on and only with
 # use_sliding_window, the rest every layer).
 WINDOWED = {"mistral", "ministral", "mixtral", "phi3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "gpt_oss",
-            "dots1"}
+            "dots1", "olmo3", "exaone4"}
 QWEN = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe")
 
 
@@ -391,7 +410,31 @@ def _default_sliding(cfg: dict, path: str, mt: str, layers: int) -> list[bool]:
     if mt in QWEN or mt == "dots1":
         first = _field(cfg, path, "max_window_layers", required=False, default=0)
         return [i >= first for i in range(layers)]
+    if mt == "olmo3":
+        # Olmo3Config.__post_init__: every fourth layer full
+        return [(i + 1) % 4 != 0 for i in range(layers)]
+    if mt == "exaone4":
+        # Exaone4Config.__post_init__: every sliding_window_pattern-th layer full (default 4); its
+        # "LLLG" string form is only built from layer_types (5.24 takes (i + 1) % "LLLG", a TypeError)
+        n = cfg.get("sliding_window_pattern", 4)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise InputError(f"{path}: field 'sliding_window_pattern' ({_show(n)}) without layer_types is not "
+                             "supported for exaone4; supported: a positive integer (every Nth layer full), or "
+                             "layer_types listing each layer")
+        return [(i + 1) % n != 0 for i in range(layers)]
     return [True] * layers
+
+
+def sliding_layers(cfg: dict, path: str, mt: str, layers: int) -> list[bool]:
+    """Which layers slide: config.json's layer_types, or the model type's default pattern."""
+    types = cfg.get("layer_types")
+    if types is None:
+        return _default_sliding(cfg, path, mt, layers)
+    kinds = ("sliding_attention", "full_attention")
+    if not isinstance(types, list) or len(types) != layers or any(k not in kinds for k in types):
+        raise InputError(f"{path}: field 'layer_types' must list {layers} entries (num_hidden_layers), each "
+                         f"'sliding_attention' or 'full_attention'")
+    return [k == "sliding_attention" for k in types]
 
 
 def window_fields(cfg: dict, path: str, mt: str, layers: int) -> dict:
@@ -405,14 +448,7 @@ def window_fields(cfg: dict, path: str, mt: str, layers: int) -> dict:
         return {}
     window = _field(cfg, path, "sliding_window", least=1)
     types = cfg.get("layer_types")
-    if types is None:
-        sliding = _default_sliding(cfg, path, mt, layers)
-    else:
-        kinds = ("sliding_attention", "full_attention")
-        if not isinstance(types, list) or len(types) != layers or any(k not in kinds for k in types):
-            raise InputError(f"{path}: field 'layer_types' must list {layers} entries (num_hidden_layers), each "
-                             f"'sliding_attention' or 'full_attention'")
-        sliding = [k == "sliding_attention" for k in types]
+    sliding = sliding_layers(cfg, path, mt, layers)
     if not any(sliding):
         return {}
     if all(sliding):
@@ -711,19 +747,28 @@ WRAPPER_VISION_PARAMS = {"mistral3": pixtral_params}
 # GraniteConfig, DeepseekV2/V3Config have both; Qwen3, Qwen3-MoE and the Gemmas attention_bias)
 ATTENTION_BIAS_TYPES = ("llama", "granite", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2",
                         "smollm3", "glm4_moe", "olmoe", "granitemoe", "granitemoeshared", "llama4_text",
-                        "dots1") + MLA_TYPES
-MLP_BIAS_TYPES = ("llama", "granite") + MLA_TYPES
+                        "dots1", "olmo3", "seed_oss") + MLA_TYPES
+MLP_BIAS_TYPES = ("llama", "granite", "seed_oss") + MLA_TYPES
+# attention_bias where config.json leaves it out: SeedOssConfig's true (configuration_seed_oss.py);
+# false for the rest
+ATTENTION_BIAS_DEFAULT = {"seed_oss": True}
+# the config classes whose o_proj bias has its own switch, attention_out_bias (SeedOssConfig,
+# default false); the others bias o_proj with attention_bias
+OUT_BIAS_TYPES = ("seed_oss",)
 
 
 def _bias_fields(cfg: dict, path: str, mt: str) -> dict:
-    """qkv_bias / linear_bias (kb/schema.ModelSpec) from config.json's attention_bias and
-    mlp_bias: both on biases every linear (linear_bias); attention_bias alone q, k and v
-    (qkv_bias; o_proj's bias, one h-vector a layer, is not counted). What the estimate cannot
-    build is refused: mlp_bias alone, either on multi-latent attention, gpt-oss without its
-    attention biases."""
-    attn = _field(cfg, path, "attention_bias", required=False, default=False, kind=bool) \
-        if mt in ATTENTION_BIAS_TYPES else False
+    """qkv_bias / linear_bias / o_bias (kb/schema.ModelSpec) from config.json's attention_bias,
+    mlp_bias and (Seed-OSS) attention_out_bias: both on biases every linear (linear_bias);
+    attention_bias alone q, k and v (qkv_bias; o_proj's bias, one h-vector a layer, is not counted
+    where attention_bias switches it too); attention_out_bias o_proj's (o_bias). What the estimate
+    cannot build is refused: mlp_bias alone, either on multi-latent attention, gpt-oss without its
+    attention biases, Seed-OSS's MLP biases without its o_proj's."""
+    attn = _field(cfg, path, "attention_bias", required=False, default=ATTENTION_BIAS_DEFAULT.get(mt, False),
+                  kind=bool) if mt in ATTENTION_BIAS_TYPES else False
     mlp = _field(cfg, path, "mlp_bias", required=False, default=False, kind=bool) if mt in MLP_BIAS_TYPES else False
+    out = _field(cfg, path, "attention_out_bias", required=False, default=False, kind=bool) \
+        if mt in OUT_BIAS_TYPES else None
     if mt == "gpt_oss" and _field(cfg, path, "attention_bias", required=False, default=True, kind=bool) is False:
         raise InputError(f"{path}: attention_bias false is not supported for gpt_oss; supported: true (its default)")
     if (attn or mlp) and mt in MLA_TYPES:
@@ -731,7 +776,12 @@ def _bias_fields(cfg: dict, path: str, mt: str) -> dict:
     if mlp and not attn:
         raise InputError(f"{path}: mlp_bias true without attention_bias is not supported; supported: both true, "
                          "attention_bias alone, or neither")
-    return {"linear_bias": True} if attn and mlp else {"qkv_bias": True} if attn else {}
+    if mlp and out is False:
+        raise InputError(f"{path}: mlp_bias true with attention_out_bias false is not supported for {mt}; "
+                         "supported: mlp_bias false, or attention_bias, attention_out_bias and mlp_bias all true")
+    if attn and mlp:
+        return {"linear_bias": True}
+    return {**({"qkv_bias": True} if attn else {}), **({"o_bias": True} if out else {})}
 
 
 def _name(cfg: dict, p: Path) -> str:
@@ -887,6 +937,30 @@ def _reading_notes(outer: dict, cfg: dict, h: int) -> tuple[str, ...]:
                      "weights are sized as the training type and precision hold them (bf16, or NF4 under QLoRA), "
                      "not as the checkpoint stores them")
     return tuple(notes)
+
+
+# dropout where config.json leaves it out: SeedOssConfig's 0.1 on the attention probabilities and on
+# each sublayer's output (configuration_seed_oss.py; SeedOssAttention and SeedOssMLP apply it)
+DROPOUT_DEFAULTS = {"seed_oss": {"attention_dropout": 0.1, "residual_dropout": 0.1}}
+
+
+def _dropout_note(cfg: dict, path: str, mt: str) -> tuple[str, ...]:
+    """The dropouts a config.json switches on in training, which the estimate does not size (it
+    keeps no dropout masks, as export/megatron.py writes none): said, with what they keep."""
+    on = {}
+    for k, d in DROPOUT_DEFAULTS[mt].items():
+        v = cfg.get(k, d)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1:
+            raise InputError(f"{path}: field '{k}' must be a probability from 0 up to 1, got {_show(v)}")
+        if v:
+            on[k] = float(v)
+    if not on:
+        return ()
+    given = ", ".join(f"{k} {v:g}" + ("" if k in cfg else " (the config class's default)") for k, v in on.items())
+    return (f"{mt} config.json: dropout in training ({given}) is not sized: residual dropout keeps a 1-byte mask of "
+            "the attention's and the MLP's outputs (2 x hidden bytes a token a layer), attention dropout nothing "
+            "more under a fused kernel but its masks of every score under eager or the CPU's math attention; set "
+            "them to 0 for the estimate's model",)
 
 
 def _locate(path: str) -> Path:
@@ -1046,6 +1120,11 @@ def read_hf_config(path: str) -> ModelSpec:
     if mt == "smollm3":
         # SmolLM3Config builds no_rope_layers as Llama4TextConfig does (configuration_smollm3.py)
         spec["nope_layers"] = tuple(i for i, r in enumerate(_rope_layers(cfg, path, spec["layers"])) if not r)
+    if mt == "exaone4" and cfg.get("sliding_window") is not None:
+        # with a window, Exaone4Attention rotates q and k on its sliding layers only ("global NoPE")
+        spec["nope_layers"] = tuple(i for i, s in enumerate(sliding_layers(cfg, path, mt, spec["layers"])) if not s)
+    if mt in DROPOUT_DEFAULTS:
+        spec["reading_notes"] += _dropout_note(cfg, path, mt)
     if mt in ("olmoe", "qwen2_moe", "qwen3_moe"):
         # the top k's softmax weights over all experts, renormalised over the k only where
         # norm_topk_prob is true; the three config classes default it to false

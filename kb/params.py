@@ -99,8 +99,8 @@ def attention_params(m: ModelSpec) -> tuple[int, int]:
     replicated = 0
     if m.qkv_bias or m.linear_bias:
         sharded += q + 2 * kv
-    if m.linear_bias:
-        replicated += h
+    if m.linear_bias or m.o_bias:
+        replicated += h                 # o_proj's bias (Seed-OSS: attention_out_bias, modular_seed_oss.py)
     if m.qk_norm:
         replicated += (q + kv) if m.qk_norm_full else 2 * m.hd
     if m.attn_sinks:

@@ -33,6 +33,9 @@ class ModelSpec(_Frozen):
     mlp: Literal["swiglu", "geglu", "gelu"] = "swiglu"
     qkv_bias: bool = False
     linear_bias: bool = False
+    # o_proj's bias alone (Seed-OSS's attention_out_bias): one h-vector a layer, row-parallel
+    # (replicated); an add after the matmul, so nothing more is kept for backward
+    o_bias: bool = False
     learned_pos: int = 0
     # the context the model was trained for: config.json's max_position_embeddings (0: not
     # known). Memory and time do not depend on it; a longer sequence is warned about

@@ -763,3 +763,26 @@ def test_dots1_exports_build_deepseeks_router_and_qwen3s_qk_norms(run_cli, tmp_p
         assert code == 0, err
         text = out + "".join(p.read_text() for p in out_dir.rglob("*") if p.is_file())
         assert all(w in text for w in wants), (to, [w for w in wants if w not in text])
+
+
+def test_olmo3_exaone4_seed_oss_exports_wrap_their_layers_and_say_what_megatron_cannot(run_cli, tmp_path):
+    """Accelerate's FSDP wraps each family's decoder layer; Megatron's command line builds EXAONE
+    4.0's NoPE full layers and window and says what it cannot build: OLMo 3's RoPE scaling on its
+    full layers only, EXAONE's post-norms, Seed-OSS's o_proj bias alone."""
+    shape = {"hidden_size": 1024, "num_hidden_layers": 8, "intermediate_size": 2816, "num_attention_heads": 16,
+             "num_key_value_heads": 4, "vocab_size": 32000}
+    cases = (({"model_type": "olmo3", "rope_scaling": {"rope_type": "yarn", "factor": 8.0,
+                                                       "original_max_position_embeddings": 8192}},
+              ("Olmo3DecoderLayer", "on the full-attention layers only")),
+             ({"model_type": "exaone4"}, ("Exaone4DecoderLayer", "--no-rope-freq 4", "EXAONE 4.0's norms after")),
+             ({"model_type": "seed_oss", "head_dim": 64, "attention_out_bias": True},
+              ("SeedOssDecoderLayer", "--add-qkv-bias", "o_proj's bias (attention_out_bias")))
+    for extra, wants in cases:
+        cfg = write(tmp_path / extra["model_type"] / "config.json", {**shape, **extra})
+        text = ""
+        for to in ("megatron", "accelerate"):
+            out_dir = tmp_path / f"{extra['model_type']}-{to}"
+            code, out, err = run_cli("export", "--hf-config", cfg, "--gpus", "8", "--to", to, "-o", str(out_dir))
+            assert code == 0, err
+            text += out + err + "".join(p.read_text() for p in out_dir.rglob("*") if p.is_file())
+        assert all(w in text for w in wants), (extra["model_type"], [w for w in wants if w not in text])

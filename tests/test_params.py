@@ -696,3 +696,99 @@ def test_dots1_slides_from_max_window_layers_and_needs_its_shared_experts(tmp_pa
     p.write_text(json.dumps({k: v for k, v in DOTS_LLM1.items() if k != "n_shared_experts"}))
     with pytest.raises(InputError, match="missing field 'n_shared_experts'"):
         read_hf_config(str(p))
+
+
+# Seed-OSS-36B's config.json as lablup/mlxcel's seed_oss config test vendors it (src/models/
+# seed_oss_tests.rs SEED_OSS_36B_CONFIG, "a trimmed Seed-OSS-36B-Instruct-4bit config": the
+# quantization block dropped here)
+SEED_OSS_36B = {"model_type": "seed_oss", "attention_bias": True, "attention_out_bias": False, "head_dim": 128,
+                "hidden_size": 5120, "intermediate_size": 27648, "max_position_embeddings": 524288, "mlp_bias": False,
+                "num_attention_heads": 80, "num_hidden_layers": 64, "num_key_value_heads": 8, "rms_norm_eps": 1e-06,
+                "rope_scaling": {"rope_type": "default"}, "rope_theta": 10000000.0, "tie_word_embeddings": False,
+                "vocab_size": 155136}
+# EXAONE-4.0-32B's config.json as a TensorRT-LLM EXAONE 4 test copies it (EXAONE4_SINGLE_LAYER_CONFIG,
+# beside tensorrt_llm._torch.models.modeling_exaone4; transformers_version 4.54.0.dev0), with the 64 layers and the 4096-token window its NOTE comments
+# say it cut to 4 and 4 (attn_implementation, a loading option, dropped)
+EXAONE4_32B = {"model_type": "exaone4", "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 361,
+               "head_dim": 128, "hidden_act": "silu", "hidden_size": 5120, "initializer_range": 0.02,
+               "intermediate_size": 27392, "max_position_embeddings": 131072, "num_attention_heads": 40,
+               "num_hidden_layers": 64, "num_key_value_heads": 8, "pad_token_id": 0, "rms_norm_eps": 1e-05,
+               "rope_scaling": {"factor": 16.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                                "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+               "rope_theta": 1000000, "sliding_window": 4096, "sliding_window_pattern": 4, "tie_word_embeddings": False,
+               "use_cache": True, "vocab_size": 102400}
+# OLMo-3-7B's shapes as a mini-sglang (minisgl) OLMo 3 config test writes them (_hf_config: its layers
+# cut to 4 there, 32 here with the default every-fourth-full pattern) -- not a verbatim file;
+# transformers' 7,298,011,136 is the count another project's hub-page test prints as "7.3B"
+OLMO3_7B = {"model_type": "olmo3", "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 11008,
+            "max_position_embeddings": 65536, "num_attention_heads": 32, "num_hidden_layers": 32,
+            "num_key_value_heads": 32, "rms_norm_eps": 1e-6, "rope_theta": 500000.0, "sliding_window": 4096,
+            "rope_scaling": {"attention_factor": 1.2079441541679836, "beta_fast": 32.0, "beta_slow": 1.0, "factor": 8.0,
+                             "original_max_position_embeddings": 8192, "rope_type": "yarn"},
+            "tie_word_embeddings": False, "vocab_size": 100278}
+
+
+@pytest.mark.parametrize("cfg, count", [
+    # transformers 5.24 on the meta device; Seed-OSS-36B's 36,151,104,512 is also its checkpoint's
+    (SEED_OSS_36B, 36_151_104_512), (EXAONE4_32B, 32_003_216_384), (OLMO3_7B, 7_298_011_136),
+    # made-up shapes (head_dim 96 of 256, GQA, tied): Seed-OSS with o_proj's bias alone and with
+    # every linear biased; EXAONE 4.0 with every third layer full; OLMo 3 with its default pattern
+    ({"model_type": "seed_oss", "hidden_size": 256, "num_hidden_layers": 3, "intermediate_size": 640,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 96, "vocab_size": 1000,
+      "attention_out_bias": True, "tie_word_embeddings": True}, 2_620_160),
+    ({"model_type": "seed_oss", "hidden_size": 256, "num_hidden_layers": 3, "intermediate_size": 640,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 96, "vocab_size": 1000,
+      "attention_out_bias": True, "mlp_bias": True}, 2_880_768),
+    ({"model_type": "exaone4", "hidden_size": 256, "num_hidden_layers": 6, "intermediate_size": 640,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 96, "vocab_size": 1000,
+      "tie_word_embeddings": True, "sliding_window_pattern": 3}, 4_979_072),
+    ({"model_type": "olmo3", "hidden_size": 256, "num_hidden_layers": 8, "intermediate_size": 640,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 96, "vocab_size": 1000,
+      "tie_word_embeddings": True}, 6_556_416),
+])
+def test_olmo3_exaone4_seed_oss_count_as_transformers_builds_them(tmp_path, cfg, count):
+    """OLMo 3 (OLMo 2's layer, whole-projection q/k norms), EXAONE 4.0 (per-head q/k norms, no
+    biases) and Seed-OSS (q/k/v biases by default, o_proj's by attention_out_bias): the count
+    transformers builds."""
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    assert total_params(read_hf_config(str(p))) == count
+
+
+def test_olmo3_and_exaone4_windows_and_exaone4s_global_nope(tmp_path):
+    """OLMo 3 slides three layers of four by default (Olmo3Config); EXAONE 4.0 every layer but each
+    sliding_window_pattern-th, whose attention then applies no RoPE; without a window every layer
+    is full and rotated. EXAONE's string pattern ("LLLG") is built only from layer_types: alone it
+    is refused naming the field."""
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(OLMO3_7B))
+    m = read_hf_config(str(p))
+    assert (m.sliding_window, m.full_attn_every, m.nope_layers, m.rope_scaling) == (4096, 4, (), "yarn")
+    p.write_text(json.dumps(EXAONE4_32B))
+    m = read_hf_config(str(p))
+    assert (m.sliding_window, m.full_attn_every, m.nope_layers[:3], len(m.nope_layers)) == (4096, 4, (3, 7, 11), 16)
+    p.write_text(json.dumps(dict(EXAONE4_32B, sliding_window=None)))
+    m = read_hf_config(str(p))
+    assert (m.sliding_window, m.nope_layers) == (0, ())
+    p.write_text(json.dumps(dict(EXAONE4_32B, sliding_window_pattern="LLLG")))
+    with pytest.raises(InputError, match="'sliding_window_pattern'"):
+        read_hf_config(str(p))
+    types = ["sliding_attention"] * 3 + ["full_attention"]
+    p.write_text(json.dumps(dict(EXAONE4_32B, sliding_window_pattern="LLLG", layer_types=types * 16)))
+    assert read_hf_config(str(p)).nope_layers[:2] == (3, 7)
+
+
+def test_seed_oss_biases_default_on_and_dropout_is_said(tmp_path):
+    """SeedOssConfig biases q, k and v unless told not to, and its 0.1 dropouts are named as not
+    sized where the file leaves them on; MLP biases without o_proj's are refused in one line."""
+    p = tmp_path / "config.json"
+    base = {k: v for k, v in SEED_OSS_36B.items() if k not in ("attention_bias", "attention_out_bias")}
+    p.write_text(json.dumps(base))
+    m = read_hf_config(str(p))
+    assert m.qkv_bias and not m.o_bias and total_params(m) == 36_151_104_512
+    assert any("residual_dropout 0.1" in n and "not sized" in n for n in m.reading_notes)
+    p.write_text(json.dumps(dict(base, attention_dropout=0.0, residual_dropout=0.0)))
+    assert not any("dropout" in n for n in read_hf_config(str(p)).reading_notes)
+    p.write_text(json.dumps(dict(base, mlp_bias=True)))
+    with pytest.raises(InputError, match="mlp_bias true with attention_out_bias false"):
+        read_hf_config(str(p))

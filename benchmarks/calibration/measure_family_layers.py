@@ -18,7 +18,7 @@ Run: python measure_family_layers.py > cpu_family_saved_tensors.jsonl
      python measure_family_layers.py --fp32-weights >> cpu_family_saved_tensors.jsonl
 (model types as arguments measure only those: the olmo2, smollm3 and glm4_moe rows were added so,
 with torch 2.13.0+cpu and transformers 5.24.0, and the olmoe, granitemoe and granitemoeshared rows,
-and the llama4_text rows, and the dots1 rows)
+and the llama4_text rows, and the dots1 rows, and the olmo3, exaone4 and seed_oss rows)
 (taken with torch 2.14.1, transformers 5.24.0)
 """
 import json
@@ -79,6 +79,17 @@ FAMILIES = {
     "dots1": dict(hidden_size=512, intermediate_size=1536, moe_intermediate_size=384, num_attention_heads=8,
                   num_key_value_heads=2, head_dim=64, n_routed_experts=8, num_experts_per_tok=2,
                   n_shared_experts=1, first_k_dense_replace=0),
+    # OLMo 3: OLMo 2's layer (post-norms, whole-projection q/k norms) on a sliding-window layer
+    # (layer 0 of its default pattern), whose rotary embedding is built per layer type
+    "olmo3": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=2),
+    # EXAONE 4.0: OLMo 2's post-norms with Qwen3's per-head q/k norms and Llama's RMSNorm; layer 0
+    # of its default pattern slides, with RoPE (its full layers have none)
+    "exaone4": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=2,
+                    head_dim=64),
+    # Seed-OSS: Llama with q/k/v biases (and an o_proj bias here, attention_out_bias), its dropouts
+    # off: SeedOssConfig's 0.1 defaults would add their masks, which the rows do not size
+    "seed_oss": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=2,
+                     head_dim=64, attention_out_bias=True, attention_dropout=0.0, residual_dropout=0.0),
     # Llama 4 Scout's pattern (every layer MoE, top 1 of 16 with a shared expert; layer 0 a RoPE
     # layer with the L2 q/k norms) at 8 experts: transformers runs every token through each
     "llama4_text": dict(hidden_size=512, intermediate_size=1792, intermediate_size_mlp=3584, num_attention_heads=8,
@@ -104,7 +115,10 @@ def layer_saved_bytes(model, decoder, dtype: torch.dtype, hidden: int, skip=lamb
     # read by several linears -- OLMo 2's q, k and v, with fp32 weights -- would be cast once)
     x = torch.randn(1, SEQ, hidden, dtype=dtype, requires_grad=True) * 1.0
     pos = torch.arange(SEQ)[None]
-    kw = dict(attention_mask=None, position_ids=pos, position_embeddings=decoder.rotary_emb(x, pos))
+    # OLMo 3 builds its cos and sin per layer type (Olmo3RotaryEmbedding.forward's layer_type)
+    types = getattr(decoder.config, "layer_types", None)
+    rope = decoder.rotary_emb(x, pos, types[0]) if type(decoder).__name__ == "Olmo3Model" else decoder.rotary_emb(x, pos)
+    kw = dict(attention_mask=None, position_ids=pos, position_embeddings=rope)
     with torch.autocast("cpu", torch.bfloat16), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         decoder.layers[0](x, **kw)
     return sum(seen.values()) / SEQ

@@ -146,8 +146,14 @@ def routed_copies(m: ModelSpec, t: TrainingSpec, lay: Layout):
 # (self.weight * hidden_states).to(input_dtype), "main diff with Llama"): the weight's gradient
 # needs the fp32 normalised value, where LlamaRMSNorm keeps it in bf16 (measured on CPU layers:
 # a gpt-oss layer keeps four fp32 h-wide tensors, two norms' inputs and normalised values), as
-# does OLMo 2's (modeling_olmo2.py Olmo2RMSNorm: (self.weight * hidden_states).to(input_dtype))
-FP32_SCALED_NORMS = ("gemma", "gemma2", "gemma3", "gpt_oss", "olmo2")
+# does OLMo 2's (modeling_olmo2.py Olmo2RMSNorm: (self.weight * hidden_states).to(input_dtype)),
+# and OLMo 3's, which is it (modular_olmo3.py Olmo3RMSNorm)
+FP32_SCALED_NORMS = ("gemma", "gemma2", "gemma3", "gpt_oss", "olmo2", "olmo3")
+# transformers families that normalise each sublayer's output, not its input (modeling_olmo2.py
+# Olmo2DecoderLayer: h = residual + post_attention_layernorm(self_attn(x)); OLMo 3's and EXAONE
+# 4.0's decoder layers are it, modular_olmo3.py, modular_exaone4.py): their norms read the
+# attention's and the MLP's output, bf16 under autocast, never the fp32 residual stream
+POST_NORM_FAMILIES = ("olmo2", "olmo3", "exaone4")
 
 
 def _normalised_bytes(m: ModelSpec) -> float:
@@ -328,7 +334,12 @@ def fp32_residual_extra(m: ModelSpec, t: TrainingSpec, lay: Layout):
     value for the weight's gradient where a bf16 model keeps 2: 4 + 4 + 2 (the bf16 cast the
     next linear saves) = 10 instead of 8. None for FP32_SCALED_NORMS, whose normalised value is
     fp32 whatever the weights (measured on CPU layers, cpu_family_saved_tensors.jsonl): the
-    fp32 value's 4 bytes less what a bf16 model keeps (_normalised_bytes)."""
+    fp32 value's 4 bytes less what a bf16 model keeps (_normalised_bytes). None for
+    POST_NORM_FAMILIES either: their norms' input is a bf16 linear output, so LlamaRMSNorm casts
+    its normalised value back to bf16 (a CPU EXAONE 4.0 layer with fp32 weights keeps what
+    Qwen3's does, 4 h a token under the estimate with the extra)."""
+    if m.family in POST_NORM_FAMILIES:
+        return 0.0
     return where(fp32_weights_under_autocast(t, lay), 4.0 - _normalised_bytes(m), 0.0)
 
 
