@@ -107,7 +107,7 @@ FAMILY_CPU_ONLY = {
                    "SDPA (score matrices kept), not a GPU's fused kernel",
     "phi3": "2 h over: a copy of the attention output before o_proj that the CPU made here (q, k, v are "
             "views of one qkv_proj output) and not for Llama; not measured on a GPU",
-    "glm4_moe": "2 h under (bf16 weights; 4 h with fp32): a copy of the attention output before o_proj, which "
+    "glm4_moe": "2 h under (bf16 and fp32 weights): a copy of the attention output before o_proj, which "
                 "partial RoPE's concatenated query (torch.cat of the rotated and passed halves) leads SDPA to "
                 "lay out head-major here; not measured on a GPU, whose kernel output strides decide it",
 }

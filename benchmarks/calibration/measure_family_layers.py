@@ -57,7 +57,9 @@ FAMILIES = {
     "olmo2": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=2),
     "smollm3": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=2,
                     pad_token_id=0),
-    "glm4_moe": dict(hidden_size=512, intermediate_size=1536, moe_intermediate_size=256, num_attention_heads=8,
+    # expert width 384, not 256: at the 256-token sequence the script would count the 256-wide shared
+    # expert's bf16 weight casts as activations (saved_bytes skips a bf16 weight cast only where its first dimension is not the sequence)
+    "glm4_moe": dict(hidden_size=512, intermediate_size=1536, moe_intermediate_size=384, num_attention_heads=8,
                      num_key_value_heads=2, head_dim=64, n_routed_experts=8, num_experts_per_tok=2,
                      n_shared_experts=1, first_k_dense_replace=0, attention_bias=True, use_qk_norm=True,
                      partial_rotary_factor=0.5),
