@@ -25,7 +25,7 @@ def _lookup(table: dict, key: str, what: str, flag: str):
     # similarity alone offered h800 and h200 before h100-sxm and left out the PCIe and NVL cards.
     # Both sides without separators: "llama4" begins "llama-4-maverick" as much as "llama-4-scout"
     bare = {_bare(n): n for n in table}
-    starts = sorted(n for b, n in bare.items() if k and b.startswith(_bare(k)))
+    starts = sorted(n for b, n in bare.items() if _bare(k) and b.startswith(_bare(k)))
     close = difflib.get_close_matches(_bare(k), list(bare), n=3, cutoff=0.5)
     near = list(dict.fromkeys(starts + [bare[b] for b in close]))[:5]
     hint = f"did you mean {', '.join(near)}?" if near else f"known: {', '.join(sorted(table))}"

@@ -175,11 +175,15 @@ class ModelSpec(_Frozen):
         if self.full_attn_every == 1:
             raise ValueError("full_attn_every 1 makes every layer full: leave sliding_window out instead")
         g, k = self.router_groups, self.router_group_topk
+        # noaux_tc scores a group by the sum of its top two experts (modeling_deepseek_v3.py
+        # DeepseekV3TopkRouter: .topk(2, dim=-1) over each group), so a group holds two or more
+        least = 2 if self.router_topk_method == "noaux_tc" else 1
         if self.router_topk_method in ("noaux_tc", "group_limited_greedy") and not (
-                g and self.experts % g == 0 and 0 < k <= g):
+                g and self.experts % g == 0 and self.experts // g >= least and 0 < k <= g):
             # the one check for the catalog and config.json (kb/hf_config._router), in both names
             raise ValueError(f"n_group ({g}) and topk_group ({k}) must be an n_group that divides the "
-                             f"{self.experts} routed experts and a topk_group from 1 to n_group, for topk_method "
+                             f"{self.experts} routed experts{' into groups of two or more' if least == 2 else ''} "
+                             f"and a topk_group from 1 to n_group, for topk_method "
                              f"{self.router_topk_method} (its router picks a token's groups before its experts; "
                              "router_groups and router_group_topk in the catalog)")
         return self

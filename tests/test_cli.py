@@ -121,6 +121,8 @@ BAD = [
     (["memory", "--model", "llama-3-70b", "--gpus", "12", "--layout", "tp=4"],
      "multiple of --gpus-per-node 8; use whole nodes: a multiple of 8 GPUs, or --gpus-per-node 6, 4, 3, 2 or 1"),
     (["memory", "--model", "llama-3-70c", "--gpus", "8", "--layout", "tp=8"], "did you mean llama-3-70b"),
+    # a name of separators only begins every name once they are stripped: no arbitrary five offered
+    (["recommend", "--model", "."], "unknown model '.'; known: bloom-176b, deepseek-r1"),
     (["memory", "--model", "llama-3-70b", "--gpu", "h100", "--gpus", "8", "--layout", "tp=8"], "did you mean"),
     (["memory", "--model", "llama-3-70b", "--gpus", "32", "--layout", "tp=8,pp=2,dp=4,cp=2"], "must equal the GPU count"),
     (["memory", "--model", "gpt-3-175b", "--gpus", "64", "--layout", "tp=64"], "does not divide the 96 attention heads"),

@@ -407,7 +407,8 @@ def test_catalog_and_config_json_refuse_bad_router_groups_in_one_message(run_cli
     from shardwise.kb.schema import ModelSpec
     from catalog_configs import CATALOG_CONFIGS
     entry = catalog.model("glm-4.5").model_dump()
-    for groups, topk in ((6, 2), (8, 9), (8, 0)):
+    # (160, 1): groups of one expert, which noaux_tc's sum of each group's top two cannot score
+    for groups, topk in ((6, 2), (8, 9), (8, 0), (160, 1)):
         with pytest.raises(ValidationError) as e:
             ModelSpec(**dict(entry, router_groups=groups, router_group_topk=topk))
         msg = e.value.errors()[0]["msg"].removeprefix("Value error, ")
