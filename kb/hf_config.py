@@ -192,6 +192,25 @@ def _sparse_attention(cfg: dict, path: str, mt, supported: str) -> None:
 ROPE_THETA_DEFAULT = {"mixtral": 1e6, "gpt_oss": 150000.0, "gemma3_text": 1e6, "smollm3": 2e6,
                       "llama4_text": 500000.0, "olmo3": 500000.0}
 
+# rms_norm_eps where config.json leaves it out: the config class's default (transformers 5.24
+# configuration_<model_type>.py: Phi3Config, MixtralConfig, GptOssConfig, Olmo2Config,
+# Glm4MoeConfig, OlmoeConfig and Llama4TextConfig 1e-5; LlamaConfig, MistralConfig, Qwen2/3 and
+# their MoE configs, DeepseekV2/V3Config, the Gemma configs, GraniteConfig, SmolLM3Config and
+# Dots1Config 1e-6). Meta's and Mistral's own files give 1e-5, LlamaConfig's default is not theirs
+NORM_EPS_DEFAULT = {"phi3": 1e-5, "mixtral": 1e-5, "gpt_oss": 1e-5, "olmo2": 1e-5, "glm4_moe": 1e-5, "olmoe": 1e-5,
+                    "llama4_text": 1e-5}
+
+
+def norm_eps(cfg: dict, path: str, mt: str) -> float:
+    """ModelSpec.norm_eps: config.json's rms_norm_eps, else its config class's (NORM_EPS_DEFAULT);
+    an epsilon of 1 or more is refused (it would swamp the mean square it is added to)."""
+    eps = float(_field(cfg, path, "rms_norm_eps", required=False, default=NORM_EPS_DEFAULT.get(mt, 1e-6), kind=float))
+    if eps >= 1:
+        raise InputError(f"{path}: field 'rms_norm_eps' must be a positive number below 1 (the norm's epsilon, "
+                         f"1e-5 or 1e-6 in published models), got {_show(cfg['rms_norm_eps'])}")
+    return eps
+
+
 # Fields whose absence transformers fills with its config class's own default, which differs
 # from the generic one (num_key_value_heads = num_attention_heads, head_dim = hidden_size /
 # num_attention_heads, no sliding window): the __init__ defaults of transformers 5.24's
@@ -1061,6 +1080,7 @@ def read_hf_config(path: str) -> ModelSpec:
     spec.update({k: v for k, v in extra.items() if k != "tied"})
     spec["mlp"] = _activation(cfg, path, mt)
     spec.update(rope_fields(cfg, path, ROPE_THETA_DEFAULT.get(mt, 10000.0)))
+    spec["norm_eps"] = norm_eps(cfg, path, mt)
     spec.update(window_fields(cfg, path, mt, spec["layers"]))
     spec.update(_bias_fields(cfg, path, mt))
     if mt in ("mixtral", "gpt_oss"):

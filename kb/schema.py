@@ -54,6 +54,12 @@ class ModelSpec(_Frozen):
     # partial_rotary_factor: GLM-4.5 0.5); the rest pass through. No shape changes; the Megatron
     # export builds it (--rotary-percent)
     rotary_fraction: float = Field(1.0, gt=0, le=1)
+    # the epsilon every norm adds under its square root: x / sqrt(mean(x^2) + eps) (config.json's
+    # rms_norm_eps; layer_norm_epsilon for BLOOM and Falcon). No shape, memory or time depends on
+    # it; the exports build the model with it (Megatron --norm-epsilon). Llama, Mistral, Mixtral
+    # and Phi train with 1e-5, Qwen, Gemma and DeepSeek with 1e-6; 1e-5, Megatron's default
+    # (transformer_config.py layernorm_epsilon), where nothing names it (a --params model)
+    norm_eps: float = Field(1e-5, gt=0, lt=1)
     parallel_attn: bool = False
     qk_norm: bool = False
     # q/k norms over the whole q and k projections (OLMo 2), not over one head's dimensions

@@ -1,7 +1,15 @@
 """config.json files of the models in the catalog (kb/data/models.yaml), as their Hugging Face
 repositories publish them, with the fields the reader (kb/hf_config.py) reads. Each catalog entry
 must describe the model read_hf_config builds from its file (tests/test_params.py). Where a file
-is vendored elsewhere, the comment names where it was copied from."""
+is vendored elsewhere, the comment names where it was copied from. rms_norm_eps is written where the
+file's differs from its config class's default (LlamaConfig's and MistralConfig's 1e-6 are not
+Meta's or Mistral's 1e-5; Olmo2Config's 1e-5 is not OLMo 2's 1e-6; GraniteConfig's 1e-6 is not
+Granite 3.3's 1e-5): the Mistral-Nemo and Granite copies cited give it; mlc-llm model_preset.py gives
+1e-6 for "olmo2_7b" and "olmo2_13b" and 1e-5 for "llama3_1_70b" (Llama 3.3 70B's architecture);
+Mistral Small 3.2's file (tests/test_params.py MISTRAL_SMALL_32) and Mistral3Config's default
+text_config (transformers 5.24 configuration_mistral3.py) 1e-5 for Mistral Small 3; Ministral 8B's
+1e-5 is Megatron-Bridge's MistralModelProvider default (mistral_provider.py layernorm_epsilon),
+not read from a copy of its file."""
 
 # Llama 4's vision tower, the same in Scout's and Maverick's files (configuration_llama4.py
 # Llama4VisionConfig; the copies cited below)
@@ -21,7 +29,8 @@ CATALOG_CONFIGS = {
         "vocab_size": 128256, "max_position_embeddings": 131072, "rope_theta": 500000.0,
         "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
                          "original_max_position_embeddings": 8192, "rope_type": "llama3"},
-        "tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False, "hidden_act": "silu"},
+        "rms_norm_eps": 1e-05, "tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False,
+        "hidden_act": "silu"},
     # Qwen/Qwen2.5-3B, -14B, -32B config.json (citsjtu2020/LLM-Prof sglang/Model_Config.md; the 3B also
     # mlc-ai/mlc-llm python/mlc_llm/model/model_preset.py "qwen2.5_3b")
     "qwen2.5-3b": {
@@ -115,7 +124,7 @@ CATALOG_CONFIGS = {
         "architectures": ["MistralForCausalLM"], "model_type": "mistral", "head_dim": 128, "hidden_size": 5120,
         "intermediate_size": 14336, "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 8,
         "vocab_size": 131072, "max_position_embeddings": 128000, "rope_theta": 1000000.0, "sliding_window": None,
-        "tie_word_embeddings": False, "hidden_act": "silu"},
+        "rms_norm_eps": 1e-05, "tie_word_embeddings": False, "hidden_act": "silu"},
     # microsoft/phi-4 (a copy annotated in a Chinese tutorial; the shape, max_position_embeddings and
     # rope_theta again in a Rust test's phi4_config_json)
     "phi-4": {
@@ -159,12 +168,14 @@ CATALOG_CONFIGS = {
     "olmo-2-7b": {
         "architectures": ["Olmo2ForCausalLM"], "model_type": "olmo2", "hidden_act": "silu", "hidden_size": 4096,
         "intermediate_size": 11008, "max_position_embeddings": 4096, "num_attention_heads": 32,
-        "num_hidden_layers": 32, "num_key_value_heads": 32, "rope_theta": 500000.0, "tie_word_embeddings": False,
+        "num_hidden_layers": 32, "num_key_value_heads": 32, "rope_theta": 500000.0, "rms_norm_eps": 1e-06,
+        "tie_word_embeddings": False,
         "vocab_size": 100352},
     "olmo-2-13b": {
         "architectures": ["Olmo2ForCausalLM"], "model_type": "olmo2", "hidden_act": "silu", "hidden_size": 5120,
         "intermediate_size": 13824, "max_position_embeddings": 4096, "num_attention_heads": 40,
-        "num_hidden_layers": 40, "num_key_value_heads": 40, "rope_theta": 500000.0, "tie_word_embeddings": False,
+        "num_hidden_layers": 40, "num_key_value_heads": 40, "rope_theta": 500000.0, "rms_norm_eps": 1e-06,
+        "tie_word_embeddings": False,
         "vocab_size": 100352},
     # HuggingFaceTB/SmolLM3-3B (two independent copies in public tests: a C# HfConfigExtractor test and a
     # Python smollm3 config test, agreeing field by field)
@@ -275,7 +286,7 @@ CATALOG_CONFIGS = {
         "architectures": ["MistralForCausalLM"], "model_type": "mistral", "head_dim": 128, "hidden_size": 5120,
         "intermediate_size": 32768, "max_position_embeddings": 32768, "num_attention_heads": 32,
         "num_hidden_layers": 40, "num_key_value_heads": 8, "rope_theta": 100000000.0, "sliding_window": None,
-        "tie_word_embeddings": False, "vocab_size": 131072},
+        "rms_norm_eps": 1e-05, "tie_word_embeddings": False, "vocab_size": 131072},
     # mistralai/Ministral-8B-Instruct-2410 as transformers 5 reads it (model_type ministral,
     # MinistralForCausalLM, every layer sliding_attention): tests/test_hf_config_reading.py's
     # MINISTRAL_8B; its shapes, 32k positions and 32k window again in GenZ-LLM-Analyzer
@@ -285,7 +296,7 @@ CATALOG_CONFIGS = {
         "hidden_size": 4096, "intermediate_size": 12288, "layer_types": ["sliding_attention"] * 36,
         "max_position_embeddings": 32768, "num_attention_heads": 32, "num_hidden_layers": 36,
         "num_key_value_heads": 8, "rope_theta": 100000000.0, "sliding_window": 32768,
-        "tie_word_embeddings": False, "vocab_size": 131072},
+        "rms_norm_eps": 1e-05, "tie_word_embeddings": False, "vocab_size": 131072},
     # Qwen/Qwen2.5-1.5B, the base model (its config.json as transformers 4.57 prints it loading
     # models/Qwen2.5-1.5B in a public LLaMA-Factory training log: 131072 positions,
     # max_window_layers 28, every layer full attention; the Instruct model's file differs in
@@ -303,7 +314,8 @@ CATALOG_CONFIGS = {
         "attention_multiplier": 0.0078125, "embedding_multiplier": 12.0, "hidden_act": "silu", "hidden_size": 4096,
         "intermediate_size": 12800, "logits_scaling": 16.0, "max_position_embeddings": 131072, "mlp_bias": False,
         "num_attention_heads": 32, "num_hidden_layers": 40, "num_key_value_heads": 8, "residual_multiplier": 0.22,
-        "rope_scaling": None, "rope_theta": 10000000.0, "tie_word_embeddings": True, "vocab_size": 49159},
+        "rope_scaling": None, "rope_theta": 10000000.0, "rms_norm_eps": 1e-05, "tie_word_embeddings": True,
+        "vocab_size": 49159},
     # Qwen/Qwen3-Coder-480B-A35B-Instruct (baidu/vLLM-Kunlun's multi-XPU tutorial for it prints the
     # bf16 file before adding its W8A8 fields; a Rust test's qwen3_coder_480b_a35b_config gives the same)
     "qwen3-coder-480b-a35b": {

@@ -97,3 +97,11 @@ def test_inferred_shape_is_within_3_percent_of_the_count_and_says_so(n):
 def test_bad_counts_are_refused(bad):
     with pytest.raises(InputError):
         parse_count(bad)
+
+
+def test_every_catalog_model_names_its_norm_epsilon():
+    """norm_eps has a default (1e-5, Megatron's) for a --params model; a catalog entry that left it
+    out would hand a Qwen or Gemma export 1e-5 where the model trains with 1e-6."""
+    entries = catalog.raw("models")["models"]
+    assert [n for n, e in entries.items() if "norm_eps" not in e] == []
+    assert catalog.model("qwen3-8b").norm_eps == 1e-6 and catalog.model("llama-3.1-8b").norm_eps == 1e-5

@@ -792,3 +792,19 @@ def test_seed_oss_biases_default_on_and_dropout_is_said(tmp_path):
     p.write_text(json.dumps(dict(base, mlp_bias=True)))
     with pytest.raises(InputError, match="mlp_bias true with attention_out_bias false"):
         read_hf_config(str(p))
+
+
+def test_norm_epsilon_is_the_files_else_its_config_classs(tmp_path):
+    """rms_norm_eps as config.json gives it; left out, the config class's default (LlamaConfig
+    1e-6, MixtralConfig 1e-5: transformers 5.24), not one number for every type; 1 or more refused."""
+    p = tmp_path / "config.json"
+    for cfg, eps in ((dict(HF_CONFIGS["llama3_8b"][0], rms_norm_eps=1e-05), 1e-5), (HF_CONFIGS["llama3_8b"][0], 1e-6),
+                     (HF_CONFIGS["mixtral"][0], 1e-5), (HF_CONFIGS["qwen25_05b"][0], 1e-6)):
+        p.write_text(json.dumps(cfg))
+        assert read_hf_config(str(p)).norm_eps == eps
+    p.write_text(json.dumps(dict(HF_CONFIGS["llama3_8b"][0], rms_norm_eps=1.5)))
+    with pytest.raises(InputError, match=r"'rms_norm_eps' must be a positive number below 1 .* got 1\.5"):
+        read_hf_config(str(p))
+    p.write_text(json.dumps(dict(HF_CONFIGS["llama3_8b"][0], rms_norm_eps="1e-5")))
+    with pytest.raises(InputError, match="'rms_norm_eps' must be a positive number"):
+        read_hf_config(str(p))
