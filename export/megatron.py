@@ -103,6 +103,7 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
             # (extensions/transformer_engine.py line 1100; the fused norm of the QKV and fc1 linears
             # too, line 1539), Megatron-Bridge's Gemma providers' setting; the q/k norms are TENorm alike
             a += ["--apply-layernorm-1p"]
+    a += norm_eps_args(m)
     act, more = activation_args(m)
     a += act
     caveats += more
@@ -155,6 +156,21 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
     if m.embed_norm:
         caveats.append("embedding LayerNorm (BLOOM): Megatron's command line has no flag for it")
     return a, caveats
+
+
+# TransformerConfig.layernorm_epsilon, set by --norm-epsilon (megatron/core/transformer/
+# transformer_config.py line 201, NVIDIA/Megatron-LM@d98e8a6)
+MEGATRON_NORM_EPS = 1e-5
+
+
+def norm_eps_args(m) -> list:
+    """--norm-epsilon where the model's (config.json rms_norm_eps: Qwen, Gemma, DeepSeek 1e-6)
+    is not Megatron's default: every norm the GPT layer spec builds takes config.layernorm_epsilon
+    as its eps -- the input and pre-MLP norms (transformer_layer.py lines 371, 407), the norm fused
+    into the QKV and fc1 linears (extensions/transformer_engine.py line 1522), the q/k norms
+    (attention.py line 1738), MLA's q/kv down-projection norms (multi_latent_attention.py line 623)
+    and the final norm (transformer_block.py line 391)."""
+    return ["--norm-epsilon", m.norm_eps] if m.norm_eps != MEGATRON_NORM_EPS else []
 
 
 # Gemma's families: every RMSNorm scales by (1 + w), w initialised at zero (GemmaRMSNorm,

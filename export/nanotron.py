@@ -34,7 +34,9 @@ def config(tg: Target) -> tuple[dict, list[str]]:
         caveats.append("HSDP shard group: Nanotron shards ZeRO-1 over all DP ranks")
     if t.precision == "fp8":
         caveats.append("fp8: Nanotron's release trains in bfloat16 (dtype bfloat16)")
-    # optimizer and schedule as in framework-configs.md's verified Nanotron example
+    # optimizer and schedule as in framework-configs.md's verified Nanotron example; rms_norm_eps is
+    # the model's (nanotron config/models_config.py LlamaConfig.rms_norm_eps, its every
+    # TritonRMSNorm's eps: models/llama.py), not one number for every model
     cfg = {
         "general": {"project": "shardwise", "run": f"{_run_name(m.name)}-{lay.tp}tp{lay.pp}pp{lay.dp}dp", "seed": 42,
                     "ignore_sanity_checks": True},
@@ -53,7 +55,7 @@ def config(tg: Target) -> tuple[dict, list[str]]:
             "model_config": {
                 "is_llama_config": True, "hidden_size": m.hidden, "intermediate_size": m.ffn,
                 "num_hidden_layers": m.layers, "num_attention_heads": m.heads, "num_key_value_heads": m.kv_heads,
-                "max_position_embeddings": t.seq_len, "vocab_size": m.vocab, "rms_norm_eps": 1.0e-05,
+                "max_position_embeddings": t.seq_len, "vocab_size": m.vocab, "rms_norm_eps": float(m.norm_eps),
                 "rope_theta": float(m.rope_theta), "tie_word_embeddings": bool(m.tied),
                 "hidden_act": GLU_ACTIVATION.get(m.mlp, "silu"),
             },

@@ -1043,3 +1043,25 @@ def test_megatron_routes_as_deepseek_and_glm_do(tmp_path):
     v2, caveats = _hf_script(tmp_path, dict(DEEPSEEK_V2, num_experts_per_tok=3), 1024, big)
     assert (_flag(v2, "--moe-router-num-groups"), _flag(v2, "--moe-router-group-topk")) == ("8", "3")
     assert not any("group-limited" in c for c in caveats)
+
+
+NORM_LAYOUT = Layout(dp=8, zero=1, mbs=1, grad_accum=8)
+
+
+def test_exports_build_the_models_norm_epsilon(tmp_path):
+    """Qwen, Gemma and DeepSeek normalise with eps 1e-6 (config.json rms_norm_eps); Megatron's
+    default is 1e-5 (TransformerConfig.layernorm_epsilon) and Nanotron's config was written 1e-5
+    for every model. Megatron gets --norm-epsilon where the model's is not its default, Nanotron the
+    model's rms_norm_eps; a Llama (1e-5) is left as it was."""
+    for name, eps in (("qwen3-8b", 1e-6), ("gemma-2-9b", 1e-6), ("qwen2.5-7b", 1e-6), ("llama-3.1-8b", None)):
+        tg = Target(build_job(model=name, gpus=8), NORM_LAYOUT)
+        a = script_args(export("megatron", tg).files["megatron_pretrain.sh"])
+        assert (float(_flag(a, "--norm-epsilon")) if eps else _flag(a, "--norm-epsilon")) == eps, name
+        if name != "gemma-2-9b":
+            nt = yaml.safe_load(export("nanotron", tg).files["nanotron.yaml"].split("\n", 1)[1])
+            assert nt["model"]["model_config"]["rms_norm_eps"] == (eps or 1e-5), name
+    # a config.json's own epsilon, not its type's usual one
+    cfg = dict(LLAMA4_SCOUT, rms_norm_eps=1e-06)
+    a, _ = _hf_script(tmp_path, cfg, 64, LLAMA4_LAYOUT)
+    assert float(_flag(a, "--norm-epsilon")) == 1e-6
+
