@@ -21,15 +21,46 @@ REGISTRY = {
     "gpt-oss-20b": ("gpt_oss", "gpt_oss_20b"), "gpt-oss-120b": ("gpt_oss", "gpt_oss_120b"),
 }
 
+# What each registry module's entries build that no flag changes: the RMSNorm eps and the RoPE
+# scaling (torchtitan 0.3.0: models/common/nn_modules.py RMSNorm.Config eps 1e-5, which llama3,
+# deepseek_v3 and gpt_oss leave as it is; qwen3/__init__.py _EPS 1e-6; llama3/__init__.py
+# ComplexRoPE scaling "llama", Llama 3.1's; deepseek_v3 and gpt_oss "yarn"; qwen3 none)
+REGISTRY_NUMERICS = {"llama3": (1e-5, "llama3"), "qwen3": (1e-6, ""), "deepseek_v3": (1e-5, "yarn"),
+                     "gpt_oss": (1e-5, "yarn")}
+TORCHTITAN_NORM_EPS = 1e-5
+
+
+def registry_caveats(m, module: str | None, conf: str | None) -> list[str]:
+    """Where the registry entry (or, for a model without one, RMSNorm.Config's default eps) builds
+    other numerics than the model's: torchtitan 0.3 takes the model from a Python registry
+    function, so the command line cannot set them."""
+    if module is None:
+        return [] if m.norm_eps == TORCHTITAN_NORM_EPS else [
+            f"its norm epsilon is {m.norm_eps:g} (config.json rms_norm_eps): give that function's RMSNorm.Config "
+            f"eps={m.norm_eps:g}; torchtitan's default is {TORCHTITAN_NORM_EPS:g}"]
+    eps, scaling = REGISTRY_NUMERICS[module]
+    caveats = []
+    if m.norm_eps != eps:
+        caveats.append(f"torchtitan's {conf} builds its RMSNorms with eps {eps:g}; {m.name} trains with "
+                       f"{m.norm_eps:g} (config.json rms_norm_eps): set eps in a copy of the registry entry; same "
+                       "shapes, other numerics")
+    if m.rope_scaling != scaling:
+        caveats.append(f"torchtitan's {conf} applies {scaling or 'no'} RoPE scaling; {m.name} has "
+                       f"{m.rope_scaling or 'none'} (config.json rope_scaling): change the rope in a copy of the "
+                       "registry entry; same shapes, other numerics")
+    return caveats
+
 
 def flags(tg: Target) -> tuple[list[str], list[str], tuple]:
     lay, m, t = tg.layout, tg.job.model, tg.job.training
     caveats = []
     module, conf = REGISTRY.get(m.name, (None, None))
+    said = registry_caveats(m, module, conf)
     if module is None:
         caveats.append(f"{m.name} has no torchtitan registry entry: write a config_registry function with its "
                        "shape and pass it as MODULE/CONFIG")
         module, conf = "$MODULE", "$CONFIG"
+    caveats += said
     rep, shard = dp_dims(lay)
     caveats += hsdp_caveats(lay)
     reshard = {0: "never", 1: "never", 2: "never", 3: "always"}[lay.zero]

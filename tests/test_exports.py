@@ -1065,3 +1065,21 @@ def test_exports_build_the_models_norm_epsilon(tmp_path):
     a, _ = _hf_script(tmp_path, cfg, 64, LLAMA4_LAYOUT)
     assert float(_flag(a, "--norm-epsilon")) == 1e-6
 
+
+
+def test_torchtitan_says_where_its_registry_entry_builds_other_numerics():
+    """torchtitan 0.3 builds the model from a registry function the command line cannot change:
+    its deepseek_v3_671b keeps RMSNorm's default eps 1e-5 (DeepSeek-V3: 1e-6), and its llama3
+    entries apply Llama 3.1's RoPE scaling, which Llama 3 (8B, 70B) does not have. Both are said;
+    Llama 3.1 and Qwen3, whose entries match, get neither."""
+    def said(model, gpus, lay):
+        return [c for c in export("torchtitan", Target(build_job(model=model, gpus=gpus, framework="fsdp"),
+                                                       lay)).caveats if "numerics" in c or "eps" in c]
+    dsv3 = said("deepseek-v3", 256, Layout(dp=256, ep=64, zero=3, mbs=1, grad_accum=1, recompute="full"))
+    assert len(dsv3) == 1 and "eps 1e-05" in dsv3[0] and "trains with 1e-06" in dsv3[0]
+    l3 = said("llama-3-8b", 8, NORM_LAYOUT)
+    assert len(l3) == 1 and "applies llama3 RoPE scaling; llama-3-8b has none" in l3[0]
+    assert said("llama-3.1-8b", 8, NORM_LAYOUT) == [] and said("qwen3-32b", 16, Layout(dp=16, zero=3, mbs=1,
+                                                                                        grad_accum=2)) == []
+    qwen = said("qwen2.5-7b", 8, NORM_LAYOUT)
+    assert len(qwen) == 1 and "RMSNorm.Config eps=1e-06" in qwen[0]
