@@ -122,6 +122,7 @@ def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
         assert [i for i, v in enumerate(b["no_rope"]) if v] == list(m.nope_layers), m.name
         assert b["rotary_percent"] == m.rotary_fraction, m.name
         assert b["one_plus_w_norm"] == (m.family in GEMMA_FAMILIES), m.name     # Gemma's x / rms x (1 + w)
+        assert b["norm_eps"] == m.norm_eps, m.name                              # Qwen's, Gemma's 1e-6
         assert b["qk_l2_norm"] == (m.qk_l2_norm_layers > 0) and b["rotary_interleaved"] == (m.family == "llama4"), m.name
         if m.is_moe:
             assert b["score_function"] == ("sigmoid" if m.router_bias or m.family == "llama4" else "softmax"), m.name

@@ -57,7 +57,7 @@ for item in sys.argv[1:]:
         "mscale_all_dim": getattr(cfg, "mscale_all_dim", getattr(cfg, "yarn_mscale_all_dim", None)),
         "window": list(cfg.window_size) if cfg.window_size else None,
         "no_rope": cfg.no_rope_freq or [], "qk_l2_norm": cfg.qk_l2_norm, "rotary_interleaved": cfg.rotary_interleaved,
-        "one_plus_w_norm": cfg.layernorm_zero_centered_gamma,
+        "one_plus_w_norm": cfg.layernorm_zero_centered_gamma, "norm_eps": cfg.layernorm_epsilon,
         "rotary_percent": args.rotary_percent, "score_function": cfg.moe_router_score_function,
         "pre_softmax": cfg.moe_router_pre_softmax, "probs_on_input": cfg.moe_apply_probs_on_input,
         "groups": [cfg.moe_router_num_groups, cfg.moe_router_group_topk],
