@@ -194,11 +194,11 @@ ROPE_THETA_DEFAULT = {"mixtral": 1e6, "gpt_oss": 150000.0, "gemma3_text": 1e6, "
 
 # rms_norm_eps where config.json leaves it out: the config class's default (transformers 5.24
 # configuration_<model_type>.py: Phi3Config, MixtralConfig, GptOssConfig, Olmo2Config,
-# Glm4MoeConfig, OlmoeConfig and Llama4TextConfig 1e-5; LlamaConfig, MistralConfig, Qwen2/3 and
-# their MoE configs, DeepseekV2/V3Config, the Gemma configs, GraniteConfig, SmolLM3Config and
-# Dots1Config 1e-6). Meta's and Mistral's own files give 1e-5, LlamaConfig's default is not theirs
+# Glm4MoeConfig, OlmoeConfig, Llama4TextConfig, Olmo3Config and Exaone4Config 1e-5; LlamaConfig,
+# MistralConfig, MinistralConfig, Qwen2/3 and their MoE configs, DeepseekV2/V3Config, the Gemma
+# configs, GraniteConfig, SmolLM3Config, Dots1Config and SeedOssConfig 1e-6). Meta's and Mistral's own files give 1e-5, LlamaConfig's default is not theirs
 NORM_EPS_DEFAULT = {"phi3": 1e-5, "mixtral": 1e-5, "gpt_oss": 1e-5, "olmo2": 1e-5, "glm4_moe": 1e-5, "olmoe": 1e-5,
-                    "llama4_text": 1e-5}
+                    "llama4_text": 1e-5, "olmo3": 1e-5, "exaone4": 1e-5}
 
 
 def norm_eps(cfg: dict, path: str, mt: str) -> float:

@@ -799,7 +799,11 @@ def test_norm_epsilon_is_the_files_else_its_config_classs(tmp_path):
     1e-6, MixtralConfig 1e-5: transformers 5.24), not one number for every type; 1 or more refused."""
     p = tmp_path / "config.json"
     for cfg, eps in ((dict(HF_CONFIGS["llama3_8b"][0], rms_norm_eps=1e-05), 1e-5), (HF_CONFIGS["llama3_8b"][0], 1e-6),
-                     (HF_CONFIGS["mixtral"][0], 1e-5), (HF_CONFIGS["qwen25_05b"][0], 1e-6)):
+                     (HF_CONFIGS["mixtral"][0], 1e-5), (HF_CONFIGS["qwen25_05b"][0], 1e-6),
+                     # families added today: Olmo3Config and Exaone4Config 1e-5, SeedOssConfig 1e-6
+                     ({k: v for k, v in OLMO3_7B.items() if k != "rms_norm_eps"}, 1e-5),
+                     ({k: v for k, v in EXAONE4_32B.items() if k != "rms_norm_eps"}, 1e-5),
+                     ({k: v for k, v in SEED_OSS_36B.items() if k != "rms_norm_eps"}, 1e-6)):
         p.write_text(json.dumps(cfg))
         assert read_hf_config(str(p)).norm_eps == eps
     p.write_text(json.dumps(dict(HF_CONFIGS["llama3_8b"][0], rms_norm_eps=1.5)))
