@@ -74,6 +74,7 @@ def config(tg: Target) -> tuple[dict, list[str]]:
     factory, more = optimizer_factory(tg)
     cfg["optimizer"]["optimizer_factory"] = factory
     caveats += more
+    caveats += llama_shape_caveats(m)
     if m.rope_scaling:
         caveats.append(f"RoPE scaling {m.rope_scaling} (factor {m.rope_factor:g}): not written; Nanotron trains "
                        "with unscaled RoPE at this rope_theta")
@@ -85,6 +86,35 @@ def config(tg: Target) -> tuple[dict, list[str]]:
         caveats.append(f"{m.name} is exported as a Llama-architecture config (is_llama_config); check its "
                        "normalisation and activation")
     return cfg, caveats
+
+
+def llama_shape_caveats(m) -> list[str]:
+    """What Nanotron's Llama builds otherwise than the model, whatever its family (nanotron main,
+    src/nanotron/models/llama.py CausalSelfAttention): each head hidden_size // num_attention_heads
+    wide (d_qk; LlamaConfig has no head_dim), qkv_proj and o_proj without biases (bias=False;
+    LlamaConfig.attention_bias is read by no layer), no q/k norms, RoPE over the whole head (its
+    RotaryEmbedding dim=d_qk). A head width or bias the model has is another model, with the
+    parameter count said; the rest are other numerics on the same shapes."""
+    from shardwise.kb.params import total_params
+    built = {}
+    if m.head_dim and m.head_dim != m.hidden // m.heads:
+        built["head_dim"] = 0
+    if m.qkv_bias or m.linear_bias:
+        built.update(qkv_bias=False, linear_bias=False)
+    out = []
+    if built:
+        what = [f"each head {m.hidden // m.heads} wide (hidden_size / num_attention_heads), not {m.head_dim}"
+                ] if "head_dim" in built else []
+        what += ["no attention biases"] if "qkv_bias" in built else []
+        more = total_params(m.model_copy(update=built)) - total_params(m)
+        out.append(f"Nanotron's Llama builds {' and '.join(what)}: a different model, {abs(more):,} parameters "
+                   f"{'more' if more > 0 else 'fewer'} than {m.name}'s {total_params(m):,} that the estimate sized")
+    if m.qk_norm or m.qk_l2_norm_layers:
+        out.append("q/k norms: Nanotron's Llama has none; same shapes, other numerics")
+    if m.rotary_fraction != 1:
+        out.append(f"partial RoPE ({m.rotary_fraction:g} of each head, partial_rotary_factor): Nanotron's Llama "
+                   "rotates every dimension of the head; same shapes, other numerics")
+    return out
 
 
 # The activation Nanotron's Llama MLP gates with (GLUActivation over its ACT2FN, transformers'

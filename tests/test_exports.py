@@ -677,6 +677,30 @@ def test_nanotron_gates_with_the_models_activation_and_names_its_run_for_folders
         assert nt["general"]["run"].startswith("Qwen-Qwen2.5-7B-") and "/" not in nt["general"]["run"]
 
 
+@pytest.mark.parametrize("model, says", [
+    # 32 heads of 128 in a 5120 hidden size: Nanotron's d_qk = 5120 // 32 = 160 widens q, k, v and o
+    # by 40 x (2 x 5120 x 1024 + 2 x 5120 x 256) parameters
+    ("mistral-small-24b", ["each head 160 wide (hidden_size / num_attention_heads), not 128",
+                           "524,288,000 parameters more than mistral-small-24b's"]),
+    # Qwen2's q, k and v biases: 28 layers x (1536 + 2 x 256)
+    ("qwen2.5-1.5b", ["no attention biases", "57,344 parameters fewer"]),
+    ("phi-4-mini", ["partial RoPE (0.75 of each head"]),
+    ("gemma-3-12b", ["each head 240 wide", "q/k norms: Nanotron's Llama has none"]),
+    ("llama-3-8b", []),
+])
+def test_nanotron_says_where_its_llama_builds_another_model(model, says):
+    """Nanotron's Llama (models/llama.py) sizes each head hidden_size / num_attention_heads, has
+    no attention biases, no q/k norms and rotates the whole head: a model with another head width,
+    Qwen2's biases, Qwen3's or Gemma 3's q/k norms or Phi-4-mini's partial RoPE is not the model
+    its YAML names, and the export says so whatever the family; a Llama has nothing to say."""
+    job = build_job(model=model, gpus=8)
+    caveats = export("nanotron", Target(job, Layout(dp=8, zero=1, mbs=1, grad_accum=8))).caveats
+    for words in says:
+        assert any(words in c for c in caveats), (words, caveats)
+    if not says:
+        assert not any("Nanotron's Llama" in c for c in caveats), caveats
+
+
 @pytest.mark.parametrize("zero", [0, 1, 3])
 def test_pure_bf16_keeps_no_fp32_master_weights_or_says_so(zero):
     """pure-bf16 is estimated with bf16 weights and optimizer states and no fp32 masters
