@@ -76,7 +76,9 @@ def config(tg: Target) -> tuple[dict, list[str]]:
     caveats += more
     caveats += llama_shape_caveats(m)
     if m.rope_scaling:
-        caveats.append(f"RoPE scaling {m.rope_scaling} (factor {m.rope_factor:g}): not written; Nanotron trains "
+        # longrope (Phi-3.5, Phi-4-mini) scales by per-dimension factor lists, with no one factor
+        factor = f" (factor {m.rope_factor:g})" if m.rope_factor else ""
+        caveats.append(f"RoPE scaling {m.rope_scaling}{factor}: not written; Nanotron trains "
                        "with unscaled RoPE at this rope_theta")
     if m.sliding_layers and m.sliding_window < t.seq_len:
         caveats.append(f"sliding-window attention ({m.sliding_window} tokens on {m.sliding_layers} of {m.layers} "

@@ -684,7 +684,9 @@ def test_nanotron_gates_with_the_models_activation_and_names_its_run_for_folders
                            "524,288,000 parameters more than mistral-small-24b's"]),
     # Qwen2's q, k and v biases: 28 layers x (1536 + 2 x 256)
     ("qwen2.5-1.5b", ["no attention biases", "57,344 parameters fewer"]),
-    ("phi-4-mini", ["partial RoPE (0.75 of each head"]),
+    # longrope has per-dimension factor lists, no one factor
+    ("phi-4-mini", ["partial RoPE (0.75 of each head", "RoPE scaling longrope: not written"]),
+    ("gemma-3-12b", ["RoPE scaling linear (factor 8): not written"]),
     ("gemma-3-12b", ["each head 240 wide", "q/k norms: Nanotron's Llama has none"]),
     ("llama-3-8b", []),
 ])
