@@ -84,20 +84,24 @@ def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
     RoPE base, scaling, share of each head and the layers without it, and the router's score
     function, softmax placement, expert groups (DeepSeek-V3's 4 of 8, where Megatron scores a
     group as the model does) and weight scale. Llama 4 Scout and Maverick, read from config.json, too: its
-    script was refused by TransformerConfig ("Please use --moe-router-pre-softmax when topk is 1")."""
+    script was refused by TransformerConfig ("Please use --moe-router-pre-softmax when topk is 1");
+    and Mistral Small 3.2 (mistral3: a Mistral text_config under Pixtral, heads of 128 in 5120) and
+    dots.llm1 (dots1: DeepSeek-V3's biased sigmoid router under Qwen3's q/k norms) from theirs."""
     from shardwise.export.megatron import GEMMA_FAMILIES, GROUP_SCORE_TOP
     from shardwise.kb import catalog
     from shardwise.kb.build import build_job
     from shardwise.kb.layout import Layout
     from shardwise.kb.params import total_params
 
-    from test_params import HF_CONFIGS
+    from test_params import DOTS_LLM1, HF_CONFIGS, MISTRAL_SMALL_32
+    configs = {name: HF_CONFIGS[name][0] for name in ("llama4_scout", "llama4_maverick")}
+    configs.update(mistral_small_32=MISTRAL_SMALL_32, dots_llm1=DOTS_LLM1)
     items, models = [], {}
-    for name in [*catalog.model_names(), "llama4_scout", "llama4_maverick"]:
-        if name.startswith("llama4"):
+    for name in [*catalog.model_names(), *configs]:
+        if name in configs:
             cfg = tmp_path / name / "config.json"
             cfg.parent.mkdir()
-            cfg.write_text(json.dumps(HF_CONFIGS[name][0]))
+            cfg.write_text(json.dumps(configs[name]))
             job = build_job(hf_config=str(cfg), gpus=64, seq_len=4096)
         else:
             job = build_job(model=name, gpus=64, seq_len=4096)

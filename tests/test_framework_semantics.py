@@ -78,6 +78,20 @@ GRID = {
     "8b-z0-tp": (dict(model="llama-3-8b", gpus=16, framework="fsdp"),
                  Layout(tp=2, dp=8, zero=0, sp=True, mbs=2, grad_accum=4, recompute="selective")),
     "13b-multinode-ethernet": (dict(model="llama-2-13b", gpus=32, interconnect="ethernet"), None),
+    # Llama 4: chunked attention on the RoPE layers (Scout, every layer MoE) and Maverick's MoE
+    # every second layer, recommended and split into pipeline stages
+    "llama4-scout-recommended": (dict(model="llama-4-scout", gpus=32), None),
+    "llama4-maverick-recommended": (dict(model="llama-4-maverick", gpus=128), None),
+    "llama4-maverick-pp": (dict(model="llama-4-maverick", gpus=128),
+                           Layout(tp=2, pp=4, dp=16, ep=32, zero=1, sp=True, mbs=1, grad_accum=64, recompute="full")),
+    # 62 layers over 9 stages of 6 chunks: Megatron's pipeline layout, torchtitan's own split
+    "qwen3-coder-uneven-vpp": (dict(model="qwen3-coder-480b-a35b", gpus=144), None),
+    "phi4-mini-partial-rope": (dict(model="phi-4-mini", gpus=8), None),
+    "gemma3-12b-recommended": (dict(model="gemma-3-12b", gpus=8), None),
+    "granite-3.3-8b-recommended": (dict(model="granite-3.3-8b", gpus=8), None),
+    # config.json files: Mistral Small 3.2 under its Pixtral wrapper (mistral3), dots.llm1 (dots1)
+    "mistral3-config": (dict(hf="MISTRAL_SMALL_32", gpus=16), None),
+    "dots1-config": (dict(hf="DOTS_LLM1", gpus=64), None),
 }
 
 FRAMEWORKS = ("megatron", "deepspeed", "torchtitan", "accelerate", "fsdp")
@@ -88,12 +102,28 @@ SAID = {"zero": ("zero", "hsdp", "fsdp"), "vp": ("vp=", "interleav", "virtual"),
         "steps": ("train steps",)}
 
 
+def job_of(settings: dict, folder: Path):
+    """The grid's job; hf= names a config.json of tests/test_params.py, written to folder."""
+    if "hf" in settings:
+        import test_params
+        settings = dict(settings)
+        key = settings.pop("hf")
+        path = folder / key.lower() / "config.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(getattr(test_params, key)))
+        settings["hf_config"] = str(path)
+    return build_job(**settings)
+
+
 @functools.lru_cache(maxsize=1)
 def targets():
+    import tempfile
     from shardwise.decision.run import decide
     out = {}
+    with tempfile.TemporaryDirectory() as folder:
+        jobs = {name: job_of(settings, Path(folder)) for name, (settings, _) in GRID.items()}
     for name, (settings, lay) in GRID.items():
-        job = build_job(**settings)
+        job = jobs[name]
         out[name] = Target(job, lay if lay is not None else decide(job, [], None).layout)
     return out
 
