@@ -212,9 +212,11 @@ def gemma_caveats(m) -> list[str]:
                        "model's; same shapes, other numerics")
     if m.rope_local_theta:
         local, full = (f"{t:.0f}" if t == int(t) else f"{t:g}" for t in (m.rope_local_theta, m.rope_theta))
+        # the full-attention layers' scaling, which transformers leaves off the local ones (Gemma 3)
+        scaled = f" and its {m.rope_scaling} scaling" if scaling_built(m) else ""
         caveats.append(f"RoPE base {local} on the sliding-window layers (rope_local_base_freq) and {full} on the "
                        "full-attention ones: Megatron takes one --rotary-base for every layer, so this script "
-                       f"rotates all of them with {full}; same shapes, other numerics")
+                       f"rotates all of them with {full}{scaled}; same shapes, other numerics")
     return caveats
 
 
@@ -268,10 +270,17 @@ LLAMA3_SCALING = {"low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max
 MLA_YARN = {"beta_fast": 32.0, "beta_slow": 1.0, "original_max_position_embeddings": 4096}
 
 
+def scaling_built(m) -> bool:
+    """Whether the script builds the model's RoPE scaling (rope_args): llama3, yarn, or linear by a
+    whole factor."""
+    return m.rope_scaling in ("llama3", "yarn") or (m.rope_scaling == "linear" and m.rope_factor == int(m.rope_factor))
+
+
 def rope_args(m) -> tuple[list, list[str]]:
     """RoPE as config.json sets it: --position-embedding-type, the base (--rotary-base; Megatron's
     default is 10000, Llama 3 uses 500000, Qwen 1000000) and the long-context scaling.
 
+    Linear scaling by a whole factor (Gemma 3's 8) is --rotary-seq-len-interpolation-factor.
     Llama 3.x scaling is --use-rope-scaling with its factor; Megatron fixes its other numbers
     (LLAMA3_SCALING), so others are a caveat. YaRN is --rotary-scaling-factor with --mscale and
     --mscale-all-dim where the model sets them (DeepSeek-V3's 1.0 and 1.0: Megatron's 0.0 would
@@ -304,9 +313,16 @@ def rope_args(m) -> tuple[list, list[str]]:
                         beta_fast="--yarn-beta-fast", beta_slow="--yarn-beta-slow")
             if p.get("truncate") == 0:
                 a += ["--no-yarn-correction-range-round-to-int"]
+    elif scaling_built(m):       # linear by a whole factor
+        # transformers' linear scaling divides inv_freq by the factor (modeling_rope_utils.py
+        # _compute_linear_scaling_rope_parameters); Megatron divides the positions by it, the same
+        # angles (rotary_pos_embedding.py get_freqs_non_repeated: seq *= 1 / seq_len_interpolation_factor),
+        # an int on the command line (arguments.py --rotary-seq-len-interpolation-factor, type=int)
+        a += ["--rotary-seq-len-interpolation-factor", int(m.rope_factor)]
     elif m.rope_scaling:
-        caveats.append(f"RoPE scaling {m.rope_scaling}: Megatron's command line builds llama3 and yarn scaling only; "
-                       "this script trains unscaled RoPE")
+        caveats.append(f"RoPE scaling {m.rope_scaling}{f' (factor {m.rope_factor:g})' if m.rope_factor else ''}: "
+                       "Megatron's command line builds llama3, yarn and whole-number linear scaling only; this "
+                       "script trains unscaled RoPE")
     return a, caveats
 
 

@@ -920,6 +920,29 @@ def test_megatron_says_gemma3s_sliding_layers_rotate_with_another_base(tmp_path)
     assert not any("rope_local_base_freq" in c for c in _hf_script(tmp_path, same, 8, GEMMA_LAYOUT)[1])
 
 
+def test_megatron_builds_gemma3s_linear_rope_scaling(tmp_path):
+    """Gemma 3 4B, 12B and 27B scale RoPE linearly by 8 (config.json rope_scaling linear): Megatron
+    builds it as --rotary-seq-len-interpolation-factor 8 (positions / 8, the angles of transformers'
+    inv_freq / 8); the script trained unscaled RoPE with a caveat saying Megatron could not. The
+    sliding-window layers, which transformers leaves unscaled, are said with their base. A factor
+    that is not whole has no flag (the flag is an int) and stays a caveat; longrope names no factor."""
+    for name in ("gemma-3-4b", "gemma-3-12b", "gemma-3-27b"):
+        ex = export("megatron", Target(build_job(model=name, gpus=8), GEMMA_LAYOUT))
+        args = script_args(ex.files["megatron_pretrain.sh"])
+        i = args.index("--rotary-seq-len-interpolation-factor")
+        assert args[i + 1] == "8", name
+        assert not any("trains unscaled RoPE" in c for c in ex.caveats), name
+        assert any("rotates all of them with 1000000 and its linear scaling" in c for c in ex.caveats), name
+    g3 = {"model_type": "gemma3_text", "hidden_size": 1152, "intermediate_size": 6912, "num_hidden_layers": 26,
+          "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 262144,
+          "rope_scaling": {"rope_type": "linear", "factor": 2.5}}
+    args, caveats = _hf_script(tmp_path, g3, 8, GEMMA_LAYOUT)
+    assert "--rotary-seq-len-interpolation-factor" not in args
+    assert any("RoPE scaling linear (factor 2.5)" in c and "unscaled RoPE" in c for c in caveats), caveats
+    phi = export("megatron", Target(build_job(model="phi-4-mini", gpus=8), GEMMA_LAYOUT)).caveats
+    assert any(c.startswith("RoPE scaling longrope: ") for c in phi), phi
+
+
 def test_megatron_sandwich_norm_caveat_names_no_model_it_does_not_fit():
     """The post-norm caveat said "(Gemma 2)" on Gemma 3's scripts too: it now says what the layer
     has, once, for either."""

@@ -83,9 +83,9 @@ def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
     model's gating, QK norm, attention kind, MoE layers, shared experts, sliding-window layers,
     RoPE base, scaling, share of each head and the layers without it, and the router's score
     function, softmax placement, expert groups (DeepSeek-V3's 4 of 8, where Megatron scores a
-    group as the model does) and weight scale. Llama 4 Scout and Maverick, read from config.json, too: its
-    script was refused by TransformerConfig ("Please use --moe-router-pre-softmax when topk is 1");
-    and Mistral Small 3.2 (mistral3: a Mistral text_config under Pixtral, heads of 128 in 5120) and
+    group as the model does) and weight scale, and linear RoPE scaling (Gemma 3's 8). Llama 4
+    Scout and Maverick, read from config.json, too: its script was refused by TransformerConfig
+    ("Please use --moe-router-pre-softmax when topk is 1"); and Mistral Small 3.2 (mistral3: a Mistral text_config under Pixtral, heads of 128 in 5120) and
     dots.llm1 (dots1: DeepSeek-V3's biased sigmoid router under Qwen3's q/k norms) from theirs."""
     from shardwise.export.megatron import GEMMA_FAMILIES, GROUP_SCORE_TOP
     from shardwise.kb import catalog
@@ -140,6 +140,8 @@ def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
         if not m.learned_pos:
             assert b["rotary_base"] == m.rope_theta, m.name
             assert b["rope_scaling"] == (m.rope_factor if m.rope_scaling == "llama3" else False), m.name
+            # Gemma 3's linear scaling by 8: the positions divided by it, as transformers divides inv_freq
+            assert b["interpolation"] == (m.rope_factor if m.rope_scaling == "linear" else None), m.name
             if m.rope_scaling == "yarn":        # MLA's rope type, or the yarn position embedding
                 assert "yarn" in (b["rope_type"], b["position"]), m.name
                 assert (b["yarn_factor"], b["mscale_all_dim"]) == (m.rope_factor, m.rope_param("mscale_all_dim", 0.0))

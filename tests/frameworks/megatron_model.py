@@ -52,6 +52,8 @@ for item in sys.argv[1:]:
         if cfg.num_moe_experts else 0,
         "shared_ffn": cfg.moe_shared_expert_intermediate_size or 0, "qkv_bias": cfg.add_qkv_bias,
         "rotary_base": args.rotary_base, "rope_scaling": args.use_rope_scaling and args.rope_scaling_factor,
+        # GPTModel's seq_len_interpolation_factor (argument_utils: linear position interpolation)
+        "interpolation": args.rotary_seq_len_interpolation_factor,
         "rope_type": args.rope_type, "position": args.position_embedding_type,
         "yarn_factor": getattr(cfg, "rotary_scaling_factor", getattr(cfg, "yarn_rotary_scaling_factor", None)),
         "mscale_all_dim": getattr(cfg, "mscale_all_dim", getattr(cfg, "yarn_mscale_all_dim", None)),
