@@ -94,15 +94,16 @@ def llama_shape_caveats(m) -> list[str]:
     """What Nanotron's Llama builds otherwise than the model, whatever its family (nanotron main,
     src/nanotron/models/llama.py CausalSelfAttention): each head hidden_size // num_attention_heads
     wide (d_qk; LlamaConfig has no head_dim), qkv_proj and o_proj without biases (bias=False;
-    LlamaConfig.attention_bias is read by no layer), no q/k norms, RoPE over the whole head (its
+    LlamaConfig.attention_bias is read by no layer; so none for Seed-OSS's o_proj bias alone,
+    ModelSpec.o_bias, either), no q/k norms, RoPE over the whole head (its
     RotaryEmbedding dim=d_qk). A head width or bias the model has is another model, with the
     parameter count said; the rest are other numerics on the same shapes."""
     from shardwise.kb.params import total_params
     built = {}
     if m.head_dim and m.head_dim != m.hidden // m.heads:
         built["head_dim"] = 0
-    if m.qkv_bias or m.linear_bias:
-        built.update(qkv_bias=False, linear_bias=False)
+    if m.qkv_bias or m.linear_bias or m.o_bias:
+        built.update(qkv_bias=False, linear_bias=False, o_bias=False)
     out = []
     if built:
         what = [f"each head {m.hidden // m.heads} wide (hidden_size / num_attention_heads), not {m.head_dim}"

@@ -1132,3 +1132,21 @@ def test_torchtitan_says_where_its_registry_entry_builds_other_numerics():
                                                                                         grad_accum=2)) == []
     qwen = said("qwen2.5-7b", 8, NORM_LAYOUT)
     assert len(qwen) == 1 and "RMSNorm.Config eps=1e-06" in qwen[0]
+
+
+def test_nanotron_counts_an_o_proj_bias_it_does_not_build():
+    """Nanotron's Llama builds o_proj without a bias (models/llama.py CausalSelfAttention,
+    bias=False), so a model with o_proj's bias (Seed-OSS's attention_out_bias, ModelSpec.o_bias)
+    is another model: alone it is said, and beside q/k/v biases the parameter gap counts it too
+    (Llama 3 8B: 32 layers x 4096 beside the q/k/v biases' 32 x (4096 + 2 x 1024))."""
+    import dataclasses
+    from shardwise.kb.params import total_params
+    base = build_job(model="llama-3-8b", gpus=8)
+    lay = Layout(dp=8, zero=1, mbs=1, grad_accum=8)
+    for update, fewer in (({"o_bias": True}, 32 * 4096),
+                          ({"o_bias": True, "qkv_bias": True}, 32 * (4096 + 4096 + 2 * 1024))):
+        m = base.model.model_copy(update=update)
+        caveats = export("nanotron", Target(dataclasses.replace(base, model=m), lay)).caveats
+        said = [c for c in caveats if "Nanotron's Llama builds" in c]
+        assert len(said) == 1 and "no attention biases" in said[0], caveats
+        assert f"{fewer:,} parameters fewer than llama-3-8b's {total_params(m):,}" in said[0], said
