@@ -132,6 +132,16 @@ def rope_width(m, cfg: dict) -> float:
     return m.hd * float((cfg.get("rope_parameters") or {}).get("partial_rotary_factor", 1.0))
 
 
+def _layer_from_config(cfg: dict):
+    """The ModelSpec the estimate's config.json reader builds from a measured layer's config."""
+    import tempfile
+    from shardwise.kb.hf_config import read_hf_config
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "config.json"
+        path.write_text(json.dumps(dict(cfg, num_hidden_layers=1)))
+        return read_hf_config(str(path))
+
+
 def family_saved_rows() -> list[dict]:
     """One decoder layer of each transformers family (cpu_family_saved_tensors.jsonl, taken by
     measure_family_layers.py), read through the estimate's own config.json reader: the bytes a
@@ -140,15 +150,9 @@ def family_saved_rows() -> list[dict]:
     measured figure less RoPE's cos and sin (2 x 2 or 4 bytes x head size a token, in the
     weights' dtype), which every layer of a model shares and a one-layer run charges to its
     layer."""
-    import tempfile
-    from shardwise.kb.hf_config import read_hf_config
     out = []
     for r in _jsonl("cpu_family_saved_tensors.jsonl"):
-        cfg = dict(r["config"], num_hidden_layers=1)
-        with tempfile.TemporaryDirectory() as d:
-            path = Path(d) / "config.json"
-            path.write_text(json.dumps(cfg))
-            m = read_hf_config(str(path))
+        m = _layer_from_config(r["config"])
         fp32 = r.get("weights") == "fp32"
         # fp32 weights under bf16 autocast: the Trainer's recipe without ZeRO (precision bf16)
         t = TrainingSpec(seq_len=r["seq"], framework="hf", precision="bf16" if fp32 else "pure-bf16",
@@ -162,6 +166,32 @@ def family_saved_rows() -> list[dict]:
         out.append({"id": f"{r['model_type']} ({r['attention']}, {'fp32' if fp32 else 'bf16'} weights)",
                     "measured": meas * r["seq"], "predicted": pred * r["seq"],
                     "error": pred / meas - 1, "artefact": flag})
+    return out
+
+
+def dropout_saved_rows() -> list[dict]:
+    """What a config.json's dropout adds to one transformers layer's kept bytes a token
+    (cpu_dropout_saved_tensors.jsonl, taken by measure_dropout_layers.py through the fused kernel a
+    GPU runs): the measured difference between the layer with its dropout at 0.1 and at 0, against
+    the same difference of layer_bytes_per_token, each read through the estimate's config.json
+    reader (eager attention's mask a score, the residual dropout's masks)."""
+    rows = _jsonl("cpu_dropout_saved_tensors.jsonl")
+    base = {(r["model_type"], r["attention"], r["weights"]): r for r in rows if not any(r["dropout"].values())}
+    out = []
+    for r in rows:
+        if not any(r["dropout"].values()):
+            continue
+        r0 = base[(r["model_type"], r["attention"], r["weights"])]
+        fp32 = r["weights"] == "fp32"
+        t = TrainingSpec(seq_len=r["seq"], framework="hf", precision="bf16" if fp32 else "pure-bf16",
+                         attention=r["attention"], training="finetune")
+        lay = Layout(mbs=1, recompute="none", zero=0)
+        pred = [act.layer_bytes_per_token(m, t, lay, m.is_moe, r["seq"])
+                for m in (_layer_from_config(r["config"]), _layer_from_config(r0["config"]))]
+        drop = ", ".join(f"{k} {v:g}" for k, v in r["dropout"].items() if v)
+        out.append({"id": f"{r['model_type']} ({r['attention']}, {r['weights']} weights, {drop})",
+                    "measured": r["saved_bytes_per_token"] - r0["saved_bytes_per_token"],
+                    "predicted": pred[0] - pred[1]})
     return out
 
 

@@ -90,7 +90,7 @@ SUPPORTED = {
     # Seed-OSS is Llama's decoder with q, k and v biased by default (attention_bias true) and
     # o_proj's bias switched on its own (attention_out_bias); its attention_dropout and
     # residual_dropout default to 0.1 (modular_seed_oss.py SeedOssAttention, SeedOssMLP;
-    # configuration_seed_oss.py)
+    # configuration_seed_oss.py; read by _dropout_fields)
     "seed_oss": ("seed_oss", {}),
 }
 
@@ -958,28 +958,37 @@ def _reading_notes(outer: dict, cfg: dict, h: int) -> tuple[str, ...]:
     return tuple(notes)
 
 
-# dropout where config.json leaves it out: SeedOssConfig's 0.1 on the attention probabilities and on
-# each sublayer's output (configuration_seed_oss.py; SeedOssAttention and SeedOssMLP apply it)
+# Dropout in training, read for every supported model_type (transformers 5.24): each family's
+# attention passes config.attention_dropout to its attention function in training (modeling_<type>.py
+# XAttention.forward: dropout=0.0 if not self.training else self.attention_dropout; the eager
+# function drops the probabilities, SDPA and flash-attn take it as dropout_p), and two families also
+# drop the attention's and the MLP's outputs before each residual add: Phi-3's resid_pdrop
+# (Phi3DecoderLayer resid_attn_dropout, resid_mlp_dropout) and Seed-OSS's residual_dropout
+# (SeedOssAttention, SeedOssMLP). Phi3Config's embd_pdrop is applied by no module. Every config class
+# defaults them to 0.0 but SeedOssConfig, whose two default to 0.1 (configuration_seed_oss.py).
+RESIDUAL_DROPOUT_FIELD = {"phi3": "resid_pdrop", "seed_oss": "residual_dropout"}
 DROPOUT_DEFAULTS = {"seed_oss": {"attention_dropout": 0.1, "residual_dropout": 0.1}}
 
 
-def _dropout_note(cfg: dict, path: str, mt: str) -> tuple[str, ...]:
-    """The dropouts a config.json switches on in training, which the estimate does not size (it
-    keeps no dropout masks, as export/megatron.py writes none): said, with what they keep."""
-    on = {}
-    for k, d in DROPOUT_DEFAULTS[mt].items():
-        v = cfg.get(k, d)
+def _dropout_fields(cfg: dict, path: str, mt: str) -> tuple[dict, tuple[str, ...]]:
+    """ModelSpec.attn_dropout and resid_dropout as the file (or its config class) sets them, and a
+    note where a config class's non-zero default is taken for a field the file leaves out. A null
+    is refused: transformers would pass it to the dropout in training, which takes a number."""
+    names = {"attn_dropout": "attention_dropout"}
+    if mt in RESIDUAL_DROPOUT_FIELD:
+        names["resid_dropout"] = RESIDUAL_DROPOUT_FIELD[mt]
+    out, defaulted = {}, []
+    for key, name in names.items():
+        v = cfg.get(name, DROPOUT_DEFAULTS.get(mt, {}).get(name, 0.0))
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1:
-            raise InputError(f"{path}: field '{k}' must be a probability from 0 up to 1, got {_show(v)}")
-        if v:
-            on[k] = float(v)
-    if not on:
-        return ()
-    given = ", ".join(f"{k} {v:g}" + ("" if k in cfg else " (the config class's default)") for k, v in on.items())
-    return (f"{mt} config.json: dropout in training ({given}) is not sized: residual dropout keeps a 1-byte mask of "
-            "the attention's and the MLP's outputs (2 x hidden bytes a token a layer), attention dropout nothing "
-            "more under a fused kernel but its masks of every score under eager or the CPU's math attention; set "
-            "them to 0 for the estimate's model",)
+            raise InputError(f"{path}: field '{name}' must be a probability from 0 up to 1, got {_show(v)}")
+        out[key] = float(v)
+        if v and name not in cfg:
+            defaulted.append(f"{name} {v:g}")
+    if not defaulted:
+        return out, ()
+    return out, (f"{mt} config.json leaves out {' and '.join(n.split()[0] for n in defaulted)}: its config class's "
+                 f"default ({', '.join(defaulted)}) is taken, dropout applied in training",)
 
 
 def _locate(path: str) -> Path:
@@ -1143,8 +1152,9 @@ def read_hf_config(path: str) -> ModelSpec:
     if mt == "exaone4" and cfg.get("sliding_window") is not None:
         # with a window, Exaone4Attention rotates q and k on its sliding layers only ("global NoPE")
         spec["nope_layers"] = tuple(i for i, s in enumerate(sliding_layers(cfg, path, mt, spec["layers"])) if not s)
-    if mt in DROPOUT_DEFAULTS:
-        spec["reading_notes"] += _dropout_note(cfg, path, mt)
+    dropout, note = _dropout_fields(cfg, path, mt)
+    spec.update(dropout)
+    spec["reading_notes"] += note
     if mt in ("olmoe", "qwen2_moe", "qwen3_moe"):
         # the top k's softmax weights over all experts, renormalised over the k only where
         # norm_topk_prob is true; the three config classes default it to false

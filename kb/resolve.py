@@ -54,7 +54,8 @@ def assumptions(job: Job, layout: Layout | None = None) -> list[str]:
     texts = default_texts(job)
     framework = texts[:1] if "framework" in job.training.defaulted else []
     return (framework + global_batch(job, layout=layout)[1] + texts[len(framework):] + sustained_peak(job)
-            + cuda_graph_terms(job) + rlhf_scope(job) + lora_dropout_scope(job) + window_kernel(job)
+            + cuda_graph_terms(job) + rlhf_scope(job) + lora_dropout_scope(job) + model_dropout_scope(job)
+            + window_kernel(job)
             + list(job.model.reading_notes))
 
 
@@ -108,6 +109,43 @@ def lora_dropout_scope(job: Job) -> list[str]:
     return [f"LoRA dropout {t.lora_dropout!r}: each adapter's dropped-out input and mask (3 bytes an element) are "
             f"sized on transformers layers (--framework hf or deepspeed), not in this {t.framework} estimate, "
             "whose activations leave the adapters' tensors out"]
+
+
+def model_dropout_scope(job: Job) -> list[str]:
+    """How the model's own dropout (config.json's attention_dropout, residual dropout:
+    ModelSpec.attn_dropout, resid_dropout) is in the answer. Transformers layers (the hf profile:
+    the Trainer, DeepSpeed) keep and time it: eager attention's mask a score
+    (kb/memory/activations.eager_dropout_per_score), none under SDPA or flash-attn, whose kernel
+    keeps its RNG state only, and the residual dropout's masks (residual_dropout_bytes). The
+    Megatron profile sizes none, as its export trains without (export/megatron.py writes
+    --attention-dropout 0.0 --hidden-dropout 0.0); the torch-native one none, as torchtitan's Llama
+    has no dropout."""
+    from .memory.activations import BF16_SOFTMAX_FAMILIES, profile
+    m, t = job.model, job.training
+    given = ([f"attention_dropout {m.attn_dropout:g}"] if m.attn_dropout else []) + \
+        ([f"residual dropout {m.resid_dropout:g}"] if m.resid_dropout else [])
+    if not given:
+        return []
+    what = f"the model's dropout in training ({', '.join(given)})"
+    if profile(t) == "megatron":
+        return [f"{what} is not sized: the Megatron export trains without it (--attention-dropout 0.0 "
+                "--hidden-dropout 0.0), and Megatron's activations here keep no dropout masks"]
+    if profile(t) == "torch":
+        return [f"{what} is not sized: the fsdp profile's activations are the torch-native model's (torchtitan's "
+                "Llama has no dropout); a transformers model under FSDP keeps a 1-byte mask a score under eager "
+                "attention and 2 x hidden bytes a token a layer of residual-dropout masks more"]
+    parts = []
+    if m.attn_dropout:
+        bf16 = " (3 with bf16 weights: its bf16 softmax keeps the dropped copy too)" \
+            if m.family in BF16_SOFTMAX_FAMILIES else ""
+        parts.append(f"the attention dropout's mask kept, 1 byte a score{bf16}, and its kernel timed (eager attention)"
+                     if t.attention == "eager" else
+                     f"the attention dropout taken inside the {t.attention} kernel, which keeps only its RNG seed and "
+                     "offset (no memory; its in-kernel RNG work is not timed)")
+    if m.resid_dropout:
+        parts.append("the residual dropout's 1-byte masks of the attention's and the MLP's outputs kept (2 x hidden "
+                     "bytes a token a layer) and their kernels timed")
+    return [f"{what}: {'; '.join(parts)}"]
 
 
 def window_kernel(job: Job) -> list[str]:

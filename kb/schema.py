@@ -36,6 +36,14 @@ class ModelSpec(_Frozen):
     # o_proj's bias alone (Seed-OSS's attention_out_bias): one h-vector a layer, row-parallel
     # (replicated); an add after the matmul, so nothing more is kept for backward
     o_bias: bool = False
+    # dropout in training, as config.json sets it: on the attention probabilities
+    # (attention_dropout, which every supported transformers family passes to its attention
+    # function) and on the attention's and the MLP's outputs before each residual add (Phi-3's
+    # resid_pdrop, Seed-OSS's residual_dropout); 0 none. Sized on transformers layers
+    # (kb/memory/activations.eager_dropout_per_score, residual_dropout_bytes); the other
+    # profiles' answers say they are not (kb/resolve.model_dropout_scope)
+    attn_dropout: float = Field(0.0, ge=0, lt=1, allow_inf_nan=False)
+    resid_dropout: float = Field(0.0, ge=0, lt=1, allow_inf_nan=False)
     learned_pos: int = 0
     # the context the model was trained for: config.json's max_position_embeddings (0: not
     # known). Memory and time do not depend on it; a longer sequence is warned about

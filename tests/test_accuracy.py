@@ -74,6 +74,17 @@ def test_lora_dropout_keeps_a_copy_per_adapter_as_measured():
     assert rows[llama + "lora-dropout"]["predicted"] == rows[llama + "lora-bf16-dropout"]["predicted"]
 
 
+def test_model_dropout_keeps_what_a_measured_layer_keeps():
+    """config.json's dropout in training, measured on CPU layers through the fused kernel a GPU
+    runs: eager attention's mask a score (Llama, Gemma 2 and Seed-OSS +1 byte, gpt-oss's bf16
+    softmax +3, +1 with fp32 weights) and the residual dropout's two masks of h (Phi-3, Seed-OSS),
+    with bf16 and fp32 weights: to the byte."""
+    rows = calibration.dropout_saved_rows()
+    assert len(rows) == 12
+    for r in rows:
+        assert r["predicted"] == r["measured"], r["id"]
+
+
 def test_moe_layer_keeps_per_token_as_measured():
     """One transformers 5 MoE layer of each family on CPU: full fine-tuning's bytes a token at 256
     and 1,024 tokens within 2% (gpt-oss at both: its eager attention keeps 2 bytes a score, so a

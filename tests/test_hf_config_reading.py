@@ -787,3 +787,34 @@ def test_olmo3_exaone4_seed_oss_exports_wrap_their_layers_and_say_what_megatron_
             assert code == 0, err
             text += out + err + "".join(p.read_text() for p in out_dir.rglob("*") if p.is_file())
         assert all(w in text for w in wants), (extra["model_type"], [w for w in wants if w not in text])
+
+
+@pytest.mark.parametrize("cfg,attn,resid", [
+    (dict(QWEN, attention_dropout=0.1), 0.1, 0.0),
+    (dict(GEMMA2, attention_dropout=0.05), 0.05, 0.0),
+    (dict(GPT_OSS, attention_dropout=0.1), 0.1, 0.0),
+    ({"model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
+      "num_attention_heads": 32, "vocab_size": 32064, "resid_pdrop": 0.1, "embd_pdrop": 0.1}, 0.0, 0.1),
+    ({"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "hidden_size": 2560,
+      "intermediate_size": 10240, "num_hidden_layers": 34, "num_attention_heads": 8, "num_key_value_heads": 4,
+      "head_dim": 256, "vocab_size": 262208, "attention_dropout": 0.1}}, 0.1, 0.0),
+    (QWEN, 0.0, 0.0),
+])
+def test_dropout_a_config_trains_with_is_read(tmp_path, cfg, attn, resid):
+    """attention_dropout, which every supported family applies to its attention in training, and the
+    residual dropout Phi-3 (resid_pdrop) applies to its sublayers' outputs, are read into the model
+    (a wrapper's from its text_config), not sized as 0; Phi-3's embd_pdrop, which no transformers
+    module applies, changes nothing."""
+    m = read_hf_config(write(tmp_path / "config.json", cfg))
+    assert (m.attn_dropout, m.resid_dropout) == (attn, resid)
+
+
+@pytest.mark.parametrize("field,value", [("attention_dropout", 1.0), ("attention_dropout", -0.1),
+                                         ("attention_dropout", None), ("attention_dropout", "0.1"),
+                                         ("resid_pdrop", True)])
+def test_a_dropout_that_is_no_probability_is_refused(tmp_path, run_cli, field, value):
+    """A dropout transformers could not run in training is refused in one line naming the field."""
+    cfg = {"model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
+           "num_attention_heads": 32, "vocab_size": 32064, field: value}
+    err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / "config.json", cfg), "--gpus", "8")
+    assert f"field '{field}' must be a probability from 0 up to 1" in err

@@ -824,3 +824,74 @@ def test_ulysses_drops_the_dense_sliding_window_mask_before_sdpa():
     assert act("sdpa", one) - act("flash", one) > 32 * 2 * s * s / 2 ** 30
 
 
+LLAMA_8B_CONFIG = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+                   "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "rope_theta": 500000.0,
+                   "rms_norm_eps": 1e-05, "tie_word_embeddings": False, "hidden_act": "silu"}
+
+
+def _dropout_job(tmp_path, attention, framework="hf", **cfg):
+    import json
+    path = tmp_path / f"{len(list(tmp_path.iterdir()))}" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(dict(LLAMA_8B_CONFIG, **cfg)))
+    return build_job(hf_config=str(path), gpus=8, gpu="h100-sxm", seq_len=4096, framework=framework,
+                     attention=attention)
+
+
+def test_attention_dropout_keeps_a_mask_a_score_under_eager_and_nothing_under_sdpa_or_flash(tmp_path):
+    """config.json's attention_dropout 0.1 is applied in training: transformers' eager attention
+    keeps the dropout's bool mask, 1 byte a score, and its dropped copy in place of the
+    probabilities (measured on CPU layers through the GPU's fused kernel,
+    cpu_dropout_saved_tensors.jsonl): 32 heads x 4,096 x 4,096 scores x 32 layers = 16 GiB more
+    at mbs 1 -- once sized as if 0. SDPA and flash-attn take it inside the kernel, which keeps
+    its RNG state only: nothing more. Its kernel's traffic makes the eager step slower."""
+    none = "dp=8,zero=3,mbs=1,recompute=none"
+    scores = 32 * 4096 * 4096 * 32 / 2 ** 30
+    acts = {(a, p): mem(_dropout_job(tmp_path, a, attention_dropout=p), none).breakdown_gib["activations"]
+            for a in ("eager", "sdpa", "flash") for p in (0.0, 0.1)}
+    assert acts[("eager", 0.1)] - acts[("eager", 0.0)] == pytest.approx(1.0 * scores)
+    assert acts[("sdpa", 0.1)] == acts[("sdpa", 0.0)] and acts[("flash", 0.1)] == acts[("flash", 0.0)]
+    from shardwise.kb.perf import compute
+    jobs = {p: _dropout_job(tmp_path, "eager", attention_dropout=p) for p in (0.0, 0.1)}
+    lay = resolve_layout(jobs[0.0], none)[0]
+    gpu = jobs[0.0].cluster.gpu
+    attn = {p: compute.layer_time(j.model, j.training, lay, gpu, False).attention for p, j in jobs.items()}
+    # the dropout kernel reads and writes every score forward and backward (10 bytes a score)
+    traffic = 32 * 4096 * 4096 * compute.DROPOUT_BYTES / (gpu.hbm_gbps * 1e9 * compute.HBM_EFFICIENCY)
+    assert attn[0.1] - attn[0.0] == pytest.approx(traffic)
+
+
+def test_residual_dropout_keeps_a_mask_of_each_sublayers_output(tmp_path):
+    """Phi-3's resid_pdrop drops the attention's and the MLP's outputs before each residual add:
+    2 x hidden bytes a token a layer of bool masks (measured: +1,024 bytes a token at h = 512),
+    whatever the attention kernel."""
+    import json
+    from shardwise.kb.memory.activations import layer_bytes_per_token
+    phi = {"model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
+           "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32064}
+    per_token = {}
+    for p in (0.0, 0.1):
+        path = tmp_path / str(p) / "config.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(dict(phi, resid_pdrop=p)))
+        job = build_job(hf_config=str(path), gpus=8, seq_len=4096, framework="hf", attention="sdpa")
+        per_token[p] = layer_bytes_per_token(job.model, job.training, Layout(mbs=1), False, 4096)
+    assert per_token[0.1] - per_token[0.0] == 2 * 3072
+
+
+def test_model_dropout_is_said_where_it_is_not_sized(tmp_path):
+    """Megatron's export trains without the config's dropout and torchtitan's Llama has none: the
+    answer says the dropout is not sized there, and sizes nothing for it; on transformers layers it
+    says how it is sized. A config without dropout says nothing."""
+    from shardwise.kb.resolve import assumptions
+
+    def said(job):
+        return [a for a in assumptions(job) if "dropout in training" in a]
+
+    for framework in ("megatron", "fsdp"):
+        job = _dropout_job(tmp_path, "flash", framework, attention_dropout=0.1)
+        assert len(said(job)) == 1 and "attention_dropout 0.1) is not sized" in said(job)[0]
+        plain = _dropout_job(tmp_path, "flash", framework)
+        assert mem(job, "dp=8,mbs=1").peak_gib == mem(plain, "dp=8,mbs=1").peak_gib and not said(plain)
+    assert "mask kept, 1 byte a score" in said(_dropout_job(tmp_path, "eager", attention_dropout=0.1))[0]
+    assert "keeps only its RNG seed and offset" in said(_dropout_job(tmp_path, "sdpa", attention_dropout=0.1))[0]

@@ -778,17 +778,21 @@ def test_olmo3_and_exaone4_windows_and_exaone4s_global_nope(tmp_path):
     assert read_hf_config(str(p)).nope_layers[:2] == (3, 7)
 
 
-def test_seed_oss_biases_default_on_and_dropout_is_said(tmp_path):
-    """SeedOssConfig biases q, k and v unless told not to, and its 0.1 dropouts are named as not
-    sized where the file leaves them on; MLP biases without o_proj's are refused in one line."""
+def test_seed_oss_biases_default_on_and_dropout_is_read(tmp_path):
+    """SeedOssConfig biases q, k and v unless told not to, and its 0.1 dropouts are read (sized on
+    transformers layers, kb/memory/activations), the defaults taken said where the file leaves them
+    out; MLP biases without o_proj's are refused in one line."""
     p = tmp_path / "config.json"
-    base = {k: v for k, v in SEED_OSS_36B.items() if k not in ("attention_bias", "attention_out_bias")}
+    base = {k: v for k, v in SEED_OSS_36B.items()
+            if k not in ("attention_bias", "attention_out_bias", "attention_dropout", "residual_dropout")}
     p.write_text(json.dumps(base))
     m = read_hf_config(str(p))
     assert m.qkv_bias and not m.o_bias and total_params(m) == 36_151_104_512
-    assert any("residual_dropout 0.1" in n and "not sized" in n for n in m.reading_notes)
+    assert (m.attn_dropout, m.resid_dropout) == (0.1, 0.1)
+    assert any("residual_dropout 0.1" in n and "default" in n for n in m.reading_notes)
     p.write_text(json.dumps(dict(base, attention_dropout=0.0, residual_dropout=0.0)))
-    assert not any("dropout" in n for n in read_hf_config(str(p)).reading_notes)
+    m = read_hf_config(str(p))
+    assert (m.attn_dropout, m.resid_dropout) == (0.0, 0.0) and not any("dropout" in n for n in m.reading_notes)
     p.write_text(json.dumps(dict(base, mlp_bias=True)))
     with pytest.raises(InputError, match="mlp_bias true with attention_out_bias false"):
         read_hf_config(str(p))

@@ -89,7 +89,7 @@ FAMILIES = {
     "exaone4": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=2,
                     head_dim=64),
     # Seed-OSS: Llama with q/k/v biases (and an o_proj bias here, attention_out_bias), its dropouts
-    # off: SeedOssConfig's 0.1 defaults would add their masks, which the rows do not size
+    # off: SeedOssConfig's 0.1 defaults add their masks, measured apart (measure_dropout_layers.py)
     "seed_oss": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=2,
                      head_dim=64, attention_out_bias=True, attention_dropout=0.0, residual_dropout=0.0),
     # Llama 4 Scout's pattern (every layer MoE, top 1 of 16 with a shared expert; layer 0 a RoPE

@@ -83,10 +83,59 @@ def _bf16_softmax(m: ModelSpec, t: TrainingSpec, lay: Layout):
 def eager_per_score(m: ModelSpec, t: TrainingSpec, lay: Layout) -> tuple:
     """(saved, backward) bytes per attention score of transformers' eager attention for this
     job: the fp32 softmax's 6 and 10, or the bf16 softmax's 2 and 4 (BF16_SOFTMAX_FAMILIES with
-    bf16 weights)."""
+    bf16 weights), with the attention dropout's (eager_dropout_per_score) saved bytes on top."""
     bf16 = _bf16_softmax(m, t, lay)
-    return (where(bf16, BF16_SOFTMAX_SAVED_PER_SCORE, EAGER_SAVED_PER_SCORE),
+    return (where(bf16, BF16_SOFTMAX_SAVED_PER_SCORE, EAGER_SAVED_PER_SCORE) + eager_dropout_per_score(m, t, lay),
             where(bf16, BF16_SOFTMAX_BACKWARD_PER_SCORE, EAGER_BACKWARD_PER_SCORE))
+
+
+# What config.json's attention_dropout adds to eager attention's kept bytes per score, in training.
+# eager_attention_forward (transformers 5.24 modeling_llama.py and every supported family's) runs
+# nn.functional.dropout on the bf16 probabilities before the value matmul; on a CUDA tensor that is
+# the fused native_dropout (aten/src/ATen/native/Dropout.cpp: dropout() takes it where
+# is_fused_kernel_acceptable), which keeps its bool mask, 1 byte a score (derivatives.yaml
+# native_dropout: the backward reads result1, the mask), and the value matmul keeps the dropped
+# copy (2 bytes) in place of the probabilities, which nothing else keeps: +1 a score. Under gpt-oss's
+# bf16 softmax the softmax keeps its own output, so the dropped copy is kept besides it: +3 (mask
+# and copy); with fp32 weights its softmax is fp32, the copy is cast to bf16 for the matmul, and the
+# fp32 copy is kept by nothing: +1. Measured on CPU layers through native_dropout
+# (benchmarks/calibration/cpu_dropout_saved_tensors.jsonl, measure_dropout_layers.py: Llama, Gemma 2,
+# gpt-oss, Seed-OSS; 2,048 / 6,144 bytes a token more at 8 heads x 256 keys). SDPA and flash-attn
+# take the dropout inside the kernel and keep only its RNG state, no mask (derivatives.yaml:
+# _scaled_dot_product_flash_attention_backward takes rng_state, the efficient and cuDNN backwards
+# philox_seed and philox_offset): nothing a score. Its backward holds no more at once than the
+# softmax's (EAGER_BACKWARD_PER_SCORE: the dropout's gradient is freed before the cast's).
+EAGER_DROPOUT_MASK_PER_SCORE = 1.0
+EAGER_DROPOUT_COPY_PER_SCORE = 2.0
+
+
+def eager_dropout_per_score(m: ModelSpec, t: TrainingSpec, lay: Layout):
+    """Bytes per score the attention dropout adds to what transformers' eager attention keeps:
+    the mask (1), and the dropped copy (2) where the bf16 softmax keeps its own output
+    (_bf16_softmax); 0 without dropout or off the hf profile (Megatron's export trains without,
+    torchtitan's Llama has none: kb/resolve.model_dropout_scope says so)."""
+    if not m.attn_dropout or profile(t) != "hf":
+        return 0.0
+    return EAGER_DROPOUT_MASK_PER_SCORE + where(_bf16_softmax(m, t, lay), EAGER_DROPOUT_COPY_PER_SCORE, 0.0)
+
+
+# Residual dropout (Phi-3's resid_pdrop, Seed-OSS's residual_dropout): nn.Dropout on the attention's
+# and on the MLP's output before each residual add (modeling_phi3.py Phi3DecoderLayer:
+# residual + self.resid_attn_dropout(hidden_states); modeling_seed_oss.py SeedOssAttention and
+# SeedOssMLP). The fused kernel keeps its bool mask, 1 byte an element; the dropped output goes to the
+# add, whose backward keeps nothing, and the output it replaced was kept by nothing either: h bytes
+# a token a site, two sites a layer. Measured on CPU Phi-3 and Seed-OSS layers through native_dropout
+# (cpu_dropout_saved_tensors.jsonl: +1,024 bytes a token at h = 512, bf16 and fp32 weights).
+RESIDUAL_DROPOUT_SITES = 2
+RESIDUAL_DROPOUT_MASK_BYTES = 1.0
+
+
+def residual_dropout_bytes(m: ModelSpec, t: TrainingSpec) -> float:
+    """Bytes per token (per hidden unit x h) the residual dropout's masks keep in one layer, on the
+    hf profile; 0 without it or elsewhere (kb/resolve.model_dropout_scope)."""
+    if not m.resid_dropout or profile(t) != "hf":
+        return 0.0
+    return RESIDUAL_DROPOUT_SITES * RESIDUAL_DROPOUT_MASK_BYTES * m.hidden
 
 
 # Megatron-Core's paged stash under full-iteration CUDA graphs keeps the routed experts'
@@ -526,7 +575,7 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
         # Gemma 2/3's post-attention and post-MLP norms feed the residual add, not a linear:
         # their bf16 output is kept by nothing (measured on a CPU layer, saved-tensor hooks)
         norms -= (n_norms - 2) * 2.0 * h
-    norms = (norms + autocast_input_casts(m, t, lay, moe)) / seq_shard
+    norms = (norms + autocast_input_casts(m, t, lay, moe) + residual_dropout_bytes(m, t)) / seq_shard
     if m.qk_norm:
         norms += (q + kv) * (_norm_bytes(m, prof) - 2.0)
     norms += l2_qk_norm_bytes(m, prof, q, kv) + local_mask_bytes(m, t, lay, s_local)

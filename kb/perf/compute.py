@@ -29,8 +29,9 @@ from dataclasses import dataclass
 
 from ..defaults import ADAPTERS
 from ..frameworks import profile as framework_profile
-from ..memory.activations import (adapter_input_cast, dense_local_mask, experts_cast_by_autocast,
-                                  fp32_weights_under_autocast, local_layers, routed_copies, sdpa_gets_mask)
+from ..memory.activations import (RESIDUAL_DROPOUT_SITES, adapter_input_cast, dense_local_mask,
+                                  eager_dropout_per_score, experts_cast_by_autocast, fp32_weights_under_autocast,
+                                  local_layers, residual_dropout_bytes, routed_copies, sdpa_gets_mask)
 from ..memory.peft_experts import (ADAPTED_EXPERT_FAMILIES, merges_experts, peft_on_transformers,
                                    shared_projections)
 from ..layout import Layout
@@ -118,17 +119,37 @@ def flash_kernel_rate(t: TrainingSpec, gpu: GPUSpec, blocks: float) -> float:
 # 2 written), the scaling's (2 + 2), dS read for dQ and dK (2 + 2): 32. 58 in all.
 EAGER_FORWARD_BYTES_PER_SCORE = 26.0
 EAGER_BYTES_PER_SCORE = 58.0
+# A dropout in training, per bf16 element it drops, through the fused kernel a GPU runs
+# (native_dropout, aten/src/ATen/native/cuda/Dropout.cu): forward it reads the input (2) and
+# writes the output (2) and the bool mask (1); backward native_dropout_backward reads the gradient
+# (2) and the mask (1) and writes the input's gradient (2). Config.json's attention_dropout adds it
+# to eager attention's score traffic (kb/memory/activations.eager_dropout_per_score), the residual
+# dropout to each of its sites' h (residual_dropout_bytes).
+DROPOUT_FORWARD_BYTES = 5.0
+DROPOUT_BYTES = 10.0
 
 
-def eager_attention_time(attn_fwd_flops: float, scores: float, gpu: GPUSpec, forward_only: bool = False) -> float:
+def eager_attention_time(attn_fwd_flops: float, scores: float, gpu: GPUSpec, forward_only: bool = False,
+                         dropout: bool = False) -> float:
     """Unfused attention: QK^T and AV as ordinary GEMMs over the whole square (3 x their forward
     FLOPs, twice the causal count, at the GEMM efficiency of a head-dim-sized reduction) plus the
     score traffic through HBM; ``attn_fwd_flops`` is the causal count, ``scores`` the square's.
     ``forward_only``: the forward's GEMMs (a third) and its 26 bytes a score, what a recomputed
-    layer runs again."""
+    layer runs again. ``dropout``: the attention dropout's kernel on every score too (DROPOUT_*)."""
     passes, per_score = (1.0, EAGER_FORWARD_BYTES_PER_SCORE) if forward_only else (3.0, EAGER_BYTES_PER_SCORE)
+    if dropout:
+        per_score += DROPOUT_FORWARD_BYTES if forward_only else DROPOUT_BYTES
     gemm = passes * 2.0 * attn_fwd_flops / (gpu.sustained_tflops("bf16") * 1e12 * gemm_efficiency(128.0))
     return gemm + scores * per_score / (gpu.hbm_gbps * 1e9 * HBM_EFFICIENCY)
+
+
+def residual_dropout_traffic(m: ModelSpec, t: TrainingSpec) -> float:
+    """Bytes per token the residual dropout's kernels move in one layer, forward and backward: each
+    site's h elements at DROPOUT_BYTES, where its masks are kept (residual_dropout_bytes: the hf
+    profile)."""
+    if residual_dropout_bytes(m, t) == 0:
+        return 0.0
+    return RESIDUAL_DROPOUT_SITES * DROPOUT_BYTES * m.hidden
 
 
 # The loss's memory traffic on the torch-native path (transformers' ForCausalLMLoss, torchtitan's
@@ -252,14 +273,16 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     blocks = lay.mbs * heads * (t.seq_len / lay.cp) / 128.0
     attn_fwd = tokens * windowed_attention_flops(m, t, lay) / tp
     if t.attention == "eager":
-        attention = eager_attention_time(attn_fwd, tokens * heads * t.seq_len, gpu)
-        attention_forward = eager_attention_time(attn_fwd, tokens * heads * t.seq_len, gpu, forward_only=True)
+        drop = eager_dropout_per_score(m, t, lay) != 0
+        attention = eager_attention_time(attn_fwd, tokens * heads * t.seq_len, gpu, dropout=drop)
+        attention_forward = eager_attention_time(attn_fwd, tokens * heads * t.seq_len, gpu, forward_only=True,
+                                                 dropout=drop)
     else:
         attention = (1.0 + FLASH_BWD_OVER_FWD) * attn_fwd / flash_kernel_rate(t, gpu, blocks)
         attention_forward = attention / (1.0 + FLASH_BWD_OVER_FWD)
     prof = framework_profile(t.framework)
     seq_shard = where(lay.sp, tp, 1)
-    ew = tokens * prof["elementwise_bytes"] * h / seq_shard / (gpu.hbm_gbps * 1e9)
+    ew = tokens * (prof["elementwise_bytes"] * h + residual_dropout_traffic(m, t)) / seq_shard / (gpu.hbm_gbps * 1e9)
     if moe:
         # token permutation: every token is copied to its k experts and back (permute and
         # unpermute, each a read and a write of k x h bf16 values), forward and backward
