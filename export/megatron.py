@@ -118,6 +118,11 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
     # attention_dropout 0.0), and under a full-iteration graph recomputation refuses it
     # (TransformerConfig: "attention dropout is not supported with graphed attention recomputation")
     a += ["--attention-dropout", 0.0, "--hidden-dropout", 0.0]
+    if m.attn_dropout or m.resid_dropout:
+        # a config.json that trains with dropout (Seed-OSS's 0.1 defaults): the script does not
+        caveats.append(f"config.json's dropout (attention_dropout {m.attn_dropout:g}, residual dropout "
+                       f"{m.resid_dropout:g}) is turned off here (--attention-dropout 0.0 --hidden-dropout 0.0), "
+                       "as the Megatron memory estimate sizes no dropout masks")
     backend, more = attention_backend_args(tg)
     a += backend
     caveats += more

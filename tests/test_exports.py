@@ -1150,3 +1150,16 @@ def test_nanotron_counts_an_o_proj_bias_it_does_not_build():
         said = [c for c in caveats if "Nanotron's Llama builds" in c]
         assert len(said) == 1 and "no attention biases" in said[0], caveats
         assert f"{fewer:,} parameters fewer than llama-3-8b's {total_params(m):,}" in said[0], said
+
+
+def test_megatron_says_it_turns_off_the_dropout_a_config_trains_with(tmp_path):
+    """A config.json that trains with dropout (Seed-OSS's 0.1 defaults, an attention_dropout) gets a
+    script without it, as the Megatron estimate sizes it: the caveat says so; one without dropout
+    has no such caveat."""
+    cfg = {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
+           "num_attention_heads": 16, "num_key_value_heads": 8, "vocab_size": 32000}
+    lay = Layout(dp=8, zero=1, mbs=1)
+    a, caveats = _hf_script(tmp_path, dict(cfg, attention_dropout=0.1), 8, lay)
+    assert _flag(a, "--attention-dropout") == "0.0"
+    assert [c for c in caveats if "attention_dropout 0.1" in c and "turned off here" in c]
+    assert not [c for c in _hf_script(tmp_path, cfg, 8, lay)[1] if "dropout" in c]
