@@ -262,6 +262,18 @@ def _hsdp(job, a):
     return (s == 0) | ((a["zero"] == 3) & (s > 1) & (s < n) & (n % np.maximum(s, 1) == 0) & experts)
 
 
+def _torchtitan_ep_replicas(job, a):
+    """torchtitan forms its expert-parallel groups inside dp_shard x cp x tp ranks, never across
+    the replicate dimension: ParallelDims._validate raises "expert_parallel_degree must divide
+    dp_shard * cp * tp" (torchtitan 0.3 distributed/parallel_dims.py, sparse_region; the sparse
+    mesh is pp x dp_replicate x efsdp x ep). Its ZeRO-0 is pure replication (export/target.dp_dims:
+    dp_replicate = DP, dp_shard 1), so there EP must divide CP x TP; the HSDP rule covers a
+    shard group (hsdp-shard-group), and ZeRO-2/3 shard over all of DP."""
+    if job.training.framework != "fsdp":
+        return _all(a)
+    return (a["ep"] == 1) | (a["zero"] != 0) | ((a["cp"] * a["tp"]) % a["ep"] == 0)
+
+
 def _adapter_megatron(job, a):
     t = job.training
     if t.training in ADAPTERS and t.framework == "megatron":
@@ -461,6 +473,13 @@ VALIDITY = [
              lambda job, lay: f"shard={lay.shard} (HSDP) needs zero=3, must split dp x cp = {lay.dp * lay.cp} "
                               f"into more than one replica, and shard x tp = {lay.shard * lay.tp} must be a "
                               f"multiple of ep x etp = {lay.ep * lay.etp}"),
+    Validity("torchtitan-ep-in-shard", "torchtitan builds its expert-parallel groups from the dp_shard x cp x tp "
+             "ranks, never from replicas (ParallelDims: EP must divide dp_shard x cp x tp): under ZeRO-0, which it "
+             "runs as pure replication, EP must divide CP x TP", _torchtitan_ep_replicas,
+             lambda job, lay: f"ep={lay.ep} with zero=0 under --framework fsdp: torchtitan replicates over all "
+                              f"{lay.dp} DP ranks (data_parallel_shard_degree 1) and builds expert parallelism from "
+                              f"dp_shard x cp x tp = {lay.cp * lay.tp} ranks only, which ep={lay.ep} does not divide; "
+                              "use zero=2 or 3 (FSDP over DP), or an ep that divides cp x tp"),
     Validity("qlora-no-tp", "QLoRA's 4-bit base weights (bitsandbytes Linear4bit: NF4 values packed two to a "
              "byte, with per-block scales) have no tensor-parallel sharding; they are sharded by ZeRO-3/FSDP only "
              "(Answer.AI's FSDP + QLoRA, with bnb_4bit_quant_storage in bf16), so TP 1 and expert TP 1", _qlora_tp,

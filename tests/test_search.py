@@ -439,3 +439,22 @@ def test_neighbour_facts_on_a_reused_table_are_those_of_a_fresh_search():
             assert np.array_equal(reused.feasibility.column(path), fresh.feasibility.column(path)), (gib, path)
         assert reused.nothing_allowed is None
         assert (reused.layout, reused.feasibility.fact("fit.count")) == (fresh.layout, fresh.feasibility.fact("fit.count"))
+
+
+def test_torchtitan_experts_are_parallel_inside_the_shard_group_never_across_replicas():
+    """torchtitan builds EP from dp_shard x cp x tp ranks (ParallelDims: "expert_parallel_degree
+    must divide dp_shard * cp * tp"); its ZeRO-0 replicates over DP (dp_shard 1). A MoE job under
+    --framework fsdp headlined tp=2 pp=4 vp=16 dp=4 ep=8 zero=0, which torchtitan refuses at start:
+    EP 8 over cp x tp = 2 ranks. No such layout is searched, and --layout refuses one by name."""
+    from shardwise.kb.errors import InputError
+    from shardwise.kb.resolve import resolve_layout
+    job = build_job(model="qwen3-30b-a3b", gpus=32, gpu="b200", framework="fsdp", seq_len=4096, global_batch=1000)
+    gb, _ = global_batch(job)
+    a = build_space(job, gb).arrays
+    replicated = (a["zero"] == 0) & (a["ep"] > 1)
+    assert replicated.any()                                     # ZeRO-0 with EP stays where cp x tp holds it
+    assert np.all((a["cp"][replicated] * a["tp"][replicated]) % a["ep"][replicated] == 0)
+    with pytest.raises(InputError, match=r"ep=8 with zero=0 under --framework fsdp.*torchtitan-ep-in-shard"):
+        resolve_layout(job, "tp=2,pp=4,dp=4,ep=8,zero=0,sp=on,mbs=25,recompute=full")
+    resolve_layout(job, "tp=2,pp=4,dp=4,ep=8,zero=2,sp=on,mbs=25,recompute=full")
+    resolve_layout(job, "tp=4,pp=2,dp=4,ep=4,zero=0,sp=on,mbs=25,recompute=full")
