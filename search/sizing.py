@@ -154,6 +154,25 @@ def frameworks_that_fit(job: Job, constraints=(), pins=None) -> list[str]:
     return out
 
 
+def attention_that_fits(job: Job, constraints=(), pins=None) -> list[str]:
+    """Where --attention sdpa runs the model's sliding-window or chunked layers through
+    transformers' dense mask (kb/memory/activations.dense_local_mask) -- its [s, s] mask and
+    repeated k/v kept, and DeepSpeed's Ulysses refused, as it would drop the mask
+    (kb/validity.py ulysses-keeps-local-attention) -- FlashAttention applies the window itself
+    (flash_attention_forward sliding_window=): the flag, where the job fits under it as it is.
+    The job's own choice of kernel is kept for the count; this says what else would fit."""
+    from shardwise.kb.memory.activations import dense_local_mask
+    t = job.training
+    if t.attention != "sdpa" or not dense_local_mask(job.model, t):
+        return []
+    other = t.model_copy(update={"attention": "flash"})
+    try:
+        check_training(job.model, job.cluster.gpu, other)
+    except InputError:
+        return []
+    return ["--attention flash"] if fits_somewhere(Job(job.model, job.cluster, other), constraints, pins) else []
+
+
 def sizing(job: Job, constraints=(), pins=None, policies: bool = False, other_frameworks: bool = True) -> dict:
     """``constraints`` include the memory margin; ``policies``: whether house policies are among
     them; ``other_frameworks``: whether to try the frameworks the job did not choose
@@ -161,15 +180,18 @@ def sizing(job: Job, constraints=(), pins=None, policies: bool = False, other_fr
     n = smallest_count(job, constraints, pins)
     others = gpus_that_fit(job, constraints, pins)
     frameworks = frameworks_that_fit(job, constraints, pins) if other_frameworks else []
-    summary = _summary(job, n, others, frameworks, policies)
-    return {"smallest_gpus": n, "gpus_that_fit": others, "frameworks_that_fit": frameworks, "summary": summary,
+    attention = attention_that_fits(job, constraints, pins) if other_frameworks else []
+    summary = _summary(job, n, others, frameworks + attention, policies)
+    return {"smallest_gpus": n, "gpus_that_fit": others, "frameworks_that_fit": frameworks,
+            "attention_that_fits": attention, "summary": summary,
             # without the other GPUs: what a what-if of another memory size says (explain/why.py)
-            "summary_same_gpu": _summary(job, n, [], frameworks, policies)}
+            "summary_same_gpu": _summary(job, n, [], frameworks + attention, policies)}
 
 
 def _summary(job: Job, n, others: list, frameworks: list, policies: bool) -> str:
-    """One clause: where no count fits (under the job's framework, within the policies), then
-    every way it would fit -- another framework on these GPUs, more of them, another GPU."""
+    """One clause: where no count fits (under the job's framework or kernel, within the
+    policies), then every way it would fit -- another framework or attention kernel on these
+    GPUs (``frameworks``: their flags), more of them, another GPU."""
     g = job.cluster.gpus
     ways = []
     if frameworks:
@@ -181,7 +203,9 @@ def _summary(job: Job, n, others: list, frameworks: list, policies: bool) -> str
     summary = "it would fit " + ", or ".join(ways) if ways else ""
     if not n:
         none = (f"no count of {job.cluster.gpu.name} up to {MAX_GPUS} fits it"
-                + (f" under --framework {job.training.framework}" if frameworks else "")
+                + (f" under --framework {job.training.framework}" if any(f.startswith("--framework") for f in frameworks)
+                   else "")
+                + (" with --attention sdpa" if "--attention flash" in frameworks else "")
                 + (" within the house policies" if policies else ""))
         summary = none + ("; " + summary if summary else "")
     return summary

@@ -325,6 +325,21 @@ def test_a_refusal_under_a_defaulted_framework_names_the_framework_that_fits(run
     assert code == 0 and "NO LAYOUT" in out and "--framework fsdp" not in out
 
 
+def test_a_refusal_under_sdpa_on_sliding_windows_names_the_kernel_that_fits(run_cli):
+    """Gemma 3 12B under DeepSpeed at 32k with --attention sdpa: transformers' dense window mask
+    keeps DeepSpeed's Ulysses off (it would drop the windows), and one rank's whole fp32 logits
+    fit on no count of H100s. FlashAttention applies the windows itself, so Ulysses splits the
+    sequence and the job fits on these 16 GPUs: the refusal said only 'no count fits' and other
+    GPUs; it names --attention flash, and flash does fit."""
+    job = ["--model", "gemma-3-12b", "--gpus", "16", "--framework", "deepspeed", "--seq-len", "32k",
+           "--global-batch", "96"]
+    code, out, err = run_cli("recommend", *job, "--attention", "sdpa")
+    assert code == 0 and "NO LAYOUT" in out, err
+    assert "fits it with --attention sdpa" in out and "on these 16 x h100-sxm with --attention flash" in out
+    code, out, err = run_cli("recommend", *job, "--attention", "flash")
+    assert code == 0 and "NO LAYOUT" not in out, err
+
+
 def test_index_of_finds_a_layout_and_treats_single_replica_zero_as_zero0():
     d = decide(build_job(model="llama-3-70b", gpus=32, seq_len=8192))
     lay = d.layout
