@@ -274,6 +274,16 @@ def _torchtitan_ep_replicas(job, a):
     return (a["ep"] == 1) | (a["zero"] != 0) | ((a["cp"] * a["tp"]) % a["ep"] == 0)
 
 
+def _torchtitan_cp_shards(job, a):
+    """torchtitan turns FSDP on whenever context parallelism is on (ParallelDims.fsdp_enabled:
+    dp_shard_enabled or cp_enabled, torchtitan distributed/parallel_dims.py @ b5bcd76) and shards
+    over the dp_shard x cp ranks, so a ZeRO-0 layout (pure replication) with CP is not what it
+    runs: it would shard the weights over the CP ranks the estimate keeps whole."""
+    if job.training.framework != "fsdp":
+        return _all(a)
+    return (a["cp"] == 1) | (a["zero"] != 0)
+
+
 def _adapter_megatron(job, a):
     t = job.training
     if t.training in ADAPTERS and t.framework == "megatron":
@@ -480,6 +490,11 @@ VALIDITY = [
                               f"{lay.dp} DP ranks (data_parallel_shard_degree 1) and builds expert parallelism from "
                               f"dp_shard x cp x tp = {lay.cp * lay.tp} ranks only, which ep={lay.ep} does not divide; "
                               "use zero=2 or 3 (FSDP over DP), or an ep that divides cp x tp"),
+    Validity("torchtitan-cp-shards", "torchtitan shards over the CP ranks whenever CP is on (ParallelDims: "
+             "fsdp_enabled = dp_shard or cp), so ZeRO-0's pure replication has no CP", _torchtitan_cp_shards,
+             lambda job, lay: f"cp={lay.cp} with zero=0 under --framework fsdp: torchtitan applies FSDP over the CP "
+                              "ranks whenever CP is on (ParallelDims.fsdp_enabled), so the weights would not be "
+                              "replicated as zero=0 says; use zero=2 or 3, or cp=1"),
     Validity("qlora-no-tp", "QLoRA's 4-bit base weights (bitsandbytes Linear4bit: NF4 values packed two to a "
              "byte, with per-block scales) have no tensor-parallel sharding; they are sharded by ZeRO-3/FSDP only "
              "(Answer.AI's FSDP + QLoRA, with bnb_4bit_quant_storage in bf16), so TP 1 and expert TP 1", _qlora_tp,

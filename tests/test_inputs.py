@@ -728,3 +728,15 @@ def test_ulysses_that_would_drop_a_sliding_window_is_refused(run_cli):
                 "--attention", "sdpa", *layout)):
         code, _, err = run_cli(*ok)
         assert code == 0, err
+
+
+def test_torchtitan_has_no_replicated_layout_with_context_parallelism(run_cli):
+    """torchtitan shards over the dp_shard x cp ranks whenever CP is on (ParallelDims.fsdp_enabled =
+    dp_shard_enabled or cp_enabled), so ZeRO-0 with CP is refused under fsdp, naming the way out;
+    ZeRO-3 with CP, and ZeRO-0 without it, run."""
+    job = ("memory", "--model", "llama-3-8b", "--gpus", "8", "--framework", "fsdp", "--seq-len", "32768")
+    err = refused(run_cli, *job, "--layout", "dp=4,cp=2,zero=0,mbs=1,recompute=full")
+    assert "ParallelDims.fsdp_enabled" in err and "use zero=2 or 3, or cp=1" in err and "[torchtitan-cp-shards]" in err
+    for ok in ("dp=4,cp=2,zero=3,mbs=1,recompute=full", "dp=8,zero=0,mbs=1,recompute=full"):
+        code, _, err = run_cli(*job, "--layout", ok)
+        assert code == 0, err
