@@ -133,8 +133,10 @@ def job_options(f=None, *, raw: bool = False):
         click.option("--recompute", type=_choice(list(RECOMPUTE_CHOICES)),
                      help="auto lets the advisor choose; modules = Megatron's --recompute-modules"),
         click.option("--attention", type=_choice(list(get_args(Attention))),
-                     help="flash (default): a FlashAttention-3 / cuDNN-class fused kernel; sdpa: PyTorch SDPA "
-                          "(timed as flash); flash2: FlashAttention-2; eager: unfused matmul-softmax-matmul"),
+                     help="flash (default): a FlashAttention-3 / cuDNN-class fused kernel; sdpa: PyTorch SDPA, "
+                          "transformers' default (timed as flash, but a sliding-window or chunked model under hf or "
+                          "deepspeed computes the whole dense-masked square past the window); flash2: "
+                          "FlashAttention-2; eager: unfused matmul-softmax-matmul"),
         click.option("--cuda-graphs", type=_choice(list(get_args(CudaGraphs))),
                      help="full-iteration: Megatron-Core captures each training step in one CUDA graph "
                           "(default none)"),

@@ -20,9 +20,11 @@ Framework = Literal["megatron", "deepspeed", "fsdp", "hf"]
 TrainingType = Literal["pretrain", "finetune", "lora", "qlora", "rlhf"]
 # Attention kernels: "flash" a fused kernel of the FlashAttention-3 / cuDNN class (Transformer
 # Engine's fused attention, flash-attn 3, PyTorch SDPA where it picks cuDNN: torch >= 2.11 on
-# Hopper and Blackwell); "sdpa" PyTorch's SDPA, timed as flash; "flash2" FlashAttention-2 (the
-# flash-attn 2 package, transformers' attn_implementation="flash_attention_2", PyTorch SDPA's
-# flash backend, its default before cuDNN); "eager" the unfused matmul-softmax-matmul.
+# Hopper and Blackwell); "sdpa" PyTorch's SDPA, timed as flash except where transformers hands
+# it a dense mask on sliding-window or chunked layers (kb/memory/activations.dense_local_mask);
+# "flash2" FlashAttention-2 (the flash-attn 2 package, transformers'
+# attn_implementation="flash_attention_2", PyTorch SDPA's flash backend, its default before
+# cuDNN); "eager" the unfused matmul-softmax-matmul.
 Attention = Literal["flash", "sdpa", "flash2", "eager"]
 # CUDA graphs: "none", or Megatron-Core's capture of the whole training iteration in one graph
 # (--cuda-graph-impl full_iteration), which NVIDIA's MoE recipes run from the NeMo 26.06 stack on
