@@ -114,12 +114,14 @@ def _widened(exact: float, gpus: int, mbs: int, tps: tuple[int, ...]) -> int | N
     return min(cands, key=lambda n: (-max(tp_dp_degrees(n, gpus, tps, mbs)), abs(n - exact), n))
 
 
-def _degrees_text(ds: list[int]) -> str:
+def _degrees_text(n: int, ds: list[int]) -> str:
+    """'1,056 allows 8 degrees, DP 1, 2, 3, ..., 24': a batch and the data-parallel degrees it
+    leaves a layout (the count first, as the choice counts them; a bare '8: 1, 2, ...' read as a ratio)."""
     if not ds:
-        return "none"
+        return f"{n:,} allows no degree"
     shown = ", ".join(f"{d:,}" for d in ds) if len(ds) <= 5 else \
         f"{', '.join(f'{d:,}' for d in ds[:3])}, ..., {ds[-1]:,}"
-    return f"{len(ds)}: {shown}"
+    return f"{n:,} allows {len(ds)} degree{'s' if len(ds) > 1 else ''}, DP {shown}"
 
 
 def take(exact: float, gpus: int, mbs: int | None = 1, dp: int | None = None,
@@ -159,16 +161,16 @@ def take(exact: float, gpus: int, mbs: int | None = 1, dp: int | None = None,
     at = f" at mbs {mbs}" if mbs and mbs > 1 else ""
     if tps is None or set(tps) == set(_divisors(gpus)):
         why = f"the count within 5% that the most data-parallel degrees of {gpus_text} divide{at} " \
-              f"({_degrees_text(dp_degrees(n, gpus, mbs or 1))}"
+              f"({_degrees_text(n, dp_degrees(n, gpus, mbs or 1))}"
     else:
         why = f"the count within 5% that the most data-parallel degrees of {gpus_text} divide{at}, first those " \
-              f"of tensor parallelism alone (the Trainer has no pipeline: GPUs / TP, TP {', '.join(map(str, tps))}: " \
-              f"{_degrees_text(tp_dp_degrees(n, gpus, tps, mbs or 1))}"
+              f"of tensor parallelism alone (the Trainer has no pipeline, so DP = GPUs / TP for TP " \
+              f"{', '.join(map(str, tps))}; {_degrees_text(n, tp_dp_degrees(n, gpus, tps, mbs or 1))}"
         if whole:
-            why += f"; {int(exact):,} allows {_degrees_text(tp_dp_degrees(int(exact), gpus, tps, mbs or 1))}"
-        why += f"), then any ({_degrees_text(dp_degrees(n, gpus, mbs or 1))}"
+            why += f"; {_degrees_text(int(exact), tp_dp_degrees(int(exact), gpus, tps, mbs or 1))}"
+        why += f"), then any ({_degrees_text(n, dp_degrees(n, gpus, mbs or 1))}"
     if whole:
-        why += f"; {int(exact):,} allows {_degrees_text(dp_degrees(int(exact), gpus, mbs or 1))}"
+        why += f"; {_degrees_text(int(exact), dp_degrees(int(exact), gpus, mbs or 1))}"
     if mbs is None:
         why += (f"), then the most micro-batch x DP splits ({splits(n, gpus, MBS_CHOICES)} of "
                 f"{splits(gpus * MBS_MAX, gpus, MBS_CHOICES)}, micro-batches 1, 2, 4, ..., {MBS_MAX}")

@@ -62,7 +62,8 @@ def test_a_prime_sequence_count_moves_within_five_percent_and_says_so(run_cli):
     job = build_job(model="llama-2-7b", gpus=64, seq_len=131072, global_batch_tokens="4000000")
     n, (text,) = global_batch(job)                                            # no layout: DP still open
     assert n == 32 and abs(n - 4e6 / 131072) <= TOLERANCE * 4e6 / 131072
-    assert "taken as 32 (+4.86%" in text and "6: 1, 2, 4, ..., 32" in text and "splits (21 of 49" in text
+    assert "taken as 32 (+4.86%" in text and "32 allows 6 degrees, DP 1, 2, 4, ..., 32" in text
+    assert "splits (21 of 49" in text
     # the splits count power-of-two micro-batches only (MBS_CHOICES), while the search tries every
     # divisor of the batch up to 64: the text names the ones it counted, not "1-64"
     assert "micro-batches 1, 2, 4, ..., 64" in text and "micro-batches 1-64" not in text
@@ -740,3 +741,13 @@ def test_torchtitan_has_no_replicated_layout_with_context_parallelism(run_cli):
     for ok in ("dp=4,cp=2,zero=3,mbs=1,recompute=full", "dp=8,zero=0,mbs=1,recompute=full"):
         code, _, err = run_cli(*job, "--layout", ok)
         assert code == 0, err
+
+
+def test_the_trainers_batch_note_says_which_count_allows_which_dp_degrees():
+    """Gemma 3 12B on 16 GPUs at --mbs 3 read '(the Trainer has no pipeline: GPUs / TP, TP 1, 2, 4,
+    8: 2: 4, 2; 128 allows none), then any (3: 1, 2, 4; ...)': a count and its degrees joined by
+    colons a reader took for ratios. Each count now says how many degrees it allows, and which."""
+    job = build_job(model="gemma-3-12b", gpus=16, seq_len=8192, training="finetune", mbs=3)
+    n, (text,) = global_batch(job)
+    assert n == 132 and "so DP = GPUs / TP for TP 1, 2, 4, 8; 132 allows 2 degrees, DP 4, 2; " \
+        "128 allows no degree), then any (132 allows 3 degrees, DP 1, 2, 4; 128 allows no degree)" in text
