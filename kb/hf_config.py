@@ -1310,7 +1310,8 @@ def _max_positions(written: dict, path: str, mt: str) -> tuple[int, tuple[str, .
         n, cls = MAX_POSITIONS_DEFAULT[mt]
         return n, (f"config.json gives no max_position_embeddings: the model is taken as trained for {n:,} "
                    f"positions, {cls}'s default (transformers configuration_{mt.removesuffix('_text')}.py), "
-                   "and a longer sequence is warned of; give max_position_embeddings to set it",)
+                   "and a longer sequence is warned of; --hf-config with a config.json that gives "
+                   "max_position_embeddings sets it",)
     if written["max_position_embeddings"] is None:
         return 0, ("config.json's max_position_embeddings is null: the context the model was trained for is "
                    "unknown, so no warning says whether the sequence is longer",)

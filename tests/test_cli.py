@@ -522,3 +522,19 @@ def test_the_slow_fabric_warning_counts_expert_parallel_all_to_all_among_its_sha
     assert d["metrics"]["comm_exposed_s"]["ep"] > 0
     (warning,) = [w for w in d["warnings"] if "which has no RDMA" in w]
     assert "(all of it: TP, PP, CP, EP and DP)" in warning, warning
+
+
+def test_a_catalog_models_positions_assumption_says_a_step_the_user_can_take(run_cli, tmp_path):
+    """--model gemma-3-12b printed 'config.json gives no max_position_embeddings ... give
+    max_position_embeddings to set it': the user gave no config.json, so there was nothing to give
+    it in. The line now names the flag that takes a file, for a catalog name and a file alike."""
+    job = ("--gpus", "16", "--seq-len", "8k", "--training", "finetune")
+    code, out, err = run_cli("recommend", "--model", "gemma-3-12b", *job)
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if "max_position_embeddings" in x)
+    assert line.endswith("--hf-config with a config.json that gives max_position_embeddings sets it")
+    from catalog_configs import CATALOG_CONFIGS
+    (tmp_path / "config.json").write_text(json.dumps(CATALOG_CONFIGS["gemma-3-12b"]))
+    code, out, err = run_cli("recommend", "--hf-config", str(tmp_path), *job)
+    assert code == 0, err
+    assert line in out.splitlines()
