@@ -146,6 +146,13 @@ def export(tg: Target) -> Export:
     body = yaml.safe_dump(cfg, sort_keys=False)
     note = (f"# per process: micro-batch {tg.layout.mbs}, gradient accumulation {tg.layout.grad_accum} "
             f"(global batch {tg.global_batch}); pass them to your training loop\n")
+    machines = cfg["num_machines"]
+    if machines > 1:
+        # The file is one machine's: accelerate launch needs each machine's rank and where
+        # machine 0 listens (config keys machine_rank, main_process_ip, main_process_port).
+        note += (f"# {machines} machines: run this file on each, with machine_rank 0 to {machines - 1} "
+                 "(0 here) and main_process_ip / main_process_port set to machine 0's address and a free port "
+                 "(or accelerate launch --machine_rank R --main_process_ip IP --main_process_port PORT)\n")
     if '"optimizer"' in files.get("ds_config.json", ""):
         note += (f"# ds_config.json's optimizer section builds {WHAT[named(tg)]}: your script hands "
                  "accelerator.prepare an accelerate.utils.DummyOptim(params) in its place\n")

@@ -750,6 +750,19 @@ def test_accelerate_pipeline_slice_runs_on_as_many_machines_as_it_needs(gpus, pe
     assert cfg["num_processes"] // cfg["num_machines"] <= per_node
 
 
+def test_accelerate_on_several_machines_says_what_each_machine_sets():
+    """Gemma 3 12B on 16 GPUs in 2 nodes exported 'num_machines: 2, machine_rank: 0' and nothing
+    more: run as written on both nodes, both claim rank 0 and neither knows where machine 0 is.
+    The file says which keys each machine sets (accelerate launch's --machine_rank,
+    --main_process_ip, --main_process_port); on one machine it says nothing of it."""
+    for gpus, framework, zero, said in ((16, "hf", 2, True), (16, "fsdp", 3, True), (8, "hf", 2, False)):
+        job = build_job(model="gemma-3-12b", gpus=gpus, seq_len=8192, training="finetune", framework=framework)
+        text = export("accelerate", Target(job, Layout(dp=gpus, zero=zero, mbs=1, grad_accum=128 // gpus))) \
+            .files["accelerate_config.yaml"]
+        assert ("# 2 machines: run this file on each, with machine_rank 0 to 1 (0 here) and main_process_ip / "
+                "main_process_port set to machine 0's address" in text) == said, text
+
+
 def test_accelerate_points_an_adapter_pipeline_at_an_export_that_runs_it():
     """Accelerate has no pipeline; its caveat named megatron or torchtitan as where a pipeline
     layout runs, which refuse a LoRA job (they train every weight). For an adapter job it names the
