@@ -90,13 +90,27 @@ def attention_carried(framework: str, job) -> list[str]:
     (SDPA or FlexAttention; flash-attn), and the files that configure the user's own script
     (DeepSpeed, FSDP2, Accelerate) leave the model's attention to its from_pretrained call.
     Megatron's launch sets it (export/megatron.attention_backend_args)."""
-    if job.training.attention != "eager" or framework == "megatron":
+    if framework == "megatron":
         return []
+    if job.training.attention != "eager":
+        return _window_kernel_carried(framework, job)
     if framework in WHOLE_RUNS:
         return [f"eager attention: {framework} runs a fused kernel, with no unfused path, so it needs less memory "
                 "and time than the estimate, which sized eager's score matrices"]
     return ["eager attention is the model's from_pretrained(..., attn_implementation=\"eager\") in your script, "
             "which no key of this file sets"]
+
+
+def _window_kernel_carried(framework: str, job) -> list[str]:
+    """--attention flash on a transformers model with sliding windows past them: the estimate sized
+    flash-attn's windowed kernel, which the script's from_pretrained must ask for; transformers'
+    default, sdpa, masks the windows densely (kb/resolve.window_kernel says the same in the answer)."""
+    from shardwise.kb.resolve import window_kernel
+    if framework in WHOLE_RUNS or not window_kernel(job):
+        return []
+    return ["sliding windows sized for a flash-attn kernel: your script's from_pretrained(..., "
+            "attn_implementation=\"flash_attention_3\") (or \"flash_attention_2\", sized by --attention flash2), "
+            "which no key of this file sets; transformers' default, sdpa, masks the windows densely, slower and larger"]
 
 
 def loss_carried(framework: str, job) -> list[str]:

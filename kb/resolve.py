@@ -163,7 +163,8 @@ def window_kernel(job: Job) -> list[str]:
             or not dense_local_mask(m, t.model_copy(update={"attention": "sdpa"})):
         return []
     return [f"attention flash: {m.name}'s {m.sliding_layers} sliding-window layers ({m.sliding_window:,} tokens) are "
-            f"timed and sized as flash-attn runs them (attn_implementation flash_attention_2 or _3); transformers' "
+            f"timed and sized as a flash-attn kernel runs them (attn_implementation flash_attention_3; --attention flash2 "
+            f"for flash_attention_2); transformers' "
             f"default, sdpa, masks them with a dense {t.seq_len:,} x {t.seq_len:,} mask and computes the whole "
             f"square: --attention sdpa for that"]
 

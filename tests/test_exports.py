@@ -113,6 +113,26 @@ def test_eager_attention_is_exported_or_said():
     assert not any("eager" in c for fw in flash.values() for c in fw["caveats"])
 
 
+def test_a_script_is_told_to_ask_for_the_windowed_kernel_the_estimate_sized():
+    """Gemma 3 12B under the Trainer at 8K with --attention flash: the estimate sized flash-attn's
+    windowed kernel on its sliding layers, which the user's from_pretrained must ask for --
+    transformers' default, sdpa, masks the windows densely. The script-configuring exports say so;
+    not below the window, not where the estimate sized sdpa, not for the frameworks that run their
+    own kernel."""
+    lay = Layout(dp=16, zero=3, mbs=1, recompute="full")
+
+    def said(**kw):
+        out = export_all(Target(build_job(model="gemma-3-12b", gpus=16, training="finetune", framework="hf", **kw),
+                                lay))
+        return {fw: [c for c in r.get("caveats", []) if "sliding windows sized for a flash-attn kernel" in c]
+                for fw, r in out.items()}
+    at8k = said(seq_len=8192)
+    assert all(at8k[fw] and 'attn_implementation="flash_attention_3"' in at8k[fw][0]
+               for fw in ("deepspeed", "fsdp", "accelerate")), at8k
+    assert not at8k["megatron"] and not at8k["torchtitan"] and not at8k["nanotron"]
+    assert not any(said(seq_len=512).values()) and not any(said(seq_len=8192, attention="sdpa").values())
+
+
 @pytest.mark.parametrize("tg", layouts(), ids=lambda t: t.layout.describe().replace(" ", ","))
 def test_every_export_carries_the_layout(tg):
     lay = tg.layout
