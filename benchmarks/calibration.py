@@ -119,8 +119,15 @@ FAMILY_CPU_ONLY = {
 FP32_ROPE_FAMILIES = ("olmo2", "olmo3")
 
 
+# families whose layers keep no shared cos and sin, only the fp32 ones each layer builds, which
+# the estimate counts per layer (activations.layer_rope_bytes: ERNIE 4.5's interleaved RoPE)
+LAYER_ROPE_FAMILIES = ("ernie4_5_moe",)
+
+
 def rope_bytes(model_type: str, fp32_weights: bool) -> float:
     """Bytes an element of the shared RoPE cos and sin takes in a measured layer."""
+    if model_type in LAYER_ROPE_FAMILIES:
+        return 0.0
     return 4.0 if fp32_weights or model_type in FP32_ROPE_FAMILIES else 2.0
 
 

@@ -29,7 +29,8 @@ LAYER_CLASS = {"llama": "LlamaDecoderLayer", "mistral": "MistralDecoderLayer", "
                "olmo2": "Olmo2DecoderLayer", "smollm3": "SmolLM3DecoderLayer", "glm4_moe": "Glm4MoeDecoderLayer",
                "olmoe": "OlmoeDecoderLayer", "granitemoe": "GraniteMoeDecoderLayer",
                "granitemoeshared": "GraniteMoeSharedDecoderLayer", "dots1": "Dots1DecoderLayer", "llama4": "Llama4TextDecoderLayer",
-               "olmo3": "Olmo3DecoderLayer", "exaone4": "Exaone4DecoderLayer", "seed_oss": "SeedOssDecoderLayer"}
+               "olmo3": "Olmo3DecoderLayer", "exaone4": "Exaone4DecoderLayer", "seed_oss": "SeedOssDecoderLayer",
+               "ernie4_5_moe": "Ernie4_5_MoeDecoderLayer", "ministral3": "Ministral3DecoderLayer"}
 
 
 # --precision -> Accelerate's mixed_precision. pure-bf16 is "no": with any mixed precision Accelerate's

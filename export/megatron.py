@@ -76,6 +76,8 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
             a += ["--kv-channels", m.head_dim]
     if m.qk_norm:
         a += ["--qk-layernorm"]
+    if m.family in INTERLEAVED_ROPE:
+        a += ["--rotary-interleaved"]
     if m.attn_sinks:
         # a learned logit per head beside the scores (TransformerConfig.softmax_type)
         a += ["--softmax-type", "learnable"]
@@ -257,10 +259,27 @@ FAMILY_CAVEATS = {
                 "first; same shapes, other numerics"],
     # Megatron-Bridge builds it in its own layer spec (src/megatron/bridge/models/llama/
     # llama4_utils.py Llama4SelfAttention); chunked attention is llama4_args'
+    "ernie4_5_moe": ["ERNIE 4.5's router picks its top k by softmax score plus a per-expert correction bias "
+                     "(e_score_correction_bias, frozen): Megatron takes an expert bias only with sigmoid scores, so "
+                     "this script routes by the softmax alone; same shapes bar that bias, other routing"],
+    "ministral3": ["Ministral 3's query scaling by position (1 + llama_4_scaling_beta x log(1 + floor(position / "
+                   "original_max_position_embeddings))): Megatron-Core has no option for it; same shapes, the same "
+                   "numerics below original_max_position_embeddings tokens, other ones past it"],
     "llama4": ["Llama 4's attention temperature tuning on the layers without RoPE (attn_temperature_tuning): "
                "Megatron-Core has no option for it (Megatron-Bridge's Llama 4 layer spec builds it); same shapes, "
                "other numerics"],
 }
+
+
+# routers that add their correction bias to softmax scores (ERNIE 4.5: Ernie4_5_MoeTopKRouter picks
+# the top k of softmax + e_score_correction_bias, weighs them by the softmax renormalised):
+# Megatron's expert bias is taken only with sigmoid scores (TransformerConfig), so the script
+# routes by the softmax alone (Megatron's default softmax router, renormalised over the k) and
+# says so (FAMILY_CAVEATS)
+SOFTMAX_BIAS_ROUTERS = ("ernie4_5_moe",)
+# families whose RoPE rotates interleaved pairs (modular_ernie4_5.py apply_rotary_pos_emb:
+# repeat_interleave of cos / sin with GLM's rotate_half): --rotary-interleaved
+INTERLEAVED_ROPE = ("ernie4_5_moe",)
 
 
 # families whose config scales RoPE on the full-attention layers only (Olmo3Config.
@@ -395,7 +414,7 @@ def moe_args(m, graphs: bool = False) -> list[str]:
         a += ["--moe-shared-expert-intermediate-size", m.shared_width]
         if m.shared_gate:
             a += ["--moe-shared-expert-gate"]
-    if m.router_bias:
+    if m.router_bias and m.family not in SOFTMAX_BIAS_ROUTERS:
         a += ["--moe-router-enable-expert-bias", "--moe-router-score-function", "sigmoid"]
     if m.router_pre_softmax and not m.router_bias:
         # softmax over all experts, then the top k, not renormalised (moe_utils.py

@@ -92,6 +92,22 @@ SUPPORTED = {
     # residual_dropout default to 0.1 (modular_seed_oss.py SeedOssAttention, SeedOssMLP;
     # configuration_seed_oss.py; read by _dropout_fields)
     "seed_oss": ("seed_oss", {}),
+    # ERNIE 4.5 MoE (baidu/ERNIE-4.5-21B-A3B, -300B-A47B) is Llama's attention and dense MLP (biased
+    # where use_bias, which _ernie_fields refuses) with Mixtral's fused routed experts and an
+    # ungated shared MLP of moe_num_shared_experts x moe_intermediate_size on the MoE layers
+    # (every moe_layer_interval-th from moe_layer_start_index to moe_layer_end_index). Its router
+    # is a bias-free fp32 linear whose softmax picks the top k by score plus
+    # e_score_correction_bias (an nn.Parameter of 1 x experts, requires_grad false, which
+    # num_parameters counts: router_bias) and weighs them renormalised over the k, floored at
+    # moe_norm_min; its RoPE rotates interleaved pairs in fp32 (modular_ernie4_5_moe.py,
+    # modular_ernie4_5.py apply_rotary_pos_emb, transformers 5.24)
+    "ernie4_5_moe": ("ernie4_5_moe", {"router_bias": True, "tied": True}),
+    # Ministral 3 (mistralai/Ministral-3-*-2512, Devstral 2) is Mistral's decoder whose attention
+    # multiplies the rotated query by 1 + llama_4_scaling_beta x log(1 + floor(position /
+    # original_max_position_embeddings)), both read from rope_parameters (modular_ministral3.py
+    # Ministral3Attention, get_llama_4_attn_scale, transformers 5.24): no weight, a [b, 1, s, 1]
+    # factor a layer kept for backward (activations.query_scale_bytes)
+    "ministral3": ("ministral3", {}),
 }
 
 
@@ -190,15 +206,23 @@ def _sparse_attention(cfg: dict, path: str, mt, supported: str) -> None:
 # MixtralConfig 1e6, GptOssConfig 150000, Gemma3TextConfig 1e6 for its global layers, SmolLM3Config 2e6,
 # Llama4TextConfig 500000, Olmo3Config 500000, PreTrainedConfig 10000 for the rest)
 ROPE_THETA_DEFAULT = {"mixtral": 1e6, "gpt_oss": 150000.0, "gemma3_text": 1e6, "smollm3": 2e6,
-                      "llama4_text": 500000.0, "olmo3": 500000.0}
+                      "llama4_text": 500000.0, "olmo3": 500000.0, "ernie4_5_moe": 500000.0}
+# rope_parameters where config.json gives neither it nor the legacy rope_scaling: Ministral3Config
+# sets its own YaRN dict then, and a top-level rope_theta is not read (configuration_ministral3.py
+# __post_init__; checked with transformers 5.24: AutoConfig.for_model("ministral3", rope_theta=5e5)
+# keeps rope_theta 1e6)
+ROPE_PARAMETERS_DEFAULT = {"ministral3": {
+    "type": "yarn", "rope_theta": 1000000.0, "factor": 16.0, "original_max_position_embeddings": 16384,
+    "beta_fast": 32.0, "beta_slow": 1.0, "mscale_all_dim": 1.0, "mscale": 1.0, "llama_4_scaling_beta": 0.1}}
 
 # rms_norm_eps where config.json leaves it out: the config class's default (transformers 5.24
 # configuration_<model_type>.py: Phi3Config, MixtralConfig, GptOssConfig, Olmo2Config,
-# Glm4MoeConfig, OlmoeConfig, Llama4TextConfig, Olmo3Config and Exaone4Config 1e-5; LlamaConfig,
+# Glm4MoeConfig, OlmoeConfig, Llama4TextConfig, Olmo3Config, Exaone4Config, Ernie4_5_MoeConfig and
+# Ministral3Config 1e-5; LlamaConfig,
 # MistralConfig, MinistralConfig, Qwen2/3 and their MoE configs, DeepseekV2/V3Config, the Gemma
 # configs, GraniteConfig, SmolLM3Config, Dots1Config and SeedOssConfig 1e-6). Meta's and Mistral's own files give 1e-5, LlamaConfig's default is not theirs
 NORM_EPS_DEFAULT = {"phi3": 1e-5, "mixtral": 1e-5, "gpt_oss": 1e-5, "olmo2": 1e-5, "glm4_moe": 1e-5, "olmoe": 1e-5,
-                    "llama4_text": 1e-5, "olmo3": 1e-5, "exaone4": 1e-5}
+                    "llama4_text": 1e-5, "olmo3": 1e-5, "exaone4": 1e-5, "ernie4_5_moe": 1e-5, "ministral3": 1e-5}
 
 
 def norm_eps(cfg: dict, path: str, mt: str) -> float:
@@ -238,6 +262,11 @@ CLASS_DEFAULTS = {
     "olmo3": {"sliding_window": 4096},
     "exaone4": {"num_key_value_heads": 32, "sliding_window": 4096},
     "seed_oss": {"num_key_value_heads": 8, "head_dim": 128},
+    # Ernie4_5_MoeConfig has no head_dim field: LlamaAttention takes the file's, else hidden / heads
+    "ernie4_5_moe": {"num_key_value_heads": 4},
+    # Ministral3Config: head_dim 128 whatever the hidden size, no window (sliding_window None); its
+    # MLP and vocabulary sizes too, which Devstral Small 2's text_config leaves to it
+    "ministral3": {"num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 14336, "vocab_size": 131072},
 }
 MLA_TYPES = ("deepseek_v2", "deepseek_v3")
 
@@ -262,7 +291,8 @@ MAX_POSITIONS_DEFAULT = {
     "olmoe": (4096, "OlmoeConfig"), "granitemoe": (2048, "GraniteMoeConfig"),
     "granitemoeshared": (2048, "GraniteMoeSharedConfig"), "llama4_text": (4096 * 32, "Llama4TextConfig"),
     "dots1": (2048, "Dots1Config"), "olmo3": (2048, "Olmo3Config"), "exaone4": (2048, "Exaone4Config"),
-    "seed_oss": (524288, "SeedOssConfig"),
+    "seed_oss": (524288, "SeedOssConfig"), "ernie4_5_moe": (131072, "Ernie4_5_MoeConfig"),
+    "ministral3": (262144, "Ministral3Config"),
 }
 
 # The shape fields a Gemma 3 multimodal config.json leaves out of its text_config: Gemma3Config
@@ -416,7 +446,7 @@ def rope_fields(cfg: dict, path: str, theta: float) -> dict:
 # sliding_window_pattern-th, Qwen2/Qwen3 those from max_window_layers on and only with
 # use_sliding_window, the rest every layer).
 WINDOWED = {"mistral", "ministral", "mixtral", "phi3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "gpt_oss",
-            "dots1", "olmo3", "exaone4"}
+            "dots1", "olmo3", "exaone4", "ministral3"}
 QWEN = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe")
 
 
@@ -613,15 +643,14 @@ def _parse_json(text: str, path: str) -> dict:
 # whatever model_type it names or if it names none)
 # Mistral3Config's text_config is a MistralConfig where it names no model_type (sub_configs_defaults,
 # configuration_mistral3.py): Mistral Small 3.1 / 3.2's MistralModel under a Pixtral vision tower.
-# Ministral 3's ministral3 text_config (a position-scaled query, modeling_ministral3.py) and
-# Mistral Small 4's mistral4 (MoE under multi-latent attention) are other language models: refused
+# Mistral Small 4's mistral4 (MoE under multi-latent attention) is another language model: refused
 WRAPPED_TEXT_TYPE = {"gemma3": "gemma3_text", "llama4": "llama4_text", "kimi_k25": "deepseek_v3",
                      "mistral3": "mistral"}
 # other model_types a wrapper's text_config may name, kept so that their own reading applies:
 # Kimi K2.5 / K2.6 (moonshotai/Kimi-K2.5) ship a kimi_k2 text_config, which Kimi_K25Config reads
 # as deepseek_v3 (configuration_kimi_k25.py __post_init__) and this reader through ALIASES, with
-# its field checks
-WRAPPED_TEXT_ALSO = {"kimi_k25": ("kimi_k2",)}
+# its field checks; Ministral 3 (mistralai/Ministral-3-*-2512) a ministral3 one, read as its own type
+WRAPPED_TEXT_ALSO = {"kimi_k25": ("kimi_k2",), "mistral3": ("ministral3",)}
 # tie_word_embeddings where a wrapper's file leaves it out: its config class's default, which
 # transformers 5.24 ties the language model's head by (Kimi_K25Config: True)
 WRAPPER_TIE_DEFAULT = {"kimi_k25": True}
@@ -967,6 +996,9 @@ def _reading_notes(outer: dict, cfg: dict, h: int) -> tuple[str, ...]:
 # (SeedOssAttention, SeedOssMLP). Phi3Config's embd_pdrop is applied by no module. Every config class
 # defaults them to 0.0 but SeedOssConfig, whose two default to 0.1 (configuration_seed_oss.py).
 RESIDUAL_DROPOUT_FIELD = {"phi3": "resid_pdrop", "seed_oss": "residual_dropout"}
+# the attentions that set their dropout to 0.0 whatever config.json says: Ernie4_5_MoeAttention's
+# __init__ (self.attention_dropout = 0.0, modular_ernie4_5_moe.py), whose config class has no field
+ATTENTION_DROPOUT_OFF = ("ernie4_5_moe",)
 DROPOUT_DEFAULTS = {"seed_oss": {"attention_dropout": 0.1, "residual_dropout": 0.1}}
 
 
@@ -974,7 +1006,10 @@ def _dropout_fields(cfg: dict, path: str, mt: str) -> tuple[dict, tuple[str, ...
     """ModelSpec.attn_dropout and resid_dropout as the file (or its config class) sets them, and a
     note where a config class's non-zero default is taken for a field the file leaves out. A null
     is refused: transformers would pass it to the dropout in training, which takes a number."""
-    names = {"attn_dropout": "attention_dropout"}
+    names = {} if mt in ATTENTION_DROPOUT_OFF else {"attn_dropout": "attention_dropout"}
+    if mt in ATTENTION_DROPOUT_OFF and cfg.get("attention_dropout"):
+        return {}, (f"{mt} config.json's attention_dropout {_show(cfg['attention_dropout'])} is not applied: its "
+                    "attention sets its dropout to 0.0 (transformers' own layer), and none is sized",)
     if mt in RESIDUAL_DROPOUT_FIELD:
         names["resid_dropout"] = RESIDUAL_DROPOUT_FIELD[mt]
     out, defaulted = {}, []
@@ -1026,6 +1061,8 @@ EXPERT_FIELDS = {
     "granitemoeshared": ("num_local_experts",),
     # Llama4TextConfig has no attribute_map: num_local_experts alone
     "llama4_text": ("num_local_experts",),
+    # Ernie4_5_MoeConfig's attribute_map reads num_experts as moe_num_experts
+    "ernie4_5_moe": ("moe_num_experts", "num_experts"),
 }
 # Mixtral-style MoE types (every layer routed, experts of intermediate_size) whose expert count
 # and top-k transformers takes from its config class where config.json leaves them out
@@ -1088,6 +1125,8 @@ def read_hf_config(path: str) -> ModelSpec:
     )
     spec.update({k: v for k, v in extra.items() if k != "tied"})
     spec["mlp"] = _activation(cfg, path, mt)
+    if mt == "ministral3":
+        cfg = _ministral3_rope(cfg, path)
     spec.update(rope_fields(cfg, path, ROPE_THETA_DEFAULT.get(mt, 10000.0)))
     spec["norm_eps"] = norm_eps(cfg, path, mt)
     spec.update(window_fields(cfg, path, mt, spec["layers"]))
@@ -1110,6 +1149,8 @@ def read_hf_config(path: str) -> ModelSpec:
         _olmoe_checks(cfg, path, spec)
     if mt == "llama4_text":
         spec.update(_llama4_fields(cfg, path, spec))
+    if mt == "ernie4_5_moe":
+        spec.update(_ernie_fields(cfg, path, spec))
     if mt in GEMMA_DEFAULTS:
         spec.update(_gemma_fields(cfg, path, mt, spec))
     if mt == "gpt_oss":
@@ -1213,6 +1254,85 @@ def _olmoe_checks(cfg: dict, path: str, spec: dict) -> None:
         raise InputError(f"{path}: head_dim {spec['head_dim']} x num_attention_heads {spec['heads']} is not "
                          f"hidden_size {spec['hidden']}; supported for olmoe: heads that span hidden_size (its "
                          "q_norm is hidden_size wide)")
+
+
+def _index(cfg: dict, path: str, name: str, default: int) -> int:
+    """A layer index config.json may give negative (transformers compares it as it is)."""
+    v = cfg.get(name, default)
+    if isinstance(v, bool) or not isinstance(v, int) or abs(v) > FIELD_MAX:
+        raise InputError(f"{path}: field '{name}' must be an integer layer index, got {_show(v)}")
+    return v
+
+
+def _ernie_fields(cfg: dict, path: str, spec: dict) -> dict:
+    """What an ernie4_5_moe config.json sets beyond Llama's shapes (configuration_ernie4_5_moe.py,
+    modular_ernie4_5_moe.py, transformers 5.24; Ernie4_5_MoeConfig's defaults where it leaves a
+    field out):
+
+    - MoE layers: layer i is MoE where (i + 1) % moe_layer_interval == 0 and moe_layer_start_index
+      <= i <= moe_layer_end_index (-1: the last layer; Ernie4_5_MoeDecoderLayer). Carried where that
+      is every layer from one on (first_dense: ERNIE-4.5-21B-A3B's 1, -300B-A47B's 3) or every Nth
+      layer (moe_every, layers N - 1, 2N - 1, ...); another placement is refused naming the fields.
+      A null moe_layer_end_index is refused: the layer's comparison with None fails in transformers.
+    - Each MoE layer: moe_num_experts experts of moe_intermediate_size (top moe_k; num_experts and
+      num_experts_per_tok are their attribute_map aliases), one ungated shared MLP of
+      moe_num_shared_experts x moe_intermediate_size (none at 0), and the router's weight and
+      e_score_correction_bias (router_bias). moe_norm_min floors the renormalising sum: no shape
+      or kept tensor depends on it, so it is only checked as a number.
+    - use_bias true biases q, k, v, o, the dense and shared MLPs and lm_head but not the routed
+      experts: no spec field builds that split (linear_bias biases every expert), so it is refused."""
+    if _field(cfg, path, "use_bias", required=False, default=False, kind=bool):
+        raise InputError(f"{path}: use_bias true is not supported for ernie4_5_moe (it biases the attention, the "
+                         "dense and shared MLPs and lm_head but not the routed experts, a split the estimate does "
+                         "not build); supported: false, Ernie4_5_MoeConfig's default")
+    _field(cfg, path, "moe_norm_min", required=False, default=1e-12, kind=float)
+    layers = spec["layers"]
+    every = _field(cfg, path, "moe_layer_interval", required=False, default=1, least=1)
+    start = _index(cfg, path, "moe_layer_start_index", 1)
+    if cfg.get("moe_layer_end_index", -1) is None:
+        raise InputError(f"{path}: field 'moe_layer_end_index' is null, which transformers' Ernie4_5_MoeDecoderLayer "
+                         "cannot compare a layer index with; supported: a layer index, or -1 (the last layer)")
+    end = _index(cfg, path, "moe_layer_end_index", -1)
+    end = layers - 1 if end == -1 else end
+    moe = [i for i in range(layers) if (i + 1) % every == 0 and start <= i <= end]
+    if not moe:
+        return {}
+    out = {}
+    if moe == list(range(moe[0], layers)):
+        out["first_dense"] = moe[0]
+    elif moe[0] == every - 1 and moe == list(range(every - 1, layers, every)):
+        out["moe_every"] = every
+    else:
+        raise InputError(f"{path}: moe_layer_start_index {start}, moe_layer_end_index {_show(cfg.get('moe_layer_end_index', -1))} "
+                         f"and moe_layer_interval {every} put MoE on layers {_show(moe)} of {layers}, which is not "
+                         "supported; supported: every layer from one on to the last, or every Nth layer (N-1, 2N-1, "
+                         "...) to the last")
+    experts = _field(cfg, path, *EXPERT_FIELDS["ernie4_5_moe"], required=False, default=64, least=1)
+    top_k = _field(cfg, path, "moe_k", "num_experts_per_tok", required=False, default=6, least=1)
+    if top_k > experts:
+        raise InputError(f"{path}: moe_k ({top_k}) is more than moe_num_experts ({experts}); supported: at most as "
+                         "many experts per token as there are experts")
+    return dict(out, experts=experts, top_k=top_k,
+                expert_ffn=_field(cfg, path, "moe_intermediate_size", required=False, default=1536, least=1),
+                shared_experts=_field(cfg, path, "moe_num_shared_experts", required=False, default=2))
+
+
+def _ministral3_rope(cfg: dict, path: str) -> dict:
+    """config.json with Ministral3Config's RoPE: its YaRN dict where the file gives neither
+    rope_parameters nor rope_scaling (ROPE_PARAMETERS_DEFAULT). Ministral3Attention reads
+    llama_4_scaling_beta and original_max_position_embeddings from it on every forward
+    (get_llama_4_attn_scale): one missing fails there (None in the arithmetic), so it is refused."""
+    if cfg.get("rope_parameters") is None and cfg.get("rope_scaling") is None:
+        return {**cfg, "rope_parameters": ROPE_PARAMETERS_DEFAULT["ministral3"]}
+    rope = cfg.get("rope_parameters") if cfg.get("rope_parameters") is not None else cfg.get("rope_scaling")
+    for key in ("llama_4_scaling_beta", "original_max_position_embeddings"):
+        v = rope.get(key) if isinstance(rope, dict) else None
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise InputError(f"{path}: rope_parameters.{key} is {_show(v)}: Ministral3Attention scales the query by it "
+                             "on every forward (get_llama_4_attn_scale) and fails without it; supported: a number "
+                             "(Ministral3Config's default: llama_4_scaling_beta 0.1, original_max_position_embeddings "
+                             "16384)")
+    return cfg
 
 
 def _llama4_fields(cfg: dict, path: str, spec: dict) -> dict:

@@ -25,14 +25,15 @@ def test_every_transformers_family_layer_within_1_percent():
     reader: Gemma's fp32-scaled norms, Gemma 2's post-norms, OLMo 2's post-norms and whole-width
     q/k norms (OLMoE's too, under Mixtral's experts), GLM-4.5's fp32-upcasting router (dots.llm1's
     too, under Qwen3's per-head q/k norms), OLMo 3's (OLMo 2's layer) and EXAONE 4.0's post-norms
-    (Llama's RMSNorm reading a bf16 sublayer output, with fp32 weights too), Seed-OSS's biases, Granite
+    (Llama's RMSNorm reading a bf16 sublayer output, with fp32 weights too), Seed-OSS's biases, ERNIE 4.5's
+    autocast-off fp32 router and per-layer fp32 interleaved RoPE, Ministral 3's position-scaled query, Granite
     MoE's top-k-then-softmax router and GraniteMoeShared's fused shared MLP (one fp32 cast),
     Llama 4's every-token-through-every-expert MoE with its L2 q/k norms and bmm experts autocast casts
     and soft-capped eager scores, Qwen2-MoE's gated shared expert, Phi-3's fused qkv, the MoE
     routers, the shared expert's casts -- within 1%; the rows whose CPU path is not a GPU's, and
     gpt-oss's fp32 experts, are flagged, not hidden."""
     rows = calibration.family_saved_rows()
-    assert len(rows) == 48                 # bf16 weights, and fp32 weights under autocast
+    assert len(rows) == 52                 # bf16 weights, and fp32 weights under autocast
     assert sorted(r["id"].split()[0] for r in rows if r["artefact"]) == ["deepseek_v3", "deepseek_v3", "glm4_moe",
                                                                           "glm4_moe", "phi3", "phi3"]
     for r in rows:

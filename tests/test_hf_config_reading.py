@@ -728,13 +728,12 @@ MISTRAL3 = {"model_type": "mistral3", "architectures": ["Mistral3ForConditionalG
 
 
 def test_mistral3_refuses_a_text_config_that_is_not_mistrals(run_cli, tmp_path):
-    """Ministral 3 (text_config ministral3: a position-scaled query) and Mistral Small 4 (mistral4:
-    MoE under multi-latent attention) ship under model_type mistral3 too; their layers are not
-    Mistral's, so they are refused naming what is read, not sized as Mistral."""
-    for other in ("ministral3", "mistral4"):
-        cfg = dict(MISTRAL3, text_config=dict(MISTRAL3["text_config"], model_type=other))
-        err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / other / "config.json", cfg), "--gpus", "8")
-        assert "mistral3" in err and "must be a mistral" in err and repr(other) in err
+    """Mistral Small 4 (mistral4: MoE under multi-latent attention) ships under model_type mistral3
+    too; its layers are not Mistral's, so it is refused naming what is read, not sized as Mistral
+    (Ministral 3's ministral3 is read as its own type)."""
+    cfg = dict(MISTRAL3, text_config=dict(MISTRAL3["text_config"], model_type="mistral4"))
+    err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / "m4" / "config.json", cfg), "--gpus", "8")
+    assert "mistral3" in err and "must be a mistral or ministral3" in err and "'mistral4'" in err
 
 
 def test_mistral3_exports_wrap_mistrals_decoder_layer(run_cli, tmp_path):
@@ -818,3 +817,82 @@ def test_a_dropout_that_is_no_probability_is_refused(tmp_path, run_cli, field, v
            "num_attention_heads": 32, "vocab_size": 32064, field: value}
     err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / "config.json", cfg), "--gpus", "8")
     assert f"field '{field}' must be a probability from 0 up to 1" in err
+
+
+# ERNIE-4.5-21B-A3B's config.json as MindIE's atb_llm test (test_config_ernie_moe.py FAKE_CONFIG_DICT)
+# carries it; its -300B-A47B's as MindIE's router test does (test_router_ernie_moe.py)
+ERNIE_21B = {"model_type": "ernie4_5_moe", "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
+             "hidden_act": "silu", "hidden_size": 2560, "intermediate_size": 12288,
+             "max_position_embeddings": 131072, "moe_intermediate_size": 1536, "moe_k": 6, "moe_layer_end_index": 27,
+             "moe_layer_interval": 1, "moe_layer_start_index": 1, "moe_num_experts": 64, "moe_num_shared_experts": 2,
+             "num_attention_heads": 20, "num_hidden_layers": 28, "num_key_value_heads": 4, "rms_norm_eps": 1e-05,
+             "rope_theta": 500000.0, "vocab_size": 103424}
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"use_bias": True}, "use_bias"),
+    ({"moe_layer_end_index": None}, "moe_layer_end_index"),
+    ({"moe_layer_end_index": 20}, "moe_layer_end_index"),          # trailing dense layers
+    ({"moe_layer_start_index": 3, "moe_layer_interval": 2}, "moe_layer_interval"),
+    ({"moe_k": 65}, "moe_k"),
+    ({"moe_norm_min": "tiny"}, "moe_norm_min"),
+])
+def test_ernie4_5_moe_refuses_what_it_cannot_carry(run_cli, tmp_path, change, field):
+    """What transformers builds from an ERNIE 4.5 file but the estimate cannot (use_bias's bias-free
+    routed experts beside biased linears; MoE layers that stop before the last or start off the
+    interval) or transformers cannot (a null end index) is refused in one line naming the field."""
+    path = write(tmp_path / "ernie" / "config.json", dict(ERNIE_21B, **change))
+    err = refused(run_cli, "recommend", "--hf-config", path, "--gpus", "8")
+    assert field in err and ("supported" in err or "must be" in err)
+
+
+def test_ernie4_5_moe_reads_its_own_defaults_and_drops_no_dropout(tmp_path):
+    """Ernie4_5_MoeConfig's defaults where the file leaves a field out (tied head, 4 kv heads, 2
+    shared experts, MoE from layer 1, rope_theta 500000, eps 1e-5); Ernie4_5_MoeAttention sets its
+    dropout to 0 whatever attention_dropout says, so none is sized and the output says so."""
+    small = {"model_type": "ernie4_5_moe", "hidden_size": 256, "intermediate_size": 640, "num_attention_heads": 4,
+             "num_hidden_layers": 5, "vocab_size": 1000, "moe_intermediate_size": 96, "attention_dropout": 0.1}
+    m = read_hf_config(write(tmp_path / "e" / "config.json", small))
+    assert (m.tied, m.kv_heads, m.shared_experts, m.first_dense, m.experts, m.top_k) == (True, 4, 2, 1, 64, 6)
+    assert (m.rope_theta, m.norm_eps, m.attn_dropout, m.router_bias) == (500000.0, 1e-5, 0.0, True)
+    assert any("attention_dropout 0.1 is not applied" in n for n in m.reading_notes)
+
+
+def test_ernie4_5_moe_exports_route_by_softmax_and_rotate_interleaved(run_cli, tmp_path):
+    """ERNIE 4.5's router adds its correction bias to softmax scores: Megatron's command line does
+    not turn on the sigmoid expert bias (a caveat says the bias is left out), rotates interleaved
+    pairs, lays MoE from layer 1 and sizes the shared experts; Accelerate wraps its decoder layer."""
+    for to, wants, never in (("megatron", ("--rotary-interleaved", "--moe-layer-freq", "([0]*1+[1]*27)",
+                                           "--moe-shared-expert-intermediate-size 3072", "e_score_correction_bias"),
+                              ("--moe-router-enable-expert-bias", "--moe-router-score-function sigmoid")),
+                             ("accelerate", ("Ernie4_5_MoeDecoderLayer",), ())):
+        out_dir = tmp_path / to
+        code, out, err = run_cli("export", "--hf-config", write(tmp_path / "ernie" / "config.json", ERNIE_21B),
+                                 "--gpus", "8", "--to", to, "-o", str(out_dir))
+        assert code == 0, err
+        text = out + "".join(p.read_text() for p in out_dir.rglob("*") if p.is_file())
+        assert all(w in text for w in wants), (to, [w for w in wants if w not in text])
+        assert not any(n in text for n in never), to
+
+
+def test_ministral3_text_config_is_read_and_needs_its_query_scaling(run_cli, tmp_path):
+    """Ministral 3's text_config (ministral3) under mistral3 is read as its own type, taking
+    Ministral3Config's YaRN rope_parameters where the file gives none (a top-level rope_theta is
+    not read then); a rope_parameters without llama_4_scaling_beta, which Ministral3Attention reads
+    on every forward, is refused naming it. Megatron's export says it does not scale the query;
+    Accelerate wraps Ministral3DecoderLayer."""
+    text = {"model_type": "ministral3", "hidden_size": 1024, "intermediate_size": 2816, "num_hidden_layers": 4,
+            "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 32768, "rope_theta": 500000.0,
+            "tie_word_embeddings": True}
+    m = read_hf_config(write(tmp_path / "a" / "config.json", {"model_type": "mistral3", "text_config": text}))
+    assert (m.family, m.hd, m.rope_theta, m.rope_scaling, m.max_positions) == ("ministral3", 128, 1e6, "yarn", 262144)
+    assert dict(m.rope_params)["llama_4_scaling_beta"] == 0.1
+    bad = dict(text, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / "b" / "config.json", bad), "--gpus", "8")
+    assert "llama_4_scaling_beta" in err
+    for to, want in (("megatron", "query scaling by position"), ("accelerate", "Ministral3DecoderLayer")):
+        out_dir = tmp_path / to
+        code, out, err = run_cli("export", "--hf-config", str(tmp_path / "a" / "config.json"), "--gpus", "8",
+                                 "--to", to, "-o", str(out_dir))
+        assert code == 0, err
+        assert want in out + "".join(p.read_text() for p in out_dir.rglob("*") if p.is_file()), to

@@ -816,3 +816,60 @@ def test_norm_epsilon_is_the_files_else_its_config_classs(tmp_path):
     p.write_text(json.dumps(dict(HF_CONFIGS["llama3_8b"][0], rms_norm_eps="1e-5")))
     with pytest.raises(InputError, match="'rms_norm_eps' must be a positive number"):
         read_hf_config(str(p))
+
+
+@pytest.mark.parametrize("cfg, count, active_b", [
+    # MindIE atb_llm's ERNIE-4.5-21B-A3B config dict (test_config_ernie_moe.py): transformers 5.24
+    # Ernie4_5_MoeForCausalLM on the meta device 21,825,437,888 (the correction biases are parameters)
+    ({"model_type": "ernie4_5_moe", "hidden_act": "silu", "hidden_size": 2560, "intermediate_size": 12288,
+      "max_position_embeddings": 131072, "moe_intermediate_size": 1536, "moe_k": 6, "moe_layer_end_index": 27,
+      "moe_layer_interval": 1, "moe_layer_start_index": 1, "moe_num_experts": 64, "moe_num_shared_experts": 2,
+      "num_attention_heads": 20, "num_hidden_layers": 28, "num_key_value_heads": 4, "rms_norm_eps": 1e-05,
+      "rope_theta": 500000.0, "vocab_size": 103424}, 21_825_437_888, 3),
+    # its ERNIE-4.5-300B-A47B dict (test_router_ernie_moe.py): 298,636,913,856, no shared experts, MoE from layer 3
+    ({"model_type": "ernie4_5_moe", "hidden_act": "silu", "hidden_size": 8192, "intermediate_size": 28672,
+      "max_position_embeddings": 131072, "num_attention_heads": 64, "num_key_value_heads": 8, "num_hidden_layers": 54,
+      "rms_norm_eps": 1e-05, "vocab_size": 103424, "rope_theta": 500000.0, "moe_num_experts": 64,
+      "moe_num_shared_experts": 0, "moe_layer_start_index": 3, "moe_layer_end_index": 53, "moe_intermediate_size": 3584,
+      "moe_gate": "topk_fused", "moe_k": 8, "moe_layer_interval": 1, "tie_word_embeddings": True}, 298_636_913_856, 47),
+    # made-up: MoE every second layer (1, 3, 5), head_dim 96 of 256, GQA, one shared expert, untied
+    ({"model_type": "ernie4_5_moe", "hidden_size": 256, "intermediate_size": 640, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "head_dim": 96, "num_hidden_layers": 6, "vocab_size": 1000, "moe_num_experts": 8,
+      "moe_k": 2, "moe_intermediate_size": 96, "moe_num_shared_experts": 1, "moe_layer_start_index": 0,
+      "moe_layer_interval": 2, "tie_word_embeddings": False}, 5_756_184, 0),
+    # made-up, every field Ernie4_5_MoeConfig's default but the shapes: tied, 2 shared experts, MoE from layer 1
+    ({"model_type": "ernie4_5_moe", "hidden_size": 256, "intermediate_size": 640, "num_attention_heads": 4,
+      "num_hidden_layers": 5, "vocab_size": 1000, "moe_intermediate_size": 96}, 21_591_040, 0),
+])
+def test_ernie4_5_moe_counts_as_transformers_builds_it(tmp_path, cfg, count, active_b):
+    """ERNIE 4.5 MoE: Llama's attention, Mixtral's fused experts with an ungated shared MLP, MoE
+    layers from moe_layer_start_index on (or every moe_layer_interval-th), and the router's fp32
+    weight and e_score_correction_bias, an nn.Parameter transformers counts. The published
+    "21B total, 3B activated" and "300B, 47B activated" read back."""
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    m = read_hf_config(str(p))
+    assert total_params(m) == count
+    if active_b:
+        assert round(active_params(m) / 1e9) == active_b
+
+
+@pytest.mark.parametrize("tie", [True, False])
+def test_ministral3_counts_as_transformers_builds_it(tmp_path, tie):
+    """Devstral Small 2's mistral3 text_config as an imp test vendors it (test_hf_config_loader:
+    Ministral3YarnAndQueryTemperature; its MLP and vocabulary left to Ministral3Config's 14336 and
+    131072): transformers 5.24 builds a language model of 11,576,693,760 parameters, its head tied by
+    Mistral3Config's default; untied (as the text_config or wrapper may say) adds the V x h head."""
+    text = {"head_dim": 128, "hidden_size": 5120, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "num_hidden_layers": 40, "model_type": "ministral3",
+            "rope_parameters": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 48.0, "llama_4_scaling_beta": 0.1,
+                                "mscale": 1.0, "mscale_all_dim": 1.0, "original_max_position_embeddings": 8192,
+                                "rope_theta": 100000000.0, "rope_type": "yarn", "type": "yarn"}}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({"architectures": ["Mistral3ForConditionalGeneration"], "model_type": "mistral3",
+                             "tie_word_embeddings": tie, "text_config": text}))
+    m = read_hf_config(str(p))
+    assert total_params(m) == 11_576_693_760 + (0 if tie else 131072 * 5120)
+    # the same text as a top-level ministral3 config.json (Devstral 2's Ministral3ForCausalLM)
+    p.write_text(json.dumps(dict(text, tie_word_embeddings=tie)))
+    assert total_params(read_hf_config(str(p))) == 11_576_693_760 + (0 if tie else 131072 * 5120)

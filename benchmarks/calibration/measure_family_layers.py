@@ -18,7 +18,8 @@ Run: python measure_family_layers.py > cpu_family_saved_tensors.jsonl
      python measure_family_layers.py --fp32-weights >> cpu_family_saved_tensors.jsonl
 (model types as arguments measure only those: the olmo2, smollm3 and glm4_moe rows were added so,
 with torch 2.13.0+cpu and transformers 5.24.0, and the olmoe, granitemoe and granitemoeshared rows,
-and the llama4_text rows, and the dots1 rows, and the olmo3, exaone4 and seed_oss rows)
+and the llama4_text rows, and the dots1 rows, and the olmo3, exaone4 and seed_oss rows, and the
+ernie4_5_moe and ministral3 rows)
 (taken with torch 2.14.1, transformers 5.24.0)
 """
 import json
@@ -29,6 +30,11 @@ from transformers import AutoConfig, AutoModelForCausalLM
 SEQ = 256
 EAGER = ("gemma2", "gpt_oss")
 CAST_EXPERTS = ("llama4_text",)
+# families whose _keep_in_fp32_modules_strict weights from_pretrained keeps fp32 in a bf16 model
+# (ERNIE 4.5's gate.weight and e_score_correction_bias, modular_ernie4_5_moe.py), kept so here
+# after the cast: its router's weight.float() is then the parameter, not a copy (the rows taken
+# before this was added, none of whose families is listed, are unchanged)
+KEEP_FP32 = ("ernie4_5_moe",)
 FAMILIES = {
     "llama": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=2),
     "mistral": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=2,
@@ -92,6 +98,16 @@ FAMILIES = {
     # off: SeedOssConfig's 0.1 defaults add their masks, measured apart (measure_dropout_layers.py)
     "seed_oss": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=2,
                      head_dim=64, attention_out_bias=True, attention_dropout=0.0, residual_dropout=0.0),
+    # ERNIE 4.5 MoE: layer 0 made a MoE layer (moe_layer_start_index 0; the checkpoints' first is
+    # dense), one shared expert beside 8 routed of 384, the fp32 router with its correction bias
+    # (kept fp32 as from_pretrained keeps it: KEEP_FP32), interleaved fp32 RoPE
+    "ernie4_5_moe": dict(hidden_size=512, intermediate_size=1536, moe_intermediate_size=384, num_attention_heads=8,
+                         num_key_value_heads=2, moe_num_experts=8, moe_k=2, moe_num_shared_experts=1,
+                         moe_layer_start_index=0),
+    # Ministral 3: Mistral's layer with the query scaled by position (llama_4_scaling_beta 0.1 of
+    # Ministral3Config's default rope_parameters)
+    "ministral3": dict(hidden_size=512, intermediate_size=1792, num_attention_heads=8, num_key_value_heads=2,
+                       head_dim=64),
     # Llama 4 Scout's pattern (every layer MoE, top 1 of 16 with a shared expert; layer 0 a RoPE
     # layer with the L2 q/k norms) at 8 experts: transformers runs every token through each
     "llama4_text": dict(hidden_size=512, intermediate_size=1792, intermediate_size_mlp=3584, num_attention_heads=8,
@@ -138,6 +154,11 @@ def saved_bytes(model_type: str, shape: dict, weights: torch.dtype) -> tuple[flo
     cfg = AutoConfig.for_model(model_type, num_hidden_layers=1, vocab_size=1024, **shape)
     cfg._attn_implementation = "eager" if model_type in EAGER else "sdpa"
     model = AutoModelForCausalLM.from_config(cfg).to(weights)
+    if model_type in KEEP_FP32:
+        keep = model._keep_in_fp32_modules_strict or []
+        for name, p in model.named_parameters():
+            if any(k in name for k in keep):
+                p.data = p.data.float()
     model.train()
     skip = lambda t: False  # noqa: E731
     if weights == torch.float32:

@@ -527,15 +527,57 @@ CLAMPED_GLU_BYTES = 14.0
 FP32_ROUTER_FAMILIES = ("deepseek_v2", "deepseek_v3", "glm4_moe", "dots1")
 
 
+# families whose router runs its fp32 linear with autocast off, so the fp32 copy of its input is
+# what the linear keeps (modular_ernie4_5_moe.py Ernie4_5_MoeTopKRouter: maybe_autocast(enabled=False),
+# F.linear(hidden_states.float(), self.weight.float()), its weight kept fp32 by from_pretrained)
+FP32_LINEAR_ROUTER_FAMILIES = ("ernie4_5_moe",)
+
+
 def fp32_router_copy(m: ModelSpec, t: TrainingSpec, lay: Layout):
     """Bytes per token an fp32-upcasting router keeps beyond the norm output: under bf16
     autocast F.linear casts the fp32 copy back to bf16, a new tensor the linear saves (2 h; a
-    CPU GLM-4.5 layer, cpu_family_saved_tensors.jsonl). With fp32 weights under autocast the
-    norm output is fp32 already and that cast is the one its first reader makes anyway
-    (autocast_input_casts counts the others)."""
-    if profile(t) != "hf" or m.family not in FP32_ROUTER_FAMILIES:
+    CPU GLM-4.5 layer, cpu_family_saved_tensors.jsonl); with autocast off around it (ERNIE 4.5,
+    FP32_LINEAR_ROUTER_FAMILIES) the fp32 copy itself (4 h). With fp32 weights under autocast the
+    norm output is fp32 already: its bf16 cast is the one its first reader makes anyway
+    (autocast_input_casts counts the others), and its .float() no copy -- but a router with
+    autocast off keeps that fp32 output itself, 2 h more than the first reader's bf16 cast the
+    count assumes (a CPU ERNIE 4.5 layer: 2.0 h a token over it with fp32 weights, none with bf16)."""
+    if profile(t) != "hf" or m.family not in FP32_ROUTER_FAMILIES + FP32_LINEAR_ROUTER_FAMILIES:
         return 0.0
+    if m.family in FP32_LINEAR_ROUTER_FAMILIES:
+        return where(fp32_weights_under_autocast(t, lay), 2.0 * m.hidden, 4.0 * m.hidden)
     return where(fp32_weights_under_autocast(t, lay), 0.0, 2.0 * m.hidden)
+
+
+# families whose RoPE builds fp32 cos and sin in each layer: ERNIE 4.5 repeats the shared
+# cos / sin halves pairwise for its interleaved rotation (repeat_interleave, new tensors) and
+# multiplies q.float() and k.float() by them (modular_ernie4_5.py apply_rotary_pos_emb)
+LAYER_FP32_ROPE_FAMILIES = ("ernie4_5_moe",)
+
+
+def layer_rope_bytes(m: ModelSpec, t: TrainingSpec) -> float:
+    """Bytes per token of the fp32 cos and sin a LAYER_FP32_ROPE_FAMILIES layer makes and its
+    multiplications keep: 2 x 4 x head size (the [b, 1, s, head_dim] pair; modular_ernie4_5.py
+    apply_rotary_pos_emb). Measured on a CPU ERNIE 4.5 layer (cpu_family_saved_tensors.jsonl:
+    two (1, 1, 256, 64) fp32 tensors a layer, whatever the weights)."""
+    if profile(t) != "hf" or m.family not in LAYER_FP32_ROPE_FAMILIES:
+        return 0.0
+    return 2 * 4.0 * m.hd
+
+
+# families that multiply the rotated query by a position-dependent factor (Ministral 3:
+# query_states * get_llama_4_attn_scale(...).to(query_states.dtype), modular_ministral3.py)
+QUERY_SCALE_FAMILIES = ("ministral3",)
+
+
+def query_scale_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout):
+    """Bytes per token of the [b, 1, s, 1] query factor a QUERY_SCALE_FAMILIES layer keeps for
+    the multiplication's backward, in the query's dtype: bf16, or fp32 with fp32 weights under
+    autocast (RoPE's fp32 cos and sin promote the query). Measured on CPU Ministral 3 layers
+    (cpu_family_saved_tensors.jsonl): 2 and 4 bytes a token over Mistral's."""
+    if profile(t) != "hf" or m.family not in QUERY_SCALE_FAMILIES:
+        return 0.0
+    return where(fp32_weights_under_autocast(t, lay), 4.0, 2.0)
 
 
 def _mlp_bytes(m: ModelSpec, prof: str, width: float) -> float:
@@ -581,7 +623,7 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
     norms += l2_qk_norm_bytes(m, prof, q, kv) + local_mask_bytes(m, t, lay, s_local)
     attn_t = t if rc not in ("selective", "modules") else t.model_copy(update={"attention": "flash"})
     attn = _attention_bytes(m, attn_t, lay, q, kv, heads, s_local)
-    attn += masked_gqa_bytes(m, t, lay, q, kv)
+    attn += masked_gqa_bytes(m, t, lay, q, kv) + layer_rope_bytes(m, t) + query_scale_bytes(m, t, lay)
     if prof == "hf" and m.family in FUSED_PROJECTIONS:
         # q, k and v are views of one qkv_proj output (Phi-3): the v the attention keeps holds
         # the whole q + 2 kv storage alive (measured on a CPU layer: +4 h with MHA)
