@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .optimizer import WHAT, named, runs_instead
 from .target import Export, Target, dp_dims, hsdp_caveats, shell_command, with_caveats
+from .torchtitan_build import build_caveat, missing_blocks
 
 # torchtitan model registry entries (torchtitan/models/*/__init__.py of 0.3.0)
 REGISTRY = {
@@ -55,10 +56,10 @@ def flags(tg: Target) -> tuple[list[str], list[str], tuple]:
     lay, m, t = tg.layout, tg.job.model, tg.job.training
     caveats = []
     module, conf = REGISTRY.get(m.name, (None, None))
-    said = registry_caveats(m, module, conf)
+    # the eps a registry function should set is moot where no function builds the model
+    said = [] if module is None and missing_blocks(m, t.seq_len) else registry_caveats(m, module, conf)
     if module is None:
-        caveats.append(f"{m.name} has no torchtitan registry entry: write a config_registry function with its "
-                       "shape and pass it as MODULE/CONFIG")
+        caveats.append(build_caveat(m, t.seq_len, lay.cp))
         module, conf = "$MODULE", "$CONFIG"
     caveats += said
     rep, shard = dp_dims(lay)

@@ -1196,3 +1196,35 @@ def test_megatron_says_it_turns_off_the_dropout_a_config_trains_with(tmp_path):
     assert _flag(a, "--attention-dropout") == "0.0"
     assert [c for c in caveats if "attention_dropout 0.1" in c and "turned off here" in c]
     assert not [c for c in _hf_script(tmp_path, cfg, 8, lay)[1] if "dropout" in c]
+
+
+def test_torchtitan_says_which_models_its_modules_cannot_build():
+    """A model with no torchtitan registry entry was told to write a config_registry function with
+    its shape, even where no torchtitan 0.3 block builds it. From the spec's fields, the caveat now
+    names what no module has (Gemma 2's sandwich norms, soft-capping and GeGLU; Llama 4's chunked
+    attention and NoPE layers; Phi-4-mini's partial and longrope RoPE) or the module to write the
+    entry in; a sliding window shorter than the sequence is built with VarlenAttention's window,
+    which torchtitan refuses under context parallelism."""
+    def said(model, seq_len=4096, cp=1, gpus=8):
+        lay = Layout(dp=gpus // cp, cp=cp, zero=3, mbs=1, grad_accum=1)
+        job = build_job(model=model, gpus=gpus, framework="fsdp", seq_len=seq_len)
+        return [c for c in export("torchtitan", Target(job, lay)).caveats if "registry entry" in c]
+    for model, gaps in (("gemma-2-9b", ("sandwich norms", "soft-capping at 50", "soft-capping at 30", "GEGLU MLP")),
+                        ("llama-4-scout", ("chunked attention (chunks of 8192 on 36 layers)",
+                                           "12 layers without RoPE")),
+                        ("phi-4-mini", ("RoPE on 0.75 of each head", "longrope RoPE scaling")),
+                        ("olmo-2-7b", ("q/k norms over whole projections",)),
+                        ("granite-3.3-8b", ("multipliers",))):
+        caveat, = said(model)
+        assert "torchtitan 0.3 has no module for" in caveat and "style of" not in caveat, caveat
+        assert all(g in caveat for g in gaps), (model, caveat)
+        assert "window" not in caveat and "RMSNorm.Config eps" not in " ".join(said(model)), caveat
+    for model, where in (("qwen2.5-7b", "llama3"), ("mixtral-8x7b", "qwen3"), ("deepseek-v2-lite", "deepseek_v3"),
+                         ("qwen3-8b", "qwen3")):
+        caveat, = said(model)
+        assert "no module" not in caveat and f"in the style of {where}'s" in caveat, caveat
+    mistral, = said("mistral-7b", seq_len=8192)
+    assert "window_size=(4095, 0)" in mistral and "context parallelism" not in mistral
+    assert "refuses varlen attention with context parallelism" in said("mistral-7b", seq_len=8192, cp=2)[0]
+    # Ministral's 32,768-token window slides nothing at 8K tokens: plain causal attention builds it
+    assert "window" not in said("ministral-8b", seq_len=8192)[0]

@@ -1,6 +1,6 @@
 # shardwise export: llama-2-7b on 64 x h100-sxm (8 nodes of 8), seq 131072, pretrain bf16
 # layout: tp=8 pp=1 dp=2 cp=4 zero=1 sp=on mbs=2 ga=8 recompute=none; global batch 32 sequences
-# cannot express: llama-2-7b has no torchtitan registry entry: write a config_registry function with its shape and pass it as MODULE/CONFIG
+# cannot express: llama-2-7b has no torchtitan registry entry: a config_registry function in the style of llama3's, with this model's shape, builds it; pass it as MODULE/CONFIG
 # cannot express: ZeRO-1: torchtitan has none; FSDP2 with reshard never (ZeRO-2: gradients sharded too)
 # train steps: torchtitan's default --training.steps (give --token-budget and the export counts them)
 # 8 nodes: run_train.sh starts one; on each node run torchrun --nnodes 8 --nproc_per_node 8 --rdzv_backend c10d --rdzv_endpoint $HEAD_NODE:29500 -m torchtitan.train --module $MODULE --config $CONFIG with these flags (torchtitan's multinode_trainer.slurm)
