@@ -728,6 +728,35 @@ def checkpoint_args(tg: Target) -> list[str]:
             "--finetune", "--exit-on-missing-checkpoint"]
 
 
+# --make-vocab-size-divisible-by's default (megatron/training/arguments.py line 2441, NVIDIA/Megatron-LM@d98e8a6)
+MEGATRON_VOCAB_MULTIPLE = 128
+
+
+def vocab_args(tg: Target) -> tuple[list, list[str]]:
+    """--padded-vocab-size config.json's vocabulary, so that Megatron builds the embedding and output
+    rows the estimate sized and a checkpoint of the model holds (NVIDIA/Megatron-LM@d98e8a6).
+    Unset, Megatron pads the tokenizer's vocabulary to a multiple of --make-vocab-size-divisible-by
+    x TP, ceil(V / (128 TP)) x 128 TP (core/tokenizers/utils/build_tokenizer.py line 133
+    vocab_size_with_padding, which _set_padded_vocab_size runs only where padded_vocab_size is
+    None): Llama 3's 128,256 becomes 129,024 rows at TP 8, and a tokenizer shorter than config.json's
+    rows (Qwen's 151,665 tokens beside 151,936) builds fewer than the checkpoint holds. A given size
+    is the model's as it is (training/argument_utils.py line 474: should_pad_vocab False), whatever
+    the tokenizer type. VocabParallelEmbedding splits the rows evenly over TP (core/tensor_parallel/
+    utils.py line 118, divide): a vocabulary TP does not divide keeps Megatron's padding, said."""
+    m, tp = tg.job.model, tg.layout.tp
+    if m.vocab % tp == 0:
+        return ["--padded-vocab-size", m.vocab], []
+    multiple = MEGATRON_VOCAB_MULTIPLE * tp
+    padded = -(-m.vocab // multiple) * multiple
+    said = (f"config.json's vocabulary of {m.vocab:,} does not split over TP {tp} (Megatron's vocab-parallel "
+            f"embedding divides its rows evenly): Megatron pads the tokenizer's vocabulary to a multiple of "
+            f"{MEGATRON_VOCAB_MULTIPLE} x TP, {padded:,} rows for {m.vocab:,} tokens, {padded - m.vocab:,} more than "
+            "the estimate sized")
+    if loads_checkpoint(tg):
+        said += f", and more than the checkpoint's {m.vocab:,}-row embedding fills: pad it when converting it"
+    return [], [said]
+
+
 # the learning-rate schedule the script writes: framework-configs.md's verified pre-training example's,
 # a placeholder that shardwise does not size (said in the script)
 SCHEDULE = ["--lr", "1.5e-4", "--min-lr", "1.5e-5", "--lr-decay-style", "cosine"]
@@ -740,7 +769,9 @@ def launch_args(tg: Target) -> tuple[list[str], list[str]]:
     par += cuda_graph_args(tg)
     opt, more = optimizer_args(tg)
     caveats += more
-    rest = ["--train-iters", tg.train_steps or 100000, *opt, *SCHEDULE,
+    vocab, more = vocab_args(tg)
+    caveats += more
+    rest = [*vocab, "--train-iters", tg.train_steps or 100000, *opt, *SCHEDULE,
             "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "$TOKENIZER", "--data-path", "$DATA_PREFIX"]
     return [str(x) for x in model + par + rest + checkpoint_args(tg)], caveats
 

@@ -1228,3 +1228,23 @@ def test_torchtitan_says_which_models_its_modules_cannot_build():
     assert "refuses varlen attention with context parallelism" in said("mistral-7b", seq_len=8192, cp=2)[0]
     # Ministral's 32,768-token window slides nothing at 8K tokens: plain causal attention builds it
     assert "window" not in said("ministral-8b", seq_len=8192)[0]
+
+
+def test_megatron_builds_config_json_vocabulary_rows():
+    """Megatron pads the tokenizer's vocabulary to a multiple of 128 x TP unless the script gives
+    --padded-vocab-size: Llama 3's 128,256 became 129,024 rows at TP 8, and Qwen's tokenizer (151,665
+    tokens) fewer rows than its checkpoint's 151,936. The script now passes config.json's vocabulary,
+    which the estimate sizes and a fine-tune's checkpoint holds; where TP cannot split it evenly
+    (Granite's 49,159 at TP 2) Megatron's padding stays and is said, with the checkpoint for a fine-tune."""
+    for model, tp in (("llama-3-8b", 8), ("qwen3-8b", 1), ("deepseek-v3", 8)):
+        job = build_job(model=model, gpus=64)
+        lay = Layout(tp=tp, dp=64 // tp, zero=1, sp=tp > 1, mbs=1, grad_accum=1, recompute="full")
+        args = script_args(export("megatron", Target(job, lay)).files["megatron_pretrain.sh"])
+        assert args[args.index("--padded-vocab-size") + 1] == str(job.model.vocab), model
+    for training, checkpoint in (("pretrain", False), ("finetune", True)):
+        job = build_job(model="granite-3.3-8b", gpus=8, training=training)
+        out = export("megatron", Target(job, Layout(tp=2, dp=4, zero=1, sp=True, mbs=1, grad_accum=1)))
+        assert "--padded-vocab-size" not in script_args(out.files["megatron_pretrain.sh"])
+        said = [c for c in out.caveats if "vocabulary of 49,159" in c]
+        assert len(said) == 1 and "49,408 rows" in said[0] and "249 more" in said[0], out.caveats
+        assert ("checkpoint" in said[0]) == checkpoint

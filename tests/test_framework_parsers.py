@@ -78,8 +78,9 @@ def test_nanotron_loader():
 
 def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
     """Every catalog model exported to Megatron: Megatron's own parameter count of what the
-    script builds is the estimate's (within 0.5%: Megatron pads the vocabulary and leaves
-    biases, QK norms and position tables out of its count), and the built config has the
+    script builds is the estimate's (within 0.5%: Megatron leaves biases, QK norms and position
+    tables out of its count), with config.json's vocabulary rows (--padded-vocab-size) where TP
+    splits them and Megatron's padding where it does not, and the built config has the
     model's gating, QK norm, attention kind, MoE layers, shared experts, sliding-window layers,
     RoPE base, scaling, share of each head and the layers without it, and the router's score
     function, softmax placement, expert groups (DeepSeek-V3's 4 of 8, where Megatron scores a
@@ -120,6 +121,8 @@ def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
     for b in built:
         m = models[b["script"]]
         assert abs(b["params"] / total_params(m) - 1) < 0.005, (m.name, b["params"], total_params(m))
+        # config.json's rows, as the estimate sizes them and a checkpoint holds them, where TP 2 splits them
+        assert b["vocab_rows"] == (m.vocab if m.vocab % 2 == 0 else -(-m.vocab // 256) * 256), m.name
         assert (b["gated"], b["qk_layernorm"], b["mla"], b["moe_layers"], b["shared_ffn"], b["qkv_bias"]) == \
             (m.mlp != "gelu", m.qk_norm, m.is_mla, m.moe_layers, m.shared_width,
              m.qkv_bias or m.linear_bias), m.name

@@ -3,7 +3,8 @@
 For each SCRIPT,WORLD,VOCAB argument: parse_args + validate_args + TransformerConfig as in
 validate_megatron.py, then Megatron's own parameter count
 (megatron/training/theoretical_memory_usage.compute_weight_and_optimizer_memory, vocabulary
-padded by vocab_utils.calculate_padded_vocab_size as the tokenizer setup pads it). Prints one
+padded by vocab_utils.calculate_padded_vocab_size as the tokenizer setup pads it where the script gives
+no --padded-vocab-size). Prints one
 JSON line per script: the count and the architecture fields of the built TransformerConfig,
 with the layers that Megatron's own is_layer_window_attention gives a sliding window, and
 the layers it leaves RoPE out of (TransformerConfig's no_rope_freq, expanded to one entry a layer).
@@ -41,12 +42,14 @@ def megatron_count(args) -> int:
 for item in sys.argv[1:]:
     script, world, vocab = item.rsplit(",", 2)
     args, cfg = parse(script, world)
-    args.padded_vocab_size = calculate_padded_vocab_size(int(vocab), args.make_vocab_size_divisible_by,
-                                                         args.tensor_model_parallel_size, False)
+    if args.padded_vocab_size is None:
+        # as build_tokenizer's _set_padded_vocab_size: a --padded-vocab-size is the model's as it is
+        args.padded_vocab_size = calculate_padded_vocab_size(int(vocab), args.make_vocab_size_divisible_by,
+                                                             args.tensor_model_parallel_size, False)
     args.swiglu = args.swiglu or cfg.gated_linear_unit
     freq = cfg.moe_layer_freq
     print(json.dumps({
-        "script": script, "params": megatron_count(args), "gated": cfg.gated_linear_unit,
+        "script": script, "params": megatron_count(args), "vocab_rows": args.padded_vocab_size, "gated": cfg.gated_linear_unit,
         "qk_layernorm": cfg.qk_layernorm, "mla": bool(getattr(cfg, "multi_latent_attention", False)),
         "moe_layers": (sum(freq) if isinstance(freq, list) else len(range(0, cfg.num_layers, freq)))
         if cfg.num_moe_experts else 0,

@@ -32,6 +32,7 @@ torchrun --nnodes 8 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint $HEAD
   --global-batch-size 32 \
   --bf16 \
   --grad-reduce-in-bf16 \
+  --padded-vocab-size 32000 \
   --train-iters 100000 \
   --lr 1.5e-4 \
   --min-lr 1.5e-5 \

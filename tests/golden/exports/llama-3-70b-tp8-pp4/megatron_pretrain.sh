@@ -35,6 +35,7 @@ torchrun --nnodes 4 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint $HEAD
   --recompute-granularity full \
   --recompute-method uniform \
   --recompute-num-layers 1 \
+  --padded-vocab-size 128256 \
   --train-iters 100000 \
   --lr 1.5e-4 \
   --min-lr 1.5e-5 \
