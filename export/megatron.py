@@ -81,10 +81,15 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
     if m.attn_sinks:
         # a learned logit per head beside the scores (TransformerConfig.softmax_type)
         a += ["--softmax-type", "learnable"]
-    if m.sliding_window:
+    if m.window_masks(s):
         # TE's window is (left, right) past and future tokens; HF's sliding_window counts the query
         # itself, so w - 1 to the left (Megatron-Bridge gpt_oss_bridge.py: sliding_window - 1, 0).
-        # Every Nth layer full: window_attn_skip_freq (transformer/utils.py is_layer_window_attention)
+        # Every Nth layer full: window_attn_skip_freq (transformer/utils.py is_layer_window_attention).
+        # A window of at least the sequence masks nothing and is left out: TE still treats any
+        # window as sliding-window attention and drops kernels for it -- cuDNN fused attention
+        # under context parallelism with cp_comm_type p2p or a2a+p2p (Megatron's default p2p), with
+        # dropout, and with FP8 attention on Hopper (NVIDIA/TransformerEngine@d0067d0
+        # pytorch/attention/dot_product_attention/utils.py get_attention_backend, lines 1261, 1344)
         a += ["--window-size", f"{m.sliding_window - 1},0"]
         if m.full_attn_every:
             a += ["--window-attn-skip-freq", m.full_attn_every]

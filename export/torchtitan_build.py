@@ -32,13 +32,6 @@ FAMILY_GAPS = {
 }
 
 
-def slides(m, seq_len: int) -> bool:
-    """Whether the sliding window masks anything at this sequence: a query sees the last
-    sliding_window tokens, itself included, so a window of at least the sequence is causal
-    attention (Phi-4-mini's 262,144, Ministral's 32,768 below 32K tokens)."""
-    return 0 < m.sliding_window < seq_len
-
-
 def missing_blocks(m, seq_len: int) -> list[str]:
     """Each thing the model has that no torchtitan 0.3 block builds, with where torchtitan stops."""
     gaps = []
@@ -79,7 +72,7 @@ def missing_blocks(m, seq_len: int) -> list[str]:
         gaps.append("dropout: no torchtitan block has any")
     if m.glu_limit and not m.is_moe:
         gaps.append("a clamped SwiGLU in a dense MLP: gpt_oss clamps its experts only")
-    if m.is_mla and (m.attn_sinks or slides(m, seq_len)):
+    if m.is_mla and (m.attn_sinks or m.window_masks(seq_len)):
         gaps.append("multi-latent attention with sinks or a sliding window: deepseek_v3's attention has neither")
     if m.family in FAMILY_GAPS:
         gaps.append(FAMILY_GAPS[m.family])
@@ -107,7 +100,7 @@ def build_caveat(m, seq_len: int, cp: int) -> str:
     where = module_for(m)
     said = f"{m.name} has no torchtitan registry entry: a config_registry function in the style of {where}'s, " \
            "with this model's shape, builds it; pass it as MODULE/CONFIG"
-    if slides(m, seq_len) and not m.attn_sinks:
+    if m.window_masks(seq_len) and not m.attn_sinks:
         # gpt_oss's window comes with its sinks; elsewhere VarlenAttention's (left, right) window
         # does it, left w - 1 as HF's window counts the query itself; Llama3Model and Qwen3Model's
         # update_from_config refuse varlen attention under CP ("Varlen attention is not supported with CP")

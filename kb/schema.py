@@ -214,6 +214,12 @@ class ModelSpec(_Frozen):
             return 0
         return self.layers - (self.layers // self.full_attn_every if self.full_attn_every else 0)
 
+    def window_masks(self, seq_len: int) -> bool:
+        """Whether the sliding window masks anything at this sequence: a query sees the last
+        sliding_window tokens, itself included, so a window of at least the sequence is causal
+        attention (Phi-4-mini's 262,144; Ministral's 32,768 below 32K tokens)."""
+        return 0 < self.sliding_window < seq_len
+
     @property
     def is_moe(self) -> bool:
         return self.experts > 0

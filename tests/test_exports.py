@@ -1248,3 +1248,17 @@ def test_megatron_builds_config_json_vocabulary_rows():
         said = [c for c in out.caveats if "vocabulary of 49,159" in c]
         assert len(said) == 1 and "49,408 rows" in said[0] and "249 more" in said[0], out.caveats
         assert ("checkpoint" in said[0]) == checkpoint
+
+
+def test_megatron_leaves_out_a_window_the_sequence_does_not_reach():
+    """A sliding window of at least the sequence masks nothing (Phi-4-mini's 262,144 tokens,
+    Ministral's 32,768 at 8K), yet --window-size made Transformer Engine treat it as sliding-window
+    attention and turn off cuDNN fused attention under context parallelism (cp_comm_type p2p): the
+    flag is now written only where the window is shorter than the sequence (Mistral's 4,096 at 8K)."""
+    lay = Layout(tp=2, cp=2, dp=2, zero=1, sp=True, mbs=1, grad_accum=1, recompute="full")
+    for model, seq_len, window in (("phi-4-mini", 8192, None), ("ministral-8b", 8192, None),
+                                   ("ministral-8b", 65536, "32767,0"), ("mistral-7b", 8192, "4095,0"),
+                                   ("mistral-7b", 4096, None)):
+        job = build_job(model=model, gpus=8, seq_len=seq_len)
+        args = script_args(export("megatron", Target(job, lay)).files["megatron_pretrain.sh"])
+        assert _flag(args, "--window-size") == window, (model, seq_len)
