@@ -284,6 +284,15 @@ def _torchtitan_cp_shards(job, a):
     return (a["cp"] == 1) | (a["zero"] != 0)
 
 
+def _torchtitan_tied_pipeline(job, a):
+    """torchtitan refuses weight tying with pipeline parallelism at start (models/common/decoder.py
+    Decoder.Config.update_from_config: "Weight tying is not supported with Pipeline Parallel",
+    torchtitan 0.3): a tied model (Llama 3.2, Gemma, Qwen2.5 small) runs unpipelined under fsdp."""
+    if job.training.framework != "fsdp" or not job.model.tied:
+        return _all(a)
+    return a["pp"] == 1
+
+
 def _adapter_megatron(job, a):
     t = job.training
     if t.training in ADAPTERS and t.framework == "megatron":
@@ -495,6 +504,11 @@ VALIDITY = [
              lambda job, lay: f"cp={lay.cp} with zero=0 under --framework fsdp: torchtitan applies FSDP over the CP "
                               "ranks whenever CP is on (ParallelDims.fsdp_enabled), so the weights would not be "
                               "replicated as zero=0 says; use zero=2 or 3, or cp=1"),
+    Validity("torchtitan-tied-pipeline", "torchtitan refuses weight tying with pipeline parallelism "
+             "(Decoder.Config.update_from_config)", _torchtitan_tied_pipeline,
+             lambda job, lay: f"pp={lay.pp} under --framework fsdp: {job.model.name} ties its input and output "
+                              "embeddings, and torchtitan raises 'Weight tying is not supported with Pipeline "
+                              "Parallel' at start; use pp=1, or --framework megatron"),
     Validity("qlora-no-tp", "QLoRA's 4-bit base weights (bitsandbytes Linear4bit: NF4 values packed two to a "
              "byte, with per-block scales) have no tensor-parallel sharding; they are sharded by ZeRO-3/FSDP only "
              "(Answer.AI's FSDP + QLoRA, with bnb_4bit_quant_storage in bf16), so TP 1 and expert TP 1", _qlora_tp,

@@ -751,3 +751,18 @@ def test_the_trainers_batch_note_says_which_count_allows_which_dp_degrees():
     n, (text,) = global_batch(job)
     assert n == 132 and "so DP = GPUs / TP for TP 1, 2, 4, 8; 132 allows 2 degrees, DP 4, 2; " \
         "128 allows no degree), then any (132 allows 3 degrees, DP 1, 2, 4; 128 allows no degree)" in text
+
+
+def test_torchtitan_does_not_pipeline_a_model_with_tied_embeddings(run_cli):
+    """torchtitan raises 'Weight tying is not supported with Pipeline Parallel' at start
+    (Decoder.Config.update_from_config), so Llama 3.2 3B (tied) under fsdp is refused at pp 2 and
+    its headline does not pipeline; Llama 3 8B (untied) may."""
+    err = refused(run_cli, "memory", "--model", "llama-3.2-3b", "--gpus", "8", "--framework", "fsdp",
+                  "--layout", "pp=2,dp=4,zero=3,mbs=1,recompute=full")
+    assert "Weight tying is not supported with Pipeline Parallel" in err and "[torchtitan-tied-pipeline]" in err
+    code, out, err = run_cli("recommend", "--model", "llama-3.2-3b", "--gpus", "8", "--framework", "fsdp",
+                             "--global-batch", "100", "--format", "json")
+    assert code == 0 and json.loads(out)["layout"]["pp"] == 1, err
+    code, _, err = run_cli("memory", "--model", "llama-3-8b", "--gpus", "8", "--framework", "fsdp",
+                           "--layout", "pp=2,dp=4,zero=3,mbs=1,recompute=full")
+    assert code == 0, err
