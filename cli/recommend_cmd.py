@@ -76,8 +76,23 @@ def setting_line(name: str, s: dict) -> str:
         else:
             parts.append(f"with {name}={_value(a['value'])}: {sign}{shown} tokens/s" + (f", {why}" if why else ""))
     elif not lead:
-        parts.append("the only valid value")
+        parts.append("the only valid value" + _blocked_text(name, s["alternatives"]))
     return "; ".join(parts)
+
+
+def _blocked_text(name: str, alternatives: list[dict]) -> str:
+    """What rules out the setting's other values where no layout has them: the validity rules
+    (search/space._blocked), each with the values it takes away, a few shown."""
+    by_rule: dict[str, list[str]] = {}
+    for a in alternatives:
+        if a["ruled_out_by"].startswith("validity: "):
+            by_rule.setdefault(a["ruled_out_by"][len("validity: "):], []).append(a["value"])
+    said = []
+    for rule, values in by_rule.items():
+        values = sorted(values, key=lambda v: (not isinstance(v, (int, float)), v if isinstance(v, (int, float)) else str(v)))
+        shown = ", ".join(_value(v) for v in values[:3]) + (", ..." if len(values) > 3 else "")
+        said.append(f"{name}={shown} break{'s' if len(values) == 1 else ''} {rule}")
+    return f" ({'; '.join(said)})" if said else ""
 
 
 def render(result: dict, markdown: bool = False) -> str:

@@ -190,6 +190,10 @@ def _blocked(job, a: dict, fail: np.ndarray, n_broken: np.ndarray, keep: np.ndar
         valid = np.bincount(np.broadcast_to(col, keep.shape)[keep], minlength=n)
         gone = {}
         for v in np.flatnonzero((seen > 0) & (valid == 0)).tolist():
+            if ((col == v) & (fail == -1)).any():
+                # layouts with the value pass every validity rule: zero-needs-replicas took them
+                gone[RECOMPUTE[v] if setting == "recompute" else v] = "zero-needs-replicas"
+                continue
             these = (col == v) & (fail >= 0)
             if not these.any():
                 continue

@@ -100,7 +100,10 @@ def test_a_setting_is_explained_by_a_rule_that_bears_on_it_here():
     assert big["layout"]["pp"] > 1 and line(big, "pp").startswith("pp.only-when-needed (broken)")
     assert line(big, "cp").startswith("cp.long-sequences") and line(big, "zero").startswith("zero.lowest-that-fits")
     moe = as_dict(decide(build_job(model="gpt-oss-20b", gpus=1, training="lora")))
-    assert line(moe, "tp") == line(moe, "ep") == "the only valid value"
+    assert line(moe, "tp") == "the only valid value"
+    # where other values exist but no layout has them, the line names what takes them away
+    assert line(moe, "ep") == "the only valid value (ep=2, 4, 8, ... break ep-divides-stage)"
+    assert line(moe, "zero") == "the only valid value (zero=1, 2, 3 break zero-needs-replicas)"
     # an honoured rule explains a value only where the next value up or down breaks it: the
     # cap of TP at the node says nothing of TP 2 (TP 4 and 1 both meet it), nor SP's rule of
     # TP 1 (TP 2 may turn SP on); pipelining's rule does explain PP 1 where PP 2 would break it
