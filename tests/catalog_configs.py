@@ -191,26 +191,38 @@ CATALOG_CONFIGS = {
         "num_hidden_layers": 16, "num_attention_heads": 16, "num_key_value_heads": 16, "vocab_size": 50304,
         "num_experts": 64, "num_experts_per_tok": 8, "max_position_embeddings": 4096, "rope_theta": 10000.0,
         "clip_qkv": None, "norm_topk_prob": False, "tie_word_embeddings": False, "hidden_act": "silu"},
-    # zai-org/GLM-4.5 and GLM-4.5-Air (NVIDIA-NeMo/Megatron-Bridge tests/unit_tests/models/glm/
-    # test_glm45_bridge.py's glm45_355b_config and glm45_air_106b_config, with the file's model_type
-    # glm4_moe; max_position_embeddings 131072 again in Xinference's glm-4.5 spec, rope_theta 1e6
-    # again in a fixture built from GLM-4.5-Air's file)
+    # zai-org/GLM-4.5 and GLM-4.5-Air: the shapes as NVIDIA-NeMo/Megatron-Bridge tests/unit_tests/
+    # models/glm/test_glm45_bridge.py's glm45_355b_config and glm45_air_106b_config give them (with
+    # model_type glm4_moe; max_position_embeddings 131072 again in Xinference's glm-4.5 spec).
+    # Those fixtures are labelled mock configs, and their rms_norm_eps 1e-6 and Air's
+    # routed_scaling_factor 2.5 are not the files': both files say rms_norm_eps 1e-05 and
+    # GLM-4.5-Air routed_scaling_factor 1.0 (GLM-4.5 2.5), as (1) ms-swift's Megatron walkthrough
+    # prints the Glm4MoeConfig AutoConfig loads from ModelScope's ZhipuAI/GLM-4.5-Air (transformers
+    # 4.54.1; every field below agrees), (2) an architecture brief quoting zai-org/GLM-4.5-Air's
+    # file at a24ceef6 and finding GLM-4.5's identical to GLM-4.7's (nvidia/GLM-4.7-NVFP4: 1e-05,
+    # 2.5) but for max_position_embeddings, (3) Megatron-Bridge's own providers before #2599
+    # (glm45_provider.py GLMMoEModelProvider layernorm_epsilon 1e-5, GLM45ModelProvider355B
+    # moe_router_topk_scaling_factor 2.5, GLM45AirModelProvider106B 1.0; docs/models/glm/glm45.md
+    # "1.0x scaling factor" for Air) and (4) the GLM team's slime scripts/models/glm4.5-355B-A32B.sh
+    # (--moe-router-topk-scaling-factor 2.5) and glm4.5-106B-A12B.sh (none), neither setting
+    # --norm-epsilon (Megatron's 1e-5). n_group, topk_group 1 and norm_topk_prob true as (1) and
+    # (2) give them (also Glm4MoeConfig's defaults)
     "glm-4.5": {
         "architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "attention_bias": True,
         "first_k_dense_replace": 3, "head_dim": 128, "hidden_act": "silu", "hidden_size": 5120,
         "intermediate_size": 12288, "max_position_embeddings": 131072, "moe_intermediate_size": 1536,
         "n_routed_experts": 160, "n_shared_experts": 1, "num_attention_heads": 96, "num_experts_per_tok": 8,
-        "num_hidden_layers": 92, "num_key_value_heads": 8, "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-06,
+        "num_hidden_layers": 92, "num_key_value_heads": 8, "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-05,
         "rope_theta": 1000000.0, "routed_scaling_factor": 2.5, "tie_word_embeddings": False, "use_qk_norm": True,
-        "vocab_size": 151552},
+        "vocab_size": 151552, "n_group": 1, "topk_group": 1, "norm_topk_prob": True},
     "glm-4.5-air": {
         "architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "attention_bias": True,
         "first_k_dense_replace": 1, "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096,
         "intermediate_size": 10944, "max_position_embeddings": 131072, "moe_intermediate_size": 1408,
         "n_routed_experts": 128, "n_shared_experts": 1, "num_attention_heads": 96, "num_experts_per_tok": 8,
-        "num_hidden_layers": 46, "num_key_value_heads": 8, "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-06,
-        "rope_theta": 1000000.0, "routed_scaling_factor": 2.5, "tie_word_embeddings": False, "use_qk_norm": False,
-        "vocab_size": 151552},
+        "num_hidden_layers": 46, "num_key_value_heads": 8, "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-05,
+        "rope_theta": 1000000.0, "routed_scaling_factor": 1.0, "tie_word_embeddings": False, "use_qk_norm": False,
+        "vocab_size": 151552, "n_group": 1, "topk_group": 1, "norm_topk_prob": True},
     # meta-llama/Llama-4-Scout-17B-16E: Llama4ForConditionalGeneration, the language model in
     # text_config (a public Markdown copy of the file, printed as Llama4Config; its moe_layers,
     # abridged "0..47" there, is every layer, as interleave_moe_layer_step 1 builds it, and left

@@ -1045,6 +1045,22 @@ def test_megatron_routes_and_rotates_as_olmoe_and_glm45_do(tmp_path):
     assert not any("partial RoPE" in c or "rotary" in c for c in glm.caveats)
 
 
+def test_megatron_scales_and_normalises_glm45_as_its_files_do():
+    """GLM-4.5's file multiplies its routed weights by 2.5, GLM-4.5-Air's by 1.0 (nothing), and
+    both take rms_norm_eps 1e-05, Megatron's own default (tests/catalog_configs.py gives the
+    sources): GLM-4.5 gets --moe-router-topk-scaling-factor 2.5, Air no factor, and neither a
+    --norm-epsilon. The catalog had taken Megatron-Bridge's mock configs' 2.5 for Air and 1e-6 for
+    both, which scaled Air's routed experts 2.5-fold and set a tenth of the files' epsilon."""
+    layouts = {"glm-4.5": (128, Layout(pp=4, dp=32, ep=8, zero=1, mbs=1, grad_accum=8, recompute="full")),
+               "glm-4.5-air": (64, Layout(dp=64, ep=8, zero=1, mbs=1, grad_accum=1, recompute="full"))}
+    scale = {}
+    for name, (gpus, lay) in layouts.items():
+        a = script_args(export("megatron", Target(build_job(model=name, gpus=gpus), lay)).files["megatron_pretrain.sh"])
+        assert "--norm-epsilon" not in a, name
+        scale[name] = _flag(a, "--moe-router-topk-scaling-factor")
+    assert scale == {"glm-4.5": "2.5", "glm-4.5-air": None}
+
+
 def test_megatron_says_it_renormalises_a_sigmoid_router_whose_config_does_not(tmp_path):
     """DeepSeek-V3's and GLM-4.5's routers renormalise their top-k sigmoid scores only where
     config.json's norm_topk_prob is true (their files, and both config classes' default).
@@ -1097,8 +1113,8 @@ def test_megatron_routes_as_deepseek_and_glm_do(tmp_path):
     """DeepSeek-V3 picks its 8 experts from the best 4 of 8 groups, each scored by the sum of its
     top 2 (noaux_tc), and scales the weights by 2.5: Megatron's group_limited_topk scores a group
     by its top 8 // 4 = 2, the same rule, so the script writes all three numbers where it left a
-    caveat asking for them. Kimi K2 and GLM-4.5 have one group (no limit) and scale by 2.827 and
-    2.5. DeepSeek-V2-Lite weighs its top 6 by the softmax over all experts, not renormalised
+    caveat asking for them. Kimi K2 and GLM-4.5-Air have one group (no limit); Kimi scales by
+    2.827, Air by 1.0, no factor at all. DeepSeek-V2-Lite weighs its top 6 by the softmax over all experts, not renormalised
     (--moe-router-pre-softmax). DeepSeek-V2 scores a group by its best expert, where Megatron
     would sum the top 6 // 3 = 2: no group flags, a caveat that says so, its scale 16 written."""
     big = Layout(tp=8, pp=8, dp=16, ep=32, zero=1, mbs=1, grad_accum=16, recompute="full")
@@ -1112,7 +1128,7 @@ def test_megatron_routes_as_deepseek_and_glm_do(tmp_path):
     glm = export("megatron", Target(build_job(model="glm-4.5-air", gpus=64),
                                     Layout(dp=64, ep=8, zero=1, mbs=1, grad_accum=1, recompute="full")))
     g = script_args(glm.files["megatron_pretrain.sh"])
-    assert _flag(g, "--moe-router-topk-scaling-factor") == "2.5" and "--moe-router-num-groups" not in g
+    assert "--moe-router-topk-scaling-factor" not in g and "--moe-router-num-groups" not in g
     assert not any("routing" in c for c in glm.caveats)
     lite = script_args(export("megatron", Target(build_job(model="deepseek-v2-lite", gpus=8),
                                                  Layout(dp=8, ep=8, zero=1, mbs=1, grad_accum=8))).files["megatron_pretrain.sh"])
