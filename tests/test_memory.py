@@ -895,3 +895,28 @@ def test_model_dropout_is_said_where_it_is_not_sized(tmp_path):
         assert mem(job, "dp=8,mbs=1").peak_gib == mem(plain, "dp=8,mbs=1").peak_gib and not said(plain)
     assert "mask kept, 1 byte a score" in said(_dropout_job(tmp_path, "eager", attention_dropout=0.1))[0]
     assert "keeps only its RNG seed and offset" in said(_dropout_job(tmp_path, "sdpa", attention_dropout=0.1))[0]
+
+
+def test_a_config_with_attention_dropout_is_searched_under_eager(tmp_path):
+    """recommend on a config.json with attention_dropout under --attention eager scores a whole
+    space of layouts at once; the dropout's kernel is timed on every eager score whichever softmax
+    precedes it, so the search must not depend on the per-score bytes (an array over the space).
+    It stopped with an internal error (the truth value of an array); now every layout the search
+    scores equals the single-layout estimate, and the dropout's mask is in its memory."""
+    import numpy as np
+    from shardwise.kb.perf.step import step_time
+    from shardwise.search.score import score
+    from shardwise.search.space import build_space
+    from shardwise.kb.resolve import global_batch
+    for p in (0.0, 0.1):
+        job = _dropout_job(tmp_path, "eager", attention_dropout=p)
+        space = build_space(job, global_batch(job)[0])
+        sc = score(job, space)
+        for i in np.random.default_rng(3).choice(len(space), size=min(20, len(space)), replace=False):
+            lay = space.layout(int(i))
+            assert sc["peak_gib"][i] == pytest.approx(estimate_memory(job, lay).peak_gib, rel=1e-12)
+            assert sc["tokens_per_s"][i] == pytest.approx(step_time(job, lay).tokens_per_s, rel=1e-12)
+    none = "dp=8,zero=3,mbs=1,recompute=none"
+    drop, plain = (mem(_dropout_job(tmp_path, "eager", attention_dropout=p), none).breakdown_gib["activations"]
+                   for p in (0.1, 0.0))
+    assert drop - plain == pytest.approx(32 * 4096 * 4096 * 32 / 2 ** 30)

@@ -109,12 +109,19 @@ EAGER_DROPOUT_MASK_PER_SCORE = 1.0
 EAGER_DROPOUT_COPY_PER_SCORE = 2.0
 
 
+def attention_dropout_applied(m: ModelSpec, t: TrainingSpec) -> bool:
+    """Whether the estimate sizes config.json's attention dropout: the model has one and runs as
+    transformers' layers (the hf profile). Megatron's export trains without, torchtitan's Llama has
+    none (kb/resolve.model_dropout_scope says so). A plain bool whatever the layout: the dropout's
+    kernel runs on every score whichever softmax precedes it."""
+    return bool(m.attn_dropout) and profile(t) == "hf"
+
+
 def eager_dropout_per_score(m: ModelSpec, t: TrainingSpec, lay: Layout):
     """Bytes per score the attention dropout adds to what transformers' eager attention keeps:
     the mask (1), and the dropped copy (2) where the bf16 softmax keeps its own output
-    (_bf16_softmax); 0 without dropout or off the hf profile (Megatron's export trains without,
-    torchtitan's Llama has none: kb/resolve.model_dropout_scope says so)."""
-    if not m.attn_dropout or profile(t) != "hf":
+    (_bf16_softmax); 0 where it is not sized (attention_dropout_applied)."""
+    if not attention_dropout_applied(m, t):
         return 0.0
     return EAGER_DROPOUT_MASK_PER_SCORE + where(_bf16_softmax(m, t, lay), EAGER_DROPOUT_COPY_PER_SCORE, 0.0)
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 from ..defaults import ADAPTERS
 from ..frameworks import profile as framework_profile
-from ..memory.activations import (RESIDUAL_DROPOUT_SITES, adapter_input_cast, dense_local_mask,
-                                  eager_dropout_per_score, experts_cast_by_autocast, fp32_weights_under_autocast,
+from ..memory.activations import (RESIDUAL_DROPOUT_SITES, adapter_input_cast, attention_dropout_applied,
+                                  dense_local_mask, experts_cast_by_autocast, fp32_weights_under_autocast,
                                   local_layers, residual_dropout_bytes, routed_copies, sdpa_gets_mask)
 from ..memory.peft_experts import (ADAPTED_EXPERT_FAMILIES, merges_experts, peft_on_transformers,
                                    shared_projections)
@@ -273,7 +273,8 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
     blocks = lay.mbs * heads * (t.seq_len / lay.cp) / 128.0
     attn_fwd = tokens * windowed_attention_flops(m, t, lay) / tp
     if t.attention == "eager":
-        drop = eager_dropout_per_score(m, t, lay) != 0
+        # a bool, not the per-score bytes, which are an array over a searched space's layouts
+        drop = attention_dropout_applied(m, t)
         attention = eager_attention_time(attn_fwd, tokens * heads * t.seq_len, gpu, dropout=drop)
         attention_forward = eager_attention_time(attn_fwd, tokens * heads * t.seq_len, gpu, forward_only=True,
                                                  dropout=drop)
