@@ -102,15 +102,18 @@ def attention_carried(framework: str, job) -> list[str]:
 
 
 def _window_kernel_carried(framework: str, job) -> list[str]:
-    """--attention flash on a transformers model with sliding windows past them: the estimate sized
-    flash-attn's windowed kernel, which the script's from_pretrained must ask for; transformers'
+    """--attention flash or flash2 on a transformers model with sliding windows past them: the
+    estimate sized flash-attn's windowed kernel, which the script's from_pretrained must ask for
+    (flash_attention_3, or flash_attention_2 under flash2); transformers'
     default, sdpa, masks the windows densely (kb/resolve.window_kernel says the same in the answer)."""
     from shardwise.kb.resolve import window_kernel
     if framework in WHOLE_RUNS or not window_kernel(job):
         return []
-    return ["sliding windows sized for a flash-attn kernel: your script's from_pretrained(..., "
-            "attn_implementation=\"flash_attention_3\") (or \"flash_attention_2\", sized by --attention flash2), "
-            "which no key of this file sets; transformers' default, sdpa, masks the windows densely, slower and larger"]
+    kernel = ('"flash_attention_2"' if job.training.attention == "flash2" else
+              '"flash_attention_3") (or "flash_attention_2", sized by --attention flash2')
+    return [f"sliding windows sized for a flash-attn kernel: your script's from_pretrained(..., "
+            f"attn_implementation={kernel}), which no key of this file sets; transformers' default, sdpa, masks the "
+            "windows densely, slower and larger"]
 
 
 def loss_carried(framework: str, job) -> list[str]:

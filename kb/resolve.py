@@ -150,21 +150,24 @@ def model_dropout_scope(job: Job) -> list[str]:
 
 def window_kernel(job: Job) -> list[str]:
     """Where the answer rests on which kernel transformers runs sliding windows with: --attention
-    flash (the default) times and sizes them as flash-attn's window_size runs them
-    (attn_implementation flash_attention_2 / _3), while the Trainer's own default, sdpa, builds a
+    flash (the default) and flash2 time and size them as flash-attn's window_size runs them
+    (attn_implementation flash_attention_3 / _2), while the Trainer's own default, sdpa, builds a
     dense mask past the window and computes the whole square (memory.activations.dense_local_mask);
     --attention sdpa sizes that."""
     from .build import NO_SDPA
     from .memory.activations import dense_local_mask
+    from .perf.compute import WINDOWED_KERNELS
     m, t = job.model, job.training
     # models transformers runs eager by default, with no SDPA path, are left out, as are chunked
-    # layers (Llama 4): no flash-attn kernel runs those, "flash" is SDPA's dense mask already
-    if t.attention != "flash" or m.family in NO_SDPA or m.attn_softcap or not m.sliding_layers \
+    # layers (Llama 4): no flash-attn kernel runs those, "flash" is SDPA's dense mask already.
+    # flash2 sizes flash-attn 2's window as flash does flash-attn 3's (compute.WINDOWED_KERNELS)
+    if t.attention not in WINDOWED_KERNELS or m.family in NO_SDPA or m.attn_softcap or not m.sliding_layers \
             or not dense_local_mask(m, t.model_copy(update={"attention": "sdpa"})):
         return []
-    return [f"attention flash: {m.name}'s {m.sliding_layers} sliding-window layers ({m.sliding_window:,} tokens) are "
-            f"timed and sized as a flash-attn kernel runs them (attn_implementation flash_attention_3; --attention flash2 "
-            f"for flash_attention_2); transformers' "
+    kernel = ("attn_implementation flash_attention_2" if t.attention == "flash2" else
+              "attn_implementation flash_attention_3; --attention flash2 for flash_attention_2")
+    return [f"attention {t.attention}: {m.name}'s {m.sliding_layers} sliding-window layers ({m.sliding_window:,} "
+            f"tokens) are timed and sized as a flash-attn kernel runs them ({kernel}); transformers' "
             f"default, sdpa, masks them with a dense {t.seq_len:,} x {t.seq_len:,} mask and computes the whole "
             f"square: --attention sdpa for that"]
 

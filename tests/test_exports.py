@@ -1278,3 +1278,20 @@ def test_megatron_leaves_out_a_window_the_sequence_does_not_reach():
         job = build_job(model=model, gpus=8, seq_len=seq_len)
         args = script_args(export("megatron", Target(job, lay)).files["megatron_pretrain.sh"])
         assert _flag(args, "--window-size") == window, (model, seq_len)
+
+
+def test_flash2_on_sliding_windows_names_flash_attention_2_in_the_answer_and_the_script():
+    """--attention flash2 sizes flash-attn 2's windowed kernel on Gemma 3's sliding layers as flash
+    does flash-attn 3's, but only flash said which attn_implementation the user's from_pretrained
+    needs: under flash2 the answer and the DeepSpeed / FSDP2 / Accelerate files said nothing, and
+    transformers' default, sdpa, masks the windows densely. Both now name flash_attention_2."""
+    from shardwise.kb.resolve import assumptions
+    job = build_job(model="gemma-3-12b", gpus=16, training="finetune", framework="hf", seq_len=8192,
+                    attention="flash2")
+    said = [a for a in assumptions(job) if "sliding-window layers" in a]
+    assert len(said) == 1 and "attn_implementation flash_attention_2)" in said[0], said
+    out = export_all(Target(job, Layout(dp=16, zero=3, mbs=1, recompute="full")))
+    for fw in ("deepspeed", "fsdp", "accelerate"):
+        carried = [c for c in out[fw].get("caveats", []) if "sliding windows sized for a flash-attn kernel" in c]
+        assert len(carried) == 1 and 'attn_implementation="flash_attention_2")' in carried[0], (fw, carried)
+        assert "flash_attention_3" not in carried[0]
