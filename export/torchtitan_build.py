@@ -32,6 +32,26 @@ FAMILY_GAPS = {
 }
 
 
+# families that multiply the rotated query by 1 + beta x log(1 + floor(position / original positions))
+# (Ministral 3: modeling_ministral3.py get_llama_4_attn_scale, rope_parameters' llama_4_scaling_beta
+# and original_max_position_embeddings, transformers 5.24); GQAttention scales by head_dim ** -0.5
+# alone (common/attention.py). The factor is 1 below the original positions: a gap past them only
+POSITION_QUERY_SCALE = ("ministral3",)
+
+
+def query_scale_gap(m, seq_len: int) -> list[str]:
+    """The position-dependent query scaling no torchtitan attention has, where a position of the
+    sequence reaches original_max_position_embeddings (the last is seq_len - 1)."""
+    if m.family not in POSITION_QUERY_SCALE:
+        return []
+    rope = dict(m.rope_params)
+    orig = int(rope.get("original_max_position_embeddings", 0))
+    if not orig or seq_len - 1 < orig:
+        return []
+    return [f"the query scaled by 1 + {rope.get('llama_4_scaling_beta', 0):g} x log(1 + floor(position / {orig:,})) "
+            f"past {orig:,} positions: GQAttention scales by head_dim ** -0.5 alone"]
+
+
 def missing_blocks(m, seq_len: int) -> list[str]:
     """Each thing the model has that no torchtitan 0.3 block builds, with where torchtitan stops."""
     gaps = []
@@ -76,7 +96,7 @@ def missing_blocks(m, seq_len: int) -> list[str]:
         gaps.append("multi-latent attention with sinks or a sliding window: deepseek_v3's attention has neither")
     if m.family in FAMILY_GAPS:
         gaps.append(FAMILY_GAPS[m.family])
-    return gaps
+    return gaps + query_scale_gap(m, seq_len)
 
 
 def module_for(m) -> str:

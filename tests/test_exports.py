@@ -1295,3 +1295,24 @@ def test_flash2_on_sliding_windows_names_flash_attention_2_in_the_answer_and_the
         carried = [c for c in out[fw].get("caveats", []) if "sliding windows sized for a flash-attn kernel" in c]
         assert len(carried) == 1 and 'attn_implementation="flash_attention_2")' in carried[0], (fw, carried)
         assert "flash_attention_3" not in carried[0]
+
+
+def test_torchtitan_cannot_build_ministral3s_position_scaled_query_past_its_original_positions(tmp_path):
+    """Ministral 3 multiplies the query by 1 + 0.1 x log(1 + floor(position / 16,384)): 1 below
+    16,384 positions, so llama3's attention builds it there, but past them no torchtitan 0.3
+    attention scales the query by position, and the caveat told the user a llama3-style entry
+    builds it. It now names the scaling as what no module has, at 32K and not at 8K."""
+    import json
+    cfg = {"model_type": "ministral3", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 34,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 131072}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+
+    def said(seq_len):
+        job = build_job(hf_config=str(tmp_path / "config.json"), gpus=8, framework="fsdp", seq_len=seq_len)
+        caveat, = [c for c in export("torchtitan", Target(job, Layout(dp=8, zero=3, mbs=1, grad_accum=1))).caveats
+                   if "registry entry" in c]
+        return caveat
+    assert "in the style of llama3's" in said(8192) and "query scaled" not in said(8192)
+    long = said(32768)
+    assert "no module for" in long and "style of" not in long
+    assert "the query scaled by 1 + 0.1 x log(1 + floor(position / 16,384)) past 16,384 positions" in long, long
