@@ -1316,3 +1316,20 @@ def test_torchtitan_cannot_build_ministral3s_position_scaled_query_past_its_orig
     long = said(32768)
     assert "no module for" in long and "style of" not in long
     assert "the query scaled by 1 + 0.1 x log(1 + floor(position / 16,384)) past 16,384 positions" in long, long
+
+
+def test_ministral3_with_no_query_scaling_is_built_as_llama3_is(tmp_path):
+    """A Ministral 3 file with llama_4_scaling_beta 0 multiplies its query by 1 + 0 x log(...) = 1 at
+    every position, as llama3's attention does: the torchtitan caveat points at a llama3-style entry
+    at 32K rather than naming a query scaling the model does not do."""
+    import json
+    rope = {"rope_type": "yarn", "rope_theta": 1e6, "factor": 16.0, "original_max_position_embeddings": 16384,
+            "llama_4_scaling_beta": 0.0}
+    cfg = {"model_type": "ministral3", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 34,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 131072,
+           "rope_parameters": rope}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    job = build_job(hf_config=str(tmp_path / "config.json"), gpus=8, framework="fsdp", seq_len=32768)
+    caveat, = [c for c in export("torchtitan", Target(job, Layout(dp=8, zero=3, mbs=1, grad_accum=1))).caveats
+               if "registry entry" in c]
+    assert "in the style of llama3's" in caveat and "query scaled" not in caveat, caveat
