@@ -19,6 +19,7 @@ from shardwise.kb.stages import layers_on_stage, pipeline_slots
 
 from .optimizer import WHAT, named, runs_instead
 from .target import Export, Target, shell_command, with_caveats
+from .torchtitan_build import scales_query_by_position
 
 
 # --attention-backend (megatron/core/transformer/enums.py AttnBackend: flash, fused, unfused,
@@ -156,7 +157,8 @@ def model_args(tg: Target) -> tuple[list[str], list[str]]:
                        "scores = cap x tanh(scores / cap)): Megatron-Core has no option for it; this script trains "
                        "uncapped scores, same shapes, other numerics")
     caveats += gemma_caveats(m)
-    caveats += FAMILY_CAVEATS.get(m.family, [])
+    if m.family != "ministral3" or scales_query_by_position(m):
+        caveats += FAMILY_CAVEATS.get(m.family, [])
     if m.family in FULL_LAYER_ROPE_SCALING and m.rope_scaling and m.sliding_layers:
         caveats.append(f"RoPE scaling {m.rope_scaling} (factor {m.rope_factor:g}) on the full-attention layers only, "
                        "the sliding-window ones unscaled (OLMo 3's rope_parameters by layer type): Megatron builds one "

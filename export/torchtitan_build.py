@@ -39,16 +39,22 @@ FAMILY_GAPS = {
 POSITION_QUERY_SCALE = ("ministral3",)
 
 
+def scales_query_by_position(m) -> bool:
+    """Whether the model's query is scaled by position at all: a POSITION_QUERY_SCALE family whose
+    llama_4_scaling_beta is not 0 (with 0 the factor is 1 at every position)."""
+    return m.family in POSITION_QUERY_SCALE and bool(dict(m.rope_params).get("llama_4_scaling_beta", 0))
+
+
 def query_scale_gap(m, seq_len: int) -> list[str]:
     """The position-dependent query scaling no torchtitan attention has, where a position of the
     sequence reaches original_max_position_embeddings (the last is seq_len - 1) and
     llama_4_scaling_beta is not 0 (with 0 the factor is 1 at every position)."""
-    if m.family not in POSITION_QUERY_SCALE:
+    if not scales_query_by_position(m):
         return []
     rope = dict(m.rope_params)
     orig = int(rope.get("original_max_position_embeddings", 0))
-    beta = rope.get("llama_4_scaling_beta", 0)
-    if not orig or not beta or seq_len - 1 < orig:
+    beta = rope["llama_4_scaling_beta"]
+    if not orig or seq_len - 1 < orig:
         return []
     return [f"the query scaled by 1 + {beta:g} x log(1 + floor(position / {orig:,})) "
             f"past {orig:,} positions: GQAttention scales by head_dim ** -0.5 alone"]

@@ -1333,3 +1333,15 @@ def test_ministral3_with_no_query_scaling_is_built_as_llama3_is(tmp_path):
     caveat, = [c for c in export("torchtitan", Target(job, Layout(dp=8, zero=3, mbs=1, grad_accum=1))).caveats
                if "registry entry" in c]
     assert "in the style of llama3's" in caveat and "query scaled" not in caveat, caveat
+    # Megatron's caveat about the position scaling likewise, with beta 0 and with beta 0.1
+    megatron = lambda b: [c for c in export("megatron", Target(build_job(hf_config=str(write(b)), gpus=8,
+                                                                         seq_len=32768),
+                                                               Layout(dp=8, zero=1, mbs=1, grad_accum=1))).caveats
+                          if "query scaling by position" in c]
+
+    def write(beta):
+        path = tmp_path / f"b{beta}" / "config.json"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(dict(cfg, rope_parameters=dict(rope, llama_4_scaling_beta=beta))))
+        return path
+    assert megatron(0.0) == [] and len(megatron(0.1)) == 1
