@@ -293,27 +293,34 @@ def lora_params(m: ModelSpec, rank: int, t: TrainingSpec | None = None) -> int:
     return m.dense_layers * (attn + dense_mlp) + m.moe_layers * (attn + moe_mlp)
 
 
-def megatron_lora_params(m: ModelSpec, rank: int) -> tuple[int, int, int]:
-    """Megatron-Bridge's LoRA, r (in + out) per adapter (src/megatron/bridge/peft/lora.py @
-    067f987: target_modules linear_qkv, linear_proj, linear_fc1, linear_fc2; one adapter per
-    matched linear of its in and out features; share_expert_adapters=True): (a dense layer's
-    adapters, a MoE layer's outside its routed experts, its routed experts' on one
-    expert-parallel rank).
+def megatron_adapter_linears(m: ModelSpec) -> tuple[list, list, list]:
+    """The (in, out) features of the linears Megatron-Bridge's LoRA adapts (src/megatron/bridge/
+    peft/lora.py @ 067f987: target_modules linear_qkv, linear_proj, linear_fc1, linear_fc2; one
+    adapter per matched linear; share_expert_adapters=True): (a dense layer's, a MoE layer's
+    outside its routed experts, the routed experts' one shared pair).
 
-    - the fused linear_qkv, r (h + q + 2 kv), and linear_proj, r (q + h); MLA has no linear_qkv
-      and the recipes that train it name its linears (recipes/glm/h100/glm5.py,
-      moonlight_16b.py): one adapter each (params.attention_projections);
-    - linear_fc1, gate and up fused, r (h + 2F) (r (h + F) ungated), and linear_fc2, r (F + h);
-      a shared expert's the same at its width;
-    - the routed experts' grouped linears share one adapter over a rank's local experts
-      (share_expert_adapters): r (h + 2 F_e) + r (F_e + h) a MoE layer on each EP rank, whatever
-      its expert count."""
-    def mlp(width):
-        return adapter_params(rank, mlp_projections(m, width, fused=True))
-    attn = adapter_params(rank, attention_projections(m, fused=True))
+    - the fused linear_qkv, (h, q + 2 kv), and linear_proj, (q, h); MLA has no linear_qkv and the
+      recipes that train it name its linears (recipes/glm/h100/glm5.py, moonlight_16b.py): one
+      adapter each (params.attention_projections);
+    - linear_fc1, gate and up fused, (h, 2F) ((h, F) ungated), and linear_fc2, (F, h); a shared
+      expert's the same at its width;
+    - the routed experts' grouped linears share one adapter pair over a rank's local experts
+      (share_expert_adapters): (h, 2 F_e) and (F_e, h) a MoE layer, whatever its expert count;
+      LoRALinear runs it on the grouped linear's input, every permuted token."""
+    attention = attention_projections(m, fused=True)
+    dense = attention + mlp_projections(m, m.ffn, fused=True)
     if not m.is_moe:
-        return attn + mlp(m.ffn), 0, 0
-    return attn + mlp(m.ffn), attn + (mlp(m.shared_width) if m.shared_width else 0), mlp(m.expert_ffn)
+        return dense, [], []
+    shared = mlp_projections(m, m.shared_width, fused=True) if m.shared_width else []
+    return dense, attention + shared, mlp_projections(m, m.expert_ffn, fused=True)
+
+
+def megatron_lora_params(m: ModelSpec, rank: int) -> tuple[int, int, int]:
+    """Megatron-Bridge's LoRA, r (in + out) per adapter of megatron_adapter_linears: (a dense
+    layer's adapters, a MoE layer's outside its routed experts, its routed experts' on one
+    expert-parallel rank, whatever its expert count)."""
+    dense, moe, experts = megatron_adapter_linears(m)
+    return adapter_params(rank, dense), adapter_params(rank, moe), adapter_params(rank, experts)
 
 
 def adapter_params_rank(m: ModelSpec, t: TrainingSpec, sp, tp=1, etp=1) -> float:

@@ -34,6 +34,7 @@ from ..memory.activations import (RESIDUAL_DROPOUT_SITES, adapter_input_cast, at
                                   local_layers, residual_dropout_bytes, routed_copies, sdpa_gets_mask)
 from ..memory.peft_experts import (ADAPTED_EXPERT_FAMILIES, merges_experts, peft_on_transformers,
                                    shared_projections)
+from ..memory.states import megatron_adapter_linears
 from ..layout import Layout
 from ..params import attention_projections, layer_params, mlp_projections
 from ..schema import GPUSpec, ModelSpec, TrainingSpec
@@ -119,14 +120,21 @@ def flash_kernel_rate(t: TrainingSpec, gpu: GPUSpec, blocks: float) -> float:
 # 2 written), the scaling's (2 + 2), dS read for dQ and dK (2 + 2): 32. 58 in all.
 EAGER_FORWARD_BYTES_PER_SCORE = 26.0
 EAGER_BYTES_PER_SCORE = 58.0
-# A dropout in training, per bf16 element it drops, through the fused kernel a GPU runs
-# (native_dropout, aten/src/ATen/native/cuda/Dropout.cu): forward it reads the input (2) and
-# writes the output (2) and the bool mask (1); backward native_dropout_backward reads the gradient
-# (2) and the mask (1) and writes the input's gradient (2). Config.json's attention_dropout adds it
-# to eager attention's score traffic (kb/memory/activations.eager_dropout_per_score), the residual
-# dropout to each of its sites' h (residual_dropout_bytes).
-DROPOUT_FORWARD_BYTES = 5.0
-DROPOUT_BYTES = 10.0
+
+
+def dropout_traffic(element: float, forward_only: bool = False) -> float:
+    """Bytes a dropout in training moves per element of ``element`` bytes, through the fused kernel
+    a GPU runs (native_dropout, aten/src/ATen/native/cuda/Dropout.cu): forward it reads the input
+    (e) and writes the output (e) and the bool mask (1); backward native_dropout_backward reads the
+    gradient (e) and the mask (1) and writes the input's gradient (e): 2 e + 1 forward, 4 e + 2 in
+    all. Counted, not fitted."""
+    return 2.0 * element + 1.0 if forward_only else 4.0 * element + 2.0
+
+
+# Config.json's attention_dropout on eager attention's bf16 scores (kb/memory/activations
+# .eager_dropout_per_score), the residual dropout on each of its sites' h (residual_dropout_bytes)
+DROPOUT_FORWARD_BYTES = dropout_traffic(2.0, forward_only=True)
+DROPOUT_BYTES = dropout_traffic(2.0)
 
 
 def eager_attention_time(attn_fwd_flops: float, scores: float, gpu: GPUSpec, forward_only: bool = False,
@@ -339,13 +347,10 @@ FROZEN_GEMM_SHARE = 2.0 / 3.0
 LORA_IN_BYTES_FP32 = 42.0
 LORA_IN_BYTES_BF16 = 6.0
 LORA_OUT_BYTES = 32.0
-# PEFT's lora_dropout > 0, per input feature of each adapter: the fused kernel (torch.native_dropout,
-# aten/src/ATen/native/Dropout.cpp) reads the adapter's input and writes the dropped-out copy and
-# a bool mask (e + e + 1 forward, e bytes an element: 2 for bf16, 4 where fp32 adapters run it on
-# their fp32 cast), and its backward reads the gradient and the mask and writes the input's
-# gradient (e + 1 + e): 4 e + 2, 10 bytes bf16 and 18 fp32. Counted, not fitted.
-LORA_DROPOUT_BYTES_BF16 = 10.0
-LORA_DROPOUT_BYTES_FP32 = 18.0
+# PEFT's lora_dropout > 0, per input feature of each adapter: its dropout's kernel on the adapter's
+# input (dropout_traffic), bf16, or fp32 where fp32 adapters run it on their fp32 cast: 10 and 18
+LORA_DROPOUT_BYTES_BF16 = dropout_traffic(2.0)
+LORA_DROPOUT_BYTES_FP32 = dropout_traffic(4.0)
 
 
 # PEFT's merged expert weights (kb/memory/peft_experts), bytes per routed-expert parameter of a
@@ -356,17 +361,10 @@ MERGED_BYTES_PER_PARAM = 10.0
 
 def megatron_adapter_projections(m: ModelSpec, moe: bool) -> list[tuple[int, int]]:
     """(in, out) features per token of the adapters Megatron-Bridge's LoRA runs in one layer
-    (states.megatron_lora_params counts the same linears): the fused linear_qkv and linear_proj,
-    the fused linear_fc1 and linear_fc2 of a dense MLP or of the shared expert; the routed
-    experts' one shared adapter pair (share_expert_adapters, a ParallelLinearAdapter that
-    LoRALinear runs on the grouped linear's input: src/megatron/bridge/peft/lora.py @ 067f987
-    LoRA.transform) reads every permuted token, each of a token's top_k routed copies, so k
-    times an expert MLP's features."""
-    attention = attention_projections(m, fused=True)
-    if not moe:
-        return attention + mlp_projections(m, m.ffn, fused=True)
-    shared = mlp_projections(m, m.shared_width, fused=True) if m.shared_width else []
-    return attention + shared + mlp_projections(m, m.expert_ffn, fused=True) * m.top_k
+    (states.megatron_adapter_linears): a dense layer's, or an MoE layer's outside its routed
+    experts and the routed experts' shared pair on each of a token's top_k routed copies."""
+    dense, rest, pair = megatron_adapter_linears(m)
+    return rest + pair * m.top_k if moe else dense
 
 
 def lora_bytes_per_token(m: ModelSpec, t: TrainingSpec, moe: bool, fp32_adapters) -> float:
