@@ -262,26 +262,19 @@ def _hsdp(job, a):
     return (s == 0) | ((a["zero"] == 3) & (s > 1) & (s < n) & (n % np.maximum(s, 1) == 0) & experts)
 
 
-def _torchtitan_ep_replicas(job, a):
-    """torchtitan forms its expert-parallel groups inside dp_shard x cp x tp ranks, never across
-    the replicate dimension: ParallelDims._validate raises "expert_parallel_degree must divide
-    dp_shard * cp * tp" (torchtitan 0.3 distributed/parallel_dims.py, sparse_region; the sparse
-    mesh is pp x dp_replicate x efsdp x ep). Its ZeRO-0 is pure replication (export/target.dp_dims:
-    dp_replicate = DP, dp_shard 1), so there EP must divide CP x TP; the HSDP rule covers a
-    shard group (hsdp-shard-group), and ZeRO-2/3 shard over all of DP."""
-    if job.training.framework != "fsdp":
-        return _all(a)
-    return (a["ep"] == 1) | (a["zero"] != 0) | ((a["cp"] * a["tp"]) % a["ep"] == 0)
-
-
-def _torchtitan_cp_shards(job, a):
-    """torchtitan turns FSDP on whenever context parallelism is on (ParallelDims.fsdp_enabled:
-    dp_shard_enabled or cp_enabled, torchtitan distributed/parallel_dims.py @ b5bcd76) and shards
-    over the dp_shard x cp ranks, so a ZeRO-0 layout (pure replication) with CP is not what it
-    runs: it would shard the weights over the CP ranks the estimate keeps whole."""
-    if job.training.framework != "fsdp":
-        return _all(a)
-    return (a["cp"] == 1) | (a["zero"] != 0)
+# torchtitan forms its expert-parallel groups inside dp_shard x cp x tp ranks, never across the
+# replicate dimension: ParallelDims._validate raises "expert_parallel_degree must divide
+# dp_shard * cp * tp" (torchtitan 0.3 distributed/parallel_dims.py, sparse_region; the sparse mesh
+# is pp x dp_replicate x efsdp x ep). Its ZeRO-0 is pure replication (export/target.dp_dims:
+# dp_replicate = DP, dp_shard 1), so there EP must divide CP x TP; the HSDP rule covers a shard
+# group (hsdp-shard-group), and ZeRO-2/3 shard over all of DP.
+_torchtitan_ep_replicas = _under("fsdp", lambda a: (a["ep"] == 1) | (a["zero"] != 0)
+                                 | ((a["cp"] * a["tp"]) % a["ep"] == 0))
+# torchtitan turns FSDP on whenever context parallelism is on (ParallelDims.fsdp_enabled:
+# dp_shard_enabled or cp_enabled, torchtitan distributed/parallel_dims.py @ b5bcd76) and shards
+# over the dp_shard x cp ranks, so a ZeRO-0 layout (pure replication) with CP is not what it runs:
+# it would shard the weights over the CP ranks the estimate keeps whole.
+_torchtitan_cp_shards = _under("fsdp", lambda a: (a["cp"] == 1) | (a["zero"] != 0))
 
 
 def _torchtitan_tied_pipeline(job, a):
