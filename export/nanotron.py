@@ -80,7 +80,7 @@ def config(tg: Target) -> tuple[dict, list[str]]:
         factor = f" (factor {m.rope_factor:g})" if m.rope_factor else ""
         caveats.append(f"RoPE scaling {m.rope_scaling}{factor}: not written; Nanotron trains "
                        "with unscaled RoPE at this rope_theta")
-    if m.sliding_layers and m.sliding_window < t.seq_len:
+    if m.window_masks(t.seq_len):
         caveats.append(f"sliding-window attention ({m.sliding_window} tokens on {m.sliding_layers} of {m.layers} "
                        "layers): Nanotron's Llama has none; every layer attends over the whole sequence, a "
                        "different model and slower than the estimate")

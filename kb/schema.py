@@ -298,6 +298,12 @@ class GPUSpec(_Frozen):
         "memory) that the step-time model is checked against; empty where none is"))
     source: str = ""
 
+    @property
+    def link_joins(self) -> int:
+        """The most GPUs its own fast link joins in one node: its NVLink domain (the 8-GPU
+        baseboard of an H100 SXM, an NVL72 rack), else its usual server."""
+        return self.nvlink_domain or self.gpus_per_node
+
     def peak_tflops(self, precision: str) -> float:
         """Dense datasheet peak for the GEMM precision of a recipe (fp8 recipes run GEMMs in
         fp8): the basis of MFU."""
@@ -351,7 +357,7 @@ class ClusterSpec(_Frozen):
         # a node larger than the GPU's fast-link domain (the 8-GPU baseboard of an H100 SXM, an
         # NVL72 rack) would be islands joined by PCIe inside the node, which the communication
         # model does not have: it would time the whole node at NVLink speed
-        most = self.gpu.nvlink_domain or self.gpu.gpus_per_node
+        most = self.gpu.link_joins
         if not self.intra.name.startswith("pcie") and self.gpus_per_node > most:
             raise ValueError(
                 f"--gpus-per-node {self.gpus_per_node}: {self.gpu.name}'s {self.intra.name} joins at most {most} "

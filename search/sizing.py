@@ -99,7 +99,7 @@ def other_gpu_node(c, g) -> int | None:
     if c.gpus <= g.gpus_per_node or c.gpus % g.gpus_per_node == 0:
         return g.gpus_per_node
     own = c.gpus_per_node
-    if c.gpus % own == 0 and (g.intra_link.startswith("pcie") or own <= (g.nvlink_domain or g.gpus_per_node)):
+    if c.gpus % own == 0 and (g.intra_link.startswith("pcie") or own <= g.link_joins):
         return own
     return None
 
