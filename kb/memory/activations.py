@@ -242,8 +242,6 @@ def fp32_weights_under_autocast(t: TrainingSpec, lay: Layout):
     return lay.zero == 0
 
 
-
-
 def _linear_inputs(m: ModelSpec) -> tuple[int, int]:
     """How many linears read the attention's input and the MLP's input: q, k and v (MLA:
     q_a_proj and kv_a_proj_with_mqa; one fused qkv_proj), and gate and up (one fused

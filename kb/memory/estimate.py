@@ -30,7 +30,7 @@ from ..defaults import ADAPTERS
 from ..frameworks import megatron_ep_overlap_share
 from ..job import Job
 from ..layout import Layout
-from ..params import layer_params, total_params
+from ..params import layer_params
 from ..stages import all_stages
 from . import activations as act
 from . import optimizers as opt
@@ -39,7 +39,7 @@ from . import peft_experts as pe
 from . import states as st
 from .logits import logits_bytes, logits_forward_bytes
 from .megatron_adapters import megatron_adapter_states
-from ..vec import both, maximum, minimum, where
+from ..vec import maximum, minimum, where
 
 GIB = 2.0 ** 30
 
