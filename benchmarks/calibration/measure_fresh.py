@@ -4,7 +4,7 @@ shorter lengths first in the same process (whose optimizer states and cached seg
 out by those lengths)? And what did the caching allocator hold when a step ran out?
 
     python3 measure_fresh.py run CONFIG SEQ [--expandable] [--history] [--limit-gib G] [--trainer]
-    python3 measure_fresh.py plan DEADLINE_S      # the plan below, each run a child process
+    python3 measure_fresh.py plan NAME DEADLINE_S     # a plan below, each run a child process
 
 A run builds the model and optimizer as measure_loops.Run does, then runs the same steps as
 its first length: a warm-up step (optimizer states appear), a step with the peak read per phase,
@@ -36,7 +36,7 @@ H100_ALLOCATOR_GIB = 79.18 - 0.5
 # (config or trainer case, seq, flags), most wanted first: L12 ran its first step at 29696-32768
 # tokens and ran out in a later one after a sweep from 4096; L13 and L06 fit at 95% of capacity
 # and ran out one bisection step above; t02 ran out on the H100 with 9.9 GiB free.
-PLAN = [
+CAUSES = [
     ("L12", 29696, ["--history"]),
     ("L12", 29696, ["--expandable"]),
     ("L12", 32768, ["--expandable"]),
@@ -50,6 +50,14 @@ PLAN = [
     ("L12", 32768, []),
     ("L12", 28672, ["--history"]),
 ]
+# each sweep's longest length that fit, fresh with the default allocator (did it fit only because of
+# the sweep's history?), and its shortest that ran out, with expandable segments (how far the
+# boundary moves); L07 and L08 need bitsandbytes, L04, L05, L10 never ran out
+SWEEP_FITS = [(c, s, []) for c, s in (("L13", 9216), ("L06", 23552), ("L01", 9216), ("L02", 15872), ("L11", 8192),
+                                       ("L03", 5888))] + \
+             [(c, s, ["--expandable"]) for c, s in (("L01", 9728), ("L02", 16384), ("L11", 8704), ("L03", 6144))] + \
+             [("L09", 23552, [])]
+PLANS = {"causes": CAUSES, "sweep-fits": SWEEP_FITS}
 PICKLES_KEPT = 3          # $OUT returns at most 8 files
 
 
@@ -176,10 +184,10 @@ def trainer_case(cid, seq, row, torch):
     row["peak_allocated_bytes"] = torch.cuda.max_memory_allocated()
 
 
-def plan(deadline_s):
+def plan(name, deadline_s):
     end = time.time() + deadline_s
     here = os.path.dirname(os.path.abspath(__file__))
-    for cid, seq, flags in PLAN:
+    for cid, seq, flags in PLANS[name]:
         left = end - time.time()
         if left < 30:
             print(json.dumps(dict(skipped=[cid, seq, flags], left_s=round(left))), flush=True)
@@ -201,7 +209,7 @@ def plan(deadline_s):
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     if sys.argv[1] == "plan":
-        plan(float(sys.argv[2]))
+        plan(sys.argv[2], float(sys.argv[3]))
     else:
         run(sys.argv[2:])
     gc.collect()
