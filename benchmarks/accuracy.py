@@ -65,6 +65,21 @@ def main() -> None:
             wrong = sum(r["fits_measured"] != r["fits_predicted"] for r in sel)
             print(f"  {name:<46} {part:<9} {len(errs):3} ran  median |error| {100 * statistics.median(errs):5.2f}%"
                   f"  max {100 * max(errs):5.2f}%   fits/OOM wrong {wrong} of {len(sel)}")
+    print("\n== the out-of-memory boundary, one fresh process a run, H200, h200_fresh_boundary.jsonl"
+          " (like for like; split: the caching allocator's split peak)")
+    fresh = calibration.fresh_rows()
+    for r in fresh:
+        meas = f"{r['measured_gib']:6.1f}" if r["measured_gib"] else "   OOM"
+        print(f"  {r['id']:<26} measured {meas}  estimate {r['predicted_gib']:6.1f} of {r['capacity_gib']:.1f}"
+              f"  fits {'yes' if r['fits_predicted'] else 'no ':<3} split {r['split_peak_gib']:6.1f}"
+              + ("  WRONG" if r["fits_measured"] != r["fits_predicted"] else "")
+              + ("  (warned)" if r["split_flagged"] and not r["fits_measured"] else ""))
+    for kind in ("expandable", "caching"):
+        sel = [r for r in fresh if r["allocator"] == kind]
+        wrong = [r for r in sel if r["fits_measured"] != r["fits_predicted"]]
+        print(f"  {kind:<10} fits/OOM wrong {len(wrong)} of {len(sel)}; of the runs that ran out though the estimate "
+              f"fits, warned: {sum(r['split_flagged'] for r in wrong if not r['fits_measured'])} of "
+              f"{sum(not r['fits_measured'] for r in wrong)}")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from typing import get_args
 import click
 
 from shardwise.kb.choices import (RECOMPUTE_CHOICES, Attention, CudaGraphs, Framework, Optimizer, Precision,
-                                   TrainingType, ZeroGrad)
+                                   TrainingType, ZeroGrad, Allocator)
 from shardwise.kb.counts import exponent_refusal
 from shardwise.kb.errors import InputError
 
@@ -32,7 +32,7 @@ JOB_KEYS = {
     "gpus_per_node": int, "interconnect": str, "seq_len": str, "mbs": int, "global_batch": int,
     "global_batch_tokens": str, "training": str, "precision": str, "optimizer": str, "recompute": str,
     "attention": str, "cuda_graphs": str, "framework": str, "token_budget": str, "price_per_gpu_hour": float,
-    "lora_rank": int, "lora_dropout": float, "zero_grad": str, "loss_chunks": int,
+    "lora_rank": int, "lora_dropout": float, "zero_grad": str, "allocator": str, "loss_chunks": int,
 }
 
 
@@ -75,7 +75,8 @@ PLAIN_INT, PLAIN_FLOAT = _Plain(int), _Plain(float)
 # the job's counts (kb/counts.py): True where K/M/B/T are binary
 COUNTS = {"seq_len": True, "global_batch_tokens": True, "params": False, "token_budget": False}
 
-LOWERCASE = ("precision", "training", "framework", "recompute", "attention", "cuda_graphs", "optimizer", "zero_grad")
+LOWERCASE = ("precision", "training", "framework", "recompute", "attention", "cuda_graphs", "optimizer", "zero_grad",
+             "allocator")
 
 
 # Settings that exclude each other: one of them names the model, one the batch. A later source
@@ -146,6 +147,10 @@ def job_options(f=None, *, raw: bool = False):
         click.option("--zero-grad", type=_choice(list(get_args(ZeroGrad))),
                      help="hf/fsdp loops: set-to-none frees the gradients between steps (PyTorch's default), "
                           "zeros keeps them (zero_grad(set_to_none=False))"),
+        click.option("--allocator", type=_choice(list(get_args(Allocator))),
+                     help="PyTorch's CUDA allocator as the run sets it: caching (PyTorch's default) or expandable "
+                          "(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, which the exports then set); default: "
+                          "the framework's own (expandable where torchtitan runs the job, caching elsewhere)"),
         click.option("--token-budget", help="tokens to train, decimal: 100B = 10^11"),
         click.option("--price-per-gpu-hour", type=PLAIN_FLOAT, help="price of one GPU-hour in dollars, e.g. 2.5, for cost"),
         click.option("--lora-rank", type=PLAIN_INT, help="LoRA rank (default 16)"),

@@ -134,6 +134,28 @@ def loss_carried(framework: str, job) -> list[str]:
     return []
 
 
+def allocator_carried(framework: str, job) -> list[str]:
+    """PyTorch's allocator where the export does not launch the run as the estimate assumed
+    (kb/memory/overheads.allocator): torchtitan's run_train.sh always sets expandable segments; the
+    files that configure the user's own launch (FSDP2, Accelerate, Nanotron) set no environment.
+    The Megatron and DeepSpeed launch scripts export it themselves (target.allocator_environment)."""
+    from shardwise.kb.memory.overheads import allocator
+    kind = allocator(job.training)
+    if framework == "torchtitan":
+        # said where the user chose the caching allocator; a job sized for another framework's
+        # default differs from torchtitan's run in more than this, which its other lines say
+        return [] if job.training.allocator != "caching" else [
+            "run_train.sh launches with PYTORCH_ALLOC_CONF=expandable_segments:True, where the estimate assumed "
+            "PyTorch's caching allocator (--allocator caching), which holds more near capacity"]
+    if framework in ("megatron", "deepspeed") or kind != "expandable":
+        return []
+    return ["the estimate assumes expandable segments, as torchtitan launches (--allocator caching sizes PyTorch's "
+            "default): set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the launch environment, which no key "
+            "of this file sets" if job.training.allocator == "default" else
+            "the estimate assumes expandable segments (--allocator expandable): set "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the launch environment, which no key of this file sets"]
+
+
 def export(framework: str, target):
     """The framework's export; a layout with per-module recomputation goes to the others as
     selective recomputation, their nearest, and says so; so does a job timed on Megatron's
@@ -143,6 +165,7 @@ def export(framework: str, target):
     carried += zero_grad_carried(framework, target.job, lay)
     carried += attention_carried(framework, target.job)
     carried += loss_carried(framework, target.job)
+    carried += allocator_carried(framework, target.job)
     if framework != "megatron" and target.job.training.cuda_graphs != "none":
         carried.append("--cuda-graphs full-iteration is Megatron-Core's whole-step CUDA graph; this runs without "
                        "it" + (", so the MoE layers' host-side time, which the estimate left out, is back"

@@ -16,7 +16,7 @@ from shardwise.kb.frameworks import ULYSSES_FRAMEWORKS, autoep_preset
 from shardwise.kb.validity import autoep_runs
 
 from .optimizer import CONSTRUCTOR, WHAT, ZERO_UNTESTED, named, trainer_caveats, trainer_flags
-from .target import Export, Target, with_caveats
+from .target import Export, Target, allocator_environment, with_caveats
 
 TOP_LEVEL = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
              "gradient_clipping", "steps_per_print", "bf16", "fp16", "zero_optimization", "pipeline",
@@ -120,7 +120,7 @@ def export(tg: Target) -> Export:
                                           else "")
         + f" x DP {lay.dp} = {lay.tp * lay.pp * lay.dp * lay.cp} GPUs: DeepSpeed counts "
         f"train_batch_size over the {lay.dp} DP ranks",
-    ] + notes + launch_lines(tg)
+    ] + notes + allocator_environment(tg.job) + launch_lines(tg)
     return Export("deepspeed", {"ds_config.json": json.dumps(cfg, indent=2) + "\n",
                                 "launch.sh": "\n".join(launch) + "\n"}, caveats)
 

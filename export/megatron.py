@@ -18,7 +18,7 @@ from shardwise.kb.memory.states import megatron_grad_bytes
 from shardwise.kb.stages import layers_on_stage, pipeline_slots
 
 from .optimizer import WHAT, named, runs_instead
-from .target import Export, Target, shell_command, with_caveats
+from .target import Export, Target, allocator_environment, shell_command, with_caveats
 from .torchtitan_build import scales_query_by_position
 
 
@@ -679,6 +679,10 @@ def graph_environment(tg: Target) -> list[str]:
     lines = ["export PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:+$PYTORCH_CUDA_ALLOC_CONF,}"
              "graph_capture_record_stream_reuse:True",
              "export TORCH_NCCL_AVOID_RECORD_STREAMS=0"]
+    if allocator_environment(tg.job):
+        # Megatron-Bridge's CUDA-graph guide: expandable segments "requires NCCL_GRAPH_REGISTER=0"
+        # (docs/training/cuda-graphs.mdx; its DeepSeek-V3 perf recipes set both)
+        lines.append("export NCCL_GRAPH_REGISTER=0")
     if graphed_moe(tg):
         lines = [f"# full-iteration CUDA graphs with MoE need HybridEP (DeepEP's hybrid-ep kernels) and Transformer "
                  f"Engine's CuTe DSL fused grouped MLP (TE >= 2.14), with MXFP8 on Blackwell, as NVIDIA runs them "
@@ -810,7 +814,7 @@ def export(tg: Target) -> Export:
         f"# learning rate: {' '.join(SCHEDULE)}, placeholders that shardwise does not size: set your own"
         + (" (a fine-tune usually runs a lower one)" if loads_checkpoint(tg) else ""),
         connections_line(tg),
-    ] + graph_environment(tg) + (
+    ] + allocator_environment(tg.job) + graph_environment(tg) + (
         [f"# {c.nodes} nodes: run this on every node, with HEAD_NODE the first node's address (torchrun's c10d "
          "rendezvous gives each node its rank)"] if c.nodes > 1 else []) + shell_command(
         f"torchrun --nnodes {c.nodes} --nproc-per-node {c.gpus_per_node}"

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from shardwise.kb.job import Job
 from shardwise.kb.layout import Layout
+from shardwise.kb.memory.overheads import allocator
 
 
 @dataclass(frozen=True)
@@ -138,3 +139,11 @@ def all_experts_caveats(tg: Target, runner: str) -> list[str]:
 
 def with_caveats(lines: list[str], caveats: list[str], comment: str = "#") -> list[str]:
     return lines + [f"{comment} cannot express: {c}" for c in caveats]
+
+
+def allocator_environment(job) -> list[str]:
+    """The launch script's line that gives the run the allocator the estimate assumed, appended to
+    whatever the environment already sets (expandable segments; nothing for PyTorch's default)."""
+    if allocator(job.training) != "expandable":
+        return []
+    return ["export PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:+$PYTORCH_CUDA_ALLOC_CONF,}expandable_segments:True"]

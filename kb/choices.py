@@ -34,6 +34,11 @@ CudaGraphs = Literal["none", "full-iteration"]
 # the gradients (set_to_none=True, PyTorch's default since 2.0, the Trainer's and torchtitan's),
 # "zeros" fills them with zeros and keeps them for the whole run (set_to_none=False).
 ZeroGrad = Literal["set-to-none", "zeros"]
+# PyTorch's CUDA memory allocator as the run configures it (PYTORCH_CUDA_ALLOC_CONF): "caching",
+# its default, whose segments are fixed cudaMalloc blocks that smaller tensors split; "expandable"
+# (expandable_segments:True), whose segments grow and give back free pages; "default" is the
+# framework's own (kb/memory/overheads.allocator: torchtitan's run_train.sh sets expandable).
+Allocator = Literal["default", "caching", "expandable"]
 # The optimizer and its implementation (kb/memory/optimizers.py models each one's states and
 # step temporaries). "adamw" is the framework profile's own AdamW (optimizers.FRAMEWORK_ADAMW:
 # fused in all four profiles); the others name one implementation whatever the framework.

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from typing import get_args
 
-from .choices import RECOMPUTE, Attention, CudaGraphs, Framework, Optimizer, Precision, TrainingType, ZeroGrad
+from .choices import (RECOMPUTE, Allocator, Attention, CudaGraphs, Framework, Optimizer, Precision, TrainingType,
+                      ZeroGrad)
 
 N, S, B = "num", "str", "bool"
 
@@ -43,6 +44,7 @@ JOB = {
     "cluster.inter": S, "cluster.inter_kind": S, "cluster.mxfp8": B, "cluster.speed_checked": B,
     "train.seq_len": N, "train.global_batch": N, "train.training": S, "train.precision": S,
     "train.framework": S, "train.attention": S, "train.cuda_graphs": S, "train.optimizer": S, "train.zero_grad": S,
+    "train.allocator": S,
     "train.sequence_parallel": B,
     "train.mbs_given": B, "train.recompute_given": B, "train.expert_parallel": B,
 }
@@ -53,7 +55,7 @@ LAYOUT = {
 }
 ESTIMATE = {
     "memory.peak_gib": N, "memory.capacity_gib": N, "memory.used_pct": N, "memory.headroom_gib": N,
-    "memory.fits": B,
+    "memory.fits": B, "memory.split_peak_pct": N, "memory.largest_block_gib": N,
     "metrics.step_time_s": N, "metrics.tokens_per_s": N, "metrics.tokens_per_s_per_gpu": N,
     "metrics.mfu_pct": N, "metrics.bubble_pct": N, "metrics.comm_overhead_pct": N, "metrics.moe_host_pct": N,
 }
@@ -72,7 +74,7 @@ VALUES: dict[str, tuple[str, ...]] = {
     "train.training": get_args(TrainingType), "train.precision": get_args(Precision),
     "train.framework": get_args(Framework), "train.attention": get_args(Attention),
     "train.cuda_graphs": get_args(CudaGraphs), "train.optimizer": get_args(Optimizer),
-    "train.zero_grad": get_args(ZeroGrad),
+    "train.zero_grad": get_args(ZeroGrad), "train.allocator": ("caching", "expandable"),
     "layout.recompute": RECOMPUTE, "same.min_recompute": RECOMPUTE,
     # the kinds of kb/data/links.yaml's links, as kb/facts.py names them (tests/test_catalogs.py
     # checks that these are all of them)
@@ -111,6 +113,8 @@ DESCRIPTIONS = {
     "train.cuda_graphs": "none, or full-iteration (Megatron's whole-step CUDA graph)",
     "train.optimizer": "the optimizer and its implementation (adamw = the framework's default)",
     "train.zero_grad": "set-to-none (gradients freed between steps, PyTorch's default) or zeros (kept)",
+    "train.allocator": "PyTorch's CUDA allocator as the run sets it: caching (its default) or expandable "
+                       "(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)",
     "layout.tp": "tensor-parallel degree", "layout.pp": "pipeline stages",
     "layout.vp": "virtual stages (model chunks) per pipeline rank", "layout.dp": "data-parallel replicas",
     "layout.cp": "context-parallel degree (each sequence split over this many GPUs)",
@@ -121,6 +125,11 @@ DESCRIPTIONS = {
     "layout.global_batch": "sequences per step (mbs x ga x dp)",
     "memory.peak_gib": "the estimated peak per GPU, GiB (worst stage and phase)",
     "memory.capacity_gib": "the GPU's memory, GiB", "memory.headroom_gib": "capacity less the peak, GiB",
+    "memory.split_peak_pct": "under the caching allocator, the peak as a share of memory if the step's largest "
+                             "tensor finds the previous step's copy's cached segment split by smaller ones "
+                             "(0 under expandable segments)",
+    "memory.largest_block_gib": "the step's largest single tensor, GiB: one fp32 copy of a micro-batch's (or a "
+                                "loss chunk's) logits on a rank",
     "metrics.step_time_s": "seconds per optimizer step", "metrics.tokens_per_s": "tokens per second, whole job",
     "metrics.tokens_per_s_per_gpu": "tokens per second per GPU",
     "metrics.mfu_pct": "model FLOPs utilisation, % of the GPUs' dense peak",

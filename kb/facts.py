@@ -10,6 +10,7 @@ from .job import Job
 from .layout import Layout
 from .memory import estimate_memory
 from .memory.logits import loss_chunks
+from .memory.overheads import allocator
 from .params import active_params, total_params
 from .perf import step_time
 
@@ -25,6 +26,7 @@ def job_summary(job: Job) -> dict:
         "seq_len": t.seq_len, "training": t.training, "precision": t.precision,
         "framework": t.framework, "attention": t.attention, "cuda_graphs": t.cuda_graphs,
         "zero_grad": t.zero_grad, "loss_chunks": loss_chunks(t), "optimizer": t.optimizer,
+        "allocator": allocator(t),
         # an adapter job's LoRA settings (None for a job that trains every weight)
         "lora_rank": t.lora_rank if t.training in ADAPTERS else None,
         "lora_dropout": t.lora_dropout if t.training in ADAPTERS else None,
@@ -67,6 +69,7 @@ def job_facts(job: Job, global_batch: int) -> dict:
         "train.seq_len": t.seq_len, "train.global_batch": global_batch, "train.training": t.training,
         "train.precision": t.precision, "train.framework": t.framework, "train.attention": t.attention,
         "train.cuda_graphs": t.cuda_graphs, "train.optimizer": t.optimizer, "train.zero_grad": t.zero_grad,
+        "train.allocator": allocator(t),
         "train.sequence_parallel": has_sequence_parallel(t.framework),
         "train.mbs_given": bool(t.mbs), "train.recompute_given": t.recompute != "auto",
         "train.expert_parallel": expert_parallel_runs(job),
@@ -84,7 +87,9 @@ def memory_facts(mem) -> dict:
     """memory.*: the memory estimate of one layout as facts."""
     return {"memory.peak_gib": mem.peak_gib, "memory.capacity_gib": mem.capacity_gib,
             "memory.used_pct": 100 * mem.peak_gib / mem.capacity_gib,
-            "memory.headroom_gib": mem.capacity_gib - mem.peak_gib, "memory.fits": bool(mem.fits)}
+            "memory.headroom_gib": mem.capacity_gib - mem.peak_gib, "memory.fits": bool(mem.fits),
+            "memory.split_peak_pct": 100 * mem.split_peak_gib / mem.capacity_gib,
+            "memory.largest_block_gib": mem.largest_block_gib}
 
 
 def estimate_facts(job: Job, mem, st) -> dict:

@@ -9,7 +9,8 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .choices import RECOMPUTE_CHOICES, Attention, CudaGraphs, Framework, Optimizer, Precision, TrainingType, ZeroGrad
+from .choices import (RECOMPUTE_CHOICES, Allocator, Attention, CudaGraphs, Framework, Optimizer, Precision, TrainingType,
+                      ZeroGrad)
 
 
 class _Frozen(BaseModel):
@@ -389,6 +390,7 @@ class TrainingSpec(_Frozen):
     attention: Attention = "flash"
     cuda_graphs: CudaGraphs = "none"
     zero_grad: ZeroGrad = "set-to-none"
+    allocator: Allocator = "default"
     framework: Framework = "megatron"
     # up to 10^15 tokens (1,000T), 25x the largest published pre-training (Llama 4 Scout: about 40T
     # tokens, Meta's model card)

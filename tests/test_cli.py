@@ -52,6 +52,39 @@ def test_memory_prints_the_warnings_the_recommendation_would_give_its_layout(run
     assert not any(w.startswith("the peak is") for w in json.loads(out)["warnings"])
 
 
+L12 = ("recommend", "--model", "llama-3.2-3b", "--gpu", "h200", "--gpus", "1", "--seq-len", "29696", "--training",
+       "finetune", "--framework", "hf", "--attention", "sdpa", "--optimizer", "adafactor", "--mbs", "2",
+       "--recompute", "full", "--global-batch", "2", "--format", "json")
+
+
+def test_split_segments_of_the_caching_allocator_are_warned_and_expandable_segments_lift_it(run_cli):
+    """benchmarks/calibration/h200_fresh_boundary.jsonl's L12 at 29,696 tokens: 90% of an H200 by
+    the estimate, it ran out in its second step under PyTorch's default allocator (a 28 GiB logits
+    block whose last copy's segment was split) and fit with expandable segments. The answer says
+    so under the caching allocator, and not under expandable segments, whose allowance is smaller."""
+    code, out, _ = run_cli(*L12)
+    caching = json.loads(out)
+    assert code == 0 and caching["memory"]["fits"] and caching["memory"]["allocator"] == "caching"
+    assert caching["job"]["allocator"] == "caching" and caching["memory"]["largest_block_gib"] == 28.38
+    split = [w for w in caching["warnings"] if w.startswith("with PyTorch's default caching allocator")]
+    assert len(split) == 1 and "expandable_segments:True" in split[0] and "28.4 GiB of fp32 logits" in split[0]
+    code, out, _ = run_cli(*L12, "--allocator", "expandable")
+    grown = json.loads(out)
+    assert grown["memory"]["allocator"] == "expandable" and grown["memory"]["split_peak_gib"] == 0
+    assert not any(w.startswith("with PyTorch's default caching allocator") for w in grown["warnings"])
+    frag = [d["memory"]["breakdown_gib"]["fragmentation"] for d in (caching, grown)]
+    assert frag[1] < frag[0] / 5
+    assert grown["memory"]["peak_gib"] < caching["memory"]["peak_gib"]
+    # 135 GiB: the 8% allowance does not fit it, expandable segments' 1% does (at 32,768 tokens it
+    # ran with 129.6 GiB allocated, and ran out with the default allocator)
+    near = [a if a != "29696" else "32768" for a in L12[1:L12.index("--mbs")]] + ["--global-batch", "2", "--layout",
+                                                                               "mbs=2,recompute=full"]
+    code, out, _ = run_cli("memory", *near, "--gpu-memory", "135", "--allocator", "caching")
+    assert code == 0 and "DOES NOT FIT" in out
+    code, out, _ = run_cli("memory", *near, "--gpu-memory", "135", "--allocator", "expandable")
+    assert code == 0 and "DOES NOT FIT" not in out
+
+
 def test_a_layout_past_capacity_is_not_told_it_could_run_out_of_memory(run_cli):
     """Tight memory is a warning for a layout that fits; one whose peak is past the GPU's memory
     does not fit at all, which the DOES NOT FIT line says: the tight-memory warning's 'could run
@@ -173,6 +206,7 @@ BAD = [
     (["memory", "--model", "llama-3-70b", "--gpus", "8", "--framework", "hf",
       "--layout", "pp=2,dp=4,zero=1"], "or --framework deepspeed, megatron or fsdp [hf-no-pipeline]"),
     (["frobnicate"], "No such command"),
+    (["memory", "--model", "llama-3-8b", "--gpus", "8", "--allocator", "sometimes"], "'caching', 'expandable'"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--price-per-gpu-hour", "inf", "--token-budget", "1B"], "finite"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--seq-len", "99999999999999999999"], "--seq-len"),
     # an empty or zero value is refused, not read as "not given" and replaced by a default

@@ -133,6 +133,26 @@ def test_a_script_is_told_to_ask_for_the_windowed_kernel_the_estimate_sized():
     assert not any(said(seq_len=512).values()) and not any(said(seq_len=8192, attention="sdpa").values())
 
 
+def test_the_allocator_the_estimate_assumed_is_launched_or_said():
+    """--allocator expandable: the Megatron and DeepSpeed launch scripts export expandable segments
+    (appended to what the environment sets), the files of the user's own launch say to set it, and
+    torchtitan's run_train.sh sets it itself; where the estimate assumed the caching allocator no
+    launch sets it, and torchtitan's says that its launch sets it anyway."""
+    lay = Layout(dp=8, zero=1, mbs=1)
+    env = "export PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:+$PYTORCH_CUDA_ALLOC_CONF,}expandable_segments:True"
+    grown = export_all(Target(build_job(model="llama-3-8b", gpus=8, allocator="expandable"), lay))
+    assert env in grown["megatron"]["files"]["megatron_pretrain.sh"]
+    assert env in grown["deepspeed"]["files"]["launch.sh"]
+    for fw in ("fsdp", "accelerate", "nanotron"):
+        assert any("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in c for c in grown[fw]["caveats"]), fw
+    assert not any("expandable" in c for c in grown["torchtitan"]["caveats"])
+    cached = export_all(Target(build_job(model="llama-3-8b", gpus=8, framework="fsdp", allocator="caching"), lay))
+    assert any(c.startswith("run_train.sh launches with PYTORCH_ALLOC_CONF=expandable_segments:True")
+               for c in cached["torchtitan"]["caveats"])
+    for fw in ("megatron", "deepspeed", "fsdp", "accelerate", "nanotron"):
+        assert not any("expandable_segments" in text for text in cached[fw].get("files", {}).values()), fw
+
+
 @pytest.mark.parametrize("tg", layouts(), ids=lambda t: t.layout.describe().replace(" ", ","))
 def test_every_export_carries_the_layout(tg):
     lay = tg.layout

@@ -37,7 +37,7 @@ from . import optimizers as opt
 from . import overheads as ovh
 from . import peft_experts as pe
 from . import states as st
-from .logits import logits_bytes, logits_forward_bytes
+from .logits import largest_block_bytes, logits_bytes, logits_forward_bytes
 from .megatron_adapters import megatron_adapter_states
 from ..vec import maximum, minimum, where
 
@@ -53,6 +53,9 @@ class MemoryEstimate:
     phase: str
     breakdown_gib: dict
     stages: list = field(default_factory=list)
+    allocator: str = "caching"
+    largest_block_gib: float = 0.0
+    split_peak_gib: float = 0.0
 
     def as_dict(self) -> dict:
         return {"peak_gib": round(self.peak_gib, 2), "capacity_gib": round(self.capacity_gib, 2),
@@ -60,7 +63,9 @@ class MemoryEstimate:
                 "worst_stage": self.stage, "peak_phase": self.phase, "phase": self.phase,
                 "breakdown_gib": {k: round(v, 3) for k, v in self.breakdown_gib.items()},
                 "phases": self.phases(),
-                "stages": [{k: r[k] for k in ("stage", "phase", "peak_gib")} for r in self.stage_peaks()]}
+                "stages": [{k: r[k] for k in ("stage", "phase", "peak_gib")} for r in self.stage_peaks()],
+                "allocator": self.allocator, "largest_block_gib": round(self.largest_block_gib, 2),
+                "split_peak_gib": round(self.split_peak_gib, 2)}
 
     def phases(self) -> dict:
         """The worst stage in every phase: its peak and what is live then (components > 0)."""
@@ -116,7 +121,26 @@ def _states(job: Job, lay: Layout, sp) -> st.States:
 def estimate_memory(job: Job, lay: Layout) -> MemoryEstimate:
     peak, stage, phase, bd, stages = _peak(job, lay)
     capacity = job.cluster.gpu.memory_gib
-    return MemoryEstimate(peak, capacity, peak <= capacity, stage, phase, bd, stages)
+    block = largest_block_bytes(job.model, job.training, lay) / GIB
+    return MemoryEstimate(peak, capacity, peak <= capacity, stage, phase, bd, stages, ovh.allocator(job.training),
+                          block, split_peak(job.training, lay, stages, block))
+
+
+def split_peak(t, lay: Layout, stages: list, block_gib: float) -> float:
+    """The last stage's peak when the loss asks for its largest tensor (``block_gib``, the forward
+    and the loss's backward) and, under the caching allocator, finds the segment that held the
+    previous step's copy split by smaller tensors since: that segment can neither serve it nor be
+    given back (CUDACachingAllocator's release_cached_blocks frees whole unused segments only),
+    so about one more block stays reserved beside the allocated memory, in place of the
+    fragmentation allowance. An upper bound, not the expected peak: measured in fresh processes
+    (benchmarks/calibration/h200_fresh_boundary.jsonl), runs within this bound ran out (L12 at
+    29,696-32,768 tokens, t02 at an H100's capacity, L11) and others fit (L01, L02, L06, L12 at
+    28,672); with expandable segments every one fit that the estimate says fits. 0 under
+    expandable segments."""
+    if ovh.allocator(t) != "caching":
+        return 0.0
+    return max((r["peak_gib"] - r["breakdown_gib"]["fragmentation"] + block_gib for r in stages
+                if r["stage"] == lay.pp - 1 and r["breakdown_gib"]["logits"] > 0), default=0.0)
 
 
 def peak_gib(job: Job, lay) -> object:
@@ -213,7 +237,7 @@ def _peak(job: Job, lay):
             # a loop's kept gradients (--zero-grad zeros) are made in its first backward among the
             # activations, as freed ones are in every backward: the same allowance, so keeping
             # them never reads lower than freeing them
-            frag = ovh.FRAGMENTATION * (dynamic + kept_grads)
+            frag = ovh.fragmentation_share(t) * (dynamic + kept_grads)
             peak = (allocated + frag) / GIB + fixed
             if not scalar:
                 best = peak if best is None else maximum(best, peak)

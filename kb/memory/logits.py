@@ -100,6 +100,18 @@ def logits_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> tuple[float, flo
     return (HF_SAVED_PER_LOGIT + cap) * n, (HF_PEAK_PER_LOGIT + cap) * n
 
 
+def largest_block_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> float:
+    """The step's largest single tensor on a rank: one fp32 copy of a micro-batch's logits (of a
+    chunk's, under a chunked loss), 4 bytes a logit -- transformers' ForCausalLMLoss upcasts them
+    (logits.float()) and its log-softmax output and gradient are as large; Megatron's
+    vocab-parallel cross-entropy keeps the fp32 softmax (cross_entropy.py). The caching allocator
+    gives such a block a segment of its own; freed, that segment is split by the smaller tensors
+    of the next step, and the block's next request needs a new one (measured:
+    benchmarks/calibration/h200_fresh_boundary.jsonl, L12 and t02's snapshots)."""
+    n = tokens_local(t, lay) * m.vocab / vocab_shards(t, lay)
+    return 4.0 * n / loss_chunks(t)
+
+
 def logits_forward_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> float:
     """What the loss's forward holds at once for one micro-batch on one rank (see the constants);
     chunked, one chunk's forward beside the gradient buffer."""

@@ -31,6 +31,35 @@ DEEPSPEED_Z3_LIVE_ELEMS = 1e9
 # ROCm Megatron 7%, Megatron's own estimator 5%); persistent states are allocated once in
 # large blocks and do not fragment.
 FRAGMENTATION = 0.08
+# Expandable segments at the out-of-memory boundary: a failed allocation makes the allocator unmap
+# every free page of its segments and retry (CUDACachingAllocator release_cached_blocks, which
+# with expandable_segments:True also releases the free pages inside a segment), so what stays
+# reserved above allocated is page rounding. Measured on an H200 in fresh processes
+# (benchmarks/calibration/h200_fresh_boundary.jsonl): 0.26-0.84 GiB, 0.2-0.7% of the dynamic
+# memory, on the eight runs that fit at 88-99% of capacity; 1% bounds them.
+EXPANDABLE_FRAGMENTATION = 0.01
+
+
+def allocator(t: TrainingSpec) -> str:
+    """PyTorch's CUDA allocator as the run sets it: the job's own choice, or its framework's --
+    torchtitan's run_train.sh launches with PYTORCH_ALLOC_CONF="expandable_segments:True"
+    (torchtitan 0.3, run_train.sh line 43) where torchtitan runs the job (fsdp, pre-training or
+    fine-tuning every weight: memory/logits.loss_chunks says the same); the Trainer, DeepSpeed and
+    Megatron-LM leave PyTorch's default caching allocator (Megatron-Bridge's performance guide:
+    expandable segments are "not enabled by default")."""
+    if t.allocator != "default":
+        return t.allocator
+    return "expandable" if t.framework == "fsdp" and t.training in ("pretrain", "finetune") else "caching"
+
+
+def fragmentation_share(t: TrainingSpec) -> float:
+    """The share of the step's dynamic memory the allocator holds above what is allocated as a step
+    nears capacity, which decides whether it fits: FRAGMENTATION under the caching allocator,
+    EXPANDABLE_FRAGMENTATION with expandable segments, which give back every free page before an
+    allocation fails. Far from capacity both keep more (expandable segments kept 5.6-6.4% of the
+    dynamic memory mapped for L12 in h200_fresh_boundary.jsonl): reserved memory there, as
+    torchtitan logs it, reads above this estimate."""
+    return EXPANDABLE_FRAGMENTATION if allocator(t) == "expandable" else FRAGMENTATION
 
 
 def process_groups(lay: Layout) -> list:
