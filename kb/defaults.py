@@ -24,8 +24,18 @@ _PLAIN = (("gpu", "GPU {gpu}"), ("gpus", "{gpus} GPUs"), ("interconnect", "{inte
           ("seq_len", "sequence length {seq_len:,} tokens"),
           ("precision", "precision {precision}"), ("optimizer", "optimizer {optimizer}"),
           ("attention", "attention {attention}"), ("lora_rank", "LoRA rank {lora_rank}"),
-          ("lora_dropout", "LoRA dropout {lora_dropout:g} (PEFT's and Megatron-Bridge's default)"))
+          ("lora_dropout", "LoRA dropout {lora_dropout:g} (PEFT's and Megatron-Bridge's default)"),
+          ("allocator", "allocator {allocator}"))
 ADAPTERS = ("lora", "qlora")
+
+
+def _allocator_text(t) -> str:
+    """The CUDA allocator the estimate assumed (kb/memory/overheads.allocator), which sets the
+    fragmentation allowance that decides fits near capacity."""
+    from .memory.overheads import allocator
+    if allocator(t) == "expandable":
+        return "expandable segments (torchtitan's run_train.sh sets them)"
+    return "caching (PyTorch's default)"
 
 
 def default_texts(job) -> list[str]:
@@ -37,7 +47,7 @@ def default_texts(job) -> list[str]:
                    "--framework to set it")
     values = {"gpu": c.gpu.name, "gpus": c.gpus, "inter": c.inter.name, "seq_len": t.seq_len,
               "precision": t.precision, "optimizer": t.optimizer, "attention": t.attention, "lora_rank": t.lora_rank,
-              "lora_dropout": t.lora_dropout}
+              "lora_dropout": t.lora_dropout, "allocator": _allocator_text(t)}
     plain = [form.format(**values) for key, form in _PLAIN
              if key in t.defaulted and (key not in ("lora_rank", "lora_dropout") or t.training in ADAPTERS)
              and (key != "interconnect" or c.gpus > c.nvlink_domain)]

@@ -234,7 +234,7 @@ def test_assumptions_are_one_list_in_a_fixed_order():
     assert texts == assumptions(job)
     given = build_job(model="llama-3-70b", training="lora", gpus=8, gpu="h100-sxm", seq_len=4096,
                       precision="bf16", optimizer="adamw", attention="flash", lora_rank=16, lora_dropout=0.0,
-                      framework="hf", global_batch=64)
+                      framework="hf", global_batch=64, allocator="caching")
     assert assumptions(given) == []
 
 
