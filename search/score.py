@@ -9,12 +9,14 @@ from __future__ import annotations
 import numpy as np
 
 from shardwise.kb.job import Job
-from shardwise.kb.memory.estimate import peak_gib
+from shardwise.kb.memory.estimate import GIB, peak_and_split_gib
+from shardwise.kb.memory.logits import largest_block_bytes
 from shardwise.kb.perf.step import step_time
 
 from .space import Space
 
-SCORES = ("peak_gib", "step_time_s", "tokens_per_s", "mfu_pct", "bubble_pct", "comm_overhead_pct", "moe_host_pct")
+SCORES = ("peak_gib", "step_time_s", "tokens_per_s", "mfu_pct", "bubble_pct", "comm_overhead_pct", "moe_host_pct",
+          "split_peak_gib", "largest_block_gib")
 
 
 def score(job: Job, space: Space, progress=None) -> dict:
@@ -24,7 +26,8 @@ def score(job: Job, space: Space, progress=None) -> dict:
     done = 0
     for idx, lay in space.groups():
         st = step_time(job, lay)
-        out["peak_gib"][idx] = peak_gib(job, lay)
+        out["peak_gib"][idx], out["split_peak_gib"][idx] = peak_and_split_gib(job, lay)
+        out["largest_block_gib"][idx] = largest_block_bytes(job.model, job.training, lay) / GIB
         out["step_time_s"][idx] = st.step_time_s
         out["tokens_per_s"][idx] = st.tokens_per_s
         out["mfu_pct"][idx] = st.mfu_pct

@@ -81,6 +81,10 @@ class Table:
             v = self.capacity - sc["peak_gib"]
         elif path == "memory.fits":
             v = sc["peak_gib"] <= self.capacity
+        elif path == "memory.split_peak_pct":
+            v = 100 * sc["split_peak_gib"] / self.capacity
+        elif path == "memory.largest_block_gib":
+            v = sc["largest_block_gib"]
         elif path in _METRICS:
             v = sc[_METRICS[path]]
         elif path == "metrics.tokens_per_s_per_gpu":

@@ -119,33 +119,38 @@ def _states(job: Job, lay: Layout, sp) -> st.States:
 
 
 def estimate_memory(job: Job, lay: Layout) -> MemoryEstimate:
-    peak, stage, phase, bd, stages = _peak(job, lay)
+    peak, stage, phase, bd, stages, split = _peak(job, lay)
     capacity = job.cluster.gpu.memory_gib
     block = largest_block_bytes(job.model, job.training, lay) / GIB
     return MemoryEstimate(peak, capacity, peak <= capacity, stage, phase, bd, stages, ovh.allocator(job.training),
-                          block, split_peak(job.training, lay, stages, block))
-
-
-def split_peak(t, lay: Layout, stages: list, block_gib: float) -> float:
-    """The last stage's peak when the loss asks for its largest tensor (``block_gib``, the forward
-    and the loss's backward) and, under the caching allocator, finds the segment that held the
-    previous step's copy split by smaller tensors since: that segment can neither serve it nor be
-    given back (CUDACachingAllocator's release_cached_blocks frees whole unused segments only),
-    so about one more block stays reserved beside the allocated memory, in place of the
-    fragmentation allowance. An upper bound, not the expected peak: measured in fresh processes
-    (benchmarks/calibration/h200_fresh_boundary.jsonl), runs within this bound ran out (L12 at
-    29,696-32,768 tokens, t02 at an H100's capacity, L11) and others fit (L01, L02, L06, L12 at
-    28,672); with expandable segments every one fit that the estimate says fits. 0 under
-    expandable segments."""
-    if ovh.allocator(t) != "caching":
-        return 0.0
-    return max((r["peak_gib"] - r["breakdown_gib"]["fragmentation"] + block_gib for r in stages
-                if r["stage"] == lay.pp - 1 and r["breakdown_gib"]["logits"] > 0), default=0.0)
+                          block, split)
 
 
 def peak_gib(job: Job, lay) -> object:
     """The peak alone, for a Layout or the search's LayoutArrays (then an array)."""
     return _peak(job, lay)[0]
+
+
+def peak_and_split_gib(job: Job, lay) -> tuple:
+    """The peak and the split peak (_split_candidate), for a Layout or the search's LayoutArrays."""
+    out = _peak(job, lay)
+    return out[0], out[5]
+
+
+def _split_candidate(t, logits, allocated, block):
+    """The last stage's memory when the loss asks for its largest tensor (``block`` bytes: the
+    forward and the loss's backward, the phases whose ``logits`` are live) and, under the caching
+    allocator, finds the segment that held the previous step's copy split by smaller tensors
+    since: that segment can neither serve it nor be given back (CUDACachingAllocator's
+    release_cached_blocks frees whole unused segments only), so about one more block stays
+    reserved beside the allocated memory, in place of the fragmentation allowance. An upper bound,
+    not the expected peak: measured in fresh processes (benchmarks/calibration/
+    h200_fresh_boundary.jsonl), runs within it ran out (L12 at 29,696-32,768 tokens, t02 at an
+    H100's capacity, L11) and others fit (L01, L02, L12 at 28,672); with expandable segments every
+    run fit that the estimate says fits. 0 under expandable segments, or where no logits are live."""
+    if ovh.allocator(t) != "caching":
+        return 0.0
+    return where(logits > 0, (allocated + block) / GIB, 0.0)
 
 
 def saved_weight_copies(s: st.States, lay, layer_rank: float, head_rank: float, rank_params):
@@ -192,6 +197,7 @@ def _peak(job: Job, lay):
     fixed = c.gpu.cuda_context_gib + nccl + ovh.WORKSPACES_GIB
     best = None
     per_stage = []
+    split = 0.0
     for sp in all_stages(m, lay):
         s = _states(job, lay, sp)
         a = act.stage_activations(m, t, lay, sp.dense_layers, sp.moe_layers, sp.stage,
@@ -201,6 +207,7 @@ def _peak(job: Job, lay):
         last = sp.stage == lay.pp - 1
         spike = logits_bytes(m, t, lay)[1] if last else 0.0
         logits_fwd = logits_forward_bytes(m, t, lay) if last else 0.0
+        block = largest_block_bytes(m, t, lay) if last else 0.0
         lp = layer_params(m, moe_heavy and m.is_moe)
         layer_rank = lp.tp_sharded / lay.tp + lp.replicated + lp.experts / (lay.ep * lay.etp)
         head_rank = m.vocab * m.hidden / lay.tp if last else 0.0
@@ -239,6 +246,8 @@ def _peak(job: Job, lay):
             # them never reads lower than freeing them
             frag = ovh.fragmentation_share(t) * (dynamic + kept_grads)
             peak = (allocated + frag) / GIB + fixed
+            if last:
+                split = maximum(split, _split_candidate(t, ph["logits"], allocated + fixed * GIB, block))
             if not scalar:
                 best = peak if best is None else maximum(best, peak)
                 continue
@@ -263,6 +272,6 @@ def _peak(job: Job, lay):
             if best is None or peak > best[0] + 1e-9:
                 best = (peak, sp.stage, name, bd)
     if not scalar:
-        return best, None, None, None, None
+        return best, None, None, None, None, split
     peak, stage, phase, bd = best
-    return peak, stage, phase, bd, per_stage
+    return peak, stage, phase, bd, per_stage, split
