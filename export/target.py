@@ -142,8 +142,12 @@ def with_caveats(lines: list[str], caveats: list[str], comment: str = "#") -> li
 
 
 def allocator_environment(job) -> list[str]:
-    """The launch script's line that gives the run the allocator the estimate assumed, appended to
-    whatever the environment already sets (expandable segments; nothing for PyTorch's default)."""
+    """The launch script's lines that give the run the allocator the estimate assumed, appended to
+    whatever the environment already sets (expandable segments; nothing for PyTorch's default).
+    Both names: PyTorch's generic allocator config reads PYTORCH_ALLOC_CONF first and
+    PYTORCH_CUDA_ALLOC_CONF "for backward compatibility ... with lower priority"
+    (c10/core/AllocatorConfig.h, torch 2.14), and a torch before the generic config reads only
+    the CUDA one: set in one alone, a value the user keeps in the other could win."""
     if allocator(job.training) != "expandable":
         return []
-    return ["export PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:+$PYTORCH_CUDA_ALLOC_CONF,}expandable_segments:True"]
+    return [f"export {v}=${{{v}:+${v},}}expandable_segments:True" for v in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")]
