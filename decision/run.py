@@ -256,8 +256,9 @@ def _nothing_allowed(d: Decision, other_frameworks: bool = True) -> Decision:
             blockers = _pins_in_the_way(d)
             if blockers:
                 d.nothing_allowed += (f"; {' and '.join(blockers)} {'is' if len(blockers) == 1 else 'are'} what is in "
-                                      f"the way: without {'it' if len(blockers) == 1 else 'them'} a layout fits on these "
-                                      f"{d.job.cluster.gpus} GPUs")
+                                      f"the way: without {'it' if len(blockers) == 1 else 'them'} a layout fits "
+                                      + (f"on these {d.job.cluster.gpus} GPUs" if d.job.cluster.gpus > 1 else
+                                         "on this GPU"))
             house = any(d.book.is_policy(c.rule) for c in d.constraints)
             d.sizing = sizing(d.job, d.constraints, d.pins, policies=house, other_frameworks=other_frameworks)
             d.nothing_allowed += f"; {d.sizing['summary']}"

@@ -95,6 +95,20 @@ def test_split_segments_of_the_caching_allocator_are_warned_and_expandable_segme
     assert code == 0 and "DOES NOT FIT" not in out
 
 
+def test_a_refusal_names_expandable_segments_where_they_would_fit_it(run_cli):
+    """L12 at 32,768 tokens with mbs 2 pinned: 98% of an H200 under the caching allocator's 8%
+    allowance, past the 95% fit margin; with expandable segments' 1% it fits (it ran so, with
+    129.6 GiB allocated, and ran out under the default allocator): the refusal says so among the
+    ways it would fit, and the count of one GPU reads as one."""
+    job = [a if a != "29696" else "32768" for a in L12 if a not in ("--format", "json")]
+    code, out, _ = run_cli(*job)
+    assert code == 0 and "NO LAYOUT" in out
+    assert "it would fit on these 1 x h200 with --allocator expandable, or on 2 x h200" in out
+    assert "without it a layout fits on this GPU" in out
+    code, out, _ = run_cli(*job, "--allocator", "expandable")
+    assert code == 0 and "NO LAYOUT" not in out and "--allocator expandable" not in out
+
+
 def test_a_layout_past_capacity_is_not_told_it_could_run_out_of_memory(run_cli):
     """Tight memory is a warning for a layout that fits; one whose peak is past the GPU's memory
     does not fit at all, which the DOES NOT FIT line says: the tight-memory warning's 'could run
