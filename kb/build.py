@@ -125,7 +125,7 @@ RANGES = {"gpus": (1, 16384), "gpus_per_node": (1, 72), "gpu_memory": (8, 320, F
 
 # Settings a user may leave out whose default build_job states (kb/defaults.py).
 STATED = ("gpu", "gpus", "interconnect", "seq_len", "precision", "optimizer", "attention", "lora_rank",
-          "lora_dropout", "allocator")
+          "lora_dropout", "allocator", "zero_grad", "loss_chunks")
 # transformers model families that do not run attn_implementation="flash_attention_2": their
 # PreTrainedModel's _supports_flash_attn is False, or it lists the flash kernels it runs
 # (_compatible_flash_implementations) and PreTrainedModel swaps flash_attention_2 for the first of

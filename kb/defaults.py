@@ -25,7 +25,8 @@ _PLAIN = (("gpu", "GPU {gpu}"), ("gpus", "{gpus} GPUs"), ("interconnect", "{inte
           ("precision", "precision {precision}"), ("optimizer", "optimizer {optimizer}"),
           ("attention", "attention {attention}"), ("lora_rank", "LoRA rank {lora_rank}"),
           ("lora_dropout", "LoRA dropout {lora_dropout:g} (PEFT's and Megatron-Bridge's default)"),
-          ("allocator", "allocator {allocator}"))
+          ("allocator", "allocator {allocator}"), ("zero_grad", "zero_grad {zero_grad} (PyTorch's default)"),
+          ("loss_chunks", "{loss_chunks}"))
 ADAPTERS = ("lora", "qlora")
 
 
@@ -38,6 +39,14 @@ def _allocator_text(t) -> str:
     return "caching (PyTorch's default)"
 
 
+def _loss_chunks_text(t) -> str:
+    """The loss's chunking the estimate assumed under fsdp (kb/memory/logits.loss_chunks)."""
+    from .memory.logits import loss_chunks
+    n = loss_chunks(t)
+    return (f"loss in {n} sequence chunks (torchtitan's ChunkedLossWrapper)" if n > 1 else
+            "loss over the whole sequence (your script's, not torchtitan's)")
+
+
 def default_texts(job) -> list[str]:
     """The texts for the settings build_job filled in (``TrainingSpec.defaulted``), batch aside."""
     t, c = job.training, job.cluster
@@ -47,10 +56,14 @@ def default_texts(job) -> list[str]:
                    "--framework to set it")
     values = {"gpu": c.gpu.name, "gpus": c.gpus, "inter": c.inter.name, "seq_len": t.seq_len,
               "precision": t.precision, "optimizer": t.optimizer, "attention": t.attention, "lora_rank": t.lora_rank,
-              "lora_dropout": t.lora_dropout, "allocator": _allocator_text(t)}
+              "lora_dropout": t.lora_dropout, "allocator": _allocator_text(t), "zero_grad": t.zero_grad,
+              "loss_chunks": _loss_chunks_text(t)}
     plain = [form.format(**values) for key, form in _PLAIN
              if key in t.defaulted and (key not in ("lora_rank", "lora_dropout") or t.training in ADAPTERS)
-             and (key != "interconnect" or c.gpus > c.nvlink_domain)]
+             and (key != "interconnect" or c.gpus > c.nvlink_domain)
+             # zero_grad is a PyTorch loop's call (Megatron's and DeepSpeed's buffers live on either
+             # way: kb/build.py refuses zeros there); the loss's chunking is torchtitan's
+             and (key != "zero_grad" or t.framework in ("hf", "fsdp")) and (key != "loss_chunks" or t.framework == "fsdp")]
     if plain:
         out.append(f"defaults used for settings not given: {', '.join(plain)}")
     return out

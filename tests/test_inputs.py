@@ -234,7 +234,7 @@ def test_assumptions_are_one_list_in_a_fixed_order():
     assert texts == assumptions(job)
     given = build_job(model="llama-3-70b", training="lora", gpus=8, gpu="h100-sxm", seq_len=4096,
                       precision="bf16", optimizer="adamw", attention="flash", lora_rank=16, lora_dropout=0.0,
-                      framework="hf", global_batch=64, allocator="caching")
+                      framework="hf", global_batch=64, allocator="caching", zero_grad="set-to-none")
     assert assumptions(given) == []
 
 
@@ -766,3 +766,23 @@ def test_torchtitan_does_not_pipeline_a_model_with_tied_embeddings(run_cli):
     code, _, err = run_cli("memory", "--model", "llama-3-8b", "--gpus", "8", "--framework", "fsdp",
                            "--layout", "pp=2,dp=4,zero=3,mbs=1,recompute=full")
     assert code == 0, err
+
+
+def test_the_loop_settings_a_job_left_out_are_stated_where_they_change_the_answer():
+    """The allocator (its fragmentation allowance decides fits near capacity), zero_grad (whether a
+    loop's gradients live through the forward) and, under fsdp, the loss's chunking (the logits a
+    step holds) are stated when left at their defaults, each only where it applies: no zero_grad
+    or chunking for Megatron, whose buffers and loss are its own."""
+    def line(**kw):
+        texts = [a for a in assumptions(build_job(model="llama-3-8b", gpus=8, training="finetune", **kw))
+                 if a.startswith("defaults used")]
+        return texts[0] if texts else ""
+    fsdp = line(framework="fsdp")
+    assert "allocator expandable segments (torchtitan's run_train.sh sets them)" in fsdp
+    assert "zero_grad set-to-none" in fsdp and "loss in 8 sequence chunks" in fsdp
+    hf = line(framework="hf")
+    assert "allocator caching (PyTorch's default)" in hf and "zero_grad set-to-none" in hf and "loss" not in hf
+    megatron = line(framework="megatron")
+    assert "allocator caching" in megatron and "zero_grad" not in megatron and "loss" not in megatron
+    given = line(framework="fsdp", allocator="expandable", zero_grad="set-to-none", loss_chunks=8)
+    assert "allocator" not in given and "zero_grad" not in given and "loss" not in given
