@@ -18,7 +18,7 @@ from shardwise.kb.memory.states import megatron_grad_bytes
 from shardwise.kb.stages import layers_on_stage, pipeline_slots
 
 from .optimizer import WHAT, named, runs_instead
-from .target import Export, Target, allocator_environment, shell_command, with_caveats
+from .target import Export, Target, allocator_environment, allocator_option, shell_command, with_caveats
 from .torchtitan_build import scales_query_by_position
 
 
@@ -676,9 +676,7 @@ def graph_environment(tg: Target) -> list[str]:
     moe/experts.py _is_fused_impl_supported) -- with what the run needs installed."""
     if tg.job.training.cuda_graphs != "full-iteration":
         return []
-    lines = ["export PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:+$PYTORCH_CUDA_ALLOC_CONF,}"
-             "graph_capture_record_stream_reuse:True",
-             "export TORCH_NCCL_AVOID_RECORD_STREAMS=0"]
+    lines = allocator_option("graph_capture_record_stream_reuse:True") + ["export TORCH_NCCL_AVOID_RECORD_STREAMS=0"]
     if allocator_environment(tg.job):
         # Megatron-Bridge's CUDA-graph guide: expandable segments "requires NCCL_GRAPH_REGISTER=0"
         # (docs/training/cuda-graphs.mdx; its DeepSeek-V3 perf recipes set both)

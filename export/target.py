@@ -141,13 +141,18 @@ def with_caveats(lines: list[str], caveats: list[str], comment: str = "#") -> li
     return lines + [f"{comment} cannot express: {c}" for c in caveats]
 
 
+def allocator_option(option: str) -> list[str]:
+    """The launch script's lines that add one allocator option to whatever the environment already
+    sets, under both names: PyTorch reads one variable, not both -- its generic allocator config
+    PYTORCH_ALLOC_CONF where it is set and PYTORCH_CUDA_ALLOC_CONF "for backward compatibility ...
+    with lower priority" (c10/core/AllocatorConfig.h, torch 2.14), a torch before the generic
+    config only the CUDA one: an option in one alone is lost wherever the other is set."""
+    return [f"export {v}=${{{v}:+${v},}}{option}" for v in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")]
+
+
 def allocator_environment(job) -> list[str]:
-    """The launch script's lines that give the run the allocator the estimate assumed, appended to
-    whatever the environment already sets (expandable segments; nothing for PyTorch's default).
-    Both names: PyTorch's generic allocator config reads PYTORCH_ALLOC_CONF first and
-    PYTORCH_CUDA_ALLOC_CONF "for backward compatibility ... with lower priority"
-    (c10/core/AllocatorConfig.h, torch 2.14), and a torch before the generic config reads only
-    the CUDA one: set in one alone, a value the user keeps in the other could win."""
+    """The launch script's lines that give the run the allocator the estimate assumed (expandable
+    segments; nothing for PyTorch's default)."""
     if allocator(job.training) != "expandable":
         return []
-    return [f"export {v}=${{{v}:+${v},}}expandable_segments:True" for v in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")]
+    return allocator_option("expandable_segments:True")

@@ -153,6 +153,24 @@ def test_the_allocator_the_estimate_assumed_is_launched_or_said():
         assert not any("expandable_segments" in text for text in cached[fw].get("files", {}).values()), fw
 
 
+def test_a_graphed_megatron_launch_keeps_its_capture_option_beside_expandable_segments():
+    """PyTorch reads one allocator variable, not both: torch 2.14 PYTORCH_ALLOC_CONF where it is set
+    (c10/core/AllocatorConfig.h), older CUDAAllocatorConfig PYTORCH_CUDA_ALLOC_CONF. With
+    --allocator expandable the script sets both, so the full-iteration graph's
+    graph_capture_record_stream_reuse:True, written into PYTORCH_CUDA_ALLOC_CONF alone, was lost
+    under torch 2.14: each variable must end up with every option the launch asks for."""
+    job = build_job(model="llama-3-8b", gpus=8, cuda_graphs="full-iteration", allocator="expandable")
+    text = export("megatron", Target(job, Layout(dp=8, zero=1, mbs=1, grad_accum=8))).files["megatron_pretrain.sh"]
+    env = {}
+    for line in text.splitlines():
+        for v in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
+            prefix = f"export {v}=${{{v}:+${v},}}"
+            if line.startswith(prefix):
+                env.setdefault(v, []).append(line[len(prefix):])
+    assert env["PYTORCH_CUDA_ALLOC_CONF"] == env["PYTORCH_ALLOC_CONF"]
+    assert {"expandable_segments:True", "graph_capture_record_stream_reuse:True"} <= set(env["PYTORCH_ALLOC_CONF"])
+
+
 @pytest.mark.parametrize("tg", layouts(), ids=lambda t: t.layout.describe().replace(" ", ","))
 def test_every_export_carries_the_layout(tg):
     lay = tg.layout
