@@ -188,7 +188,9 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
         clean["global_batch_tokens"] = parse_count(gbt, "--global-batch-tokens", binary=True) \
             if isinstance(gbt, str) else gbt
     kind = clean.get("training", TrainingSpec.model_fields["training"].default)
-    defaulted = [k for k in STATED if k not in given]
+    # --allocator default names no allocator: which one it is (the framework's own) is stated as
+    # though it were left out, since it sets the fragmentation allowance that decides fits
+    defaulted = [k for k in STATED if k not in given or (k == "allocator" and clean["allocator"] == "default")]
     if "framework" not in clean and kind in FRAMEWORK:
         clean["framework"] = FRAMEWORK[kind]
         defaulted.insert(0, "framework")

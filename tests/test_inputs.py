@@ -786,3 +786,7 @@ def test_the_loop_settings_a_job_left_out_are_stated_where_they_change_the_answe
     assert "allocator caching" in megatron and "zero_grad" not in megatron and "loss" not in megatron
     given = line(framework="fsdp", allocator="expandable", zero_grad="set-to-none", loss_chunks=8)
     assert "allocator" not in given and "zero_grad" not in given and "loss" not in given
+    # --allocator default names none: the framework's own, which the answer says as if left out
+    assert "allocator expandable segments (torchtitan's run_train.sh sets them)" in line(framework="fsdp",
+                                                                                          allocator="default")
+    assert "allocator caching (PyTorch's default)" in line(framework="deepspeed", allocator="default")
