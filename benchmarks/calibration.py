@@ -755,7 +755,7 @@ def fresh_rows() -> list[dict]:
     """h200_fresh_boundary.jsonl: each run in a fresh process with the allocator it ran under
     (--allocator caching for PyTorch's default, expandable for expandable_segments:True), judged
     like the loops; t02 is the Trainer case at an H100's capacity. ``split_flagged``: the estimate
-    says it fits and its split peak (kb/memory/estimate.split_peak: the largest tensor's cached
+    says it fits and its split peak (kb/memory/estimate._split_candidate: the largest tensor's cached
     segment split) does not, which warns (rules/warnings.yaml warn.split-segments)."""
     out = []
     for r in _jsonl("h200_fresh_boundary.jsonl"):

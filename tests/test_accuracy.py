@@ -199,9 +199,9 @@ def test_fresh_boundary_with_expandable_segments():
 
 def test_fresh_boundary_caching_allocator_misses_are_warned():
     """With PyTorch's default caching allocator, fresh: the five runs that ran out though the
-    estimate says they fit (L12 at 29,696-32,768 tokens with 85-91% allocated, t02 at an H100's
+    estimate says they fit (L12 at 29,696-32,768 tokens with 85-93% allocated, t02 at an H100's
     capacity, L11) each asked for a logits-sized block whose last copy's segment smaller tensors
-    had split; the split peak (kb/memory/estimate.split_peak) is above capacity for every one of
+    had split; the split peak (kb/memory/estimate._split_candidate) is above capacity for every one of
     them, so the answer warns. L06 at 23,552 fit at 95% of capacity, which the 8% allowance calls
     out of memory."""
     rows = [r for r in calibration.fresh_rows() if r["allocator"] == "caching"]
