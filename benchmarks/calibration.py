@@ -16,6 +16,7 @@ from shardwise.kb.layout import Layout
 from shardwise.kb.memory import activations as act
 from shardwise.kb.memory import estimate_memory
 from shardwise.kb.memory.logits import HELD_OUTPUT_PER_LOGIT, logits_bytes
+from shardwise.kb.memory.overheads import reserved_with_room_gib
 from shardwise.kb.schema import ModelSpec, TrainingSpec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -377,12 +378,10 @@ def torchtitan_batching(r: dict) -> tuple[int, int, int]:
 
 
 def torchtitan_peak_rows() -> list[dict]:
-    """Whole-step peak (reserved) of the torchtitan rows: FSDP2 (+TP/PP/CP), H100 96 GB. Read with
-    the caching allocator's allowance (--allocator caching): the rows are reserved memory of runs
-    far from capacity, where expandable segments, which torchtitan launches with, keep freed pages
-    mapped as the caching allocator keeps blocks (L12 in h200_fresh_boundary.jsonl, far from
-    capacity: 5.6-6.4% of the dynamic memory); their 1% is what they hold near capacity, where
-    they give the rest back before an allocation fails."""
+    """Whole-step peak (reserved) of the torchtitan rows: FSDP2 (+TP/PP/CP), H100 96 GB. The rows
+    are reserved memory of runs with room to spare, which torchtitan launches with expandable
+    segments: read as overheads.reserved_with_room_gib says (their 1% allowance is what they hold
+    near capacity, where they give the rest back before an allocation fails)."""
     out = []
     for r in published_runs():
         if r["peak_memory_gib"] is None or r["source_family"] != "torchtitan_benchmarks":
@@ -395,12 +394,13 @@ def torchtitan_peak_rows() -> list[dict]:
         # ChunkedLossWrapper, which its 0.3 recipes use (kb/memory/logits.loss_chunks)
         job = build_job(model=_CATALOG_NAME[r["model_key"]], gpu=_row_gpu(r), gpu_memory=r["gpu_memory_gb"],
                         gpus=r["num_gpus"], seq_len=r["seq_len"], framework="fsdp", precision=precision,
-                        loss_chunks=1, allocator="caching")
+                        loss_chunks=1)
         lay = Layout(tp=r["tp"], pp=pp, vp=vp, dp=r["dp"], cp=r["cp"] or 1, zero=3, sp=r["tp"] > 1, mbs=mbs,
                      grad_accum=ga, recompute=_recompute(r))
         est = estimate_memory(job, lay)
-        out.append({"id": r["id"], "measured": r["peak_memory_gib"], "predicted": est.peak_gib,
-                    "error": est.peak_gib / r["peak_memory_gib"] - 1,
+        pred = reserved_with_room_gib(est.peak_gib, est.breakdown_gib["fragmentation"], est.allocator)
+        out.append({"id": r["id"], "measured": r["peak_memory_gib"], "predicted": pred,
+                    "error": pred / r["peak_memory_gib"] - 1,
                     "artefact": "torch.compile fuses ops and keeps less" if "compile" in notes and r["tp"] == 1 else None,
                     "fits_measured": True, "fits_predicted": est.fits})
     return out

@@ -150,10 +150,11 @@ def allocator_carried(framework: str, job) -> list[str]:
     if framework in ("megatron", "deepspeed") or kind != "expandable":
         return []
     return ["the estimate assumes expandable segments, as torchtitan launches (--allocator caching sizes PyTorch's "
-            "default): set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the launch environment, which no key "
-            "of this file sets" if job.training.allocator == "default" else
-            "the estimate assumes expandable segments (--allocator expandable): set "
-            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the launch environment, which no key of this file sets"]
+            "default): set expandable_segments:True in PYTORCH_CUDA_ALLOC_CONF, and in PYTORCH_ALLOC_CONF if the "
+            "environment sets it (torch reads one of them), which no key of this file does" if job.training.allocator == "default" else
+            "the estimate assumes expandable segments (--allocator expandable): set expandable_segments:True in "
+            "PYTORCH_CUDA_ALLOC_CONF, and in PYTORCH_ALLOC_CONF if the environment sets it (torch reads one of them), "
+            "which no key of this file does"]
 
 
 def export(framework: str, target):

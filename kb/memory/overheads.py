@@ -59,9 +59,22 @@ def fragmentation_share(t: TrainingSpec) -> float:
     nears capacity, which decides whether it fits: FRAGMENTATION under the caching allocator,
     EXPANDABLE_FRAGMENTATION with expandable segments, which give back every free page before an
     allocation fails. With room to spare both keep more (expandable segments kept 5.6-6.4% of the
-    dynamic memory mapped for L12 in h200_fresh_boundary.jsonl, 92% of the card allocated):
-    reserved memory there, as torchtitan logs it, reads above this estimate."""
+    dynamic memory mapped for L12 in h200_fresh_boundary.jsonl, 85-93% of the card allocated):
+    reserved memory there, as torchtitan logs it, reads above this estimate
+    (reserved_with_room_gib)."""
     return EXPANDABLE_FRAGMENTATION if allocator(t) == "expandable" else FRAGMENTATION
+
+
+def reserved_with_room_gib(peak_gib: float, fragmentation_gib: float, allocator_kind: str) -> float:
+    """What the allocator reserves at a step's peak when the card has room to spare, from an
+    estimate's peak and its fragmentation allowance: expandable segments keep what they freed
+    mapped, as the caching allocator keeps blocks (5.6-6.4% of the dynamic memory for L12 in
+    h200_fresh_boundary.jsonl, 85-93% of the card allocated), so both are read with FRAGMENTATION.
+    For comparing with reserved peaks that runs log (torchtitan's max_reserved_gib), not for
+    judging fits."""
+    if allocator_kind != "expandable":
+        return peak_gib
+    return peak_gib + fragmentation_gib * (FRAGMENTATION / EXPANDABLE_FRAGMENTATION - 1)
 
 
 def process_groups(lay: Layout) -> list:
