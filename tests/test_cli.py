@@ -91,6 +91,13 @@ def test_split_segments_of_the_caching_allocator_are_warned_and_expandable_segme
                                                                                "mbs=2,recompute=full"]
     code, out, _ = run_cli("memory", *near, "--gpu-memory", "135", "--allocator", "caching")
     assert code == 0 and "DOES NOT FIT" in out
+    # at 98% of an H200 the split-segments warning names the remedy; the tight-memory one, which
+    # names the same, is not said beside it
+    code, out, _ = run_cli("memory", *near, "--format", "json")
+    d = json.loads(out)
+    assert d["memory"]["peak_gib"] > 0.95 * d["memory"]["capacity_gib"]
+    assert sum("expandable_segments:True" in w for w in d["warnings"]) == 1
+    assert any(w.startswith("with PyTorch's default caching allocator") for w in d["warnings"])
     code, out, _ = run_cli("memory", *near, "--gpu-memory", "135", "--allocator", "expandable")
     assert code == 0 and "DOES NOT FIT" not in out
 
