@@ -1,8 +1,8 @@
 """`explain --why SETTING`: the rules that bear on it, the best layout with each other value,
 and the what-ifs that would change it -- all read from the one Decision (decision/run.py).
 
-The what-ifs are other jobs (memory x1.5 and x0.6, sequence x2 and /2, twice the GPUs), each
-decided as `recommend` decides it.
+The what-ifs are other jobs (memory x1.5 and x0.6, sequence x2 and /2, twice the GPUs, and
+expandable segments where the caching allocator was assumed), each decided as `recommend` decides it.
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from shardwise.decision.run import Decision, decide
 from shardwise.kb.errors import InputError, NoLayout
 from shardwise.kb.fact_schema import SETTING_NAMES, shown_setting
 from shardwise.kb.job import Job
+from shardwise.kb.memory.overheads import allocator
 
 
 def unit(path: str) -> str:
@@ -51,6 +52,11 @@ def variants(job: Job) -> list[tuple[str, Job]]:
                     Job(job.model, c, t.model_copy(update={"seq_len": t.seq_len // 2}))))
     if c.gpus >= 2 * c.gpus_per_node or c.gpus < c.gpus_per_node:
         out.append((f"there were {c.gpus * 2} GPUs", Job(job.model, c.model_copy(update={"gpus": c.gpus * 2}), t)))
+    if allocator(t) == "caching":
+        # the one what-if a launch line changes: its fragmentation allowance and split peak
+        # (kb/memory/overheads.fragmentation_share, estimate._split_candidate)
+        out.append(("the run used expandable segments (--allocator expandable)",
+                    Job(job.model, c, t.model_copy(update={"allocator": "expandable"}))))
     return out
 
 

@@ -23,6 +23,25 @@ def test_why_tp_names_the_rules_the_alternatives_and_what_would_change_it(run_cl
     assert isinstance(r["would_change"], list)
 
 
+def test_why_names_expandable_segments_where_they_would_change_the_setting(run_cli):
+    """h200_fresh_boundary.jsonl's L12 at 29,696 tokens: under the caching allocator mbs 2's split
+    peak is past capacity (it ran out so), and mbs 1 is taken; with expandable segments mbs 2 is
+    the headline. `explain --why mbs` says so among what would change it -- the one what-if a
+    launch line decides. A job already on expandable segments is not asked it."""
+    job = ("explain", "--why", "mbs", "--model", "llama-3.2-3b", "--gpu", "h200", "--gpus", "1", "--seq-len",
+           "29696", "--training", "finetune", "--framework", "hf", "--attention", "sdpa", "--optimizer", "adafactor",
+           "--global-batch", "2", "--format", "json")
+    code, out, err = run_cli(*job)
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["value"] == 1
+    assert "micro-batch would be 2 instead of 1 if the run used expandable segments (--allocator expandable)" \
+        in r["would_change"]
+    code, out, err = run_cli(*job, "--allocator", "expandable")
+    assert code == 0, err
+    assert not any("expandable segments" in w for w in json.loads(out)["would_change"])
+
+
 def test_why_a_pinned_setting_names_the_pin(run_cli):
     code, out, err = run_cli("explain", "--model", "llama-3-70b", "--gpus", "32", "--seq-len", "8192", "--mbs", "4",
                              "--why", "mbs")
