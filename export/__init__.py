@@ -149,12 +149,11 @@ def allocator_carried(framework: str, job) -> list[str]:
             "PyTorch's caching allocator (--allocator caching), which holds more near capacity"]
     if framework in ("megatron", "deepspeed") or kind != "expandable":
         return []
-    return ["the estimate assumes expandable segments, as torchtitan launches (--allocator caching sizes PyTorch's "
-            "default): set expandable_segments:True in PYTORCH_CUDA_ALLOC_CONF, and in PYTORCH_ALLOC_CONF if the "
-            "environment sets it (torch reads one of them), which no key of this file does" if job.training.allocator == "default" else
-            "the estimate assumes expandable segments (--allocator expandable): set expandable_segments:True in "
-            "PYTORCH_CUDA_ALLOC_CONF, and in PYTORCH_ALLOC_CONF if the environment sets it (torch reads one of them), "
-            "which no key of this file does"]
+    why = (", as torchtitan launches (--allocator caching sizes PyTorch's default)"
+           if job.training.allocator == "default" else " (--allocator expandable)")
+    return [f"the estimate assumes expandable segments{why}: set expandable_segments:True in PYTORCH_CUDA_ALLOC_CONF, "
+            "and in PYTORCH_ALLOC_CONF if the environment sets it (torch reads one of them), which no key of this "
+            "file does"]
 
 
 def export(framework: str, target):

@@ -166,6 +166,13 @@ def profile(t: TrainingSpec) -> str:
     return {"megatron": "megatron", "fsdp": "torch"}.get(t.framework, "hf")
 
 
+def torchtitan_runs(t: TrainingSpec) -> bool:
+    """Whether torchtitan runs the job: the torch-native profile pre-training or fine-tuning every
+    weight. An adapter or RLHF job under FSDP is the user's own transformers script (torchtitan
+    has no adapter path: export/__init__.training_carried)."""
+    return profile(t) == "torch" and t.training in ("pretrain", "finetune")
+
+
 # transformers families whose MoE block runs every token through every routed expert, each copy
 # scaled by its router score, which is 0 off the top k (modeling_llama4.py Llama4TextMoe:
 # hidden_states.repeat(num_experts, 1) * router_scores, then Llama4TextExperts' bmm over all

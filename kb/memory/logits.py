@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from ..layout import Layout
 from ..schema import ModelSpec, TrainingSpec
-from .activations import profile, tokens_local
+from .activations import profile, tokens_local, torchtitan_runs
 
 HF_SAVED_PER_LOGIT = 4.0          # the fp32 log-softmax nll_loss saves (see above)
 HF_PEAK_PER_LOGIT = 12.0          # it, its gradient and the logits' fp32 gradient (see above)
@@ -60,7 +60,7 @@ def loss_chunks(t: TrainingSpec) -> int:
     adapter path: export/__init__.training_carried)."""
     if t.loss_chunks:
         return t.loss_chunks
-    return TORCHTITAN_LOSS_CHUNKS if profile(t) == "torch" and t.training in ("pretrain", "finetune") else 1
+    return TORCHTITAN_LOSS_CHUNKS if torchtitan_runs(t) else 1
 
 
 def softcap_bytes_per_logit(m: ModelSpec, t: TrainingSpec) -> float:

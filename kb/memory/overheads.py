@@ -9,6 +9,7 @@ from ..defaults import ADAPTERS
 from ..layout import Layout
 from ..vec import both, minimum, where
 from ..schema import TrainingSpec
+from .activations import torchtitan_runs
 from .states import NF4_BYTES
 
 GIB = 2.0 ** 30
@@ -45,13 +46,13 @@ EXPANDABLE_FRAGMENTATION = 0.01
 def allocator(t: TrainingSpec) -> str:
     """PyTorch's CUDA allocator as the run sets it: the job's own choice, or its framework's --
     torchtitan's run_train.sh launches with PYTORCH_ALLOC_CONF="expandable_segments:True"
-    (torchtitan 0.3, run_train.sh line 43) where torchtitan runs the job (fsdp, pre-training or
-    fine-tuning every weight: memory/logits.loss_chunks says the same); the Trainer, DeepSpeed and
+    (torchtitan 0.3, run_train.sh line 43) where torchtitan runs the job (activations.torchtitan_runs,
+    as for memory/logits.loss_chunks); the Trainer, DeepSpeed and
     Megatron-LM leave PyTorch's default caching allocator (Megatron-Bridge's performance guide:
     expandable segments are "not enabled by default")."""
     if t.allocator != "default":
         return t.allocator
-    return "expandable" if t.framework == "fsdp" and t.training in ("pretrain", "finetune") else "caching"
+    return "expandable" if torchtitan_runs(t) else "caching"
 
 
 def fragmentation_share(t: TrainingSpec) -> float:
