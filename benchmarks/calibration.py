@@ -600,6 +600,18 @@ def _unmodelled_speed(r: dict) -> str | None:
     return None
 
 
+def _off_record(r: dict) -> str | None:
+    """Why a row is left out of the estimates' track record (benchmarks/track_record.py), or
+    None: it did not run the framework it is timed as (Paxml), or its source says it ran slower
+    than the framework does (a named regression). Rows on power-capped GPUs or with a guessed
+    shard group stay in: the catalog has their GPU, and the guess is what a user's job would get."""
+    if _unprofiled_framework(r):
+        return "Paxml on JAX/XLA, timed as Megatron-Core"
+    if "performance regression" in (r.get("notes") or "").lower():
+        return "a performance regression the source names"
+    return None
+
+
 def compared(case: dict, st) -> tuple[float, float, str]:
     """(measured, predicted, unit) of a throughput case against a StepTime: tokens/s per GPU,
     or model TFLOP/s per GPU where the row gives only that."""
@@ -618,7 +630,9 @@ def throughput_rows() -> list[dict]:
         out.append({"id": r["id"], "gpu": r["gpu_type"], "precision": c["job"].training.precision,
                     "moe": c["job"].model.is_moe, "measured": meas, "predicted": pred, "what": what,
                     "error": pred / meas - 1, "artefact": None, "layout": c["layout"].describe(),
-                    "unmodelled": _unmodelled_speed(r)})
+                    "unmodelled": _unmodelled_speed(r), "model": _MODEL.get(r["model_key"]),
+                    "framework": c["job"].training.framework, "gpu_name": _row_gpu(r), "gpus": r["num_gpus"],
+                    "off_record": _off_record(r)})
     return out
 
 
@@ -729,7 +743,8 @@ def _judged(job, lay, r: dict, label: str, held_out: bool) -> dict:
     bd = est.breakdown_gib
     alloc = est.peak_gib - bd["cuda_context"] - bd["fragmentation"]
     meas = r.get("peak_allocated_bytes")
-    row = {"id": label, "held_out": held_out, "fits_measured": "error" not in r, "fits_predicted": est.fits,
+    row = {"id": label, "held_out": held_out, "moe": job.model.is_moe, "gpu_name": job.cluster.gpu.name,
+           "fits_measured": "error" not in r, "fits_predicted": est.fits,
            "predicted_gib": alloc, "peak_gib": est.peak_gib, "phase": est.phase,
            "capacity_gib": job.cluster.gpu.memory_gib,
            "measured_gib": meas / 2**30 if meas else None,

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import click
 
+from shardwise.kb.perf.track_record import checked_line
+
 from .options import job_options
 from .output import cost_text, emit, format_option, table, token_count
 
@@ -36,6 +38,7 @@ def render_memory(result: dict) -> str:
          if mt.get("time_to_train_h") is not None else [])
       + ([["cost", cost_text(mt["cost"], mt["price_per_gpu_hour"])]] if "cost" in mt else []),
         ["time", "predicted"])]
+    lines.append(checked_line(mt["checked"]))
     lines += [f"warning: {w}" for w in result.get("warnings", [])]
     lines += [f"note: {n}" for n in result.get("notes", [])]
     lines += [f"assumption: {a}" for a in result.get("assumptions", [])]

@@ -7,6 +7,7 @@ import textwrap
 import click
 
 from shardwise.decision.text import faster, pct, slower_or_faster
+from shardwise.kb.perf.track_record import checked_line
 
 from .options import job_options
 from .output import cost_text, emit, format_option, token_count
@@ -136,6 +137,7 @@ def render(result: dict, markdown: bool = False) -> str:
         cost = f", {cost_text(mt['cost'], mt['price_per_gpu_hour'])}" if "cost" in mt else ""
         lines.append(f"time to train {token_count(budget)}: {mt['time_to_train_h']:,.1f} h "
                      f"({mt['time_to_train_h'] / 24:,.1f} days){cost}")
+    lines.append(checked_line(mt["checked"]))
     lines.append(f"search: {s['valid']:,} valid layouts scored, {s['allowed']:,} meet every hard rule; "
                  + decision_line(s))
     for k in s["kept_despite"]:

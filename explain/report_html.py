@@ -6,6 +6,7 @@ from html import escape
 
 from shardwise.decision.text import faster, pct, slower_or_faster
 from shardwise.kb.fact_schema import SETTING_NAMES, shown_setting
+from shardwise.kb.perf.track_record import checked_line
 from shardwise.rules.loader import location
 
 from .memory_chart import chart
@@ -138,6 +139,7 @@ def render(r: dict) -> str:
             f'{met["time_to_train_h"]:,.1f} h ({met["time_to_train_h"] / 24:,.1f} days)'
     if met.get("cost") is not None:
         headline["cost"] = f'${met["cost"]:,.0f} at ${met["price_per_gpu_hour"]:,.2f} per GPU-hour'
+    headline["checked"] = checked_line(met["checked"]).removeprefix("checked: ")
 
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',

@@ -27,6 +27,7 @@ from ..layout import Layout
 from ..stages import all_stages
 from . import comm
 from . import param_traffic as pt
+from . import track_record
 from ..memory.activations import experts_cast_by_autocast, routed_copies
 from ..memory.peft_experts import experts_stay_bf16, merges_experts
 from ..memory.states import deepspeed_bf16_pipeline, lora_params
@@ -85,6 +86,7 @@ class StepTime:
             if c.price_per_gpu_hour is not None:
                 out["cost"] = round(hours * c.gpus * c.price_per_gpu_hour, 2)
                 out["price_per_gpu_hour"] = c.price_per_gpu_hour
+        out["checked"] = track_record.checked(job, self.tokens_per_s, out["time_to_train_h"])
         return out
 
 

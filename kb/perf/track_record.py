@@ -1,0 +1,111 @@
+"""How far an answer's tokens/s may be from what the job will run at: the step-time model's
+errors on the measured and published runs most like the job (kb/data/track_record.yaml,
+written by benchmarks/track_record.py).
+
+The runs like a job are the first of these groups that holds enough of them:
+    1. the same catalog model under the same framework (at least MIN_SAME_MODEL runs);
+    2. the same framework, dense or MoE as the job, on the same GPU (at least MIN_RUNS);
+    3. the same framework, dense or MoE as the job, on any GPU (at least MIN_RUNS);
+    4. the same framework (at least MIN_RUNS).
+With MIN_RUNS or more runs the range is their 10th to 90th percentile of error; with fewer (a
+model's own runs) it is their smallest to largest. A run's error e is predicted / measured - 1,
+so the tokens/s the job is likely to run at are the estimate / (1 + e) over that range. Where no
+group has enough runs (DeepSpeed: none in the calibration data) the answer says so instead.
+
+The groups follow what moves the error on the published runs (benchmarks/throughput.py: a
+model's own kernels, dense against MoE, the GPU); nothing is fitted. MIN_RUNS is chosen: from
+ten runs the 10th and 90th percentiles leave out at least one run at each end, so one odd run
+does not set the range. A model's own runs are the closest evidence even when few.
+"""
+from __future__ import annotations
+
+from ..package_data import package_yaml
+
+MIN_RUNS = 10
+MIN_SAME_MODEL = 3
+
+FRAMEWORK_RUNS = {"megatron": "Megatron-Core", "fsdp": "torchtitan and other FSDP2", "hf": "Hugging Face Trainer and plain PyTorch",
+                  "deepspeed": "DeepSpeed"}
+
+
+def runs() -> list[dict]:
+    return package_yaml("track_record")["step_time"]
+
+
+def _percentile(xs: list[float], q: float) -> float:
+    """Nearest-rank percentile of a sorted list (benchmarks/throughput.py pct)."""
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+def _gpus_named(group: list[dict]) -> str:
+    names = sorted({r["gpu"] for r in group})
+    return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+
+
+def _who(group: list[dict], framework: str) -> str:
+    sources = sorted({r["source"] for r in group})
+    return f"{len(group)} {' and '.join(sources)} {FRAMEWORK_RUNS.get(framework, framework)} runs"
+
+
+def like_runs(job) -> tuple[list[dict], str]:
+    """The runs most like ``job`` (the groups of the module docstring) and what they are."""
+    fw, moe, gpu = job.training.framework, job.model.is_moe, job.cluster.gpu.name
+    mine = [r for r in runs() if r["framework"] == fw]
+    kind = "MoE" if moe else "dense"
+    same_model = [r for r in mine if r["model"] == job.model.name]
+    if len(same_model) >= MIN_SAME_MODEL:
+        return same_model, f"{_who(same_model, fw)} of {job.model.name} (on {_gpus_named(same_model)})"
+    same_gpu = [r for r in mine if r["moe"] == moe and r["gpu"] == gpu]
+    if len(same_gpu) >= MIN_RUNS:
+        return same_gpu, f"{_who(same_gpu, fw)} of {kind} models on {gpu}"
+    same_kind = [r for r in mine if r["moe"] == moe]
+    if len(same_kind) >= MIN_RUNS:
+        return same_kind, f"{_who(same_kind, fw)} of {kind} models (on {_gpus_named(same_kind)})"
+    if len(mine) >= MIN_RUNS:
+        return mine, f"{_who(mine, fw)} (on {_gpus_named(mine)})"
+    return [], ""
+
+
+def checked(job, tokens_per_s: float, hours: float | None) -> dict:
+    """The likely range of the job's tokens/s (and time to train) from the runs like it, with
+    what they are; ``runs`` 0 and ``unchecked`` where there are none."""
+    group, what = like_runs(job)
+    if not group:
+        return {"runs": 0, "unchecked": f"the step-time model has no {FRAMEWORK_RUNS.get(job.training.framework)} "
+                                        "runs in its calibration data to be checked against"}
+    errs = sorted(r["error_pct"] for r in group)
+    wide = len(errs) >= MIN_RUNS
+    lo, hi = (_percentile(errs, 0.1), _percentile(errs, 0.9)) if wide else (errs[0], errs[-1])
+    if job.cluster.gpus > 1 and max(r["gpus"] for r in group) == 1:
+        what += ", one GPU each: their error leaves out the communication of more"
+    out = {"runs": len(group), "against": what,
+           "basis": "10th to 90th percentile" if wide else "smallest to largest",
+           "error_pct": [lo, hi],
+           "tokens_per_s": [round(tokens_per_s / (1 + hi / 100), 1), round(tokens_per_s / (1 + lo / 100), 1)]}
+    if hours is not None:
+        out["time_to_train_h"] = [round(hours * (1 + lo / 100), 2), round(hours * (1 + hi / 100), 2)]
+    return out
+
+
+def read_as(lo: float, hi: float) -> str:
+    """An error range in words: 'from 3.1% slow to 8.0% fast', '44.4% to 57.2% fast'."""
+    def word(e):
+        return "fast" if e > 0 else "slow"
+    if (lo > 0) == (hi > 0) and lo != 0 and hi != 0:
+        a, b = sorted((abs(lo), abs(hi)))
+        return f"{a:.1f}% to {b:.1f}% {word(hi)}"
+    return f"from {abs(lo):.1f}% {word(lo)} to {abs(hi):.1f}% {word(hi)}"
+
+
+def checked_line(c: dict) -> str:
+    """The answer's line for ``checked``'s dict."""
+    if not c["runs"]:
+        return f"checked: not -- {c['unchecked']}"
+    lo, hi = c["error_pct"]
+    tps = c["tokens_per_s"]
+    line = (f"checked: against {c['against']}, the step-time model read {read_as(lo, hi)} ({c['basis']}): "
+            f"likely {tps[0]:,.0f} to {tps[1]:,.0f} tokens/s")
+    if "time_to_train_h" in c:
+        h = c["time_to_train_h"]
+        line += f", {h[0]:,.0f} to {h[1]:,.0f} h to train"
+    return line

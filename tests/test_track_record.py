@@ -1,0 +1,110 @@
+"""The step-time model's track record (kb/data/track_record.yaml) and the likely range an answer
+gives from it (kb/perf/track_record.py)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from shardwise.cli.main import cli
+from shardwise.kb.build import build_job
+from shardwise.kb.perf import step_time, track_record
+from shardwise.kb.layout import Layout
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+def test_the_shipped_record_is_what_the_model_gives_on_the_calibration_runs():
+    """A change to the step-time model or the calibration data must rewrite the record
+    (python benchmarks/track_record.py --write): the ranges answers give are the model's own."""
+    import track_record as writer
+    new = yaml.safe_load(writer.text())["step_time"]
+    shipped = track_record.runs()
+    assert [(r["run"], r["gpu"]) for r in shipped] == [(r["run"], r["gpu"]) for r in new]
+    for a, b in zip(shipped, new):
+        assert {k: v for k, v in a.items() if k != "error_pct"} == {k: v for k, v in b.items() if k != "error_pct"}
+        assert a["error_pct"] == pytest.approx(b["error_pct"], abs=0.15), a["run"]
+
+
+def test_the_record_leaves_out_runs_of_another_framework_and_named_regressions():
+    ids = {r["run"] for r in track_record.runs()}
+    assert "megatron-bridge-gpt-oss-120b-gb200-64-2" not in ids      # "Performance regression" footnote
+    assert not any(i.startswith("dgxc-gpt3-5b") for i in ids)          # Paxml on JAX
+    assert "megatron-bridge-gpt-oss-120b-gb200-64-1" in ids
+    assert sum(r["source"] == "measured" for r in track_record.runs()) >= 100
+
+
+def _checked(**kw):
+    job = build_job(**kw)
+    return track_record.checked(job, 1000.0, 10.0)
+
+
+def test_a_model_with_its_own_runs_is_checked_against_them_and_its_range_says_which_way_it_reads():
+    c = _checked(model="gpt-oss-120b", gpu="gb200", gpus=64, seq_len=4096)
+    assert c["against"].startswith(f"{c['runs']} published Megatron-Core runs of gpt-oss-120b")
+    # NVIDIA's GPT-OSS 120B runs ran 30-60% slower than the model times them: the likely range
+    # lies below the estimate, and the time to train above it
+    lo, hi = c["error_pct"]
+    assert 25 < lo <= hi < 70
+    assert c["tokens_per_s"][1] < 1000.0 and c["time_to_train_h"][0] > 10.0
+    assert c["tokens_per_s"] == [pytest.approx(1000 / (1 + hi / 100), abs=0.1), pytest.approx(1000 / (1 + lo / 100), abs=0.1)]
+
+
+def test_without_a_models_runs_the_group_is_the_framework_dense_or_moe_and_gpu():
+    c = _checked(model="mistral-7b", gpu="h100-sxm", gpus=16, seq_len=8192)
+    assert "Megatron-Core runs of dense models on h100-sxm" in c["against"] and c["runs"] >= 10
+    assert c["basis"] == "10th to 90th percentile"
+    lo, hi = c["error_pct"]
+    assert lo < 0 < hi and c["tokens_per_s"][0] < 1000 < c["tokens_per_s"][1]
+    # no published Megatron run on an H200: the dense Megatron runs on every GPU, named
+    c = _checked(model="mistral-7b", gpu="h200", gpus=16, seq_len=8192)
+    assert "runs of dense models (on " in c["against"] and "h200" not in c["against"]
+
+
+def test_fine_tuning_is_checked_against_one_gpu_steps_and_says_so_for_more():
+    one = _checked(model="llama-3-8b", gpu="h100-sxm", gpus=1, seq_len=4096, training="finetune")
+    assert "measured Hugging Face Trainer and plain PyTorch runs" in one["against"]
+    assert "one GPU each" not in one["against"]
+    many = _checked(model="llama-3-8b", gpu="h100-sxm", gpus=16, seq_len=4096, training="finetune")
+    assert "one GPU each: their error leaves out the communication" in many["against"]
+
+
+def test_deepspeed_is_said_to_be_unchecked_rather_than_given_another_frameworks_range():
+    c = _checked(model="llama-3-8b", gpu="h100-sxm", gpus=16, seq_len=4096, framework="deepspeed")
+    assert c["runs"] == 0 and "no DeepSpeed runs" in c["unchecked"]
+    assert track_record.checked_line(c).startswith("checked: not -- ")
+
+
+def test_the_range_in_words():
+    assert track_record.read_as(-4.8, 2.7) == "from 4.8% slow to 2.7% fast"
+    assert track_record.read_as(44.4, 56.9) == "44.4% to 56.9% fast"
+    assert track_record.read_as(-20.0, -3.0) == "3.0% to 20.0% slow"
+
+
+def test_recommend_gives_the_likely_range_in_text_and_json():
+    args = ["recommend", "--model", "llama-3-70b", "--gpus", "32", "--gpu", "h100-sxm", "--seq-len", "8192",
+            "--token-budget", "100B"]
+    text = CliRunner().invoke(cli, args)
+    assert text.exit_code == 0, text.output
+    line = next(x for x in text.output.splitlines() if x.startswith("checked: "))
+    js = CliRunner().invoke(cli, args + ["--format", "json"])
+    c = json.loads(js.output)["metrics"]["checked"]
+    lo, hi = c["tokens_per_s"]
+    assert f"likely {lo:,.0f} to {hi:,.0f} tokens/s" in line and "h to train" in line
+    tps = json.loads(js.output)["metrics"]["tokens_per_s"]
+    assert lo < tps < hi
+
+
+def test_the_memory_command_and_the_estimate_carry_it_too():
+    job = build_job(model="qwen3-30b-a3b", gpu="b200", gpus=8, seq_len=4096)
+    m = step_time(job, Layout(dp=8, ep=8, mbs=1, grad_accum=8)).metrics(job)
+    assert m["checked"]["against"].startswith(f"{m['checked']['runs']} published Megatron-Core runs of qwen3-30b-a3b")
+    out = CliRunner().invoke(cli, ["memory", "--model", "qwen3-30b-a3b", "--gpus", "8", "--gpu", "b200",
+                                   "--seq-len", "4096", "--layout", "dp=8,ep=8,mbs=1"])
+    assert out.exit_code == 0, out.output
+    assert any(x.startswith("checked: against ") for x in out.output.splitlines())
