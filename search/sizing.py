@@ -185,6 +185,47 @@ def allocator_that_fits(job: Job, constraints=(), pins=None) -> list[str]:
     return ["--allocator expandable"] if fits_somewhere(Job(job.model, job.cluster, other), constraints, pins) else []
 
 
+def recipes_that_fit(job: Job, constraints=(), pins=None) -> list[str]:
+    """Cheaper recipes of the same training, as the flags that choose them, where the job fits
+    under them on its own GPUs. Under the Trainer, where the job left them to defaults: an 8-bit
+    AdamW (its optim="adamw_bnb_8bit": bitsandbytes' AdamW8bit keeps 2 bytes of state a
+    parameter where AdamW keeps 8, kb/memory/states.py), the model loaded in bf16 (pure-bf16: no
+    fp32 weights under autocast), then both; the other frameworks' exports run their own AdamW
+    and mixed precision (export/optimizer.py), so none is named there. For a full fine-tune,
+    LoRA, else QLoRA (PEFT: the base weights frozen, in bf16 or 4-bit, with no optimizer state).
+    Each changes the training, not only its cost, so it is named for the user to choose and
+    never taken: the first that fits of each kind. build_job's refusals (QLoRA under Megatron,
+    ...) rule a recipe out."""
+    t = job.training
+    kinds, leaner = [], []
+    if t.framework == "hf":
+        optimizer = "optimizer" in t.defaulted and t.optimizer.startswith("adamw") and t.optimizer != "adamw-8bit"
+        precision = "precision" in t.defaulted and t.precision == "bf16"
+        if optimizer:
+            leaner.append(({"optimizer": "adamw-8bit"}, "--optimizer adamw-8bit"))
+        if precision:
+            leaner.append(({"precision": "pure-bf16"}, "--precision pure-bf16"))
+        if optimizer and precision:
+            leaner.append(({"optimizer": "adamw-8bit", "precision": "pure-bf16"},
+                           "--precision pure-bf16 --optimizer adamw-8bit"))
+    if leaner:
+        kinds.append(leaner)
+    if t.training == "finetune":
+        kinds.append([({"training": "lora"}, "--training lora"), ({"training": "qlora"}, "--training qlora")])
+    out = []
+    for tries in kinds:
+        for update, flags in tries:
+            other = t.model_copy(update=update)
+            try:
+                check_training(job.model, job.cluster.gpu, other)
+            except InputError:
+                continue
+            if fits_somewhere(Job(job.model, job.cluster, other), constraints, pins):
+                out.append(flags)
+                break
+    return out
+
+
 def sizing(job: Job, constraints=(), pins=None, policies: bool = False, other_frameworks: bool = True) -> dict:
     """``constraints`` include the memory margin; ``policies``: whether house policies are among
     them; ``other_frameworks``: whether to try the frameworks the job did not choose
@@ -194,10 +235,12 @@ def sizing(job: Job, constraints=(), pins=None, policies: bool = False, other_fr
     frameworks = frameworks_that_fit(job, constraints, pins) if other_frameworks else []
     attention = attention_that_fits(job, constraints, pins) if other_frameworks else []
     alloc = allocator_that_fits(job, constraints, pins) if other_frameworks else []
-    ways = frameworks + attention + alloc
+    recipes = recipes_that_fit(job, constraints, pins) if other_frameworks else []
+    ways = frameworks + attention + alloc + recipes
     summary = _summary(job, n, others, ways, policies)
     return {"smallest_gpus": n, "gpus_that_fit": others, "frameworks_that_fit": frameworks,
-            "attention_that_fits": attention, "allocator_that_fits": alloc, "summary": summary,
+            "attention_that_fits": attention, "allocator_that_fits": alloc, "recipes_that_fit": recipes,
+            "summary": summary,
             # without the other GPUs: what a what-if of another memory size says (explain/why.py)
             "summary_same_gpu": _summary(job, n, [], ways, policies)}
 
@@ -221,6 +264,9 @@ def _summary(job: Job, n, others: list, frameworks: list, policies: bool) -> str
                    else "")
                 + (" with --attention sdpa" if "--attention flash" in frameworks else "")
                 + (" under the caching allocator" if "--allocator expandable" in frameworks else "")
+                + (" with the default precision and optimizer"
+                   if any(f.startswith(("--optimizer", "--precision")) for f in frameworks) else "")
+                + (" as a full fine-tune" if any(f.startswith("--training") for f in frameworks) else "")
                 + (" within the house policies" if policies else ""))
         summary = none + ("; " + summary if summary else "")
     return summary

@@ -306,6 +306,24 @@ def test_a_job_that_fits_nowhere_gets_a_cluster_size():
     assert n - 8 <= 8 or not fits_somewhere(with_cluster(job, n - 8), d.constraints)
 
 
+def test_a_full_fine_tune_that_fits_nowhere_names_the_leaner_recipes_that_fit_on_its_own_gpus():
+    """Llama 3 8B fully fine-tuned on one H100 needs fp32 weights, gradients and AdamW states
+    (16 bytes a parameter) under the Trainer's defaults: the refusal names the recipes that fit
+    there -- the model loaded in bf16, and LoRA -- each answering when given, and names none the
+    user already chose (an explicit --precision bf16) or that the framework does not run."""
+    kw = dict(model="llama-3-8b", gpus=1, gpu="h100-sxm", seq_len=4096, training="finetune")
+    d = decide(build_job(**kw))
+    assert d.layout is None
+    assert d.sizing["recipes_that_fit"] == ["--precision pure-bf16", "--training lora"]
+    assert "with --precision pure-bf16 or --training lora" in d.nothing_allowed
+    assert decide(build_job(**dict(kw, precision="pure-bf16"))).layout is not None
+    assert decide(build_job(**dict(kw, training="lora"))).layout is not None
+    # the user's own precision is kept; 8-bit AdamW alone (10 bytes a parameter) does not fit
+    assert decide(build_job(**dict(kw, precision="bf16"))).sizing["recipes_that_fit"] == ["--training lora"]
+    # pre-training is not fine-tuned with adapters, and Megatron runs its own AdamW and precision
+    assert decide(build_job(**dict(kw, training="pretrain", framework="megatron"))).sizing["recipes_that_fit"] == []
+
+
 def test_other_gpus_that_fit_keep_the_jobs_nodes_where_their_usual_server_does_not_divide_it():
     """Mixtral 8x7B on 12 A100s in nodes of 4 fits nowhere; the refusal names the GPUs it would
     fit on. Every 8-GPU type was left out because 8 does not divide 12, though 12 B200s, H200s or
