@@ -18,13 +18,10 @@ from collections import defaultdict
 from contextlib import contextmanager
 from pathlib import Path
 
+from shardwise.kb.perf.track_record import percentile as pct
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibration  # noqa: E402
-
-
-def pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
 
 
 def summary(rows: list[dict]) -> dict:

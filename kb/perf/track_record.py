@@ -32,9 +32,18 @@ def runs() -> list[dict]:
     return package_yaml("track_record")["step_time"]
 
 
-def _percentile(xs: list[float], q: float) -> float:
-    """Nearest-rank percentile of a sorted list (benchmarks/throughput.py pct)."""
+def percentile(xs: list[float], q: float) -> float:
+    """Nearest-rank percentile: the value at rank round(q * (n - 1)) of the sorted ``xs``
+    (benchmarks/throughput.py reads its 90th percentile of |error| with it too)."""
+    xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+def middle(xs: list[float], q: float) -> tuple[float, float]:
+    """The values at the ``q`` and ``1 - q`` percentiles, leaving out as many values at each
+    end: the upper one is the lower one of the negated values (round() halves to even, so
+    ranks 2.5 and 22.5 of 26 values would leave out 2 below but 3 above)."""
+    return percentile(xs, q), -percentile([-x for x in xs], q)
 
 
 def _gpus_named(group: list[dict]) -> str:
@@ -75,7 +84,7 @@ def checked(job, tokens_per_s: float, hours: float | None) -> dict:
                                         "runs in its calibration data to be checked against"}
     errs = sorted(r["error_pct"] for r in group)
     wide = len(errs) >= MIN_RUNS
-    lo, hi = (_percentile(errs, 0.1), _percentile(errs, 0.9)) if wide else (errs[0], errs[-1])
+    lo, hi = middle(errs, 0.1) if wide else (errs[0], errs[-1])
     if job.cluster.gpus > 1 and max(r["gpus"] for r in group) == 1:
         what += ", one GPU each: their error leaves out the communication of more"
     out = {"runs": len(group), "against": what,
