@@ -120,3 +120,14 @@ def test_the_range_leaves_out_as_many_runs_below_as_above():
     lo, hi = track_record.checked(job, 1000.0, None)["error_pct"]
     below, above = sum(e < lo for e in errs), sum(e > hi for e in errs)
     assert below == above >= 1, (len(errs), below, above)
+
+
+def test_a_short_time_to_train_is_not_rounded_to_zero_hours():
+    """The range's hours are read as the headline's are (0.2 h), not to whole hours ('0 to 0 h')."""
+    c = {"runs": 28, "against": "28 published Megatron-Core runs of llama-3-8b", "basis": "10th to 90th percentile",
+         "error_pct": [-9.1, 0.9], "tokens_per_s": [1593343.2, 1768628.4], "time_to_train_h": [0.16, 0.18]}
+    assert track_record.checked_line(c).endswith("tokens/s, 0.2 to 0.2 h to train")
+    out = CliRunner().invoke(cli, ["recommend", "--model", "llama-3-8b", "--gpus", "64", "--gpu", "gb200",
+                                   "--token-budget", "1B", "--format", "json"])
+    h = json.loads(out.output)["metrics"]["checked"]["time_to_train_h"]
+    assert 0 < h[0] <= h[1] < 1

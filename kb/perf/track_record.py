@@ -116,5 +116,5 @@ def checked_line(c: dict) -> str:
             f"likely {tps[0]:,.0f} to {tps[1]:,.0f} tokens/s")
     if "time_to_train_h" in c:
         h = c["time_to_train_h"]
-        line += f", {h[0]:,.0f} to {h[1]:,.0f} h to train"
+        line += f", {h[0]:,.1f} to {h[1]:,.1f} h to train"  # as the headline reads hours
     return line
