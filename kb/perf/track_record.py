@@ -3,26 +3,27 @@ errors on the measured and published runs most like the job (kb/data/track_recor
 written by benchmarks/track_record.py).
 
 The runs like a job are the first of these groups that holds enough of them:
-    1. the same catalog model under the same framework (at least MIN_SAME_MODEL runs);
-    2. the same framework, dense or MoE as the job, on the same GPU (at least MIN_RUNS);
-    3. the same framework, dense or MoE as the job, on any GPU (at least MIN_RUNS);
-    4. the same framework (at least MIN_RUNS).
-With MIN_RUNS or more runs the range is their 10th to 90th percentile of error; with fewer (a
-model's own runs) it is their smallest to largest. A run's error e is predicted / measured - 1,
-so the tokens/s the job is likely to run at are the estimate / (1 + e) over that range. Where no
-group has enough runs (DeepSpeed: none in the calibration data) the answer says so instead.
+    1. the same catalog model under the same framework;
+    2. the same framework, dense or MoE as the job, on the same GPU;
+    3. the same framework, dense or MoE as the job, on any GPU;
+    4. the same framework.
+Enough is MIN_RUNS, and the range is the group's 10th to 90th percentile of error. A run's
+error e is predicted / measured - 1, so the tokens/s the job is likely to run at are the
+estimate / (1 + e) over that range. Where no group has enough runs (DeepSpeed: none in the calibration
+data) the answer says so instead.
 
 The groups follow what moves the error on the published runs (benchmarks/throughput.py: a
 model's own kernels, dense against MoE, the GPU); nothing is fitted. MIN_RUNS is chosen: from
 ten runs the 10th and 90th percentiles leave out at least one run at each end, so one odd run
-does not set the range. A model's own runs are the closest evidence even when few.
+does not set the range. A model's own runs are the closest evidence, but not when few: the
+smallest to largest of n runs holds the next one with probability (n - 1) / (n + 1), 50% for
+three runs, and reaches the 80% a 10th-to-90th range claims only at nine.
 """
 from __future__ import annotations
 
 from ..package_data import package_yaml
 
 MIN_RUNS = 10
-MIN_SAME_MODEL = 3
 
 FRAMEWORK_RUNS = {"megatron": "Megatron-Core", "fsdp": "torchtitan and other FSDP2", "hf": "Hugging Face Trainer and plain PyTorch",
                   "deepspeed": "DeepSpeed"}
@@ -62,7 +63,7 @@ def like_runs(job) -> tuple[list[dict], str]:
     mine = [r for r in runs() if r["framework"] == fw]
     kind = "MoE" if moe else "dense"
     same_model = [r for r in mine if r["model"] == job.model.name]
-    if len(same_model) >= MIN_SAME_MODEL:
+    if len(same_model) >= MIN_RUNS:
         return same_model, f"{_who(same_model, fw)} of {job.model.name} (on {_gpus_named(same_model)})"
     same_gpu = [r for r in mine if r["moe"] == moe and r["gpu"] == gpu]
     if len(same_gpu) >= MIN_RUNS:
@@ -83,12 +84,11 @@ def checked(job, tokens_per_s: float, hours: float | None) -> dict:
         return {"runs": 0, "unchecked": f"the step-time model has no {FRAMEWORK_RUNS.get(job.training.framework)} "
                                         "runs in its calibration data to be checked against"}
     errs = sorted(r["error_pct"] for r in group)
-    wide = len(errs) >= MIN_RUNS
-    lo, hi = middle(errs, 0.1) if wide else (errs[0], errs[-1])
+    lo, hi = middle(errs, 0.1)
     if job.cluster.gpus > 1 and max(r["gpus"] for r in group) == 1:
         what += ", one GPU each: their error leaves out the communication of more"
     out = {"runs": len(group), "against": what,
-           "basis": "10th to 90th percentile" if wide else "smallest to largest",
+           "basis": "10th to 90th percentile",
            "error_pct": [lo, hi],
            "tokens_per_s": [round(tokens_per_s / (1 + hi / 100), 1), round(tokens_per_s / (1 + lo / 100), 1)]}
     if hours is not None:
