@@ -140,3 +140,13 @@ def test_a_likely_range_comes_from_at_least_ten_runs(model, framework):
     to largest error, which holds the next run only 5 times in 7 ((n - 1) / (n + 1))."""
     c = _checked(model=model, gpu="h100-sxm", gpus=256, seq_len=4096, framework=framework)
     assert c["runs"] == 0 or (c["runs"] >= track_record.MIN_RUNS and c["basis"] == "10th to 90th percentile")
+
+
+@pytest.mark.parametrize("framework,gpu", [("fsdp", "h100-sxm"), ("hf", "h200")])
+def test_a_moe_job_is_not_given_the_range_of_dense_runs(framework, gpu):
+    """torchtitan's runs are all dense and the Trainer's MoE steps are four: a MoE job read
+    against them was given the dense models' range, which says nothing of its experts."""
+    c = _checked(model="qwen3-30b-a3b", gpu=gpu, gpus=8, seq_len=4096, framework=framework)
+    assert c["runs"] == 0 and "of them of MoE models; a range needs 10" in c["unchecked"], c
+    dense = _checked(model="qwen3-8b", gpu=gpu, gpus=8, seq_len=4096, framework=framework)
+    assert dense["runs"] >= 10 and "of dense models" in dense["against"]

@@ -5,12 +5,12 @@ written by benchmarks/track_record.py).
 The runs like a job are the first of these groups that holds enough of them:
     1. the same catalog model under the same framework;
     2. the same framework, dense or MoE as the job, on the same GPU;
-    3. the same framework, dense or MoE as the job, on any GPU;
-    4. the same framework.
+    3. the same framework, dense or MoE as the job, on any GPU.
 Enough is MIN_RUNS, and the range is the group's 10th to 90th percentile of error. A run's
 error e is predicted / measured - 1, so the tokens/s the job is likely to run at are the
 estimate / (1 + e) over that range. Where no group has enough runs (DeepSpeed: none in the calibration
-data) the answer says so instead.
+data; MoE under FSDP or the Hugging Face Trainer: few or none) the answer says so instead: the
+framework's runs of the other kind say nothing of the experts' all-to-all and grouped GEMMs.
 
 The groups follow what moves the error on the published runs (benchmarks/throughput.py: a
 model's own kernels, dense against MoE, the GPU); nothing is fitted. MIN_RUNS is chosen: from
@@ -25,8 +25,8 @@ from ..package_data import package_yaml
 
 MIN_RUNS = 10
 
-FRAMEWORK_RUNS = {"megatron": "Megatron-Core", "fsdp": "torchtitan and other FSDP2", "hf": "Hugging Face Trainer and plain PyTorch",
-                  "deepspeed": "DeepSpeed"}
+FRAMEWORK_RUNS = {"megatron": "Megatron-Core", "fsdp": "torchtitan and other FSDP2",
+                  "hf": "Hugging Face Trainer and plain PyTorch", "deepspeed": "DeepSpeed"}
 
 
 def runs() -> list[dict]:
@@ -58,7 +58,8 @@ def _who(group: list[dict], framework: str) -> str:
 
 
 def like_runs(job) -> tuple[list[dict], str]:
-    """The runs most like ``job`` (the groups of the module docstring) and what they are."""
+    """The runs most like ``job`` (the groups of the module docstring) and what they are, or no
+    runs and why none."""
     fw, moe, gpu = job.training.framework, job.model.is_moe, job.cluster.gpu.name
     mine = [r for r in runs() if r["framework"] == fw]
     kind = "MoE" if moe else "dense"
@@ -71,9 +72,10 @@ def like_runs(job) -> tuple[list[dict], str]:
     same_kind = [r for r in mine if r["moe"] == moe]
     if len(same_kind) >= MIN_RUNS:
         return same_kind, f"{_who(same_kind, fw)} of {kind} models (on {_gpus_named(same_kind)})"
-    if len(mine) >= MIN_RUNS:
-        return mine, f"{_who(mine, fw)} (on {_gpus_named(mine)})"
-    return [], ""
+    has = f"the step-time model has {len(mine) or 'no'} {FRAMEWORK_RUNS.get(fw, fw)} runs in its calibration data"
+    if not mine:
+        return [], has + " to be checked against"
+    return [], f"{has}, {len(same_kind) or 'none'} of them of {kind} models; a range needs {MIN_RUNS}"
 
 
 def checked(job, tokens_per_s: float, hours: float | None) -> dict:
@@ -81,8 +83,7 @@ def checked(job, tokens_per_s: float, hours: float | None) -> dict:
     what they are; ``runs`` 0 and ``unchecked`` where there are none."""
     group, what = like_runs(job)
     if not group:
-        return {"runs": 0, "unchecked": f"the step-time model has no {FRAMEWORK_RUNS.get(job.training.framework)} "
-                                        "runs in its calibration data to be checked against"}
+        return {"runs": 0, "unchecked": what}
     errs = sorted(r["error_pct"] for r in group)
     lo, hi = middle(errs, 0.1)
     if job.cluster.gpus > 1 and max(r["gpus"] for r in group) == 1:
