@@ -63,7 +63,7 @@ def test_without_a_models_runs_the_group_is_the_framework_dense_or_moe_and_gpu()
     assert lo < 0 < hi and c["tokens_per_s"][0] < 1000 < c["tokens_per_s"][1]
     # no published Megatron run on an H200: the dense Megatron runs on every GPU, named
     c = _checked(model="mistral-7b", gpu="h200", gpus=16, seq_len=8192)
-    assert "runs of dense models (on " in c["against"] and "h200" not in c["against"]
+    assert "runs of dense models (on " in c["against"] and c["against"].endswith("; none on h200)")
 
 
 def test_fine_tuning_is_checked_against_one_gpu_steps_and_says_so_for_more():
@@ -150,3 +150,14 @@ def test_a_moe_job_is_not_given_the_range_of_dense_runs(framework, gpu):
     assert c["runs"] == 0 and "of them of MoE models; a range needs 10" in c["unchecked"], c
     dense = _checked(model="qwen3-8b", gpu=gpu, gpus=8, seq_len=4096, framework=framework)
     assert dense["runs"] >= 10 and "of dense models" in dense["against"]
+
+
+@pytest.mark.parametrize("gpu", ["mi300x", "l40s", "a100-80gb"])
+def test_a_group_with_no_run_on_the_jobs_gpu_says_so(gpu):
+    """Llama 3 8B's 28 Megatron runs are on B200, GB200, GB300 and H100: an MI300X, L40S or A100
+    job read against them is told that none ran on its GPU."""
+    c = _checked(model="llama-3-8b", gpu=gpu, gpus=8, seq_len=4096)
+    assert c["against"].startswith(f"{c['runs']} published Megatron-Core runs of llama-3-8b (on ")
+    assert c["against"].endswith(f"; none on {gpu})")
+    h100 = _checked(model="llama-3-8b", gpu="h100-sxm", gpus=8, seq_len=4096)
+    assert "none on" not in h100["against"]

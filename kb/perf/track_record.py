@@ -47,9 +47,12 @@ def middle(xs: list[float], q: float) -> tuple[float, float]:
     return percentile(xs, q), -percentile([-x for x in xs], q)
 
 
-def _gpus_named(group: list[dict]) -> str:
+def _gpus_named(group: list[dict], gpu: str) -> str:
+    """The GPUs the runs ran on, and that none ran on the job's ``gpu`` where none did: a model's
+    runs on B200s and H100s say less of an L40S or an MI300X than the line would otherwise let on."""
     names = sorted({r["gpu"] for r in group})
-    return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    return shown if gpu in names else f"{shown}; none on {gpu}"
 
 
 def _who(group: list[dict], framework: str) -> str:
@@ -65,13 +68,13 @@ def like_runs(job) -> tuple[list[dict], str]:
     kind = "MoE" if moe else "dense"
     same_model = [r for r in mine if r["model"] == job.model.name]
     if len(same_model) >= MIN_RUNS:
-        return same_model, f"{_who(same_model, fw)} of {job.model.name} (on {_gpus_named(same_model)})"
+        return same_model, f"{_who(same_model, fw)} of {job.model.name} (on {_gpus_named(same_model, gpu)})"
     same_gpu = [r for r in mine if r["moe"] == moe and r["gpu"] == gpu]
     if len(same_gpu) >= MIN_RUNS:
         return same_gpu, f"{_who(same_gpu, fw)} of {kind} models on {gpu}"
     same_kind = [r for r in mine if r["moe"] == moe]
     if len(same_kind) >= MIN_RUNS:
-        return same_kind, f"{_who(same_kind, fw)} of {kind} models (on {_gpus_named(same_kind)})"
+        return same_kind, f"{_who(same_kind, fw)} of {kind} models (on {_gpus_named(same_kind, gpu)})"
     has = f"the step-time model has {len(mine) or 'no'} {FRAMEWORK_RUNS.get(fw, fw)} runs in its calibration data"
     if not mine:
         return [], has + " to be checked against"
