@@ -84,6 +84,9 @@ def test_the_range_in_words():
     assert track_record.read_as(-4.8, 2.7) == "from 4.8% slow to 2.7% fast"
     assert track_record.read_as(44.4, 56.9) == "44.4% to 56.9% fast"
     assert track_record.read_as(-20.0, -3.0) == "3.0% to 20.0% slow"
+    # an end at no error is not 'slow' (it read neither way): the other end says which way
+    assert track_record.read_as(0.0, 5.0) == "0.0% to 5.0% fast"
+    assert track_record.read_as(-3.0, 0.0) == "0.0% to 3.0% slow"
 
 
 def test_recommend_gives_the_likely_range_in_text_and_json():

@@ -101,13 +101,13 @@ def checked(job, tokens_per_s: float, hours: float | None) -> dict:
 
 
 def read_as(lo: float, hi: float) -> str:
-    """An error range in words: 'from 3.1% slow to 8.0% fast', '44.4% to 57.2% fast'."""
-    def word(e):
-        return "fast" if e > 0 else "slow"
-    if (lo > 0) == (hi > 0) and lo != 0 and hi != 0:
-        a, b = sorted((abs(lo), abs(hi)))
-        return f"{a:.1f}% to {b:.1f}% {word(hi)}"
-    return f"from {abs(lo):.1f}% {word(lo)} to {abs(hi):.1f}% {word(hi)}"
+    """An error range in words: 'from 3.1% slow to 8.0% fast', '44.4% to 57.2% fast', and
+    '0.0% to 5.0% fast' (an end at no error takes the other end's word)."""
+    if lo >= 0:
+        return f"{lo:.1f}% to {hi:.1f}% fast"
+    if hi <= 0:
+        return f"{abs(hi):.1f}% to {abs(lo):.1f}% slow"     # abs: -0.0 would print '-0.0%'
+    return f"from {abs(lo):.1f}% slow to {hi:.1f}% fast"
 
 
 def checked_line(c: dict) -> str:
