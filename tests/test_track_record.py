@@ -21,14 +21,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 def test_the_shipped_record_is_what_the_model_gives_on_the_calibration_runs():
     """A change to the step-time model or the calibration data must rewrite the record
-    (python benchmarks/track_record.py --write): the ranges answers give are the model's own."""
+    (python benchmarks/track_record.py --write): the ranges answers give are the model's own.
+    Byte for byte, as the writer's own check is: a tolerance of 0.15 let a record 0.1 off each
+    run pass here while the writer called it out of date."""
     import track_record as writer
-    new = yaml.safe_load(writer.text())["step_time"]
-    shipped = track_record.runs()
-    assert [(r["run"], r["gpu"]) for r in shipped] == [(r["run"], r["gpu"]) for r in new]
-    for a, b in zip(shipped, new):
-        assert {k: v for k, v in a.items() if k != "error_pct"} == {k: v for k, v in b.items() if k != "error_pct"}
-        assert a["error_pct"] == pytest.approx(b["error_pct"], abs=0.15), a["run"]
+    assert writer.OUT.read_text() == writer.text(), "out of date: python benchmarks/track_record.py --write"
 
 
 def test_the_record_leaves_out_runs_of_another_framework_and_named_regressions():
