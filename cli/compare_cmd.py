@@ -52,7 +52,8 @@ def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
         rows.append({
             "variant": variant, "best": d.layout.describe(), "fits": bool(d.memory.fits),
             "tokens_per_s": round(mt["tokens_per_s"], 1), "time_to_train_h": mt.get("time_to_train_h"),
-            "cost": mt.get("cost"), "speed_checked": bool(job.cluster.gpu.speed_checked_on), **said,
+            "cost": mt.get("cost"), "speed_checked": bool(job.cluster.gpu.speed_checked_on),
+            "checked": mt["checked"], **said,
         })
     if refused and len(refused) == len(rows):
         raise refused[0]
@@ -102,15 +103,28 @@ def _no_layout(why: str) -> str:
     return "nothing fits"
 
 
+def likely(c: dict | None) -> str:
+    """A row's likely tokens/s from the step-time model's track record (recommend's `checked:`
+    line): the rows' estimates are not equally sure (GPT-OSS 120B's Megatron runs read 44-57% fast,
+    DeepSpeed has no runs), so a table of estimates alone ranks them as if they were."""
+    if c is None:
+        return "-"
+    if not c["runs"]:
+        return "unchecked"
+    lo, hi = c["tokens_per_s"]
+    return f"{lo:,.0f}-{hi:,.0f}"
+
+
 def render(rows: list[dict], heads: list[str], markdown: bool, priced: bool = False) -> str:
     shown = lambda r: r["best"] or _no_layout(r.get("why", ""))  # noqa: E731
     # a GPU no measured or published run checks (warn.unchecked-gpu-speed): its speed is an upper bound
     unchecked = lambda r: "*" if r["best"] and not r.get("speed_checked", True) else ""  # noqa: E731
     body = [[*(r["variant"][k] for k in heads), shown(r),
              f"{r['tokens_per_s']:,.0f}{unchecked(r)}" if r["tokens_per_s"] else "-",
+             likely(r.get("checked")) + (unchecked(r) if r.get("checked", {}).get("runs") else ""),
              f"{r['time_to_train_h']:,.1f}{unchecked(r)}" if r["time_to_train_h"] is not None else "-",
              f"${r['cost']:,.0f}{unchecked(r)}" if r["cost"] is not None else "-"] for r in rows]
-    out = table(body, [*heads, "best layout", "tokens/s", "hours", "cost"], markdown=markdown)
+    out = table(body, [*heads, "best layout", "tokens/s", "likely tokens/s", "hours", "cost"], markdown=markdown)
     answered = [r for r in rows if r["best"]]
     note = ""
     if answered and all(r["time_to_train_h"] is None for r in answered):

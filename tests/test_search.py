@@ -285,7 +285,7 @@ def test_compare_says_what_differs_between_rows_and_each_warning_once(run_cli):
     moe = [x for x in out.splitlines() if "MoE step time" in x]
     assert len(moe) == 1 and moe[0].startswith("warning (model=mixtral-8x7b): low confidence"), out
     table = out.split("\n\n")[0].splitlines()
-    assert len(table) == 4 and table[0].split() == ["model", "best", "layout", "tokens/s", "hours", "cost"]
+    assert len(table) == 4 and table[0].split() == ["model", "best", "layout", "tokens/s", "likely", "tokens/s", "hours", "cost"]
     code, out, err = run_cli("compare", "--gpus", "16", "--vary", "model=mixtral-8x7b,qwen3-30b-a3b")
     moe = [x for x in out.splitlines() if "MoE step time" in x]
     assert code == 0 and len(moe) == 1 and moe[0].startswith("warning (every row): low confidence"), out
