@@ -175,3 +175,17 @@ def test_compare_gives_each_rows_likely_range():
     assert "likely tokens/s" in out[0]
     lo, hi = mega["checked"]["tokens_per_s"]
     assert f" {lo:,.0f}-{hi:,.0f} " in out[2] and " unchecked " in out[3]
+
+
+def test_a_config_named_like_a_catalog_model_is_not_given_that_models_runs(tmp_path):
+    """--hf-config names the model by its folder: a dense Llama 3 8B config saved under
+    gpt-oss-120b/ was read against GPT-OSS 120B's runs (44-57% fast), a MoE model it is not."""
+    folder = tmp_path / "gpt-oss-120b"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+        "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "num_hidden_layers": 32, "vocab_size": 128256, "max_position_embeddings": 8192}))
+    c = _checked(hf_config=str(folder), gpu="h100-sxm", gpus=8, seq_len=4096)
+    assert "gpt-oss-120b" not in c["against"] and "of dense models" in c["against"], c
+    assert "runs of gpt-oss-120b" in _checked(model="gpt-oss-120b", gpu="h100-sxm", gpus=64, seq_len=4096)["against"]

@@ -3,7 +3,7 @@ errors on the measured and published runs most like the job (kb/data/track_recor
 written by benchmarks/track_record.py).
 
 The runs like a job are the first of these groups that holds enough of them:
-    1. the same catalog model under the same framework;
+    1. the same catalog model (not merely its name) under the same framework;
     2. the same framework, dense or MoE as the job, on the same GPU;
     3. the same framework, dense or MoE as the job, on any GPU.
 Enough is MIN_RUNS, and the range is the group's 10th to 90th percentile of error. A run's
@@ -21,6 +21,7 @@ three runs, and reaches the 80% a 10th-to-90th range claims only at nine.
 """
 from __future__ import annotations
 
+from .. import catalog
 from ..package_data import package_yaml
 
 MIN_RUNS = 10
@@ -60,13 +61,19 @@ def _who(group: list[dict], framework: str) -> str:
     return f"{len(group)} {' and '.join(sources)} {FRAMEWORK_RUNS.get(framework, framework)} runs"
 
 
+def _catalog_model(model) -> bool:
+    """Whether ``model`` is the catalog's model of its name: an --hf-config's name comes from its
+    folder or its _name_or_path, and a Llama in a folder named gpt-oss-120b is not GPT-OSS."""
+    return model.name in catalog.model_names() and catalog.model(model.name) == model
+
+
 def like_runs(job) -> tuple[list[dict], str]:
     """The runs most like ``job`` (the groups of the module docstring) and what they are, or no
     runs and why none."""
     fw, moe, gpu = job.training.framework, job.model.is_moe, job.cluster.gpu.name
     mine = [r for r in runs() if r["framework"] == fw]
     kind = "MoE" if moe else "dense"
-    same_model = [r for r in mine if r["model"] == job.model.name]
+    same_model = [r for r in mine if r["model"] == job.model.name] if _catalog_model(job.model) else []
     if len(same_model) >= MIN_RUNS:
         return same_model, f"{_who(same_model, fw)} of {job.model.name} (on {_gpus_named(same_model, gpu)})"
     same_gpu = [r for r in mine if r["moe"] == moe and r["gpu"] == gpu]
