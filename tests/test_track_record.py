@@ -187,5 +187,24 @@ def test_a_config_named_like_a_catalog_model_is_not_given_that_models_runs(tmp_p
         "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
         "num_hidden_layers": 32, "vocab_size": 128256, "max_position_embeddings": 8192}))
     c = _checked(hf_config=str(folder), gpu="h100-sxm", gpus=8, seq_len=4096)
-    assert "gpt-oss-120b" not in c["against"] and "of dense models" in c["against"], c
+    # it is Llama 3 8B's architecture, whatever its folder: those are its runs
+    assert "gpt-oss-120b" not in c["against"] and "runs of llama-3-8b, the same architecture" in c["against"], c
     assert "runs of gpt-oss-120b" in _checked(model="gpt-oss-120b", gpu="h100-sxm", gpus=64, seq_len=4096)["against"]
+
+
+def test_a_model_that_differs_only_in_its_position_encodings_reach_has_the_runs_of_its_architecture():
+    """Llama 3.1 70B is Llama 3 70B with RoPE scaled to 128K positions: the same GEMMs, attention
+    and kernels at a given sequence length, so NVIDIA's Llama 3 70B runs check it; DeepSeek-R1 is
+    DeepSeek-V3's architecture. A model of another shape (Llama 3.1 8B against the 70B) does not
+    borrow them, nor does a YaRN model another's (Megatron runs YaRN's RoPE unfused)."""
+    c = _checked(model="llama-3.1-70b", gpu="h100-sxm", gpus=32, seq_len=8192)
+    own = _checked(model="llama-3-70b", gpu="h100-sxm", gpus=32, seq_len=8192)
+    assert c["against"] == own["against"].replace("of llama-3-70b (", "of llama-3-70b, the same architecture (")
+    assert c["error_pct"] == own["error_pct"]
+    assert "of deepseek-v3, the same architecture" in _checked(model="deepseek-r1", gpu="gb200", gpus=256,
+                                                                 seq_len=4096)["against"]
+    assert "llama-3-70b" not in _checked(model="llama-3.1-8b", gpu="h100-sxm", gpus=8, seq_len=8192)["against"]
+    m = build_job(model="llama-3-70b", gpu="h100-sxm", gpus=32, seq_len=8192).model
+    yarn = m.model_copy(update={"rope_scaling": "yarn", "rope_factor": 4.0})
+    assert not track_record.same_architecture({"model": "llama-3-70b"}, yarn)
+    assert track_record.same_architecture({"model": "llama-3-70b"}, m.model_copy(update={"rope_theta": 1e6}))

@@ -3,7 +3,8 @@ errors on the measured and published runs most like the job (kb/data/track_recor
 written by benchmarks/track_record.py).
 
 The runs like a job are the first of these groups that holds enough of them:
-    1. the same catalog model (not merely its name) under the same framework;
+    1. the same architecture under the same framework (same_architecture: a catalog model's own
+       runs, and those of a model that differs only in its position encoding's reach);
     2. the same framework, dense or MoE as the job, on the same GPU;
     3. the same framework, dense or MoE as the job, on any GPU.
 Enough is MIN_RUNS, and the range is the group's 10th to 90th percentile of error. A run's
@@ -20,6 +21,8 @@ smallest to largest of n runs holds the next one with probability (n - 1) / (n +
 three runs, and reaches the 80% a 10th-to-90th range claims only at nine.
 """
 from __future__ import annotations
+
+from functools import lru_cache
 
 from .. import catalog
 from ..package_data import package_yaml
@@ -61,10 +64,31 @@ def _who(group: list[dict], framework: str) -> str:
     return f"{len(group)} {' and '.join(sources)} {FRAMEWORK_RUNS.get(framework, framework)} runs"
 
 
-def _catalog_model(model) -> bool:
-    """Whether ``model`` is the catalog's model of its name: an --hf-config's name comes from its
-    folder or its _name_or_path, and a Llama in a folder named gpt-oss-120b is not GPT-OSS."""
-    return model.name in catalog.model_names() and catalog.model(model.name) == model
+# ModelSpec fields that do not change what a step runs: names and sources, and the position
+# encoding's reach (RoPE's base, its context-extension factors and the trained length; YaRN is
+# kept apart, as Megatron-Core runs it unfused: kb/perf/unfused.py). Llama 3.1 70B is Llama 3
+# 70B's architecture with a longer reach; DeepSeek-R1 is DeepSeek-V3's.
+NOT_ARCHITECTURE = {"name", "source", "inferred", "reading_notes", "max_positions", "rope_theta",
+                    "rope_scaling", "rope_factor", "rope_params", "norm_eps"}
+
+
+def architecture(model) -> str:
+    """What a model runs, as one comparable string: every ModelSpec field but NOT_ARCHITECTURE."""
+    d = {k: v for k, v in model.model_dump().items() if k not in NOT_ARCHITECTURE}
+    d["yarn"] = model.rope_scaling == "yarn"
+    return repr(sorted(d.items()))
+
+
+@lru_cache(maxsize=None)
+def _run_architecture(name: str) -> str:
+    return architecture(catalog.model(name))
+
+
+def same_architecture(run: dict, model) -> bool:
+    """Whether a run trained ``model``'s architecture: the catalog model it names has the same
+    architecture, so an --hf-config of Llama 3.1 70B has Llama 3 70B's runs, and a Llama in a
+    folder named gpt-oss-120b has not GPT-OSS's."""
+    return run["model"] is not None and _run_architecture(run["model"]) == architecture(model)
 
 
 def like_runs(job) -> tuple[list[dict], str]:
@@ -73,9 +97,11 @@ def like_runs(job) -> tuple[list[dict], str]:
     fw, moe, gpu = job.training.framework, job.model.is_moe, job.cluster.gpu.name
     mine = [r for r in runs() if r["framework"] == fw]
     kind = "MoE" if moe else "dense"
-    same_model = [r for r in mine if r["model"] == job.model.name] if _catalog_model(job.model) else []
+    same_model = [r for r in mine if same_architecture(r, job.model)]
     if len(same_model) >= MIN_RUNS:
-        return same_model, f"{_who(same_model, fw)} of {job.model.name} (on {_gpus_named(same_model, gpu)})"
+        named = sorted({r["model"] for r in same_model})
+        of = " and ".join(named) + ("" if named == [job.model.name] else ", the same architecture")
+        return same_model, f"{_who(same_model, fw)} of {of} (on {_gpus_named(same_model, gpu)})"
     same_gpu = [r for r in mine if r["moe"] == moe and r["gpu"] == gpu]
     if len(same_gpu) >= MIN_RUNS:
         return same_gpu, f"{_who(same_gpu, fw)} of {kind} models on {gpu}"
