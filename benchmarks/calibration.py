@@ -399,7 +399,8 @@ def torchtitan_peak_rows() -> list[dict]:
                      grad_accum=ga, recompute=_recompute(r))
         est = estimate_memory(job, lay)
         pred = reserved_with_room_gib(est.peak_gib, est.breakdown_gib["fragmentation"], est.allocator)
-        out.append({"id": r["id"], "measured": r["peak_memory_gib"], "predicted": pred,
+        out.append({"id": r["id"], "model": _MODEL.get(r["model_key"]), "gpu_name": _row_gpu(r), "gpus": r["num_gpus"],
+                    "measured": r["peak_memory_gib"], "predicted": pred,
                     "error": pred / r["peak_memory_gib"] - 1,
                     "artefact": "torch.compile fuses ops and keeps less" if "compile" in notes and r["tp"] == 1 else None,
                     "fits_measured": True, "fits_predicted": est.fits})

@@ -18,7 +18,7 @@ from collections import defaultdict
 from contextlib import contextmanager
 from pathlib import Path
 
-from shardwise.kb.perf.track_record import percentile as pct
+from shardwise.kb.track_record import percentile as pct
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibration  # noqa: E402

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from shardwise.kb.perf.track_record import checked_line
+from shardwise.kb.track_record import checked_line, memory_checked_line
 
 from .options import job_options
 from .output import cost_text, emit, format_option, table, token_count
@@ -24,6 +24,7 @@ def render_memory(result: dict) -> str:
     lines = [head, "", table(rows, ["memory per GPU", "GiB"]), "",
              f"{verdict}: {mem['peak_gib']:.1f} of {mem['capacity_gib']:.1f} GiB ({100 * mem['peak_gib'] / mem['capacity_gib']:.0f}%)"]
     lines += [f"the recommendation would refuse it: {b}" for b in broken if mem["fits"]]
+    lines.append(memory_checked_line(mem["checked"]))
     mt = result["metrics"]
     lines += ["", table([
         ["step time", f"{mt['step_time_s']:.3f} s"],

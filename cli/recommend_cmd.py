@@ -7,7 +7,7 @@ import textwrap
 import click
 
 from shardwise.decision.text import faster, pct, slower_or_faster
-from shardwise.kb.perf.track_record import checked_line
+from shardwise.kb.track_record import checked_line, memory_checked_line
 
 from .options import job_options
 from .output import cost_text, emit, format_option, token_count
@@ -129,6 +129,7 @@ def render(result: dict, markdown: bool = False) -> str:
                   f"({100 * mem['peak_gib'] / mem['capacity_gib']:.0f}%; peak on stage {mem['worst_stage']}, "
                   f"{mem['peak_phase']}): " + ", ".join(f"{k.replace('_', ' ')} {v:.1f}"
                                                         for k, v in mem["breakdown_gib"].items() if v >= 0.05),
+              memory_checked_line(mem["checked"]),
               f"throughput: {mt['tokens_per_s']:,.0f} tokens/s ({mt['tokens_per_s_per_gpu']:,.0f} per GPU), "
               f"MFU {mt['mfu_pct']:.1f}%, step {mt['step_time_s']:.2f} s, of which exposed communication "
               f"{mt['comm_overhead_pct']:.1f}% and pipeline bubble {mt['bubble_pct']:.1f}%"]

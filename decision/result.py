@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from shardwise.kb import track_record
 from shardwise.kb.facts import job_summary, layout_dict
 from shardwise.rules import playbook
 
@@ -106,7 +107,7 @@ def as_dict(d: Decision, exports: bool = False, alternatives: int = ALTERNATIVES
     if d.layout is None:
         return out
     out["layout"] = layout_dict(d.layout)
-    out["memory"] = d.memory.as_dict()
+    out["memory"] = dict(d.memory.as_dict(), checked=track_record.memory_checked(d.job, d.memory))
     out["metrics"] = d.step.metrics(d.job)
     out["settings"] = {s: {"value": getattr(d.layout, s), "reasons": R.reasons(d, s), "alternatives": R.alternatives(d, s)}
                        for s in R.SETTINGS}

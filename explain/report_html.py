@@ -6,7 +6,7 @@ from html import escape
 
 from shardwise.decision.text import faster, pct, slower_or_faster
 from shardwise.kb.fact_schema import SETTING_NAMES, shown_setting
-from shardwise.kb.perf.track_record import checked_line
+from shardwise.kb.track_record import checked_line, memory_checked_line
 from shardwise.rules.loader import location
 
 from .memory_chart import chart
@@ -131,7 +131,9 @@ def render(r: dict) -> str:
     mem, met = rec["memory"], rec["metrics"]
     headline = {"peak memory per GPU": f'{mem["peak_gib"]:.1f} GiB of {mem["capacity_gib"]:.1f} GiB '
                                        f'(stage {mem["worst_stage"]}, {mem["peak_phase"]})',
-                "fits": mem["fits"], "step time": f'{met["step_time_s"]:,.2f} s',
+                "fits": mem["fits"],
+                "memory checked": memory_checked_line(mem["checked"]).removeprefix("memory checked: "),
+                "step time": f'{met["step_time_s"]:,.2f} s',
                 "tokens/s": f'{met["tokens_per_s"]:,.0f} ({met["tokens_per_s_per_gpu"]:,.0f} per GPU)',
                 "MFU": f'{met["mfu_pct"]:.1f} %', "pipeline bubble": f'{met["bubble_pct"]:.1f} %'}
     if met.get("time_to_train_h") is not None:

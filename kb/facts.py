@@ -13,6 +13,7 @@ from .memory.logits import loss_chunks
 from .memory.overheads import allocator
 from .params import active_params, total_params
 from .perf import step_time
+from . import track_record
 
 
 def job_summary(job: Job) -> dict:
@@ -43,8 +44,8 @@ def evaluate(job: Job, lay: Layout, mem=None, st=None) -> dict:
     """One layout's job, settings, memory and metrics; ``mem`` and ``st`` where the caller has them."""
     mem = estimate_memory(job, lay) if mem is None else mem
     st = step_time(job, lay) if st is None else st
-    return {"job": job_summary(job), "layout": layout_dict(lay), "memory": mem.as_dict(),
-            "metrics": st.metrics(job)}
+    return {"job": job_summary(job), "layout": layout_dict(lay),
+            "memory": dict(mem.as_dict(), checked=track_record.memory_checked(job, mem)), "metrics": st.metrics(job)}
 
 
 def _intra_kind(name: str) -> str:

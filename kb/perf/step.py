@@ -27,7 +27,7 @@ from ..layout import Layout
 from ..stages import all_stages
 from . import comm
 from . import param_traffic as pt
-from . import track_record
+from .. import track_record
 from ..memory.activations import experts_cast_by_autocast, routed_copies
 from ..memory.peft_experts import experts_stay_bf16, merges_experts
 from ..memory.states import deepspeed_bf16_pipeline, lora_params

@@ -1,6 +1,6 @@
-"""How far an answer's tokens/s may be from what the job will run at: the step-time model's
-errors on the measured and published runs most like the job (kb/data/track_record.yaml,
-written by benchmarks/track_record.py).
+"""How far an answer's tokens/s and peak memory may be from what the job will see: the
+estimates' errors on the measured and published runs most like the job (kb/data/track_record.yaml,
+written by benchmarks/track_record.py; its step_time and memory sections).
 
 The runs like a job are the first of these groups that holds enough of them:
     1. the same architecture under the same framework (same_architecture: a catalog model's own
@@ -9,9 +9,11 @@ The runs like a job are the first of these groups that holds enough of them:
     3. the same framework, dense or MoE as the job, on any GPU.
 Enough is MIN_RUNS, and the range is the group's 10th to 90th percentile of error. A run's
 error e is predicted / measured - 1, so the tokens/s the job is likely to run at are the
-estimate / (1 + e) over that range. Where no group has enough runs (DeepSpeed: none in the calibration
+estimate / (1 + e) over that range (the peak's: memory_checked). Where no group has enough runs (DeepSpeed: none in the calibration
 data; MoE under FSDP or the Hugging Face Trainer: few or none) the answer says so instead: the
 framework's runs of the other kind say nothing of the experts' all-to-all and grouped GEMMs.
+No Megatron-Core run has a measured peak in the data (NVIDIA's published runs give none): its
+memory is said to be unchecked.
 
 The groups follow what moves the error on the published runs (benchmarks/throughput.py: a
 model's own kernels, dense against MoE, the GPU); nothing is fitted. MIN_RUNS is chosen: from
@@ -24,8 +26,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .. import catalog
-from ..package_data import package_yaml
+from . import catalog
+from .package_data import package_yaml
 
 MIN_RUNS = 10
 
@@ -33,8 +35,12 @@ FRAMEWORK_RUNS = {"megatron": "Megatron-Core", "fsdp": "torchtitan and other FSD
                   "hf": "Hugging Face Trainer and plain PyTorch", "deepspeed": "DeepSpeed"}
 
 
-def runs() -> list[dict]:
-    return package_yaml("track_record")["step_time"]
+# what each section of the record checks, as the answer names it
+ESTIMATE = {"step_time": "the step-time model", "memory": "the memory estimate"}
+
+
+def runs(estimate: str = "step_time") -> list[dict]:
+    return package_yaml("track_record")[estimate]
 
 
 def percentile(xs: list[float], q: float) -> float:
@@ -91,11 +97,11 @@ def same_architecture(run: dict, model) -> bool:
     return run["model"] is not None and _run_architecture(run["model"]) == architecture(model)
 
 
-def like_runs(job) -> tuple[list[dict], str]:
+def like_runs(job, estimate: str = "step_time") -> tuple[list[dict], str]:
     """The runs most like ``job`` (the groups of the module docstring) and what they are, or no
-    runs and why none."""
+    runs and why none; ``estimate``: the record's section, step_time or memory."""
     fw, moe, gpu = job.training.framework, job.model.is_moe, job.cluster.gpu.name
-    mine = [r for r in runs() if r["framework"] == fw]
+    mine = [r for r in runs(estimate) if r["framework"] == fw]
     kind = "MoE" if moe else "dense"
     same_model = [r for r in mine if same_architecture(r, job.model)]
     if len(same_model) >= MIN_RUNS:
@@ -108,7 +114,9 @@ def like_runs(job) -> tuple[list[dict], str]:
     same_kind = [r for r in mine if r["moe"] == moe]
     if len(same_kind) >= MIN_RUNS:
         return same_kind, f"{_who(same_kind, fw)} of {kind} models (on {_gpus_named(same_kind, gpu)})"
-    has = f"the step-time model has {len(mine) or 'no'} {FRAMEWORK_RUNS.get(fw, fw)} runs in its calibration data"
+    measured = "peak" if estimate == "memory" else "speed"
+    has = (f"{ESTIMATE[estimate]} has {len(mine) or 'no'} {FRAMEWORK_RUNS.get(fw, fw)} runs with a measured "
+           f"{measured} in its calibration data")
     if not mine:
         return [], has + " to be checked against"
     return [], f"{has}, {len(same_kind) or 'none'} of them of {kind} models; a range needs {MIN_RUNS}"
@@ -131,6 +139,36 @@ def checked(job, tokens_per_s: float, hours: float | None) -> dict:
     if hours is not None:
         out["time_to_train_h"] = [round(hours * (1 + lo / 100), 2), round(hours * (1 + hi / 100), 2)]
     return out
+
+
+def memory_checked(job, est) -> dict:
+    """The likely range of the job's peak memory from the measured peaks like it (the record's
+    memory section), with what they are; ``runs`` 0 and ``unchecked`` where there are none. The
+    runs were compared like for like, without CUDA context and fragmentation (or with the
+    allocator's reserve for a reserved peak), so the range moves the rest of the peak:
+    (peak - those) / (1 + e) + those."""
+    group, what = like_runs(job, "memory")
+    if not group:
+        return {"runs": 0, "unchecked": what}
+    lo, hi = middle([r["error_pct"] for r in group], 0.1)
+    if job.cluster.gpus > 1 and max(r["gpus"] for r in group) == 1:
+        what += ", one GPU each: their error leaves out the sharded states and communication buffers of more"
+    outside = est.breakdown_gib["cuda_context"] + est.breakdown_gib["fragmentation"]
+    rest = est.peak_gib - outside
+    return {"runs": len(group), "against": what, "basis": "10th to 90th percentile",
+            "metric": " and ".join(sorted({r["metric"] for r in group})), "error_pct": [lo, hi],
+            "peak_gib": [round(rest / (1 + hi / 100) + outside, 2), round(rest / (1 + lo / 100) + outside, 2)]}
+
+
+def memory_checked_line(c: dict) -> str:
+    """The answer's line for ``memory_checked``'s dict."""
+    if not c["runs"]:
+        return f"memory checked: not -- {c['unchecked']}"
+    lo, hi = c["error_pct"]
+    words = read_as(lo, hi).replace("fast", "high").replace("slow", "low")
+    peak = c["peak_gib"]
+    return (f"memory checked: against {c['against']}, the estimate read {words} ({c['basis']}, like for like: "
+            f"the peak {c['metric']}): likely {peak[0]:,.1f} to {peak[1]:,.1f} GiB at the peak")
 
 
 def read_as(lo: float, hi: float) -> str:
