@@ -94,7 +94,11 @@ def same_architecture(run: dict, model) -> bool:
     """Whether a run trained ``model``'s architecture: the catalog model it names has the same
     architecture, so an --hf-config of Llama 3.1 70B has Llama 3 70B's runs, and a Llama in a
     folder named gpt-oss-120b has not GPT-OSS's."""
-    return run["model"] is not None and _run_architecture(run["model"]) == architecture(model)
+    return _same(run, architecture(model))
+
+
+def _same(run: dict, arch: str) -> bool:
+    return run["model"] is not None and _run_architecture(run["model"]) == arch
 
 
 def like_runs(job, estimate: str = "step_time") -> tuple[list[dict], str]:
@@ -103,7 +107,8 @@ def like_runs(job, estimate: str = "step_time") -> tuple[list[dict], str]:
     fw, moe, gpu = job.training.framework, job.model.is_moe, job.cluster.gpu.name
     mine = [r for r in runs(estimate) if r["framework"] == fw]
     kind = "MoE" if moe else "dense"
-    same_model = [r for r in mine if same_architecture(r, job.model)]
+    arch = architecture(job.model)
+    same_model = [r for r in mine if _same(r, arch)]
     if len(same_model) >= MIN_RUNS:
         named = sorted({r["model"] for r in same_model})
         of = " and ".join(named) + ("" if named == [job.model.name] else ", the same architecture")
