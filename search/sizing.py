@@ -245,6 +245,16 @@ def sizing(job: Job, constraints=(), pins=None, policies: bool = False, other_fr
             "summary_same_gpu": _summary(job, n, [], ways, policies)}
 
 
+def _as_given(job: Job, flags: str) -> str:
+    """A way's flags as the user adds them to the command: a --training way replaces the job's
+    own --training (the adapters are named for a finetune, which is never a default), as the CLI
+    refuses a flag given twice (cli/main.refuse_repeats); the other ways are named only where
+    their setting was a default, so they are added as they are."""
+    if flags.startswith("--training"):
+        return f"{flags} (replacing --training {job.training.training})"
+    return flags
+
+
 def _summary(job: Job, n, others: list, frameworks: list, policies: bool) -> str:
     """One clause: where no count fits (under the job's framework or kernel, within the
     policies), then every way it would fit -- another framework or attention kernel on these
@@ -252,7 +262,7 @@ def _summary(job: Job, n, others: list, frameworks: list, policies: bool) -> str
     g = job.cluster.gpus
     ways = []
     if frameworks:
-        ways.append(f"on these {g} x {job.cluster.gpu.name} with {' or '.join(frameworks)}")
+        ways.append(f"on these {g} x {job.cluster.gpu.name} with {' or '.join(map(lambda f: _as_given(job, f), frameworks))}")
     if n:
         ways.append(f"on {n} x {job.cluster.gpu.name}")
     if others:

@@ -1,5 +1,6 @@
 """The command line: the contract keys, and bad input ending in one line with exit status 2."""
 import json
+import re
 
 import pytest
 
@@ -112,10 +113,40 @@ def test_a_refusal_names_expandable_segments_where_they_would_fit_it(run_cli):
     assert code == 0 and "NO LAYOUT" in out
     # the allocator first, then the leaner recipes of this full fine-tune (search/sizing.recipes_that_fit)
     assert ("it would fit on these 1 x h200 with --allocator expandable or --precision pure-bf16 or "
-            "--training lora, or on 2 x h200") in out
+            "--training lora (replacing --training finetune), or on 2 x h200") in out
     assert "without it a layout fits on this GPU" in out
     code, out, _ = run_cli(*job, "--allocator", "expandable")
     assert code == 0 and "NO LAYOUT" not in out and "--allocator expandable" not in out
+
+
+def _ways_on_these_gpus(out: str) -> list[str]:
+    """The flags a refusal names for its own GPUs, each as the message gives it."""
+    m = re.search(r"it would fit on these \d+ x \S+ with (.*?)(?:, or on |\n|$)", out)
+    return m.group(1).split(" or ") if m else []
+
+
+def _as_told(job: list, way: str) -> list:
+    """The command with one way of the refusal applied as its words say: added, or replacing
+    the flag the job gave where it says so."""
+    m = re.fullmatch(r"(--\S+) (\S+) \(replacing \1 \S+\)", way)
+    if not m:
+        return [*job, *way.split()]
+    k = job.index(m.group(1))
+    return [*job[:k + 1], m.group(2), *job[k + 2:]]
+
+
+def test_every_way_a_refusal_names_on_its_own_gpus_runs_when_added_as_it_says(run_cli):
+    """Llama 3 8B fully fine-tuned on one H100 (or a 4090) fits nowhere; the refusal names the
+    leaner recipes. Each, done to the command as the message words it, gives a layout: the
+    adapters replace the job's own --training finetune, which the CLI refuses to take twice."""
+    for gpu in ("h100-sxm", "rtx-4090"):
+        job = ["recommend", "--model", "llama-3-8b", "--gpus", "1", "--gpu", gpu, "--training", "finetune"]
+        code, out, _ = run_cli(*job)
+        ways = _ways_on_these_gpus(out)
+        assert code == 0 and "NO LAYOUT" in out and any(w.startswith("--training") for w in ways), out
+        for way in ways:
+            code, out2, err = run_cli(*_as_told(job, way))
+            assert code == 0 and "NO LAYOUT" not in out2, (way, err)
 
 
 def test_a_layout_past_capacity_is_not_told_it_could_run_out_of_memory(run_cli):
