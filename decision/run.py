@@ -197,7 +197,7 @@ def decide(job: Job, extra_rules: list[str] | None = None, playbook_dir: str | N
                           f"100: the playbook's memory.fit-margin is disabled or missing); {FITS_THE_GPU.rule.id} "
                           "left them out, as they cannot run")
     if choice is None:
-        return _nothing_allowed(d, other_frameworks)
+        return _nothing_allowed(d, other_frameworks, engine)
     lay = table.layout(choice.index)
     d.layout, d.memory, d.step = lay, estimate_memory(job, lay), step_time(job, lay)
     d._answer.update(layout_facts(lay))
@@ -219,7 +219,18 @@ def _texts(d: Decision) -> None:
                     lst.append(text)
 
 
-def _nothing_allowed(d: Decision, other_frameworks: bool = True) -> Decision:
+def _rules_for(book: playbook.Rulebook, engine: str):
+    """A job's hard constraints and pins as decide() finds them (stratum 1 on its own facts, the
+    job's --mbs / --recompute first): for the sizing's changed jobs, so that a rule whose
+    condition reads what a way changes binds it (search/sizing.fits_somewhere)."""
+    def rules(job: Job):
+        firings = run_stratum(book.strata[1], 1, job_facts(job, global_batch(job)[0]), engine)
+        constraints, rule_pins, _ = from_firings(firings)
+        return constraints, _merge_pins(_user_pins(job), rule_pins)[0]
+    return rules
+
+
+def _nothing_allowed(d: Decision, other_frameworks: bool = True, engine: str = "durable") -> Decision:
     """No layout meets the hard constraints: name what is in the way (memory, or a house policy),
     and size a cluster where memory is the limit."""
     from shardwise.search.sizing import sizing
@@ -260,7 +271,8 @@ def _nothing_allowed(d: Decision, other_frameworks: bool = True) -> Decision:
                                       + (f"on these {d.job.cluster.gpus} GPUs" if d.job.cluster.gpus > 1 else
                                          "on this GPU"))
             house = any(d.book.is_policy(c.rule) for c in d.constraints)
-            d.sizing = sizing(d.job, d.constraints, d.pins, policies=house, other_frameworks=other_frameworks)
+            d.sizing = sizing(d.job, d.constraints, d.pins, policies=house, other_frameworks=other_frameworks,
+                              rules=_rules_for(d.book, engine))
             d.nothing_allowed += f"; {d.sizing['summary']}"
     d.warnings.append(d.nothing_allowed)
     return d

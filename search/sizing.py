@@ -40,9 +40,18 @@ def with_cluster(job: Job, gpus: int, gpu=None, node: int | None = None) -> Job:
     return Job(job.model, c.model_copy(update=update), job.training)
 
 
-def fits_somewhere(job: Job, constraints, pins=None) -> bool:
+def fits_somewhere(job: Job, constraints, pins=None, rules=None) -> bool:
     """Whether some layout of micro-batch 1 meets every hard constraint on this cluster, and
-    fits in the GPU's memory whatever the rules say (decision/run.py)."""
+    fits in the GPU's memory whatever the rules say (decision/run.py). ``rules``: where given, a
+    function of a job giving its own hard constraints and pins (decision/run._rules_for), used
+    in place of ``constraints`` and ``pins``: a house policy whose condition reads what a way
+    changes (``when: train.training == 'lora'``, ``cluster.gpus > 64``) binds the job so changed,
+    as it would when the user runs it; a job whose pins clash (InputError) fits nowhere."""
+    if rules is not None:
+        try:
+            constraints, pins = rules(job)
+        except InputError:
+            return False
     gb, _ = global_batch(job)
     t = scored_table(job, gb, pins, fit_only=True)
     t.facts = job_facts(job, gb).__getitem__
@@ -55,12 +64,12 @@ def fits_somewhere(job: Job, constraints, pins=None) -> bool:
 SCAN = 8
 
 
-def smallest_count(job: Job, constraints=(), pins=None) -> int | None:
+def smallest_count(job: Job, constraints=(), pins=None, rules=None) -> int | None:
     c = job.cluster
     node = node_size(c)
 
     def fits(n: int) -> bool:
-        return fits_somewhere(with_cluster(job, n), constraints, pins)
+        return fits_somewhere(with_cluster(job, n), constraints, pins, rules)
     for n in (1, 2, 4, 8, 16, 32, 64):
         if c.gpus < n < node and fits(n):
             return n
@@ -104,7 +113,7 @@ def other_gpu_node(c, g) -> int | None:
     return None
 
 
-def gpus_that_fit(job: Job, constraints=(), pins=None) -> list[str]:
+def gpus_that_fit(job: Job, constraints=(), pins=None, rules=None) -> list[str]:
     """Catalog GPUs on which the job fits at its own GPU count (other_gpu_node: in which nodes)."""
     out = []
     for name in catalog.gpu_names():
@@ -112,7 +121,7 @@ def gpus_that_fit(job: Job, constraints=(), pins=None) -> list[str]:
         if name == job.cluster.gpu.name or (job.training.precision == "fp8" and not g.tflops_fp8):
             continue
         node = other_gpu_node(job.cluster, g)
-        if node and fits_somewhere(with_cluster(job, job.cluster.gpus, g, node), constraints, pins):
+        if node and fits_somewhere(with_cluster(job, job.cluster.gpus, g, node), constraints, pins, rules):
             out.append(name)
     return out
 
@@ -122,7 +131,7 @@ FRAMEWORKS = ("megatron", "fsdp", "deepspeed", "hf")
 CHUNKS = 8
 
 
-def frameworks_that_fit(job: Job, constraints=(), pins=None) -> list[str]:
+def frameworks_that_fit(job: Job, constraints=(), pins=None, rules=None) -> list[str]:
     """Where the framework was a default (not given), the others on which the job fits as it is,
     as the flags that select them: their memory differs by more than a few percent (the
     Trainer's whole fp32 logits against torchtitan's chunked loss, Megatron's sharded
@@ -146,7 +155,7 @@ def frameworks_that_fit(job: Job, constraints=(), pins=None) -> list[str]:
             # what build_job would refuse for these flags (QLoRA on Megatron, a framework's
             # recompute modes, ...) is no way to fit
             check_training(job.model, job.cluster.gpu, other)
-            if fits_somewhere(Job(job.model, job.cluster, other), constraints, pins):
+            if fits_somewhere(Job(job.model, job.cluster, other), constraints, pins, rules):
                 out.append(flags)
                 done.add(fw)
         except InputError:
@@ -154,7 +163,7 @@ def frameworks_that_fit(job: Job, constraints=(), pins=None) -> list[str]:
     return out
 
 
-def attention_that_fits(job: Job, constraints=(), pins=None) -> list[str]:
+def attention_that_fits(job: Job, constraints=(), pins=None, rules=None) -> list[str]:
     """Where --attention sdpa runs the model's sliding-window or chunked layers through
     transformers' dense mask (kb/memory/activations.dense_local_mask) -- its [s, s] mask and
     repeated k/v kept, and DeepSpeed's Ulysses refused, as it would drop the mask
@@ -170,10 +179,10 @@ def attention_that_fits(job: Job, constraints=(), pins=None) -> list[str]:
         check_training(job.model, job.cluster.gpu, other)
     except InputError:
         return []
-    return ["--attention flash"] if fits_somewhere(Job(job.model, job.cluster, other), constraints, pins) else []
+    return ["--attention flash"] if fits_somewhere(Job(job.model, job.cluster, other), constraints, pins, rules) else []
 
 
-def allocator_that_fits(job: Job, constraints=(), pins=None) -> list[str]:
+def allocator_that_fits(job: Job, constraints=(), pins=None, rules=None) -> list[str]:
     """Where the estimate assumed PyTorch's caching allocator (kb/memory/overheads.allocator), the
     flag for expandable segments, which hold 1% of the dynamic memory near capacity rather than
     8%, where the job fits with them as it is (the exports then launch with them)."""
@@ -182,10 +191,10 @@ def allocator_that_fits(job: Job, constraints=(), pins=None) -> list[str]:
     if allocator(t) != "caching":
         return []
     other = t.model_copy(update={"allocator": "expandable"})
-    return ["--allocator expandable"] if fits_somewhere(Job(job.model, job.cluster, other), constraints, pins) else []
+    return ["--allocator expandable"] if fits_somewhere(Job(job.model, job.cluster, other), constraints, pins, rules) else []
 
 
-def recipes_that_fit(job: Job, constraints=(), pins=None) -> list[str]:
+def recipes_that_fit(job: Job, constraints=(), pins=None, rules=None) -> list[str]:
     """Cheaper recipes of the same training, as the flags that choose them, where the job fits
     under them on its own GPUs. Under the Trainer, where the job left them to defaults: an 8-bit
     AdamW (its optim="adamw_bnb_8bit": bitsandbytes' AdamW8bit keeps 2 bytes of state a
@@ -220,22 +229,24 @@ def recipes_that_fit(job: Job, constraints=(), pins=None) -> list[str]:
                 check_training(job.model, job.cluster.gpu, other)
             except InputError:
                 continue
-            if fits_somewhere(Job(job.model, job.cluster, other), constraints, pins):
+            if fits_somewhere(Job(job.model, job.cluster, other), constraints, pins, rules):
                 out.append(flags)
                 break
     return out
 
 
-def sizing(job: Job, constraints=(), pins=None, policies: bool = False, other_frameworks: bool = True) -> dict:
+def sizing(job: Job, constraints=(), pins=None, policies: bool = False, other_frameworks: bool = True,
+           rules=None) -> dict:
     """``constraints`` include the memory margin; ``policies``: whether house policies are among
     them; ``other_frameworks``: whether to try the frameworks the job did not choose
-    (frameworks_that_fit)."""
-    n = smallest_count(job, constraints, pins)
-    others = gpus_that_fit(job, constraints, pins)
-    frameworks = frameworks_that_fit(job, constraints, pins) if other_frameworks else []
-    attention = attention_that_fits(job, constraints, pins) if other_frameworks else []
-    alloc = allocator_that_fits(job, constraints, pins) if other_frameworks else []
-    recipes = recipes_that_fit(job, constraints, pins) if other_frameworks else []
+    (frameworks_that_fit); ``rules``: each changed job's own constraints and pins
+    (fits_somewhere)."""
+    n = smallest_count(job, constraints, pins, rules)
+    others = gpus_that_fit(job, constraints, pins, rules)
+    frameworks = frameworks_that_fit(job, constraints, pins, rules) if other_frameworks else []
+    attention = attention_that_fits(job, constraints, pins, rules) if other_frameworks else []
+    alloc = allocator_that_fits(job, constraints, pins, rules) if other_frameworks else []
+    recipes = recipes_that_fit(job, constraints, pins, rules) if other_frameworks else []
     ways = frameworks + attention + alloc + recipes
     summary = _summary(job, n, others, ways, policies)
     return {"smallest_gpus": n, "gpus_that_fit": others, "frameworks_that_fit": frameworks,

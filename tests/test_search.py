@@ -514,3 +514,20 @@ def test_torchtitan_experts_are_parallel_inside_the_shard_group_never_across_rep
         resolve_layout(job, "tp=2,pp=4,dp=4,ep=8,zero=0,sp=on,mbs=25,recompute=full")
     resolve_layout(job, "tp=2,pp=4,dp=4,ep=8,zero=2,sp=on,mbs=25,recompute=full")
     resolve_layout(job, "tp=4,pp=2,dp=4,ep=4,zero=0,sp=on,mbs=25,recompute=full")
+
+
+def test_a_way_to_fit_is_named_only_if_the_house_policies_that_bind_it_then_allow_it(tmp_path):
+    """A house policy whose condition reads the training (adapter jobs run without
+    recomputation) binds the job the refusal's --training lora would make: Llama 3 8B LoRA at
+    8,192 tokens without recomputation needs 86 GiB, past an L40S, so the refusal of the full
+    fine-tune must not name LoRA under that policy -- it did, as the sizing judged the LoRA job
+    by the fine-tune's own rules -- and still names it without the policy."""
+    policy = tmp_path / "adapters.yaml"
+    policy.write_text('rules:\n  - id: house.adapters-no-recompute\n    title: Adapters without recomputation\n'
+                      '    priority: 990\n    when: "train.training in [\'lora\', \'qlora\']"\n'
+                      '    then:\n      - pin: {recompute: none}\n    because: "a test policy"\n')
+    kw = dict(model="llama-3-8b", gpus=1, gpu="l40s", seq_len=8192, training="finetune")
+    assert decide(build_job(**kw)).sizing["recipes_that_fit"] == ["--training lora"]
+    d = decide(build_job(**kw), extra_rules=[str(policy)])
+    assert d.layout is None and d.sizing["recipes_that_fit"] == []
+    assert decide(build_job(**dict(kw, training="lora")), extra_rules=[str(policy)]).layout is None
