@@ -199,8 +199,9 @@ def recipes_that_fit(job: Job, constraints=(), pins=None, rules=None) -> list[st
     under them on its own GPUs. Under the Trainer, where the job left them to defaults: an 8-bit
     AdamW (its optim="adamw_bnb_8bit": bitsandbytes' AdamW8bit keeps 2 bytes of state a
     parameter where AdamW keeps 8, kb/memory/states.py), the model loaded in bf16 (pure-bf16: no
-    fp32 weights under autocast), then both; the other frameworks' exports run their own AdamW
-    and mixed precision (export/optimizer.py), so none is named there. For a full fine-tune,
+    fp32 weights under autocast; not for pre-training), then both; the other frameworks'
+    exports run their own AdamW and mixed precision (export/optimizer.py), so none is named
+    there. For a full fine-tune,
     LoRA, else QLoRA (PEFT: the base weights frozen, in bf16 or 4-bit, with no optimizer state).
     Each changes the training, not only its cost, so it is named for the user to choose and
     never taken: the first that fits of each kind. build_job's refusals (QLoRA under Megatron,
@@ -209,7 +210,11 @@ def recipes_that_fit(job: Job, constraints=(), pins=None, rules=None) -> list[st
     kinds, leaner = [], []
     if t.framework == "hf":
         optimizer = "optimizer" in t.defaulted and t.optimizer.startswith("adamw") and t.optimizer != "adamw-8bit"
-        precision = "precision" in t.defaulted and t.precision == "bf16"
+        # not for pre-training: bf16 weights round every update to nearest, so updates under half
+        # a bf16 step are lost and from-scratch training falls short of fp32 master weights
+        # (Zamirai et al. 2020, "Revisiting BFloat16 Training", arXiv:2010.06192); fine-tuning
+        # from a checkpoint loads the model in bf16 as a matter of course
+        precision = "precision" in t.defaulted and t.precision == "bf16" and t.training != "pretrain"
         if optimizer:
             leaner.append(({"optimizer": "adamw-8bit"}, "--optimizer adamw-8bit"))
         if precision:

@@ -531,3 +531,15 @@ def test_a_way_to_fit_is_named_only_if_the_house_policies_that_bind_it_then_allo
     d = decide(build_job(**kw), extra_rules=[str(policy)])
     assert d.layout is None and d.sizing["recipes_that_fit"] == []
     assert decide(build_job(**dict(kw, training="lora")), extra_rules=[str(policy)]).layout is None
+
+
+def test_pre_training_is_not_told_to_drop_its_fp32_master_weights():
+    """Llama 3 8B pre-trained under the Trainer on one H100 fits only with the model in bf16
+    (145 GiB under the defaults): pure bf16 from scratch loses the updates smaller than half a
+    bf16 step (arXiv:2010.06192), so the refusal names no --precision pure-bf16 there, as it
+    does for the same model fine-tuned from a checkpoint."""
+    kw = dict(model="llama-3-8b", gpus=1, gpu="h100-sxm", seq_len=4096, framework="hf")
+    assert "--precision pure-bf16" in decide(build_job(**kw, training="finetune")).sizing["recipes_that_fit"]
+    d = decide(build_job(**kw, training="pretrain"))
+    assert d.layout is None and not any("--precision" in f for f in d.sizing["recipes_that_fit"])
+    assert "pure-bf16" not in d.nothing_allowed
