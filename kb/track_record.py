@@ -148,7 +148,9 @@ def checked(job, tokens_per_s: float, hours: float | None) -> dict:
 
 def memory_checked(job, est) -> dict:
     """The likely range of the job's peak memory from the measured peaks like it (the record's
-    memory section), with what they are; ``runs`` 0 and ``unchecked`` where there are none. The
+    memory section), with what they are; ``runs`` 0 and ``unchecked`` where there are none, or
+    where the job spans GPUs and every run was on one: its sharded states and communication
+    buffers were in none of them, so their error says nothing of its peak. The
     runs were compared like for like, without CUDA context and fragmentation (or with the
     allocator's reserve for a reserved peak), so the range moves the rest of the peak:
     (peak - those) / (1 + e) + those."""
@@ -157,7 +159,9 @@ def memory_checked(job, est) -> dict:
         return {"runs": 0, "unchecked": what}
     lo, hi = middle([r["error_pct"] for r in group], 0.1)
     if job.cluster.gpus > 1 and max(r["gpus"] for r in group) == 1:
-        what += ", one GPU each: their error leaves out the sharded states and communication buffers of more"
+        words = read_as(lo, hi).replace("fast", "high").replace("slow", "low")
+        return {"runs": 0, "unchecked": f"the {what} ran on one GPU each (the estimate read {words} there); none "
+                                        f"sharded its states or held the communication buffers of {job.cluster.gpus} GPUs"}
     outside = est.breakdown_gib["cuda_context"] + est.breakdown_gib["fragmentation"]
     rest = est.peak_gib - outside
     return {"runs": len(group), "against": what, "basis": "10th to 90th percentile",

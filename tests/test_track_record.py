@@ -249,3 +249,20 @@ def test_recommend_and_memory_print_the_memory_check_beside_the_peak():
     assert lo <= js["memory"]["peak_gib"] <= hi and f"likely {lo:,.1f} to {hi:,.1f} GiB" in lines[at + 1]
     mem = CliRunner().invoke(cli, ["memory", *args, "--layout", "mbs=1"])
     assert any(x.startswith("memory checked: against ") for x in mem.output.splitlines())
+
+
+def test_a_job_on_many_gpus_is_not_given_the_peak_range_of_one_gpu_runs():
+    """Llama 3 70B fine-tuned under the Trainer on 64 H100s shards its states and holds ZeRO's
+    communication buffers; the measured Trainer and loop peaks all ran on one GPU, so their
+    sub-1% range would claim the 64-GPU peak to within 0.3 GiB. The line says it is not
+    checked there, and why, with what the one-GPU runs read; torchtitan's runs span GPUs and
+    still give a range for an FSDP job on 64."""
+    job, est = _job_and_estimate(model="llama-3-70b", gpu="h100-sxm", gpus=64, training="finetune")
+    c = track_record.memory_checked(job, est)
+    assert c["runs"] == 0 and "ran on one GPU each" in c["unchecked"] and "64 GPUs" in c["unchecked"]
+    assert track_record.memory_checked_line(c).startswith("memory checked: not -- the 13 measured Hugging Face")
+    one = track_record.memory_checked(*_job_and_estimate(model="llama-3-8b", gpu="h100-sxm", gpus=1, training="lora"))
+    assert one["runs"] >= track_record.MIN_RUNS
+    tt = track_record.memory_checked(*_job_and_estimate(model="llama-3-70b", gpu="h100-sxm", gpus=64, framework="fsdp"))
+    assert tt["runs"] >= track_record.MIN_RUNS and tt["metric"] == "reserved"
+
