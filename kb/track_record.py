@@ -146,14 +146,27 @@ def checked(job, tokens_per_s: float, hours: float | None) -> dict:
     return out
 
 
+def like_for_like_gib(est, metric: str) -> float:
+    """The part of an estimate's peak its runs' error was measured on (benchmarks/calibration.py):
+    for an allocated peak the estimate less CUDA context and fragmentation (calibration._judged);
+    for a reserved one what the allocator reserves with room to spare, the whole peak with the
+    expandable segments' give-back read as kept (calibration.torchtitan_peak_rows,
+    overheads.reserved_with_room_gib)."""
+    from .memory.overheads import reserved_with_room_gib
+    bd = est.breakdown_gib
+    if metric == "reserved":
+        return reserved_with_room_gib(est.peak_gib, bd["fragmentation"], est.allocator)
+    return est.peak_gib - bd["cuda_context"] - bd["fragmentation"]
+
+
 def memory_checked(job, est) -> dict:
     """The likely range of the job's peak memory from the measured peaks like it (the record's
     memory section), with what they are; ``runs`` 0 and ``unchecked`` where there are none, or
     where the job spans GPUs and every run was on one: its sharded states and communication
-    buffers were in none of them, so their error says nothing of its peak. The
-    runs were compared like for like, without CUDA context and fragmentation (or with the
-    allocator's reserve for a reserved peak), so the range moves the rest of the peak:
-    (peak - those) / (1 + e) + those."""
+    buffers were in none of them, so their error says nothing of its peak. The range moves the
+    like-for-like part (like_for_like_gib) and keeps the rest: (part) / (1 + e) + (peak - part);
+    ``past_capacity``: whether the estimate fits but the likely range's top passes the GPU's
+    memory (one that does not fit says so already)."""
     group, what = like_runs(job, "memory")
     if not group:
         return {"runs": 0, "unchecked": what}
@@ -162,11 +175,13 @@ def memory_checked(job, est) -> dict:
         words = read_as(lo, hi).replace("fast", "high").replace("slow", "low")
         return {"runs": 0, "unchecked": f"the {what} ran on one GPU each (the estimate read {words} there); none "
                                         f"sharded its states or held the communication buffers of {job.cluster.gpus} GPUs"}
-    outside = est.breakdown_gib["cuda_context"] + est.breakdown_gib["fragmentation"]
-    rest = est.peak_gib - outside
+    metric = " and ".join(sorted({r["metric"] for r in group}))
+    part = like_for_like_gib(est, metric)
+    rest = est.peak_gib - part
+    peak = [round(part / (1 + hi / 100) + rest, 2), round(part / (1 + lo / 100) + rest, 2)]
     return {"runs": len(group), "against": what, "basis": "10th to 90th percentile",
-            "metric": " and ".join(sorted({r["metric"] for r in group})), "error_pct": [lo, hi],
-            "peak_gib": [round(rest / (1 + hi / 100) + outside, 2), round(rest / (1 + lo / 100) + outside, 2)]}
+            "metric": metric, "error_pct": [lo, hi], "peak_gib": peak,
+            "past_capacity": bool(est.fits and peak[1] > est.capacity_gib)}
 
 
 def memory_checked_line(c: dict) -> str:
@@ -177,7 +192,8 @@ def memory_checked_line(c: dict) -> str:
     words = read_as(lo, hi).replace("fast", "high").replace("slow", "low")
     peak = c["peak_gib"]
     return (f"memory checked: against {c['against']}, the estimate read {words} ({c['basis']}, like for like: "
-            f"the peak {c['metric']}): likely {peak[0]:,.1f} to {peak[1]:,.1f} GiB at the peak")
+            f"the peak {c['metric']}): likely {peak[0]:,.1f} to {peak[1]:,.1f} GiB at the peak"
+            + (", past the GPU's memory at the top: it may not fit" if c["past_capacity"] else ""))
 
 
 def read_as(lo: float, hi: float) -> str:
