@@ -838,6 +838,8 @@ def published_megatron_memory_rows() -> list[dict]:
         e = estimate_memory(c["job"], c["layout"])
         r = c["row"]
         out.append({"id": r["id"], "gpu": r["gpu_type"], "moe": c["job"].model.is_moe, "layout": c["layout"].describe(),
+                    "model": _MODEL.get(r["model_key"]), "gpu_name": _row_gpu(r), "gpus": r["num_gpus"],
+                    "off_record": _off_record(r),
                     "peak_gib": e.peak_gib, "capacity_gib": e.capacity_gib, "fits": e.fits, "phase": e.phase,
                     "activations_gib": e.breakdown_gib["activations"], "unmodelled": _unmodelled(r, c["layout"])})
     return out

@@ -34,7 +34,8 @@ HEADER = """\
 # predicted / measured - 1 in percent, of tokens/s (positive reads fast) and of the peak
 # (positive reads high; metric: what the run measured, compared like for like).
 # kb/track_record.py reads it to give an answer's likely range of tokens/s and peak memory from
-# the runs most like the job. Written by `python benchmarks/track_record.py --write` from
+# the runs most like the job. ran: published layouts that ran (so fit) and no peak was given
+# for, with whether the estimate fits them (fits). Written by `python benchmarks/track_record.py --write` from
 # benchmarks/calibration/ (published_runs.yaml, whose rows name their sources;
 # h100_hf_trainer_steps.jsonl, h200_hf_trainer_steps.jsonl and h200_torch_loops.jsonl, measured
 # as calibration/README.md says; h200_fresh_boundary.jsonl): not edited by hand, and
@@ -72,6 +73,17 @@ def published_memory() -> list[dict]:
             for r in calibration.torchtitan_peak_rows()]
 
 
+def ran() -> list[dict]:
+    """NVIDIA's published Megatron-Core layouts, which ran and so fit, with whether the estimate
+    fits them; those whose recipe saves memory in ways the row does not record (per-module
+    recompute, CPU offloading: calibration._unmodelled) are left out, as the layout rebuilt from
+    the row is not the one that ran, and so are the runs the step-time record leaves out
+    (calibration._off_record: Paxml's, which did not run Megatron-Core)."""
+    return [{"run": r["id"], "source": "published", "model": r["model"], "framework": "megatron", "moe": r["moe"],
+             "gpu": r["gpu_name"], "gpus": r["gpus"], "fits": bool(r["fits"])}
+            for r in calibration.published_megatron_memory_rows() if not (r["unmodelled"] or r["off_record"])]
+
+
 def _flow(d: dict) -> str:
     def one(v):
         if v is None:
@@ -88,7 +100,8 @@ def text() -> str:
     rows = sorted(published(), key=lambda r: r["run"]) + sorted(measured(), key=lambda r: r["run"])
     mem = sorted(published_memory(), key=lambda r: r["run"]) + sorted(measured_memory(), key=lambda r: r["run"])
     return (HEADER + "step_time:\n" + "".join(f"  - {_flow(r)}\n" for r in rows)
-            + "memory:\n" + "".join(f"  - {_flow(r)}\n" for r in mem))
+            + "memory:\n" + "".join(f"  - {_flow(r)}\n" for r in mem)
+            + "ran:\n" + "".join(f"  - {_flow(r)}\n" for r in sorted(ran(), key=lambda r: r["run"])))
 
 
 def main() -> int:

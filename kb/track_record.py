@@ -36,7 +36,7 @@ FRAMEWORK_RUNS = {"megatron": "Megatron-Core", "fsdp": "torchtitan and other FSD
 
 
 # what each section of the record checks, as the answer names it
-ESTIMATE = {"step_time": "the step-time model", "memory": "the memory estimate"}
+ESTIMATE = {"step_time": "the step-time model", "memory": "the memory estimate", "ran": "the memory estimate"}
 
 
 def runs(estimate: str = "step_time") -> list[dict]:
@@ -169,7 +169,7 @@ def memory_checked(job, est) -> dict:
     memory (one that does not fit says so already)."""
     group, what = like_runs(job, "memory")
     if not group:
-        return {"runs": 0, "unchecked": what}
+        return dict({"runs": 0, "unchecked": what}, **layouts_that_ran(job))
     lo, hi = middle([r["error_pct"] for r in group], 0.1)
     if job.cluster.gpus > 1 and max(r["gpus"] for r in group) == 1:
         words = read_as(lo, hi).replace("fast", "high").replace("slow", "low")
@@ -184,10 +184,24 @@ def memory_checked(job, est) -> dict:
             "past_capacity": bool(est.fits and peak[1] > est.capacity_gib)}
 
 
+def layouts_that_ran(job) -> dict:
+    """Where no measured peak is like the job: the published layouts like it that ran -- so fit --
+    and how many of them the estimate fits (the record's ran section: NVIDIA's Megatron-Core
+    runs), as {"ran": {"runs", "fit", "against"}}; {} where there are fewer than MIN_RUNS. A
+    verdict, not a size: it says the estimate does not refuse what ran, not how close it is."""
+    group, what = like_runs(job, "ran")
+    if not group:
+        return {}
+    return {"ran": {"runs": len(group), "fit": sum(r["fits"] for r in group), "against": what}}
+
+
 def memory_checked_line(c: dict) -> str:
     """The answer's line for ``memory_checked``'s dict."""
     if not c["runs"]:
-        return f"memory checked: not -- {c['unchecked']}"
+        ran = c.get("ran")
+        fit = "all of them" if ran and ran["fit"] == ran["runs"] else f"{ran['fit']} of them" if ran else ""
+        also = f"; the {ran['against']} ran, and the estimate fits {fit}" if ran else ""
+        return f"memory checked: not -- {c['unchecked']}{also}"
     lo, hi = c["error_pct"]
     words = read_as(lo, hi).replace("fast", "high").replace("slow", "low")
     peak = c["peak_gib"]

@@ -291,3 +291,22 @@ def test_a_reserved_peaks_range_moves_what_the_runs_compared_and_says_when_its_t
     from shardwise.kb.memory import estimate_memory
     big = estimate_memory(over, Layout(tp=8, pp=4, dp=1, zero=1, mbs=4, grad_accum=1, recompute="none"))
     assert not big.fits and not track_record.memory_checked(over, big)["past_capacity"]
+
+
+def test_megatron_memory_unchecked_by_a_peak_is_checked_by_the_published_layouts_that_ran():
+    """No published Megatron-Core run gives a peak, but each ran, so it fit: the answer says how
+    many of the published layouts like the job the estimate fits (all of those whose recipe the
+    row records: the issue's 'make every published layout that ran fit'), and leaves out Paxml's,
+    which did not run Megatron-Core."""
+    ran = track_record.runs("ran")
+    assert ran and all(r["framework"] == "megatron" for r in ran)
+    assert not any(r["run"].startswith("dgxc-gpt3-5b") for r in ran)
+    assert all(r["fits"] for r in ran)
+    c = track_record.memory_checked(*_job_and_estimate(model="llama-3-70b", gpu="h100-sxm", gpus=32, seq_len=8192))
+    assert c["runs"] == 0 and c["ran"]["runs"] >= 10 and c["ran"]["fit"] == c["ran"]["runs"]
+    line = track_record.memory_checked_line(c)
+    assert line.endswith(f"the {c['ran']['against']} ran, and the estimate fits all of them")
+    # DeepSpeed has neither peaks nor published layouts: only the unchecked sentence
+    c = track_record.memory_checked(*_job_and_estimate(model="llama-3-8b", gpu="h100-sxm", gpus=16, seq_len=4096,
+                                                       framework="deepspeed"))
+    assert c["runs"] == 0 and "ran" not in c and track_record.memory_checked_line(c).endswith("to be checked against")
