@@ -141,7 +141,7 @@ def render(r: dict) -> str:
             f'{met["time_to_train_h"]:,.1f} h ({met["time_to_train_h"] / 24:,.1f} days)'
     if met.get("cost") is not None:
         headline["cost"] = f'${met["cost"]:,.0f} at ${met["price_per_gpu_hour"]:,.2f} per GPU-hour'
-    headline["checked"] = checked_line(met["checked"]).removeprefix("checked: ")
+    headline["speed checked"] = checked_line(met["checked"]).removeprefix("speed checked: ")
 
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',

@@ -223,10 +223,10 @@ def read_as(lo: float, hi: float) -> str:
 def checked_line(c: dict) -> str:
     """The answer's line for ``checked``'s dict."""
     if not c["runs"]:
-        return f"checked: not -- {c['unchecked']}"
+        return f"speed checked: not -- {c['unchecked']}"
     lo, hi = c["error_pct"]
     tps = c["tokens_per_s"]
-    line = (f"checked: against {c['against']}, the step-time model read {read_as(lo, hi)} ({c['basis']}): "
+    line = (f"speed checked: against {c['against']}, the step-time model read {read_as(lo, hi)} ({c['basis']}): "
             f"likely {tps[0]:,.0f} to {tps[1]:,.0f} tokens/s")
     if "time_to_train_h" in c:
         h = c["time_to_train_h"]

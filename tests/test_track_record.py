@@ -75,7 +75,7 @@ def test_fine_tuning_is_checked_against_one_gpu_steps_and_says_so_for_more():
 def test_deepspeed_is_said_to_be_unchecked_rather_than_given_another_frameworks_range():
     c = _checked(model="llama-3-8b", gpu="h100-sxm", gpus=16, seq_len=4096, framework="deepspeed")
     assert c["runs"] == 0 and "no DeepSpeed runs" in c["unchecked"]
-    assert track_record.checked_line(c).startswith("checked: not -- ")
+    assert track_record.checked_line(c).startswith("speed checked: not -- ")
 
 
 def test_the_range_in_words():
@@ -92,7 +92,7 @@ def test_recommend_gives_the_likely_range_in_text_and_json():
             "--token-budget", "100B"]
     text = CliRunner().invoke(cli, args)
     assert text.exit_code == 0, text.output
-    line = next(x for x in text.output.splitlines() if x.startswith("checked: "))
+    line = next(x for x in text.output.splitlines() if x.startswith("speed checked: "))
     js = CliRunner().invoke(cli, args + ["--format", "json"])
     c = json.loads(js.output)["metrics"]["checked"]
     lo, hi = c["tokens_per_s"]
@@ -108,7 +108,7 @@ def test_the_memory_command_and_the_estimate_carry_it_too():
     out = CliRunner().invoke(cli, ["memory", "--model", "qwen3-30b-a3b", "--gpus", "8", "--gpu", "b200",
                                    "--seq-len", "4096", "--layout", "dp=8,ep=8,mbs=1"])
     assert out.exit_code == 0, out.output
-    assert any(x.startswith("checked: against ") for x in out.output.splitlines())
+    assert any(x.startswith("speed checked: against ") for x in out.output.splitlines())
 
 
 def test_the_range_leaves_out_as_many_runs_below_as_above():
