@@ -201,8 +201,8 @@ def recipes_that_fit(job: Job, constraints=(), pins=None, rules=None) -> list[st
     parameter where AdamW keeps 8, kb/memory/states.py), the model loaded in bf16 (pure-bf16: no
     fp32 weights under autocast; not for pre-training), then both; the other frameworks'
     exports run their own AdamW and mixed precision (export/optimizer.py), so none is named
-    there. For a full fine-tune,
-    LoRA, else QLoRA (PEFT: the base weights frozen, in bf16 or 4-bit, with no optimizer state).
+    there. For a full fine-tune, LoRA, else QLoRA (PEFT: the base weights frozen, in bf16 or
+    4-bit, with no optimizer state); for LoRA, QLoRA.
     Each changes the training, not only its cost, so it is named for the user to choose and
     never taken: the first that fits of each kind. build_job's refusals (QLoRA under Megatron,
     ...) rule a recipe out."""
@@ -226,6 +226,8 @@ def recipes_that_fit(job: Job, constraints=(), pins=None, rules=None) -> list[st
         kinds.append(leaner)
     if t.training == "finetune":
         kinds.append([({"training": "lora"}, "--training lora"), ({"training": "qlora"}, "--training qlora")])
+    elif t.training == "lora":
+        kinds.append([({"training": "qlora"}, "--training qlora")])
     out = []
     for tries in kinds:
         for update, flags in tries:
@@ -263,7 +265,7 @@ def sizing(job: Job, constraints=(), pins=None, policies: bool = False, other_fr
 
 def _as_given(job: Job, flags: str) -> str:
     """A way's flags as the user adds them to the command: a --training way replaces the job's
-    own --training (the adapters are named for a finetune, which is never a default), as the CLI
+    own --training (the adapters are named for a finetune or a LoRA, never a default), as the CLI
     refuses a flag given twice (cli/main.refuse_repeats); the other ways are named only where
     their setting was a default, so they are added as they are."""
     if flags.startswith("--training"):

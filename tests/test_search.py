@@ -324,6 +324,16 @@ def test_a_full_fine_tune_that_fits_nowhere_names_the_leaner_recipes_that_fit_on
     assert decide(build_job(**dict(kw, training="pretrain", framework="megatron"))).sizing["recipes_that_fit"] == []
 
 
+
+def test_a_lora_job_that_fits_nowhere_names_qlora_where_it_fits():
+    """Llama 3 70B with LoRA on one H100 holds its bf16 base (about 130 GiB): QLoRA's 4-bit base
+    fits the same GPU, and the refusal names it, as the flag that replaces --training lora."""
+    kw = dict(model="llama-3-70b", gpus=1, gpu="h100-sxm", seq_len=4096, training="lora")
+    d = decide(build_job(**kw))
+    assert d.layout is None and d.sizing["recipes_that_fit"] == ["--training qlora"]
+    assert "with --training qlora (replacing --training lora)" in d.nothing_allowed
+    assert decide(build_job(**dict(kw, training="qlora"))).layout is not None
+
 def test_other_gpus_that_fit_keep_the_jobs_nodes_where_their_usual_server_does_not_divide_it():
     """Mixtral 8x7B on 12 A100s in nodes of 4 fits nowhere; the refusal names the GPUs it would
     fit on. Every 8-GPU type was left out because 8 does not divide 12, though 12 B200s, H200s or
