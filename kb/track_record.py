@@ -199,9 +199,11 @@ def memory_checked_line(c: dict) -> str:
     """The answer's line for ``memory_checked``'s dict."""
     if not c["runs"]:
         ran = c.get("ran")
-        fit = "all of them" if ran and ran["fit"] == ran["runs"] else f"{ran['fit']} of them" if ran else ""
-        also = f"; the {ran['against']} ran, and the estimate fits {fit}" if ran else ""
-        return f"memory checked: not -- {c['unchecked']}{also}"
+        if not ran:
+            return f"memory checked: not -- {c['unchecked']}"
+        fit = "all of them" if ran["fit"] == ran["runs"] else f"{ran['fit']} of them"
+        return (f"memory checked: by layouts that ran, as none gives a measured peak -- the {ran['against']} "
+                f"ran, and the estimate fits {fit}")
     lo, hi = c["error_pct"]
     words = read_as(lo, hi).replace("fast", "high").replace("slow", "low")
     peak = c["peak_gib"]
