@@ -9,11 +9,13 @@ The runs like a job are the first of these groups that holds enough of them:
     3. the same framework, dense or MoE as the job, on any GPU.
 Enough is MIN_RUNS, and the range is the group's 10th to 90th percentile of error. A run's
 error e is predicted / measured - 1, so the tokens/s the job is likely to run at are the
-estimate / (1 + e) over that range (the peak's: memory_checked). Where no group has enough runs (DeepSpeed: none in the calibration
-data; MoE under FSDP or the Hugging Face Trainer: few or none) the answer says so instead: the
-framework's runs of the other kind say nothing of the experts' all-to-all and grouped GEMMs.
-No Megatron-Core run has a measured peak in the data (NVIDIA's published runs give none): its
-memory is said to be unchecked.
+estimate / (1 + e) over that range (the peak's: memory_checked). Where no group has enough runs
+(DeepSpeed: none in the calibration data; MoE under FSDP or the Hugging Face Trainer: few or
+none) the answer says so instead: the framework's runs of the other kind say nothing of the
+experts' all-to-all and grouped GEMMs. No Megatron-Core run has a measured peak in the data
+(NVIDIA's published runs give none): its memory is checked by the published layouts like the
+job that ran, so fit -- how many of them the estimate fits (the record's ran section,
+layouts_that_ran).
 
 The groups follow what moves the error on the published runs (benchmarks/throughput.py: a
 model's own kernels, dense against MoE, the GPU); nothing is fitted. MIN_RUNS is chosen: from
@@ -103,7 +105,7 @@ def _same(run: dict, arch: str) -> bool:
 
 def like_runs(job, estimate: str = "step_time") -> tuple[list[dict], str]:
     """The runs most like ``job`` (the groups of the module docstring) and what they are, or no
-    runs and why none; ``estimate``: the record's section, step_time or memory."""
+    runs and why none; ``estimate``: the record's section, step_time, memory or ran."""
     fw, moe, gpu = job.training.framework, job.model.is_moe, job.cluster.gpu.name
     mine = [r for r in runs(estimate) if r["framework"] == fw]
     kind = "MoE" if moe else "dense"
@@ -119,7 +121,7 @@ def like_runs(job, estimate: str = "step_time") -> tuple[list[dict], str]:
     same_kind = [r for r in mine if r["moe"] == moe]
     if len(same_kind) >= MIN_RUNS:
         return same_kind, f"{_who(same_kind, fw)} of {kind} models (on {_gpus_named(same_kind, gpu)})"
-    measured = "peak" if estimate == "memory" else "speed"
+    measured = "speed" if estimate == "step_time" else "peak"
     has = (f"{ESTIMATE[estimate]} has {len(mine) or 'no'} {FRAMEWORK_RUNS.get(fw, fw)} runs with a measured "
            f"{measured} in its calibration data")
     if not mine:
