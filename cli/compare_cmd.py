@@ -104,7 +104,7 @@ def _no_layout(why: str) -> str:
 
 
 def likely(c: dict | None) -> str:
-    """A row's likely tokens/s from the step-time model's track record (recommend's `checked:`
+    """A row's likely tokens/s from the step-time model's track record (recommend's `speed checked:`
     line): the rows' estimates are not equally sure (GPT-OSS 120B's Megatron runs read 44-57% fast,
     DeepSpeed has no runs), so a table of estimates alone ranks them as if they were."""
     if c is None:
