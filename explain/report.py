@@ -2,8 +2,8 @@
 
 The decision (decision/run.py) read once: per setting its rules, the layout with each other
 value and the what-ifs that would move it, the decision trace drawn by Graphviz, the memory of
-every pipeline stage, the ranked alternatives, the exports and the rule files with their
-SHA-256. explain/report_html.py draws it.
+every pipeline stage, the ranked alternatives, the runs behind its speed and memory checked
+lines (kb/track_record.py), the exports and the rule files with their SHA-256. explain/report_html.py draws it.
 """
 from __future__ import annotations
 
@@ -35,10 +35,17 @@ def build(job: Job, rules: list[str], playbook: str | None = None) -> dict:
                             "alternatives": info["alternatives"][:ALTERNATIVES_PER_VALUE * 2],
                             "would_change": without_rules(d, s) + would_change(s, info["value"], tried)})
     graph = trace_graph(rec)
+    from shardwise.kb.track_record import like_runs
+    checks = {"speed": like_runs(job, "step_time")[0], "memory": like_runs(job, "memory")[0]}
+    if not checks["memory"] and like_runs(job, "ran")[0]:
+        # no measured peak like the job: the published layouts that ran check its memory (memory_checked)
+        checks["memory: layouts that ran"] = like_runs(job, "ran")[0]
     return {
         "version": version("shardwise"),
         "title": f"{job.model.name} on {job.cluster.gpus} x {job.cluster.gpu.name}",
         "rec": rec, "describe": d.layout.describe(), "settings": per_setting,
         "stages": d.memory.stage_peaks(), "trace_svg": svg_of(graph.source),
         "what_ifs_tried": [text for text, _ in tried],
+        # the runs behind the answer's speed and memory checked lines, for a reviewer to read one by one
+        "track_record": checks,
     }

@@ -126,6 +126,22 @@ def _export(name: str, ex: dict) -> str:
     return f"<h3>{_e(name)}</h3>{files}" + (f"<ul>{caveats}</ul>" if caveats else "")
 
 
+def _track_record(checks: dict) -> str:
+    """Each run the speed and memory checked lines were read from, with the estimate's error on it
+    (kb/data/track_record.yaml): a reviewer can see which runs set the range, and which stand out."""
+    out = []
+    for name, runs in checks.items():
+        if not runs:
+            out.append(f'<p class="muted">{_e(name)}: no runs like this job in the record</p>')
+            continue
+        verdict = "fits" in runs[0]
+        head = ["run", "source", "model", "GPU", "GPUs", "the estimate fits it" if verdict else "error, %"]
+        rows = [[r["run"], r["source"], r["model"] or "(its own)", r["gpu"], r["gpus"],
+                 ("yes" if r["fits"] else "no") if verdict else f'{r["error_pct"]:+.1f}'] for r in runs]
+        out.append(f"<h3>{_e(name)}: {len(runs)} runs</h3>" + _table(rows, head))
+    return "".join(out)
+
+
 def render(r: dict) -> str:
     rec = r["rec"]
     mem, met = rec["memory"], rec["metrics"]
@@ -181,6 +197,7 @@ def render(r: dict) -> str:
         _table([[a["rank"], a["describe"], f'{a["metrics"]["tokens_per_s"]:,.0f}', a["metrics"]["mfu_pct"],
                  f'{a["memory"]["peak_gib"]} GiB', a["why_not"] or "the headline"] for a in rec["alternatives"]],
                ["rank", "layout", "tokens/s", "MFU %", "peak", "why not"]),
+        '<h2 id="track-record">The runs behind the checked lines</h2>', _track_record(r["track_record"]),
         '<h2 id="exports">Exports</h2>',
         "".join(_export(name, ex) for name, ex in rec["exports"].items()),
         '<h2 id="rule-files">Rule files</h2>',

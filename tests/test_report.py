@@ -63,6 +63,20 @@ def test_report_holds_every_part_a_meeting_needs(data, page):
     assert page.count('class="seg seg-') == segments
 
 
+def test_the_report_lists_the_runs_behind_its_checked_lines(data, page):
+    """A review meeting can read the runs the speed and memory checked lines were read from, each
+    with the estimate's error on it (kb/data/track_record.yaml), as many as the line counts."""
+    from shardwise.kb import track_record
+    assert 'id="track-record"' in page
+    speed = data["track_record"]["speed"]
+    assert speed and len(speed) == data["rec"]["metrics"]["checked"]["runs"]
+    assert f"<h3>speed: {len(speed)} runs</h3>" in page
+    for r in speed:
+        assert f"<td>{r['run']}</td>" in page and f"<td>{r['error_pct']:+.1f}</td>" in page
+    assert set(data["track_record"]) <= {"speed", "memory", "memory: layouts that ran"}
+    assert all(r in track_record.runs() for r in speed)
+
+
 def test_same_job_same_bytes(page, policy):
     assert report_html.render(report.build(build_job(**JOB), policy)) == page
 
