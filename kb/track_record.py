@@ -61,9 +61,14 @@ def middle(xs: list[float], q: float) -> tuple[float, float]:
 
 def _gpus_named(group: list[dict], gpu: str) -> str:
     """The GPUs the runs ran on, and that none ran on the job's ``gpu`` where none did: a model's
-    runs on B200s and H100s say less of an L40S or an MI300X than the line would otherwise let on."""
+    runs on B200s and H100s say less of an L40S or an MI300X than the line would otherwise let on.
+    The job's own GPU is named first where runs had it, so that a cut list ('and 2 more') never
+    hides it; one name past four is named, as 'and 1 more' is no shorter."""
     names = sorted({r["gpu"] for r in group})
-    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    if gpu in names:
+        names = [gpu] + [n for n in names if n != gpu]
+    cut = 4 if len(names) > 5 else len(names)
+    shown = ", ".join(names[:cut]) + (f" and {len(names) - cut} more" if len(names) > cut else "")
     return shown if gpu in names else f"{shown}; none on {gpu}"
 
 

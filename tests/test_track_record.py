@@ -312,3 +312,16 @@ def test_megatron_memory_unchecked_by_a_peak_is_checked_by_the_published_layouts
     c = track_record.memory_checked(*_job_and_estimate(model="llama-3-8b", gpu="h100-sxm", gpus=16, seq_len=4096,
                                                        framework="deepspeed"))
     assert c["runs"] == 0 and "ran" not in c and track_record.memory_checked_line(c).endswith("to be checked against")
+
+
+def test_the_runs_gpus_name_the_jobs_own_first_and_never_hide_it_in_a_count():
+    """Mixtral 8x7B pre-trained on 16 H100s is checked against the published Megatron-Core MoE
+    runs on five GPUs; listed alphabetically and cut at four, the line read 'on b200, b300,
+    gb200, gb300 and 1 more', hiding that H100 runs -- the job's own GPU -- are among them.
+    A 13B on H200s, whose runs had no H200, read 'and 1 more' where naming the fifth is as short."""
+    moe = _checked(model="mixtral-8x7b", gpu="h100-sxm", gpus=16, seq_len=4096)
+    assert "runs of MoE models (on h100-sxm, " in moe["against"], moe["against"]
+    assert "and 1 more" not in moe["against"]
+    dense = _checked(params="13B", gpu="h200", gpus=64, seq_len=4096)
+    on = dense["against"].split("(on ", 1)[1]
+    assert on.endswith("; none on h200)") and " more" not in on and "h100-sxm" in on, dense["against"]
