@@ -208,9 +208,10 @@ def memory_checked_line(c: dict) -> str:
         ran = c.get("ran")
         if not ran:
             return f"memory checked: not -- {c['unchecked']}"
+        # 'fits' alone read as 'matches'; and a fit is all they show: an estimate that reads low fits them too
         fit = "all of them" if ran["fit"] == ran["runs"] else f"{ran['fit']} of them"
-        return (f"memory checked: by layouts that ran, as none gives a measured peak -- the {ran['against']} "
-                f"ran, and the estimate fits {fit}")
+        return (f"memory checked: by layouts that ran, for fit only -- the {ran['against']} give no measured "
+                f"peak, but each ran, and the estimate fits {fit} in memory; how close its peak is, they cannot say")
     lo, hi = c["error_pct"]
     words = read_as(lo, hi).replace("fast", "high").replace("slow", "low")
     peak = c["peak_gib"]
