@@ -143,7 +143,7 @@ def checked(job, tokens_per_s: float, hours: float | None) -> dict:
     errs = sorted(r["error_pct"] for r in group)
     lo, hi = middle(errs, 0.1)
     if job.cluster.gpus > 1 and max(r["gpus"] for r in group) == 1:
-        what += ", one GPU each: their error leaves out the communication of more"
+        what += f", one GPU each, so their error leaves out the communication between this job's {job.cluster.gpus} GPUs"
     out = {"runs": len(group), "against": what,
            "basis": "10th to 90th percentile",
            "error_pct": [lo, hi],

@@ -69,7 +69,8 @@ def test_fine_tuning_is_checked_against_one_gpu_steps_and_says_so_for_more():
     assert "measured Hugging Face Trainer and plain PyTorch runs" in one["against"]
     assert "one GPU each" not in one["against"]
     many = _checked(model="llama-3-8b", gpu="h100-sxm", gpus=16, seq_len=4096, training="finetune")
-    assert "one GPU each: their error leaves out the communication" in many["against"]
+    # 'leaves out the communication of more' left a newcomer to guess: more what?
+    assert "one GPU each, so their error leaves out the communication between this job's 16 GPUs" in many["against"]
 
 
 def test_deepspeed_is_said_to_be_unchecked_rather_than_given_another_frameworks_range():
