@@ -262,7 +262,9 @@ def _nothing_allowed(d: Decision, other_frameworks: bool = True, engine: str = "
         else:
             margin = ", ".join(f"{c.rule.id}: {c.kind} '{c.text}'" for c in d.constraints if c.rule.id in memory_rules)
             d.nothing_allowed = (f"no layout fits in memory on {d.job.cluster.gpus} x {d.job.cluster.gpu.name} "
+                                 # the share beside the GiB: 77.3 of 80.0 reads as fitting until the 95% is seen
                                  f"(the smallest peak is {float(t.peak_gib.min()):.1f} GiB of {t.capacity:.1f}, "
+                                 f"{100 * float(t.peak_gib.min()) / t.capacity:.1f}%, "
                                  f"against {margin or 'the GPU memory itself'})")
             blockers = _pins_in_the_way(d)
             if blockers:

@@ -214,6 +214,19 @@ def test_a_job_with_no_layout_says_so_plainly(run_cli):
     assert out.splitlines()[2].startswith("NO LAYOUT: no layout fits in memory")
 
 
+
+def test_a_memory_refusal_gives_the_smallest_peak_as_the_share_the_fit_margin_reads():
+    """LoRA of Llama 3 70B on 2 A100-80GB: the smallest peak is 77.3 GiB of 80.0, which reads as
+    fitting to anyone who has not met the 95% margin; its share, about 97%, beside the GiB shows
+    what the margin rejected."""
+    r = rec(model="llama-3-70b", gpus=2, gpu="a100-80gb", training="lora", framework="hf", seq_len=4096)
+    import re
+    why = r["search"]["nothing_allowed"]
+    m = re.search(r"\(the smallest peak is ([\d.]+) GiB of ([\d.]+), ([\d.]+)%, against memory.fit-margin", why)
+    assert r["layout"] is None and m, why
+    peak, cap, share = map(float, m.groups())
+    assert peak < cap and 95 < share == pytest.approx(100 * peak / cap, abs=0.1)
+
 JOBS = [["--model", "llama-3-70b", "--gpus", "32", "--seq-len", "8192", "--mbs", "4"],
         ["--model", "mixtral-8x7b", "--gpus", "16"]]
 
