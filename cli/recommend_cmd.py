@@ -121,7 +121,8 @@ def render(result: dict, markdown: bool = False) -> str:
         w1 = max(len(r[1]) for r in rows)
         lines.append(f"{'setting':<{w0}}  {'value':<{w1}}  why")
         for a, b, c in rows:
-            wrapped = textwrap.wrap(c, WIDTH - w0 - w1 - 4) or ["-"]
+            # not at hyphens: a rule id (vp-chunks, memory.fit-margin) split over two lines is no id to look up
+            wrapped = textwrap.wrap(c, WIDTH - w0 - w1 - 4, break_on_hyphens=False) or ["-"]
             lines.append(f"{a:<{w0}}  {b:<{w1}}  {wrapped[0]}")
             lines += [f"{'':<{w0}}  {'':<{w1}}  {x}" for x in wrapped[1:]]
     mem, mt = result["memory"], result["metrics"]

@@ -636,3 +636,15 @@ def test_a_catalog_models_positions_assumption_says_a_step_the_user_can_take(run
     code, out, err = run_cli("recommend", "--hf-config", str(tmp_path), *job)
     assert code == 0, err
     assert line in out.splitlines()
+
+
+def test_the_settings_table_never_splits_a_rule_id_at_its_hyphen(run_cli):
+    """Qwen2.5 0.5B fine-tuned on 4 A100-40GB: the vp row names the validity rules vp-framework and
+    vp-chunks; wrapped at hyphens it printed 'break vp-' and 'chunks)' on the next line, an id a
+    reader cannot look up. No line of the table ends at a hyphen, and vp-chunks reads whole."""
+    args = ["--model", "qwen2.5-0.5b", "--gpus", "4", "--gpu", "a100-40gb", "--training", "finetune",
+            "--seq-len", "2048"]
+    code, table, _ = run_cli("recommend", *args)
+    assert code == 0
+    assert not [line for line in table.splitlines() if line.endswith("-")], table
+    assert "vp-chunks" in table
