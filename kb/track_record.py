@@ -207,7 +207,7 @@ def memory_checked_line(c: dict) -> str:
     if not c["runs"]:
         ran = c.get("ran")
         if not ran:
-            return f"memory checked: not -- {c['unchecked']}"
+            return f"memory not checked: {c['unchecked']}"
         # 'fits' alone read as 'matches'; and a fit is all they show: an estimate that reads low fits them too
         fit = "all of them" if ran["fit"] == ran["runs"] else f"{ran['fit']} of them"
         return (f"memory checked: by layouts that ran, for fit only -- the {ran['against']} give no measured "
@@ -233,7 +233,7 @@ def read_as(lo: float, hi: float) -> str:
 def checked_line(c: dict) -> str:
     """The answer's line for ``checked``'s dict."""
     if not c["runs"]:
-        return f"speed checked: not -- {c['unchecked']}"
+        return f"speed not checked: {c['unchecked']}"
     lo, hi = c["error_pct"]
     tps = c["tokens_per_s"]
     line = (f"speed checked: against {c['against']}, the step-time model read {read_as(lo, hi)} ({c['basis']}): "

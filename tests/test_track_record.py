@@ -76,7 +76,7 @@ def test_fine_tuning_is_checked_against_one_gpu_steps_and_says_so_for_more():
 def test_deepspeed_is_said_to_be_unchecked_rather_than_given_another_frameworks_range():
     c = _checked(model="llama-3-8b", gpu="h100-sxm", gpus=16, seq_len=4096, framework="deepspeed")
     assert c["runs"] == 0 and "no DeepSpeed runs" in c["unchecked"]
-    assert track_record.checked_line(c).startswith("speed checked: not -- ")
+    assert track_record.checked_line(c).startswith("speed not checked: ")
 
 
 def test_the_range_in_words():
@@ -262,7 +262,7 @@ def test_a_job_on_many_gpus_is_not_given_the_peak_range_of_one_gpu_runs():
     job, est = _job_and_estimate(model="llama-3-70b", gpu="h100-sxm", gpus=64, training="finetune")
     c = track_record.memory_checked(job, est)
     assert c["runs"] == 0 and "ran on one GPU each" in c["unchecked"] and "64 GPUs" in c["unchecked"]
-    assert track_record.memory_checked_line(c).startswith("memory checked: not -- the 13 measured Hugging Face")
+    assert track_record.memory_checked_line(c).startswith("memory not checked: the 13 measured Hugging Face")
     one = track_record.memory_checked(*_job_and_estimate(model="llama-3-8b", gpu="h100-sxm", gpus=1, training="lora"))
     assert one["runs"] >= track_record.MIN_RUNS
     tt = track_record.memory_checked(*_job_and_estimate(model="llama-3-70b", gpu="h100-sxm", gpus=64, framework="fsdp"))
