@@ -267,9 +267,12 @@ def _as_given(job: Job, flags: str) -> str:
     """A way's flags as the user adds them to the command: a --training way replaces the job's
     own --training (the adapters are named for a finetune or a LoRA, never a default), as the CLI
     refuses a flag given twice (cli/main.refuse_repeats); the other ways are named only where
-    their setting was a default, so they are added as they are."""
+    their setting was a default, so they are added as they are, pure-bf16 with what it drops."""
     if flags.startswith("--training"):
         return f"{flags} (replacing --training {job.training.training})"
+    if "--precision pure-bf16" in flags:
+        # what the recipe gives up, said where it is offered: the fp32 master weights
+        return f"{flags} (bf16 weights, no fp32 master copy)"
     return flags
 
 

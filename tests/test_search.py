@@ -315,7 +315,7 @@ def test_a_full_fine_tune_that_fits_nowhere_names_the_leaner_recipes_that_fit_on
     d = decide(build_job(**kw))
     assert d.layout is None
     assert d.sizing["recipes_that_fit"] == ["--precision pure-bf16", "--training lora"]
-    assert "with --precision pure-bf16 or --training lora" in d.nothing_allowed
+    assert "with --precision pure-bf16 (bf16 weights, no fp32 master copy) or --training lora" in d.nothing_allowed
     assert decide(build_job(**dict(kw, precision="pure-bf16"))).layout is not None
     assert decide(build_job(**dict(kw, training="lora"))).layout is not None
     # the user's own precision is kept; 8-bit AdamW alone (10 bytes a parameter) does not fit
