@@ -15,7 +15,57 @@ from .options import job_options, override, parse_vary
 from .output import emit, format_option, table
 
 
-def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
+def parse_gpu_prices(texts: tuple) -> dict:
+    """--gpu-price h100-sxm=2.49 --gpu-price h200=3.10 -> {"h100-sxm": 2.49, "h200": 3.1}: each GPU
+    type's own price of a GPU-hour, so that a row's cost is at its GPU's price (one
+    --price-per-gpu-hour for every type compares an H100 and an H200 as if they cost the same).
+    A name not in the catalog, a price that is not a positive number, or one GPU priced twice is
+    refused."""
+    from click import BadParameter
+
+    from shardwise.kb import catalog
+
+    from .options import PLAIN_FLOAT
+    out = {}
+    for text in texts:
+        name, sep, price = text.partition("=")
+        if not sep or not name.strip() or not price.strip():
+            raise InputError(f"--gpu-price {text!r}: expected GPU=PRICE, e.g. h200=3.10 (dollars a GPU-hour)")
+        gpu = catalog.gpu(name, "--gpu-price").name
+        try:
+            value = PLAIN_FLOAT.convert(price.strip(), None, None)
+        except (ValueError, BadParameter):
+            value = None
+        if value is None or not 0 <= value <= 1000:
+            raise InputError(f"--gpu-price {text!r}: the price must be a number of dollars from 0 to 1000 in the "
+                             "digits 0-9, e.g. 3.10 (the range --price-per-gpu-hour takes)")
+        if gpu in out:
+            raise InputError(f"--gpu-price: {gpu} is priced twice; give each GPU type one price")
+        out[gpu] = value
+    return out
+
+
+def priced_rows(prices: dict, settings: dict, varied: list) -> None:
+    """Refuse --gpu-price where a row would be costed by a rule the user did not give: a GPU the
+    rows run on with no price of its own and no --price-per-gpu-hour for the rest (its cost
+    would be left out), a priced GPU no row runs on (a typo's price would go unused), or
+    --vary price-per-gpu-hour beside it (which price a row takes would be ambiguous)."""
+    from shardwise.kb import catalog
+    if any(k == "price_per_gpu_hour" for k, _ in varied):
+        raise InputError("--gpu-price and --vary price-per-gpu-hour: give one (--gpu-price prices each GPU type, "
+                         "--vary makes a row of each price)")
+    rows = [catalog.gpu(g).name for g in (dict(varied).get("gpu") or [settings.get("gpu") or "h100-sxm"])]
+    unused = sorted(set(prices) - set(rows))
+    if unused:
+        raise InputError(f"--gpu-price {', '.join(unused)}: no row runs on {'it' if len(unused) == 1 else 'them'}; "
+                         f"the rows run on {', '.join(dict.fromkeys(rows))}")
+    unpriced = [g for g in dict.fromkeys(rows) if g not in prices]
+    if unpriced and settings.get("price_per_gpu_hour") is None:
+        raise InputError(f"--gpu-price gives no price for {', '.join(unpriced)}, which rows run on: add "
+                         f"--gpu-price {unpriced[0]}=PRICE, or --price-per-gpu-hour for the GPUs it does not name")
+
+
+def compare_variants(settings: dict, vary: list, rules: list, prices: dict | None = None) -> list[dict]:
     from shardwise.decision.run import decide
     from shardwise.kb.build import build_job
     from shardwise.kb.defaults import ADAPTERS
@@ -28,6 +78,11 @@ def compare_variants(settings: dict, vary: list, rules: list) -> list[dict]:
         variant = dict(zip(keys, combo))
         given = dict(settings)
         override(given, variant)
+        if prices and given.get("gpu"):
+            from shardwise.kb import catalog
+            own = prices.get(catalog.gpu(given["gpu"]).name)
+            if own is not None:
+                given["price_per_gpu_hour"] = own
         if "training" in variant and variant["training"] not in ADAPTERS:
             given.pop("lora_rank", None)        # --vary training=lora,finetune: the rank is the lora row's
             given.pop("lora_dropout", None)
@@ -76,18 +131,25 @@ def adapter_only(given: dict, varied: list) -> None:
 @job_options(raw=True)
 @click.option("--vary", "vary", multiple=True, required=True, help="SETTING=V1,V2 (repeatable), e.g. gpu=h100-sxm,h200")
 @click.option("--rules", "rules", multiple=True, help="house-policy rule file or folder (repeatable)")
+@click.option("--gpu-price", "gpu_prices", multiple=True,
+              help="GPU=PRICE (repeatable): that GPU type's price of a GPU-hour, e.g. h200=3.10; rows on it are costed "
+                   "at it, the others at --price-per-gpu-hour")
 @format_option
-def compare(settings, given, vary, rules, fmt):
+def compare(settings, given, vary, rules, gpu_prices, fmt):
     """Compare the best layout, speed, time and cost across variants of a job."""
     varied = parse_vary(vary)
+    prices = parse_gpu_prices(gpu_prices)
+    if prices:
+        priced_rows(prices, settings, varied)
     for key, values in varied:
         # each row takes its --vary value in place of the job's: a job value would silently vanish
         if key in given:
             raise InputError(f"{given[key]} and --vary {key}={','.join(map(str, values))}: give one (each row "
                              f"takes its --vary value in place of the job's own)")
     adapter_only(given, varied)
-    rows = compare_variants(settings, varied, list(rules))
-    priced = settings.get("price_per_gpu_hour") is not None or any(k == "price_per_gpu_hour" for k, _ in varied)
+    rows = compare_variants(settings, varied, list(rules), prices)
+    priced = settings.get("price_per_gpu_hour") is not None or any(k == "price_per_gpu_hour" for k, _ in varied) \
+        or bool(prices)
     emit({"variants": rows}, fmt, lambda markdown: render(rows, [k for k, _ in varied], markdown, priced))
 
 

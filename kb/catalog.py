@@ -44,8 +44,8 @@ def link_names() -> list[str]:
     return sorted(_load("links")["links"])
 
 
-def gpu(name: str) -> GPUSpec:
-    key, d = _lookup(_load("gpus")["gpus"], name, "gpu", "--gpu")
+def gpu(name: str, flag: str = "--gpu") -> GPUSpec:
+    key, d = _lookup(_load("gpus")["gpus"], name, "gpu", flag)
     t = d["tflops"]
     return GPUSpec(name=key, memory_gib=d["memory_gib"], tflops_bf16=t["bf16"], tflops_fp8=t.get("fp8"),
                    hbm_gbps=d["hbm_gbps"], intra_link=d["intra_link"], gpus_per_node=d["gpus_per_node"],

@@ -651,3 +651,34 @@ def test_the_settings_table_never_splits_a_rule_id_at_its_hyphen(run_cli):
     assert code == 0
     assert not [line for line in table.splitlines() if line.endswith("-")], table
     assert "vp-chunks" in table
+
+
+def test_compare_costs_each_gpu_type_at_its_own_price(run_cli):
+    """'Should we buy H200s?' is a question of cost per GPU type: one --price-per-gpu-hour for every
+    row costs an H200 as an H100. --gpu-price gives each type its price; each row's cost is its
+    hours x GPUs x its own price, and --price-per-gpu-hour prices the types not named."""
+    job = ("compare", "--model", "llama-3-70b", "--gpus", "64", "--token-budget", "10B", "--format", "json")
+    code, out, err = run_cli(*job, "--vary", "gpu=h100-sxm,h200", "--gpu-price", "h100-sxm=2.49",
+                             "--gpu-price", "H200=3.10")
+    assert code == 0, err
+    rows = {r["variant"]["gpu"]: r for r in json.loads(out)["variants"]}
+    for gpu, price in (("h100-sxm", 2.49), ("h200", 3.10)):
+        assert rows[gpu]["cost"] == pytest.approx(rows[gpu]["time_to_train_h"] * 64 * price, rel=1e-3)
+    code, out, _ = run_cli(*job, "--vary", "gpu=h100-sxm,h200", "--gpu-price", "h200=3.10", "--price-per-gpu-hour", "2")
+    rows = {r["variant"]["gpu"]: r for r in json.loads(out)["variants"]}
+    assert rows["h100-sxm"]["cost"] == pytest.approx(rows["h100-sxm"]["time_to_train_h"] * 64 * 2, rel=1e-3)
+    assert rows["h200"]["cost"] == pytest.approx(rows["h200"]["time_to_train_h"] * 64 * 3.10, rel=1e-3)
+
+
+@pytest.mark.parametrize("prices, says", [
+    (("h200=3.10",), "--gpu-price gives no price for h100-sxm, which rows run on"),
+    (("h100-sxm=2", "h200=3", "b200=5"), "--gpu-price b200: no row runs on it"),
+    (("h200=3", "H200=4"), "--gpu-price: h200 is priced twice"),
+    (("h300=3",), "--gpu-price: unknown gpu 'h300'"),
+    (("h200=-1",), "--gpu-price 'h200=-1': the price must be a number of dollars from 0 to 1000"),
+    (("h200",), "--gpu-price 'h200': expected GPU=PRICE"),
+])
+def test_compare_refuses_a_gpu_price_that_would_cost_a_row_by_a_rule_not_given(run_cli, prices, says):
+    args = [a for p in prices for a in ("--gpu-price", p)]
+    code, out, err = run_cli("compare", "--model", "llama-3-70b", "--gpus", "64", "--vary", "gpu=h100-sxm,h200", *args)
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
