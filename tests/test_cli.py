@@ -682,3 +682,17 @@ def test_compare_refuses_a_gpu_price_that_would_cost_a_row_by_a_rule_not_given(r
     args = [a for p in prices for a in ("--gpu-price", p)]
     code, out, err = run_cli("compare", "--model", "llama-3-70b", "--gpus", "64", "--vary", "gpu=h100-sxm,h200", *args)
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_the_readmes_sample_answer_is_what_the_quick_start_prints(run_cli):
+    """The README shows a newcomer an excerpt of the quick start's answer and explains its lines:
+    each line it quotes is a line the command prints, so the explanation cannot drift from it."""
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    command = re.search(r"pip install \. && shardwise (recommend [^\n]+)", readme).group(1).split()
+    block = readme.split("<!-- sample answer:", 1)[1].split("```", 2)[1]
+    quoted = [x for x in block.splitlines() if x.strip()]
+    code, out, err = run_cli(*command)
+    printed = out.splitlines()
+    assert code == 0, err
+    assert len(quoted) >= 10 and all(q in printed for q in quoted), [q for q in quoted if q not in printed]
