@@ -108,10 +108,16 @@ def _same(run: dict, arch: str) -> bool:
     return run["model"] is not None and _run_architecture(run["model"]) == arch
 
 
+def catalog_gpu(name: str) -> str:
+    """The catalog GPU a job's GPU is: build_job names a GPU given --gpu-memory '<name> (<GiB>
+    GiB)' (kb/build.py), the same silicon with another memory size, whose runs are its own."""
+    return name.split(" (", 1)[0]
+
+
 def like_runs(job, estimate: str = "step_time") -> tuple[list[dict], str]:
     """The runs most like ``job`` (the groups of the module docstring) and what they are, or no
     runs and why none; ``estimate``: the record's section, step_time, memory or ran."""
-    fw, moe, gpu = job.training.framework, job.model.is_moe, job.cluster.gpu.name
+    fw, moe, gpu = job.training.framework, job.model.is_moe, catalog_gpu(job.cluster.gpu.name)
     mine = [r for r in runs(estimate) if r["framework"] == fw]
     kind = "MoE" if moe else "dense"
     arch = architecture(job.model)

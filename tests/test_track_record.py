@@ -329,3 +329,11 @@ def test_the_runs_gpus_name_the_jobs_own_first_and_never_hide_it_in_a_count():
     dense = _checked(params="13B", gpu="h200", gpus=64, seq_len=4096)
     on = dense["against"].split("(on ", 1)[1]
     assert on.endswith("; none on h200)") and " more" not in on and "h100-sxm" in on, dense["against"]
+
+
+def test_a_gpu_given_another_memory_size_keeps_its_own_runs():
+    """--gpu-memory 94 on an H100 SXM is the same silicon with another memory: its runs are the
+    H100's (build_job names it 'h100-sxm (94.0 GiB)'), not 'none on' it."""
+    plain = _checked(model="mistral-7b", gpu="h100-sxm", gpus=16, seq_len=8192)
+    sized = _checked(model="mistral-7b", gpu="h100-sxm", gpus=16, seq_len=8192, gpu_memory=94.0)
+    assert sized["against"] == plain["against"] and "none on" not in sized["against"]
