@@ -58,6 +58,18 @@ def fits_somewhere(job: Job, constraints, pins=None, rules=None) -> bool:
     return bool(len(t)) and bool((apply_constraints(t, constraints)[0] & (t.peak_gib <= t.capacity)).any())
 
 
+def fits_with(job: Job, update: dict, constraints=(), pins=None, rules=None) -> bool:
+    """Whether the job, its training changed by ``update`` (another framework, kernel, allocator
+    or recipe), fits somewhere on its own GPUs (fits_somewhere); what build_job would refuse for
+    those flags (QLoRA on Megatron, a framework's recompute modes, ...) is no way to fit."""
+    other = job.training.model_copy(update=update)
+    try:
+        check_training(job.model, job.cluster.gpu, other)
+        return fits_somewhere(Job(job.model, job.cluster, other), constraints, pins, rules)
+    except InputError:
+        return False
+
+
 # node counts tried evenly between the last failure and the first fit before bisecting: a search
 # setting, not a measurement -- enough that a gap of 512 nodes is sampled every 64, few enough
 # that a refusal costs at most eight more scored tables than bisection alone
@@ -148,18 +160,9 @@ def frameworks_that_fit(job: Job, constraints=(), pins=None, rules=None) -> list
                 tries.append((fw, {"framework": fw, "loss_chunks": CHUNKS}, f"--framework fsdp --loss-chunks {CHUNKS}"))
     out, done = [], set()
     for fw, update, flags in tries:
-        if fw in done:
-            continue
-        other = t.model_copy(update=update)
-        try:
-            # what build_job would refuse for these flags (QLoRA on Megatron, a framework's
-            # recompute modes, ...) is no way to fit
-            check_training(job.model, job.cluster.gpu, other)
-            if fits_somewhere(Job(job.model, job.cluster, other), constraints, pins, rules):
-                out.append(flags)
-                done.add(fw)
-        except InputError:
-            continue
+        if fw not in done and fits_with(job, update, constraints, pins, rules):
+            out.append(flags)
+            done.add(fw)
     return out
 
 
@@ -174,12 +177,7 @@ def attention_that_fits(job: Job, constraints=(), pins=None, rules=None) -> list
     t = job.training
     if t.attention != "sdpa" or not dense_local_mask(job.model, t):
         return []
-    other = t.model_copy(update={"attention": "flash"})
-    try:
-        check_training(job.model, job.cluster.gpu, other)
-    except InputError:
-        return []
-    return ["--attention flash"] if fits_somewhere(Job(job.model, job.cluster, other), constraints, pins, rules) else []
+    return ["--attention flash"] if fits_with(job, {"attention": "flash"}, constraints, pins, rules) else []
 
 
 def allocator_that_fits(job: Job, constraints=(), pins=None, rules=None) -> list[str]:
@@ -187,11 +185,9 @@ def allocator_that_fits(job: Job, constraints=(), pins=None, rules=None) -> list
     flag for expandable segments, which hold 1% of the dynamic memory near capacity rather than
     8%, where the job fits with them as it is (the exports then launch with them)."""
     from shardwise.kb.memory.overheads import allocator
-    t = job.training
-    if allocator(t) != "caching":
+    if allocator(job.training) != "caching":
         return []
-    other = t.model_copy(update={"allocator": "expandable"})
-    return ["--allocator expandable"] if fits_somewhere(Job(job.model, job.cluster, other), constraints, pins, rules) else []
+    return ["--allocator expandable"] if fits_with(job, {"allocator": "expandable"}, constraints, pins, rules) else []
 
 
 def recipes_that_fit(job: Job, constraints=(), pins=None, rules=None) -> list[str]:
@@ -230,15 +226,9 @@ def recipes_that_fit(job: Job, constraints=(), pins=None, rules=None) -> list[st
         kinds.append([({"training": "qlora"}, "--training qlora")])
     out = []
     for tries in kinds:
-        for update, flags in tries:
-            other = t.model_copy(update=update)
-            try:
-                check_training(job.model, job.cluster.gpu, other)
-            except InputError:
-                continue
-            if fits_somewhere(Job(job.model, job.cluster, other), constraints, pins, rules):
-                out.append(flags)
-                break
+        first = next((flags for update, flags in tries if fits_with(job, update, constraints, pins, rules)), None)
+        if first:
+            out.append(first)
     return out
 
 
