@@ -37,9 +37,10 @@ def build(job: Job, rules: list[str], playbook: str | None = None) -> dict:
     graph = trace_graph(rec)
     from shardwise.kb.track_record import like_runs
     checks = {"speed": like_runs(job, "step_time")[0], "memory": like_runs(job, "memory")[0]}
-    if not checks["memory"] and like_runs(job, "ran")[0]:
+    ran = [] if checks["memory"] else like_runs(job, "ran")[0]
+    if ran:
         # no measured peak like the job: the published layouts that ran check its memory (memory_checked)
-        checks["memory: layouts that ran"] = like_runs(job, "ran")[0]
+        checks["memory: layouts that ran"] = ran
     return {
         "version": version("shardwise"),
         "title": f"{job.model.name} on {job.cluster.gpus} x {job.cluster.gpu.name}",

@@ -146,8 +146,7 @@ def checked(job, tokens_per_s: float, hours: float | None) -> dict:
     group, what = like_runs(job)
     if not group:
         return {"runs": 0, "unchecked": what}
-    errs = sorted(r["error_pct"] for r in group)
-    lo, hi = middle(errs, 0.1)
+    lo, hi = middle([r["error_pct"] for r in group], 0.1)
     if job.cluster.gpus > 1 and max(r["gpus"] for r in group) == 1:
         what += f", one GPU each, so their error leaves out the communication between this job's {job.cluster.gpus} GPUs"
     out = {"runs": len(group), "against": what,
@@ -185,7 +184,7 @@ def memory_checked(job, est) -> dict:
         return dict({"runs": 0, "unchecked": what}, **layouts_that_ran(job))
     lo, hi = middle([r["error_pct"] for r in group], 0.1)
     if job.cluster.gpus > 1 and max(r["gpus"] for r in group) == 1:
-        words = read_as(lo, hi).replace("fast", "high").replace("slow", "low")
+        words = read_as(lo, hi, "high", "low")
         return {"runs": 0, "unchecked": f"the {what} ran on one GPU each (the estimate read {words} there); none "
                                         f"sharded its states or held the communication buffers of {job.cluster.gpus} GPUs"}
     metric = " and ".join(sorted({r["metric"] for r in group}))
@@ -219,21 +218,22 @@ def memory_checked_line(c: dict) -> str:
         return (f"memory checked: by layouts that ran, for fit only -- the {ran['against']} give no measured "
                 f"peak, but each ran, and the estimate fits {fit} in memory; how close its peak is, they cannot say")
     lo, hi = c["error_pct"]
-    words = read_as(lo, hi).replace("fast", "high").replace("slow", "low")
+    words = read_as(lo, hi, "high", "low")
     peak = c["peak_gib"]
     return (f"memory checked: against {c['against']}, the estimate read {words} ({c['basis']}, like for like: "
             f"the peak {c['metric']}): likely {peak[0]:,.1f} to {peak[1]:,.1f} GiB at the peak"
             + (", past the GPU's memory at the top: it may not fit" if c["past_capacity"] else ""))
 
 
-def read_as(lo: float, hi: float) -> str:
+def read_as(lo: float, hi: float, up: str = "fast", down: str = "slow") -> str:
     """An error range in words: 'from 3.1% slow to 8.0% fast', '44.4% to 57.2% fast', and
-    '0.0% to 5.0% fast' (an end at no error takes the other end's word)."""
+    '0.0% to 5.0% fast' (an end at no error takes the other end's word); a peak's reads ``up``
+    'high' and ``down`` 'low'."""
     if lo >= 0:
-        return f"{lo:.1f}% to {hi:.1f}% fast"
+        return f"{lo:.1f}% to {hi:.1f}% {up}"
     if hi <= 0:
-        return f"{abs(hi):.1f}% to {abs(lo):.1f}% slow"     # abs: -0.0 would print '-0.0%'
-    return f"from {abs(lo):.1f}% slow to {hi:.1f}% fast"
+        return f"{abs(hi):.1f}% to {abs(lo):.1f}% {down}"     # abs: -0.0 would print '-0.0%'
+    return f"from {abs(lo):.1f}% {down} to {hi:.1f}% {up}"
 
 
 def checked_line(c: dict) -> str:
