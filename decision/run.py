@@ -233,7 +233,7 @@ def _rules_for(book: playbook.Rulebook, engine: str):
 def _nothing_allowed(d: Decision, other_frameworks: bool = True, engine: str = "durable") -> Decision:
     """No layout meets the hard constraints: name what is in the way (memory, or a house policy),
     and size a cluster where memory is the limit."""
-    from shardwise.search.sizing import sizing
+    from shardwise.search.sizing import sizing, ways_clause
     t = d.table
     if not len(t):
         d.nothing_allowed = "no valid layout: " + "; ".join(
@@ -276,6 +276,13 @@ def _nothing_allowed(d: Decision, other_frameworks: bool = True, engine: str = "
             d.sizing = sizing(d.job, d.constraints, d.pins, policies=house, other_frameworks=other_frameworks,
                               rules=_rules_for(d.book, engine))
             d.nothing_allowed += f"; {d.sizing['summary']}"
+            if other_frameworks and not blockers:
+                unpinned = _ways_without_pins(d, engine)
+                if unpinned:
+                    d.sizing["without_pins"] = unpinned
+                    c = d.job.cluster
+                    d.nothing_allowed += (f"; without {' and '.join(unpinned['without'])} it would also fit on "
+                                          f"these {c.gpus} x {c.gpu.name} with {ways_clause(d.job, unpinned['ways'])}")
     d.warnings.append(d.nothing_allowed)
     return d
 
@@ -318,6 +325,23 @@ def _pins_in_the_way(d: Decision) -> list[str]:
         if fits_somewhere(d.job, d.constraints, rest):
             return [p.flag for p in drop]
     return []
+
+
+def _ways_without_pins(d: Decision, engine: str) -> dict | None:
+    """Where no pin alone is in the way (_pins_in_the_way): the ways to fit on the same GPUs
+    (search/sizing.ways_by_kind: another framework, kernel, allocator, leaner recipe) that open
+    only once the job's own --mbs and --recompute are dropped as well -- a full fine-tune pinned
+    to a large micro-batch that LoRA at a smaller one would run, which the sizing under the pins
+    sent to a bigger cluster. None where the job pinned neither or nothing new opens."""
+    from shardwise.search.sizing import ways_by_kind
+    user = [p for p in d.pin_sources.values() if isinstance(p, UserPin)]
+    if not user:
+        return None
+    job = Job(d.job.model, d.job.cluster, d.job.training.model_copy(update={"mbs": None, "recompute": "auto"}))
+    pinned = {w for key in ("frameworks_that_fit", "attention_that_fits", "allocator_that_fits", "recipes_that_fit")
+              for w in d.sizing[key]}
+    new = [w for kind in ways_by_kind(job, rules=_rules_for(d.book, engine)) for w in kind if w not in pinned]
+    return {"without": [p.flag for p in user], "ways": new} if new else None
 
 
 def _workable_batches(d: Decision) -> list[int]:

@@ -232,6 +232,18 @@ def recipes_that_fit(job: Job, constraints=(), pins=None, rules=None) -> list[st
     return out
 
 
+def ways_by_kind(job: Job, constraints=(), pins=None, rules=None) -> tuple[list, list, list, list]:
+    """The flags under which the job fits on its own GPUs, by kind: another framework, attention
+    kernel, allocator, leaner recipe (each function above)."""
+    return (frameworks_that_fit(job, constraints, pins, rules), attention_that_fits(job, constraints, pins, rules),
+            allocator_that_fits(job, constraints, pins, rules), recipes_that_fit(job, constraints, pins, rules))
+
+
+def ways_clause(job: Job, ways: list[str]) -> str:
+    """The ways as the user adds them to the command (_as_given), joined by "or"."""
+    return " or ".join(_as_given(job, w) for w in ways)
+
+
 def sizing(job: Job, constraints=(), pins=None, policies: bool = False, other_frameworks: bool = True,
            rules=None) -> dict:
     """``constraints`` include the memory margin; ``policies``: whether house policies are among
@@ -240,10 +252,8 @@ def sizing(job: Job, constraints=(), pins=None, policies: bool = False, other_fr
     (fits_somewhere)."""
     n = smallest_count(job, constraints, pins, rules)
     others = gpus_that_fit(job, constraints, pins, rules)
-    frameworks = frameworks_that_fit(job, constraints, pins, rules) if other_frameworks else []
-    attention = attention_that_fits(job, constraints, pins, rules) if other_frameworks else []
-    alloc = allocator_that_fits(job, constraints, pins, rules) if other_frameworks else []
-    recipes = recipes_that_fit(job, constraints, pins, rules) if other_frameworks else []
+    frameworks, attention, alloc, recipes = (ways_by_kind(job, constraints, pins, rules) if other_frameworks
+                                             else ([], [], [], []))
     ways = frameworks + attention + alloc + recipes
     summary = _summary(job, n, others, ways, policies)
     return {"smallest_gpus": n, "gpus_that_fit": others, "frameworks_that_fit": frameworks,
@@ -273,7 +283,7 @@ def _summary(job: Job, n, others: list, frameworks: list, policies: bool) -> str
     g = job.cluster.gpus
     ways = []
     if frameworks:
-        ways.append(f"on these {g} x {job.cluster.gpu.name} with {' or '.join(map(lambda f: _as_given(job, f), frameworks))}")
+        ways.append(f"on these {g} x {job.cluster.gpu.name} with {ways_clause(job, frameworks)}")
     if n:
         ways.append(f"on {n} x {job.cluster.gpu.name}")
     if others:

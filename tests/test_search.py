@@ -325,6 +325,28 @@ def test_a_full_fine_tune_that_fits_nowhere_names_the_leaner_recipes_that_fit_on
 
 
 
+def test_a_refusal_under_a_pinned_micro_batch_names_the_recipes_that_fit_once_the_pin_is_dropped():
+    """Llama 3 8B fully fine-tuned on one H100 with --mbs 16 fits nowhere, and no recipe fits
+    while the pin holds, so the sizing under the pin sent the user to 8 GPUs. Dropping --mbs alone
+    does not fit either (the fp32 states), so neither is "what is in the way"; together they are:
+    the refusal names the recipes that fit on the same GPU once --mbs is dropped, and each answers."""
+    kw = dict(model="llama-3-8b", gpus=1, gpu="h100-sxm", seq_len=8192, training="finetune")
+    d = decide(build_job(**kw, mbs=16))
+    assert d.layout is None and d.sizing["recipes_that_fit"] == []
+    assert d.sizing["smallest_gpus"] > 1
+    assert d.sizing["without_pins"] == {"without": ["--mbs 16"],
+                                        "ways": ["--precision pure-bf16 --optimizer adamw-8bit", "--training lora"]}
+    assert ("without --mbs 16 it would also fit on these 1 x h100-sxm with --precision pure-bf16 --optimizer "
+            "adamw-8bit (bf16 weights, no fp32 master copy) or --training lora (replacing --training finetune)"
+            in d.nothing_allowed)
+    assert decide(build_job(**dict(kw, training="lora"))).layout is not None
+    assert decide(build_job(**dict(kw, training="lora"), mbs=16)).layout is None
+    assert decide(build_job(**kw, precision="pure-bf16", optimizer="adamw-8bit")).layout is not None
+    # a pin that is alone in the way is named as such, with no second clause
+    d = decide(build_job(**dict(kw, training="lora"), mbs=64))
+    assert "--mbs 64 is what is in the way" in d.nothing_allowed and "without_pins" not in d.sizing
+
+
 def test_a_lora_job_that_fits_nowhere_names_qlora_where_it_fits():
     """Llama 3 70B with LoRA on one H100 holds its bf16 base (about 130 GiB): QLoRA's 4-bit base
     fits the same GPU, and the refusal names it, as the flag that replaces --training lora."""
