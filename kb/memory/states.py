@@ -146,8 +146,12 @@ def fp32_grad_temporary(t: TrainingSpec, zero, dense_opt, expert_opt, pp: int = 
     shards): ZeRO-1/2 make and delete it one parameter group at a time (stage_1_and_2.py step),
     and an MoE model's experts are a group of their own (DeepSpeed's MoE param groups), so the
     larger of the dense and expert parts (``dense_opt``, ``expert_opt``); ZeRO-3 one sub-group
-    (DEEPSPEED_SUB_GROUP_ELEMS) at a time. Zero for other frameworks, and under pure-bf16 (no
-    fp32 copy to make)."""
+    (DEEPSPEED_SUB_GROUP_ELEMS) at a time. ZeRO 1-3 first flatten the group's bf16 gradients
+    into a new tensor and cast that: stage_1_and_2.py step, flat_grad_partition =
+    self.flatten(self.averaged_gradients[i]) then .to(fp32) before del flat_grad_partition;
+    stage3.py _prepare_fp32_grad_for_sub_group, self.flatten(...).to(fp32) in one expression --
+    the bf16 copy (2 bytes) is alive beside the fp32 one (4): 6 bytes an element. Zero for other
+    frameworks, and under pure-bf16 (no fp32 copy to make)."""
     if t.framework not in ("deepspeed", "hf") or t.precision == "pure-bf16":
         return 0.0 * dense_opt
     group = maximum(dense_opt, expert_opt)
@@ -156,8 +160,10 @@ def fp32_grad_temporary(t: TrainingSpec, zero, dense_opt, expert_opt, pp: int = 
     # flattens the list into a new tensor, both at once: 8 bytes. Any other optimizer gets
     # FP16_UnfusedOptimizer, which casts parameter by parameter: 4
     flat = 2.0 if opt.implementation(t) == "adamw-fused" else 1.0
-    cast = 4.0 * where(zero == 3, minimum(group, DEEPSPEED_SUB_GROUP_ELEMS),
-                       where(both(zero == 0, pp == 1), flat * (dense_opt + expert_opt), group))
+    zero_flat = 4.0 + 2.0       # the fp32 group and the flattened bf16 copy it is cast from
+    cast = where(zero == 3, zero_flat * minimum(group, DEEPSPEED_SUB_GROUP_ELEMS),
+                 where(both(zero == 0, pp == 1), 4.0 * flat * (dense_opt + expert_opt),
+                       where(zero >= 1, zero_flat, 4.0) * group))
     # the Trainer runs DeepSpeed only at ZeRO 1-3 (its ZeRO-0 is a plain PyTorch loop)
     return where(zero >= 1, cast, 0.0) if t.framework == "hf" else cast
 
