@@ -937,3 +937,27 @@ def test_a_config_with_attention_dropout_is_searched_under_eager(tmp_path):
     drop, plain = (mem(_dropout_job(tmp_path, "eager", attention_dropout=p), none).breakdown_gib["activations"]
                    for p in (0.1, 0.0))
     assert drop - plain == pytest.approx(32 * 4096 * 4096 * 32 / 2 ** 30)
+
+
+def test_deepspeed_holds_its_buckets_in_the_phases_it_makes_them():
+    """ZeRO-1/2 make their two reduce buckets (5e8 bf16 elements each, double-buffered under the
+    export's overlap_comm) at a backward's first gradient hook and free them at its epilogue --
+    ZeRO-2 every backward, ZeRO-1 at the accumulation boundary -- so the optimizer step holds
+    none; ZeRO-3 keeps its one bucket from init and releases the gathered parameters by the end
+    of backward (stage_1_and_2.py setup_buckets / _release_ipg_buffers; stage3.py)."""
+    bucket = 5e8 * 2 / 2**30                          # one bucket of 5e8 bf16 elements
+
+    def buffers(z, global_batch):
+        job = build_job(model="llama-3-8b", gpus=8, seq_len=1024, framework="deepspeed", training="finetune",
+                        global_batch=global_batch)
+        ph = mem(job, f"dp=8,zero={z},mbs=1,recompute=full").phases()
+        return {name: ph[name]["live_gib"]["comm_buffers"] for name in ph}
+
+    nccl = buffers(0, 64)["optimizer-step"]           # ZeRO-0: no buckets, the communicators alone
+    z2 = buffers(2, 64)
+    assert z2["optimizer-step"] == pytest.approx(nccl) and z2["forward"] == pytest.approx(nccl)
+    assert z2["backward-end"] == pytest.approx(nccl + 2 * bucket, abs=0.01)
+    assert buffers(3, 64)["optimizer-step"] == pytest.approx(nccl + bucket, abs=0.01)
+    # ZeRO-1 keeps its buckets from the first backward to the boundary: in later forwards
+    assert buffers(1, 64)["forward"] == pytest.approx(nccl + 2 * bucket, abs=0.01)
+    assert buffers(1, 8)["forward"] == pytest.approx(nccl)

@@ -240,7 +240,8 @@ def _peak(job: Job, lay):
         kept_grads = where(s.loop_kept_grads, s.grads, 0.0)
         for name, ph in phases.items():
             dynamic = sum(ph.values())
-            allocated = persistent + buffers + dequant + dynamic
+            held = ovh.deepspeed_buffers_in_phase(t, lay, buffers, sp.total, name)
+            allocated = persistent + held + dequant + dynamic
             # a loop's kept gradients (--zero-grad zeros) are made in its first backward among the
             # activations, as freed ones are in every backward: the same allowance, so keeping
             # them never reads lower than freeing them
@@ -263,7 +264,7 @@ def _peak(job: Job, lay):
                 "logits": ph["logits"] / GIB,
                 "backward_working_set": ph["backward_working_set"] / GIB,
                 "optimizer_temporaries": ph["optimizer_temporaries"] / GIB,
-                "comm_buffers": buffers / GIB + nccl,
+                "comm_buffers": held / GIB + nccl,
                 "cuda_context": c.gpu.cuda_context_gib,
                 "workspaces": ovh.WORKSPACES_GIB,
                 "fragmentation": frag / GIB,

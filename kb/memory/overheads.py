@@ -22,8 +22,9 @@ NCCL_GROUP_N_GIB = 688e6 / GIB
 # cuBLAS / cuBLASLt / Transformer Engine workspaces: 32 MiB per handle on Hopper, one handle
 # per stream, about four streams in a training step (memory-models.md section 11.1 M7).
 WORKSPACES_GIB = 4 * 32 / 1024
-# DeepSpeed ZeRO-1/2 default reduce_bucket_size and allgather_bucket_size, 5e8 elements each
-# in bf16 (DeepSpeed config docs; EleutherAI cookbook calc_transformer_mem.py comm-buffer term)
+# DeepSpeed reduce_bucket_size, 5e8 elements (its default, and what the export writes): ZeRO-1/2
+# make two such bf16 buffers under overlap_comm (stage_1_and_2.py setup_buckets), ZeRO-3 one
+# (stage3.py, contiguous_gradients)
 DEEPSPEED_BUCKET_ELEMS = 5e8
 # DeepSpeed ZeRO-3 stage3_max_live_parameters default 1e9 (gathered parameters held at once)
 DEEPSPEED_Z3_LIVE_ELEMS = 1e9
@@ -98,8 +99,10 @@ def framework_buffers(t: TrainingSpec, lay: Layout, rank_params: float, layer_pa
                       unsharded: bool = False, bf16_experts_rank: float = 0.0) -> float:
     """Bytes of framework communication buffers held through the step.
 
-    DeepSpeed ZeRO-1/2: the reduce and all-gather buckets (2 x 5e8 bf16 elements), never more
-    than the rank's parameters. ZeRO-3/FSDP gather whole layers in bf16 before use: two layers
+    DeepSpeed ZeRO-1/2: two reduce buckets (2 x 5e8 bf16 elements: reduce_bucket_size,
+    double-buffered under the export's overlap_comm; allgather_bucket_size makes no buffer, the
+    all-gather writes into the flat bf16 groups), never more than the rank's parameters; held in
+    backward only (deepspeed_buffers_in_phase). ZeRO-3/FSDP gather whole layers in bf16 before use: two layers
     (the current one and the prefetched next one, FSDP's default backward/forward prefetch)
     plus one layer's unsharded bf16 gradient and its fp32 reduce-scatter output; DeepSpeed caps
     the gathered parameters at stage3_max_live_parameters. When the parameters already stay
@@ -127,3 +130,29 @@ def framework_buffers(t: TrainingSpec, lay: Layout, rank_params: float, layer_pa
     stage2 = (where(unsharded, 4.0 * layer_params_rank, (2.0 + 4.0) * layer_params_rank)
               if t.framework == "fsdp" else 0.0)
     return where(z == 3, stage3, where(z == 2, stage2, 0.0))
+
+
+def deepspeed_buffers_in_phase(t: TrainingSpec, lay: Layout, buffers, rank_params: float, phase: str):
+    """The part of DeepSpeed's ``buffers`` (framework_buffers) allocated in ``phase``; other
+    frameworks' buffers are held through the step.
+
+    ZeRO-1/2 (deepspeed 0.19 runtime/zero/stage_1_and_2.py): the two reduce_bucket_size buffers
+    (the export's overlap_comm double-buffers them; the all-gather after the step writes into the
+    flat bf16 groups themselves, runtime/utils.py all_gather_dp_groups, no bucket) are made by
+    setup_buckets at the first gradient hook of a backward (process_gradients) and freed by
+    _release_ipg_buffers in independent_gradient_partition_epilogue -- ZeRO-2's after every
+    backward, ZeRO-1's only at the accumulation boundary (engine.py allreduce_gradients). So the
+    optimizer step holds none, nor does a forward, but for ZeRO-1's forwards after its first
+    backward when micro-batches accumulate.
+    ZeRO-3 (stage3.py): the reduce bucket is made once at init and kept; the gathered
+    parameters are released module by module (partitioned_param_coordinator.py
+    release_sub_module, whose reuse-distance trace ends with the step's backward), so the
+    optimizer step holds the bucket alone."""
+    if t.framework not in ("deepspeed", "hf") or phase in ("backward-start", "backward-end"):
+        return buffers
+    z = lay.zero
+    if phase == "optimizer-step":
+        bucket = 2.0 * minimum(DEEPSPEED_BUCKET_ELEMS, rank_params)
+        return where(z == 3, minimum(buffers, bucket), where(z >= 1, 0.0, buffers))
+    # forward: ZeRO-3's gathered layers and bucket; ZeRO-1's buckets from its first backward on
+    return where((z == 3) | both(z == 1, lay.grad_accum > 1), buffers, 0.0)
