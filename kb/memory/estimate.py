@@ -111,6 +111,7 @@ def _states(job: Job, lay: Layout, sp) -> st.States:
         # one at a time elsewhere (OpenRLHF, verl, NeMo-RL train actor and critic in turn)
         together = trained if t.framework == "hf" else 1
         s = replace(s, weights=s.weights * trained, grads=s.grads * trained, master=s.master * trained,
+                    step_grads=s.at_step() * trained, second_grads=s.second_grads * trained,
                     optimizer=s.optimizer * trained, fp8_cache=s.fp8_cache * trained,
                     frozen=frozen * st.frozen_bf16(sp.total, lay.zero, group),
                     compute_copy=s.compute_copy * together, optimizer_temp=s.optimizer_temp * together,
@@ -172,6 +173,10 @@ def phase_live(s: st.States, lay, acts, copies, fwd_copies, logits_fwd, logits_p
     micro-batch on when a step accumulates several; FSDP under pipelining accumulates unsharded
     grads (``s.accumulated_grads``) from the first backward to the step."""
     free = where(s.persistent_grads, 0.0, s.grads)
+    # what a step's only backward ends with and its optimizer step holds (DeepSpeed ZeRO-1: the
+    # partition), and what a later micro-batch's backward ends with (ZeRO-2: two partitions)
+    last = where(s.persistent_grads, 0.0, s.at_step())
+    bwd_end = where(lay.grad_accum > 1, free + s.second_grads, last)
     held = s.accumulated_grads + where(lay.grad_accum > 1, free, 0.0)
     new_head = where(lay.grad_accum > 1, 0.0, minimum(head_grads, free))
     first_bwd = new_head + transient
@@ -183,9 +188,9 @@ def phase_live(s: st.States, lay, acts, copies, fwd_copies, logits_fwd, logits_p
                                late_grads=held + where(spike, 0.0, new_head),
                                backward_working_set=where(spike, 0.0, transient), optimizer_temporaries=0.0),
         "backward-end": dict(activations=0.0, compute_copies=where(s.accumulated_grads > 0, copies, 0.0), logits=0.0,
-                             late_grads=free + s.accumulated_grads, backward_working_set=transient,
+                             late_grads=bwd_end + s.accumulated_grads, backward_working_set=transient,
                              optimizer_temporaries=0.0),
-        "optimizer-step": dict(activations=0.0, compute_copies=0.0, logits=0.0, late_grads=free,
+        "optimizer-step": dict(activations=0.0, compute_copies=0.0, logits=0.0, late_grads=last,
                                backward_working_set=0.0, optimizer_temporaries=s.optimizer_temp),
     }
 

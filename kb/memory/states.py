@@ -28,9 +28,9 @@ class Recipe:
                mixed-precision unshard), held from forward to backward
     fp8_cache: FP8 copies of GEMM weights (Transformer Engine keeps the weight and its
                transpose in FP8 on Hopper: 1 + 1 byte)
-    persistent_grads: the gradient buffer lives for the whole run (Megatron, DeepSpeed, and a
-               PyTorch loop with --zero-grad zeros); False = created in backward and freed
-               after the step (PyTorch set_to_none)
+    persistent_grads: the gradient buffer lives for the whole run (Megatron, DeepSpeed ZeRO-0/3,
+               and a PyTorch loop with --zero-grad zeros); False = created in backward and freed
+               after the step (PyTorch set_to_none; DeepSpeed ZeRO-1/2: deepspeed_zero12_grads)
     loop_kept: the gradients live for the whole run only because the loop keeps them
                (--zero-grad zeros, grads_kept), not in a framework's own buffer
     state_dtype: bytes of one optimizer-state element (4 fp32; 2 under pure-bf16)
@@ -168,6 +168,30 @@ def fp32_grad_temporary(t: TrainingSpec, zero, dense_opt, expert_opt, pp: int = 
     return where(zero >= 1, cast, 0.0) if t.framework == "hf" else cast
 
 
+def deepspeed_zero12_grads(t: TrainingSpec, zero, grads, partition, persistent):
+    """DeepSpeed ZeRO-1/2's bf16 gradients (deepspeed 0.19 runtime/zero/stage_1_and_2.py, with
+    the export's overlap_comm and contiguous_gradients), as States takes them: (persistent_grads,
+    step_grads, second_grads) from the recipe's ``grads`` and ``persistent`` and ``partition``,
+    the rank's share (2 bytes a parameter / the group).
+
+    - Not persistent: independent_gradient_partition_epilogue keeps the partition's gradients
+      (averaged_gradients, views of grads_in_partition) and sets every p.grad to None
+      (_clear_param_grad_only), and step() drops the partition once it is cast
+      (free_grad_in_param_list, averaged_gradients[i] = None): a step's first forward holds none.
+    - ZeRO-1 reduces only at the accumulation boundary: earlier micro-batches accumulate whole
+      p.grad (``grads``), which the boundary backward moves into the buckets as it reduces them;
+      what that backward ends with, and the step casts, is the partition (``step_grads``).
+    - ZeRO-2 reduces every backward into a new grads_in_partition (copy_grads_in_partition
+      allocates one once _release_ipg_buffers has dropped the last) and adds it to the
+      accumulated one at the epilogue (all_grad_tensors ... add_): a later micro-batch's backward
+      holds a second partition (``second_grads``).
+    Other stages and frameworks keep the recipe's gradients: (persistent, grads, 0)."""
+    if t.framework not in ("deepspeed", "hf"):
+        return persistent, grads, 0.0
+    stage12 = (zero == 1) | (zero == 2)
+    return where(stage12, False, persistent), where(stage12, partition, grads), where(zero == 2, partition, 0.0)
+
+
 def grads_kept(t: TrainingSpec) -> bool:
     """Whether a PyTorch loop keeps its gradients between steps: optimizer.zero_grad(
     set_to_none=False) fills them with zeros in place (torch/optim/optimizer.py zero_grad), so
@@ -193,6 +217,13 @@ class States:
     loop_kept_grads: bool = False    # persistent only because the loop keeps them (Recipe.loop_kept)
     copies_kept: bool = False        # compute copies FSDP keeps whatever the recomputation: its
                                      # unsharded parameters (ZeRO-0/2, and ZeRO-3 under pipelining)
+    step_grads: object = None        # gradients left for the optimizer step and at the end of a
+                                     # step's only backward; None: ``grads`` (deepspeed_zero12_grads)
+    second_grads: float = 0.0        # gradients a later micro-batch's backward makes beside the
+                                     # accumulated ones before adding them (deepspeed_zero12_grads)
+
+    def at_step(self):
+        return self.grads if self.step_grads is None else self.step_grads
 
 
 def _shard(b: float, on, group):
@@ -260,8 +291,9 @@ def full_training_states(params_rank: float, gemm_rank: float, expert_rank: floa
         compute_copy = where(zero == 3, (params_rank + expert_rank) * 2.0, compute_copy)
         accumulated = where(zero >= 2, (params_rank + expert_rank) * 4.0, 0.0)
     kept = both(fsdp, unsharded_kept | ((zero == 3) & (pp > 1)))
-    return States(weights, grads, master, moments, compute_copy, fp8, 0.0, r.persistent_grads, temp, accumulated,
-                  r.loop_kept, kept)
+    persistent, step_grads, second = deepspeed_zero12_grads(t, zero, grads, per(r.grads, 1), r.persistent_grads)
+    return States(weights, grads, master, moments, compute_copy, fp8, 0.0, persistent, temp, accumulated,
+                  r.loop_kept, kept, step_grads, second)
 
 
 def lora_params(m: ModelSpec, rank: int, t: TrainingSpec | None = None) -> int:
