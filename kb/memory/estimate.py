@@ -218,8 +218,9 @@ def _peak(job: Job, lay):
         head_rank = m.vocab * m.hidden / lay.tp if last else 0.0
         # the routed experts QLoRA leaves bf16 (peft_experts.experts_stay_bf16)
         bf16_experts = lp.experts / (lay.ep * lay.etp) if pe.experts_stay_bf16(m, t) else 0.0
-        buffers = ovh.framework_buffers(t, lay, sp.total, layer_rank, unsharded=s.accumulated_grads > 0,
-                                        bf16_experts_rank=bf16_experts)
+        buffers = (ovh.framework_buffers(t, lay, sp.total, layer_rank, unsharded=s.accumulated_grads > 0,
+                                         bf16_experts_rank=bf16_experts)
+                   + ovh.ddp_gradient_buckets(t, lay, s.grads))
         # QLoRA: one layer's 4-bit weights dequantised to bf16 for its GEMMs, a compute copy
         dequant = 2.0 * (layer_rank - bf16_experts) if t.training == "qlora" else 0.0
         persistent = (s.weights + s.master + s.optimizer + s.fp8_cache + s.frozen

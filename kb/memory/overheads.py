@@ -132,6 +132,22 @@ def framework_buffers(t: TrainingSpec, lay: Layout, rank_params: float, layer_pa
     return where(z == 3, stage3, where(z == 2, stage2, 0.0))
 
 
+def ddp_gradient_buckets(t: TrainingSpec, lay: Layout, grads: float):
+    """Bytes of PyTorch DDP's flat gradient buckets, where the Trainer replicates the model with
+    DDP (no ZeRO, dp > 1, no TP or CP): ``grads``, the rank's gradients (every parameter that
+    requires one, in its dtype). Reducer::initialize_buckets (torch/csrc/distributed/c10d/
+    reducer.cpp) allocates each bucket's ``gradients`` tensor, at::empty of its parameters'
+    numel, when DDP is built and keeps it; with gradient_as_bucket_view=False -- DDP's default,
+    and Accelerate's DistributedDataParallelKwargs', which the Trainer leaves (its
+    _build_accelerator_args passes find_unused_parameters, bucket_cap_mb and broadcast_buffers
+    only) -- param.grad stays a tensor of its own that backward copies into the bucket and the
+    all-reduce copies back: a second copy of the gradients for the whole run."""
+    if t.framework != "hf":
+        return 0.0
+    ddp = both(both(lay.zero == 0, lay.dp > 1), both(lay.tp == 1, lay.cp == 1))
+    return where(ddp, grads, 0.0)
+
+
 def deepspeed_buffers_in_phase(t: TrainingSpec, lay: Layout, buffers, rank_params: float, phase: str):
     """The part of DeepSpeed's ``buffers`` (framework_buffers) allocated in ``phase``; other
     frameworks' buffers are held through the step.
@@ -151,8 +167,9 @@ def deepspeed_buffers_in_phase(t: TrainingSpec, lay: Layout, buffers, rank_param
     if t.framework not in ("deepspeed", "hf") or phase in ("backward-start", "backward-end"):
         return buffers
     z = lay.zero
+    stage12 = (z == 1) | (z == 2)
     if phase == "optimizer-step":
         bucket = 2.0 * minimum(DEEPSPEED_BUCKET_ELEMS, rank_params)
-        return where(z == 3, minimum(buffers, bucket), where(z >= 1, 0.0, buffers))
+        return where(z == 3, minimum(buffers, bucket), where(stage12, 0.0, buffers))
     # forward: ZeRO-3's gathered layers and bucket; ZeRO-1's buckets from its first backward on
-    return where((z == 3) | both(z == 1, lay.grad_accum > 1), buffers, 0.0)
+    return where((z == 2) | both(z == 1, lay.grad_accum == 1), 0.0, buffers)
