@@ -814,3 +814,32 @@ def test_ulysses_runs_sdpa_causal_without_the_window():
     assert run(job, one).step_time_s > run(flash, one).step_time_s
 
 
+
+
+def test_gradients_are_reduced_in_the_dtype_the_framework_keeps_them():
+    """The data-parallel reduce-scatter moves the gradient buffer the memory estimate sizes and the
+    export writes: bf16 for Megatron as NVIDIA's recipes run it (--grad-reduce-in-bf16, kb/data/
+    frameworks.yaml grad_buffer_bytes), bf16 for the Trainer whose ZeRO is DeepSpeed's, fp32 for
+    FSDP2's reduce dtype. With a pipeline the exposed share is the profile's (1 - overlap) alone,
+    so the step's dp time reads back the bytes: under a bf16 buffer the gradients' reduce-scatter
+    costs what the bf16 parameters' all-gather does."""
+    from shardwise.kb.frameworks import profile
+    from shardwise.kb.memory.states import recipe
+    from shardwise.kb.perf import comm
+    from shardwise.kb.stages import all_stages
+    job = build_job(model="llama-3-70b", gpus=64, seq_len=4096, global_batch=128)
+    lay = resolve_layout(job, "tp=8,pp=2,dp=4,zero=1,mbs=1,recompute=selective,sp=true")[0]
+    assert recipe(job.training, 1).grads == 2.0
+    params = max(s.dense for s in all_stages(job.model, lay))
+    link = comm.collective_link(job.cluster, 4, comm.strides(lay)["dp"])
+    gather = comm.all_gather(link, 4, params * 2.0)
+    ov = profile("megatron")["overlap"]["dp"]
+    assert step_time(job, lay).comm_by_kind_s["dp"] == pytest.approx((1 - ov) * 2 * gather, rel=1e-6)
+    # the Trainer at ZeRO 1-3 hands its gradients to DeepSpeed's bf16 engine: what --framework deepspeed moves
+    hf = build_job(model="llama-3-8b", gpus=16, seq_len=4096, global_batch=64, framework="hf")
+    ds = build_job(model="llama-3-8b", gpus=16, seq_len=4096, global_batch=64, framework="deepspeed")
+    lay = resolve_layout(hf, "dp=16,zero=1,mbs=1,recompute=full")[0]
+    hf_dp, ds_dp = (step_time(j, lay).comm_by_kind_s["dp"] for j in (hf, ds))
+    ov_hf, ov_ds = profile("hf")["overlap"]["dp"], profile("deepspeed")["overlap"]["dp"]
+    assert hf_dp / (1 - ov_hf) == pytest.approx(ds_dp / (1 - ov_ds), rel=1e-6)
+

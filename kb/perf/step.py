@@ -30,7 +30,7 @@ from . import param_traffic as pt
 from .. import track_record
 from ..memory.activations import experts_cast_by_autocast, routed_copies
 from ..memory.peft_experts import experts_stay_bf16, merges_experts
-from ..memory.states import deepspeed_bf16_pipeline, lora_params
+from ..memory.states import deepspeed_bf16_pipeline, lora_params, recipe
 from ..params import layer_params, total_params
 from ..frameworks import ULYSSES_FRAMEWORKS, megatron_ep_overlap_share, megatron_tp_overlap, profile as framework_profile
 from .compute import HBM_EFFICIENCY, gemm_efficiency, layer_time, loss_time, moe_tokens
@@ -267,7 +267,10 @@ def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compu
     """
     t, c = job.training, job.cluster
     ov = framework_profile(t.framework)["overlap"]["dp"]
-    grad_bytes = 4.0 if t.framework in ("megatron", "fsdp", "hf") and t.precision != "pure-bf16" else 2.0
+    # gradients are reduced in the dtype the framework keeps them in (kb/memory/states.recipe): bf16
+    # in Megatron's buffer as NVIDIA's recipes and the export run it (--grad-reduce-in-bf16), and in
+    # DeepSpeed's engine, which the Trainer's ZeRO is; fp32 under FSDP2's reduce dtype and DDP
+    grad_bytes = recipe(t, lay.zero).grads
     dense = _group_collectives(c, dense_rank, lay.dp * lay.cp, lay.shard_group, lay.tp, grad_bytes)
     experts = _group_collectives(c, expert_rank, lay.expert_dp, lay.expert_shard_group, lay.ep * lay.etp, grad_bytes)
     plain, scatter, gather, rep = (dense[k] + experts[k] for k in ("all_reduce", "scatter", "gather", "replicas"))
