@@ -329,6 +329,9 @@ class LinkSpec(_Frozen):
     gbps: float = Field(gt=0)
     latency_us: float = Field(ge=0)
     efficiency: float = Field(gt=0, le=1)
+    peer_gbps: Optional[float] = Field(None, gt=0, description=(
+        "one-direction bandwidth of the direct link to each peer where a node's GPUs are wired to "
+        "each other with no switch (a full mesh); None where a switch gives every pair the whole gbps"))
     source: str = ""
 
     @property

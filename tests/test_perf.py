@@ -843,3 +843,25 @@ def test_gradients_are_reduced_in_the_dtype_the_framework_keeps_them():
     ov_hf, ov_ds = profile("hf")["overlap"]["dp"], profile("deepspeed")["overlap"]["dp"]
     assert hf_dp / (1 - ov_hf) == pytest.approx(ds_dp / (1 - ov_ds), rel=1e-6)
 
+
+def test_mi300x_groups_smaller_than_the_node_run_on_their_own_xgmi_links():
+    """The MI300X has no switch: each GPU is wired to each of its seven peers by one 64 GB/s link
+    (kb/data/links.yaml infinity-fabric peer_gbps). A TP 2 pair all-reduces over its one link, a
+    pipeline or CP-ring send goes over one link, and only a group of all eight reaches the 448 GB/s
+    of seven links -- where a switched NVLink gives every pair the whole bandwidth."""
+    from shardwise.kb.perf import comm
+    mi = build_job(model="llama-3-70b", gpus=8, gpu="mi300x", seq_len=4096, global_batch=32)
+    c = mi.cluster
+    eff = c.intra.efficiency
+    assert comm.collective_link(c, 2, 1).bw == pytest.approx(64e9 * eff)
+    assert comm.collective_link(c, 4, 1).bw == pytest.approx(3 * 64e9 * eff)
+    assert comm.collective_link(c, 8, 1).bw == pytest.approx(448e9 * eff)
+    assert comm.p2p_link(c, 4, 2).bw == pytest.approx(64e9 * eff)
+    h100 = build_job(model="llama-3-70b", gpus=8, seq_len=4096, global_batch=32)
+    text = "tp=2,pp=4,dp=1,zero=1,mbs=1,recompute=full,sp=true"
+    mi_st, h_st = run(mi, text), run(h100, text)
+    # 44.8 GB/s over one xGMI link against 360 over NVSwitch: TP and PP cost about eight times as much
+    assert mi_st.comm_by_kind_s["tp"] > 6 * h_st.comm_by_kind_s["tp"]
+    assert mi_st.comm_by_kind_s["pp"] > 6 * h_st.comm_by_kind_s["pp"]
+    # a switched link is unchanged: any pair gets the whole NVLink
+    assert comm.collective_link(h100.cluster, 2, 1).bw == pytest.approx(comm.collective_link(h100.cluster, 8, 1).bw)

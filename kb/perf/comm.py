@@ -22,6 +22,11 @@ NVLink's (nccl-tests PERFORMANCE.md: busbw is what each hop of the ring carries;
 nccl-tests#283: ~350 GB/s all_reduce busbw over 248 nodes of 8 H200 with 8 x 400 Gb/s NICs,
 seven times one NIC's ~48 GB/s of NVIDIA/nccl-tests#290). A data-parallel group under TP 8 has
 one member per node and gets one NIC; under TP 1 it has eight and gets the node's eight.
+
+Inside a node without a switch (LinkSpec.peer_gbps: the MI300X's Infinity Fabric, each GPU
+wired to each of its seven peers by one 64 GB/s link) a transfer runs on the direct links to the
+members it reaches (intra_bw): a point-to-point send (PP, the CP ring) on one link, a ring
+collective or all-to-all over n members on n - 1 of them, the whole link only for all eight.
 """
 from __future__ import annotations
 
@@ -39,22 +44,42 @@ class Link(NamedTuple):
     latency_s: object
 
 
-def group_link(c: ClusterSpec, size, stride) -> Link:
-    """The link a group's point-to-point and all-to-all transfers run at: NVLink inside the
-    domain, one NIC per GPU once the group crosses it."""
+def intra_bw(c: ClusterSpec, peers):
+    """Bytes/s per GPU inside the NVLink domain for a transfer spread over ``peers`` other members:
+    behind a switch the link's bus bandwidth whatever the count; on a full mesh
+    (LinkSpec.peer_gbps) one direct link per peer at the link's efficiency, at most the whole
+    link -- min(gbps, peers x peer_gbps) x efficiency (AMD ROCm blog on MI300X xGMI: 64 GB/s a
+    point-to-point link; kb/data/links.yaml)."""
+    full = c.intra.bus_gbps * 1e9
+    if c.intra.peer_gbps is None:
+        return full
+    return minimum(full, maximum(peers, 1) * c.intra.peer_gbps * c.intra.efficiency * 1e9)
+
+
+def group_link(c: ClusterSpec, size, stride, peers=None) -> Link:
+    """The link a group's all-to-all transfers run at: NVLink inside the domain (over the
+    size - 1 peers each member sends to, or ``peers``), one NIC per GPU once the group crosses it."""
     intra = (size <= 1) | (size * stride <= c.nvlink_domain)
-    return Link(where(intra, c.intra.bus_gbps * 1e9, c.inter.bus_gbps * 1e9),
+    return Link(where(intra, intra_bw(c, size - 1 if peers is None else peers), c.inter.bus_gbps * 1e9),
                 where(intra, c.intra.latency_us * 1e-6, c.inter.latency_us * 1e-6))
+
+
+def p2p_link(c: ClusterSpec, size, stride) -> Link:
+    """The link a group's point-to-point sends run at (PP's activations, the CP ring's K/V): as
+    group_link, each send to one neighbour, so over one direct link of a mesh."""
+    return group_link(c, size, stride, peers=1)
 
 
 def collective_link(c: ClusterSpec, size, stride) -> Link:
     """The link a group's ring collectives (all-reduce, all-gather, reduce-scatter) run at: as
     group_link, but across domains the bus bandwidth of the k members inside one domain, k NICs
-    (one ring channel each), at most the NVLink's."""
+    (one ring channel each), at most what the k members reach among themselves (intra_bw over
+    k - 1 peers; a lone member, the whole link to its NIC)."""
     link = group_link(c, size, stride)
     per_domain = maximum(1, minimum(size, c.nvlink_domain // stride))
-    # inside the domain link.bw is the NVLink's already, and the minimum leaves it there
-    return Link(minimum(c.intra.bus_gbps * 1e9, per_domain * link.bw), link.latency_s)
+    cap = where(per_domain > 1, intra_bw(c, per_domain - 1), c.intra.bus_gbps * 1e9)
+    # inside the domain link.bw is that cap already, and the minimum leaves it there
+    return Link(minimum(cap, per_domain * link.bw), link.latency_s)
 
 
 def _alpha(link: Link, n):

@@ -193,10 +193,11 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict, flo
     overlappable = megatron_tp_overlap(lay, c) if t.framework == "megatron" else lay.tp <= c.nvlink_domain
     tp_overlap = where(overlappable, ov["tp"], 0.0)
     kinds["tp"] = layers * n_ar * comm.all_reduce(tp_link, lay.tp, act_bytes) * (1 - tp_overlap)
-    cp_link = comm.group_link(c, lay.cp, st["cp"])
     if t.framework in ULYSSES_FRAMEWORKS:
+        cp_link = comm.group_link(c, lay.cp, st["cp"])
         kinds["cp"] = where(lay.cp > 1, layers * ulysses_seconds(m, lay, tokens, cp_link), 0.0)
     else:
+        cp_link = comm.p2p_link(c, lay.cp, st["cp"])
         kv_bytes = tokens * 2 * maximum(m.kv_width / lay.tp, m.hd) * 2.0
         # the ring passes K/V (cp - 1) times in forward, K/V and their gradients in backward;
         # a recomputed attention runs its forward ring again: full recomputation, and Megatron's
@@ -213,7 +214,7 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict, flo
     else:
         kinds["ep"] = 0.0
     if lay.pp > 1:
-        pp_link = comm.group_link(c, lay.pp, st["pp"])
+        pp_link = comm.p2p_link(c, lay.pp, st["pp"])
         kinds["pp"] = 2 * lay.vp * comm.p2p(pp_link, act_bytes / where(lay.sp, lay.tp, 1)) * (1 - ov["pp"])
     else:
         kinds["pp"] = 0.0
