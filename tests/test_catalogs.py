@@ -32,6 +32,23 @@ def test_every_catalog_entry_has_a_source():
             assert catalog.raw(section)[section][n].get("source"), f"{section}/{n} has no source"
 
 
+def test_a_gpus_memory_is_the_total_its_source_quotes_from_the_driver():
+    """memory_gib is what the driver reports as total (kb/data/gpus.yaml): where the source quotes
+    nvidia-smi's MiB or rocm-smi's bytes, the catalog holds that figure in GiB, not a rounder one --
+    the fit margin is a few percent of it."""
+    import re
+    quoted = 0
+    for n in catalog.gpu_names():
+        src = catalog.raw("gpus")["gpus"][n]["source"]
+        smi, rocm = re.search(r"(\d{5,6})MiB", src), re.search(r"rocm-smi total (\d+) B", src)
+        if not (smi or rocm):
+            continue
+        quoted += 1
+        gib = int(smi.group(1)) / 1024 if smi else int(rocm.group(1)) / 2 ** 30
+        assert catalog.gpu(n).memory_gib == pytest.approx(gib, abs=0.05), n
+    assert quoted >= 12
+
+
 def test_the_link_kinds_rules_may_compare_are_those_of_the_catalog():
     """kb/fact_schema.VALUES lists the values of cluster.intra_kind / inter_kind so that a rule
     comparing them with a typo is refused; a link added to the catalog must be added there."""
