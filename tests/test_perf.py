@@ -865,3 +865,23 @@ def test_mi300x_groups_smaller_than_the_node_run_on_their_own_xgmi_links():
     assert mi_st.comm_by_kind_s["pp"] > 6 * h_st.comm_by_kind_s["pp"]
     # a switched link is unchanged: any pair gets the whole NVLink
     assert comm.collective_link(h100.cluster, 2, 1).bw == pytest.approx(comm.collective_link(h100.cluster, 8, 1).bw)
+
+
+def test_zero3_over_a_thousand_ranks_pays_each_layers_ring_latency():
+    """FSDP and ZeRO-3 gather and reduce-scatter one layer at a time, and NCCL runs those
+    collectives on rings only (no tree), so each pays the link's latency on every one of its n - 1
+    steps: Llama 3 8B fully sharded over 1,024 H100s spends far longer in its data-parallel
+    collectives than over 64, although the bytes per rank are the same, and HSDP (shard groups of
+    8, replicas all-reduced once a step) is then the faster layout -- as large FSDP jobs run it."""
+    def st(gpus, text):
+        job = build_job(model="llama-3-8b", gpus=gpus, seq_len=4096, global_batch=gpus, framework="fsdp")
+        return run(job, text)
+    small, big = st(64, "dp=64,zero=3,mbs=1,recompute=none"), st(1024, "dp=1024,zero=3,mbs=1,recompute=none")
+    hsdp = st(1024, "dp=1024,zero=3,shard=8,mbs=1,recompute=none")
+    # 32 layers x (2 gathers + 1 reduce-scatter) x 1,023 steps x 6 us: about 0.6 s a micro-batch
+    assert big.comm_by_kind_s["dp"] > 10 * small.comm_by_kind_s["dp"]
+    assert hsdp.step_time_s < 0.7 * big.step_time_s
+    from shardwise.kb.perf import comm
+    link = comm.Link(1e12, 6e-6)
+    assert comm.all_gather(link, 1024, 0.0) == pytest.approx(1023 * 6e-6)
+    assert comm.all_reduce(link, 1024, 0.0) == pytest.approx(20 * 6e-6)      # NCCL's tree: 2 log2 n

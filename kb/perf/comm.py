@@ -8,8 +8,10 @@ nccl-tests PERFORMANCE.md): with S the bytes each rank ends up with (all-gather)
     all-to-all      (n-1)/n x S / bw + latency
     point-to-point  S / bw + latency
 bw is the link's per-GPU one-direction bandwidth times the efficiency NCCL reaches on it
-(kb/data/links.yaml). Latency per collective is alpha x min(n - 1, 2 log2 n): rings for
-small groups, NCCL's trees beyond.
+(kb/data/links.yaml). Latency per all-reduce is alpha x min(n - 1, 2 log2 n): rings for small
+groups, NCCL's trees beyond; all-gather and reduce-scatter have no tree in NCCL (its Tree
+algorithm is all-reduce only, NCCL docs NCCL_ALGO), so their ring pays alpha on each of its
+n - 1 steps -- what makes a per-layer ZeRO-3 gather over a thousand ranks latency-bound.
 
 Which link: Megatron-Core orders ranks tp-cp-ep-dp-pp (parallel_state.py), so a group of size
 n whose members are ``stride`` ranks apart spans n x stride consecutive ranks; if that exceeds
@@ -91,11 +93,17 @@ def all_reduce(link: Link, n, nbytes):
 
 
 def all_gather(link: Link, n, nbytes):
+    """Ring all-gather (reduce-scatter the same): (n-1)/n x S / bw, and alpha on each of the ring's
+    n - 1 steps (NCCL runs these collectives on rings only)."""
+    return where(n <= 1, 0.0, (n - 1) / n * nbytes / link.bw + link.latency_s * (n - 1))
+
+
+def all_to_all(link: Link, n, nbytes):
+    """All-to-all: (n-1)/n x S / bw, the sends to every peer issued at once (alpha as all_reduce's)."""
     return where(n <= 1, 0.0, (n - 1) / n * nbytes / link.bw + _alpha(link, n))
 
 
 reduce_scatter = all_gather
-all_to_all = all_gather
 
 
 def p2p(link: Link, nbytes):

@@ -221,19 +221,24 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict, flo
     return compute, kinds, host
 
 
-def _group_collectives(c, params, n, ns, stride, grad_bytes) -> dict:
+def _group_collectives(c, params, n, ns, stride, grad_bytes, units=1) -> dict:
     """Seconds of each data-parallel collective over one group: ``params`` per rank, reduced over
     ``n`` ranks ``stride`` apart and sharded over ``ns`` of them (the rest replicas, HSDP).
 
     all_reduce: the plain gradient all-reduce; scatter / gather: one reduce-scatter of the
     gradients / all-gather of the bf16 parameters inside the shard group; replicas: each shard's
-    all-reduce across the replicas.
+    all-reduce across the replicas; layer_scatter / layer_gather: the same bytes moved as one
+    collective per layer (``units`` of them), each paying its own latency -- how ZeRO-3 and
+    FSDP gather and reduce a layer at a time (FSDP2 fully_shard per transformer block,
+    torchtitan parallelize.py; DeepSpeed ZeRO-3 fetches per submodule, partitioned_param_coordinator.py).
     """
     shard_link = comm.collective_link(c, ns, stride)
     replicas = n // ns
     times = {"all_reduce": comm.all_reduce(comm.collective_link(c, n, stride), n, params * grad_bytes),
              "scatter": comm.reduce_scatter(shard_link, ns, params * grad_bytes),
              "gather": comm.all_gather(shard_link, ns, params * 2.0),
+             "layer_scatter": units * comm.reduce_scatter(shard_link, ns, params * grad_bytes / units),
+             "layer_gather": units * comm.all_gather(shard_link, ns, params * 2.0 / units),
              "replicas": comm.all_reduce(comm.collective_link(c, replicas, stride * ns), replicas,
                                          params / ns * grad_bytes)}
     # a group with nothing to move (a dense model's experts) runs no collective, so no latency
@@ -272,9 +277,16 @@ def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compu
     # in Megatron's buffer as NVIDIA's recipes and the export run it (--grad-reduce-in-bf16), and in
     # DeepSpeed's engine, which the Trainer's ZeRO is; fp32 under FSDP2's reduce dtype and DDP
     grad_bytes = recipe(t, lay.zero).grads
-    dense = _group_collectives(c, dense_rank, lay.dp * lay.cp, lay.shard_group, lay.tp, grad_bytes)
-    experts = _group_collectives(c, expert_rank, lay.expert_dp, lay.expert_shard_group, lay.ep * lay.etp, grad_bytes)
+    # the layers of the fullest stage, each its own ZeRO-3 / FSDP unit; the routed experts sit on its MoE layers
+    stages = all_stages(job.model, lay)
+    layers, moe_layers = stages[0].layers, stages[0].moe_layers
+    for sp in stages[1:]:
+        layers, moe_layers = maximum(layers, sp.layers), maximum(moe_layers, sp.moe_layers)
+    dense = _group_collectives(c, dense_rank, lay.dp * lay.cp, lay.shard_group, lay.tp, grad_bytes, maximum(layers, 1))
+    experts = _group_collectives(c, expert_rank, lay.expert_dp, lay.expert_shard_group, lay.ep * lay.etp, grad_bytes,
+                                 maximum(moe_layers, 1))
     plain, scatter, gather, rep = (dense[k] + experts[k] for k in ("all_reduce", "scatter", "gather", "replicas"))
+    layer_scatter, layer_gather = (dense[k] + experts[k] for k in ("layer_scatter", "layer_gather"))
     # ZeRO-0/1: one all-reduce (or reduce-scatter + all-gather) a step, overlapped by bucket with
     # the last micro-batch's backward (and the next forward for the gather: Megatron's
     # --overlap-grad-reduce / --overlap-param-gather, DDP's buckets) -- at best the profile's share
@@ -288,9 +300,9 @@ def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compu
     # weights after its step (bf16_optimizer.py update_lp_params: all_gather_dp_groups)
     plain = hidden_behind_one(plain + where(deepspeed_bf16_pipeline(t, lay.zero, lay.pp), gather, 0.0))
     # ZeRO-3: parameters gathered (bf16) for forward and backward and gradients reduce-scattered,
-    # every micro-batch -- except under torch pipelining, which keeps the stage's parameters
+    # a layer at a time, every micro-batch -- except under torch pipelining, which keeps the stage's parameters
     # unsharded across micro-batches (and kb/memory/states.py charges the memory for that)
-    per_mb = 2 * gather + scatter
+    per_mb = 2 * layer_gather + layer_scatter
     rounds = 1 if (t.framework == "fsdp" and lay.pp > 1) else lay.grad_accum
     stage3 = rounds * maximum(per_mb - ov * compute_mb, (1 - ov) * per_mb) + rep * (1 - ov)
     stage1 = hidden_behind_one(scatter + gather) + rep * (1 - ov)
@@ -306,7 +318,7 @@ def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compu
         # _fsdp_param_group.py), so every micro-batch's forward gathers the parameters again --
         # once, where ZeRO-3 gathers for its backward too; DeepSpeed's and Megatron's ZeRO-2 keep
         # their parameters whole and gather once a step, after the optimizer
-        stage2 = rounds * hidden_behind_one(gather + scatter) + rep * (1 - ov)
+        stage2 = rounds * hidden_behind_one(layer_gather + layer_scatter) + rep * (1 - ov)
     return where(lay.zero == 0, plain, where(lay.zero == 3, stage3, where(lay.zero == 2, stage2, stage1)))
 
 
