@@ -285,6 +285,7 @@ class GPUSpec(_Frozen):
     memory_gib: float = Field(gt=0)
     tflops_bf16: float = Field(gt=0)
     tflops_fp8: Optional[float] = None
+    tflops_fp32: float = Field(gt=0, description="plain FP32 TFLOP/s (no tensor cores on NVIDIA; TF32 off)")
     hbm_gbps: float = Field(gt=0)
     intra_link: str = "nvlink4"
     gpus_per_node: int = Field(8, gt=0)

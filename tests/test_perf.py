@@ -885,3 +885,24 @@ def test_zero3_over_a_thousand_ranks_pays_each_layers_ring_latency():
     link = comm.Link(1e12, 6e-6)
     assert comm.all_gather(link, 1024, 0.0) == pytest.approx(1023 * 6e-6)
     assert comm.all_reduce(link, 1024, 0.0) == pytest.approx(20 * 6e-6)      # NCCL's tree: 2 log2 n
+
+
+def test_the_trainers_fp32_experts_run_at_each_gpus_own_fp32_rate():
+    """The Trainer's fp32 Mixtral experts run plain FP32 matmuls (autocast leaves them fp32): at the
+    GPU's own FP32 rate over its BF16 tensor rate -- 67 / 989 on an H100, but 91.6 / 362 on an
+    L40S, whose tensor cores are four times its FP32 units, not fifteen -- so an L40S's MoE layer
+    is not timed as if it had an H100's ratio."""
+    from shardwise.kb.perf.compute import expert_gemm_rate, layer_time
+    def job(gpu):
+        return build_job(model="mixtral-8x7b", gpus=8, gpu=gpu, seq_len=2048, framework="hf", training="finetune",
+                         global_batch=8)
+    h100, l40s = job("h100-sxm"), job("l40s")
+    lay = resolve_layout(h100, "dp=8,zero=0,mbs=1,recompute=full")[0]
+    # the MoE layer's GEMMs are mostly those fp32 experts, which the L40S's 91.6 TF of FP32 runs
+    # faster than the H100's 67: its layer is no slower than the H100's, where a bf16 peak 2.7x
+    # lower with the H100's ratio made it 2.7x slower
+    ratio = layer_time(l40s.model, l40s.training, lay, l40s.cluster.gpu, True).gemm / \
+        layer_time(h100.model, h100.training, lay, h100.cluster.gpu, True).gemm
+    assert ratio < 1.0
+    assert expert_gemm_rate(h100.training, lay, h100.cluster.gpu, h100.model) == pytest.approx(67 / 989)
+    assert expert_gemm_rate(l40s.training, lay, l40s.cluster.gpu, l40s.model) == pytest.approx(91.6 / 362)

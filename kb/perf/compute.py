@@ -67,22 +67,19 @@ FP8_EFFICIENCY = 0.82
 
 HBM_EFFICIENCY = 0.8      # streaming kernels reach ~90% of HBM peak (memory-models.md section 10: 3.0 of 3.35 TB/s); 0.8 with launch gaps
 
-# FP32 (non-tensor-core) over dense BF16 throughput: 67 / 989 TFLOP/s on the H100 SXM (NVIDIA
-# H100 datasheet; the A100's 19.5 / 312 is close: 0.0625).
-FP32_OVER_BF16 = 67.0 / 989.0
-
-
-def expert_gemm_rate(t: TrainingSpec, lay: Layout, m: ModelSpec | None = None):
-    """Share of the GEMM peak the routed experts' GEMMs run at: 1, or the fp32 rate with fp32
-    weights under autocast (kb/memory/activations.fp32_weights_under_autocast), where
-    Mixtral-style experts are fp32 parameters autocast does not cast for their matmuls (the
-    measured Trainer MoE steps t09 and t21 are slower than the bf16 estimate by 142 and 141 ms
-    per MoE layer -- their expert GEMM FLOPs at 48 TFLOP/s, the fp32 rate (67 TF x E_GEMM), not
-    the bf16 one). Nothing here is fitted. Llama 4's bmm experts autocast casts: the bf16 rate
-    (activations.experts_cast_by_autocast)."""
+def expert_gemm_rate(t: TrainingSpec, lay: Layout, gpu: GPUSpec, m: ModelSpec | None = None):
+    """Share of the GEMM peak the routed experts' GEMMs run at: 1, or the GPU's own FP32 over its
+    dense BF16 rate (kb/data/gpus.yaml tflops fp32 / bf16: 67 / 989 on the H100 SXM, but 91.6 /
+    362 on an L40S and 82.6 / 165 on an RTX 4090, whose tensor cores are a smaller multiple of
+    their FP32 units) with fp32 weights under autocast (kb/memory/activations.
+    fp32_weights_under_autocast), where Mixtral-style experts are fp32 parameters autocast does
+    not cast for their matmuls (the measured Trainer MoE steps t09 and t21 are slower than the
+    bf16 estimate by 142 and 141 ms per MoE layer -- their expert GEMM FLOPs at 48 TFLOP/s, the
+    fp32 rate (67 TF x E_GEMM), not the bf16 one). Nothing here is fitted. Llama 4's bmm experts
+    autocast casts: the bf16 rate (activations.experts_cast_by_autocast)."""
     if m is not None and experts_cast_by_autocast(m):
         return 1.0
-    return where(fp32_weights_under_autocast(t, lay), FP32_OVER_BF16, 1.0)
+    return where(fp32_weights_under_autocast(t, lay), gpu.tflops_fp32 / gpu.tflops_bf16, 1.0)
 
 
 def gemm_efficiency(d: float) -> float:
@@ -275,7 +272,7 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
         return 6.0 * M * N * K / (gemm_peak * gemm_efficiency(minimum(M, N, K)) * fp8)
 
     dense_gemm = sum(gemm_seconds(*s) for s in shapes)
-    expert_gemm = local_experts * sum(gemm_seconds(*s) for s in expert_shapes) / expert_gemm_rate(t, lay, m)
+    expert_gemm = local_experts * sum(gemm_seconds(*s) for s in expert_shapes) / expert_gemm_rate(t, lay, gpu, m)
     gemm = dense_gemm + expert_gemm
     heads = m.heads / tp
     blocks = lay.mbs * heads * (t.seq_len / lay.cp) / 128.0
