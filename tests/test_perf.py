@@ -906,3 +906,15 @@ def test_the_trainers_fp32_experts_run_at_each_gpus_own_fp32_rate():
     assert ratio < 1.0
     assert expert_gemm_rate(h100.training, lay, h100.cluster.gpu, h100.model) == pytest.approx(67 / 989)
     assert expert_gemm_rate(l40s.training, lay, l40s.cluster.gpu, l40s.model) == pytest.approx(91.6 / 362)
+
+
+def test_full_recomputation_runs_the_expert_all_to_alls_again():
+    """A recomputed MoE layer runs its forward again, the token dispatch and combine all-to-alls
+    with it: six all-to-alls a layer where no recomputation runs four, as the TP collectives go
+    from four to six. Without interleaving Megatron hides none of them, so the exposed EP time
+    reads the count."""
+    job = build_job(model="mixtral-8x7b", gpus=32, seq_len=4096, global_batch=64)
+    base = "tp=1,pp=2,dp=16,ep=8,zero=1,mbs=1"
+    plain, full = run(job, base + ",recompute=none"), run(job, base + ",recompute=full")
+    assert plain.comm_by_kind_s["ep"] > 0
+    assert full.comm_by_kind_s["ep"] == pytest.approx(1.5 * plain.comm_by_kind_s["ep"], rel=1e-9)

@@ -7,7 +7,7 @@ Per micro-batch, each pipeline stage spends (Narayanan et al. 2021, Korthikanti 
     exposed communication: TP/SP collectives (2 all-reduce volumes of s b h in forward and 2 in
         backward per layer, +2 with full recompute), CP ring exchange of K/V (forward sends the
         local K/V chunk c-1 times, backward K/V and their gradients), EP all-to-all (dispatch and
-        combine, forward and backward), PP activations and gradients to the neighbour stage --
+        combine, forward and backward, +2 with full recompute), PP activations and gradients to the neighbour stage --
         each times (1 - overlap) of the framework profile (kb/data/frameworks.yaml).
 The pipeline runs m micro-batches: T_pipe = m t_max + (p - 1) t_avg / v (the bubble: (p-1)/m of
 the ideal time for 1F1B, (p-1)/(v m) interleaved). Once per step: data-parallel gradient
@@ -210,7 +210,10 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict, flo
     if sp.moe_layers:
         ep_link = comm.group_link(c, lay.ep, st["ep"])
         a2a = moe_tokens(tokens, lay) * m.top_k * m.hidden * 2.0
-        kinds["ep"] = sp.moe_layers * 4 * comm.all_to_all(ep_link, lay.ep, a2a) * (1 - ep_hidden_share(t, lay, ov))
+        # dispatch and combine, forward and backward; full recomputation runs the layer's forward,
+        # its dispatch and combine included, again (as the TP collectives above)
+        n_a2a = 4 + where(lay.recompute == "full", 2, 0)
+        kinds["ep"] = sp.moe_layers * n_a2a * comm.all_to_all(ep_link, lay.ep, a2a) * (1 - ep_hidden_share(t, lay, ov))
     else:
         kinds["ep"] = 0.0
     if lay.pp > 1:
