@@ -288,6 +288,8 @@ class GPUSpec(_Frozen):
     tflops_fp32: float = Field(gt=0, description="plain FP32 TFLOP/s (no tensor cores on NVIDIA; TF32 off)")
     hbm_gbps: float = Field(gt=0)
     intra_link: str = "nvlink4"
+    pair_link: Optional[str] = Field(None, description=(
+        "a link joining only the two GPUs of a bridged pair (links.yaml), faster than intra_link"))
     gpus_per_node: int = Field(8, gt=0)
     nvlink_domain: int = Field(0, ge=0, description="GPUs in one NVLink domain; 0 = the node")
     cuda_context_gib: float = Field(0.6, ge=0)

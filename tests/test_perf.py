@@ -918,3 +918,17 @@ def test_full_recomputation_runs_the_expert_all_to_alls_again():
     plain, full = run(job, base + ",recompute=none"), run(job, base + ",recompute=full")
     assert plain.comm_by_kind_s["ep"] > 0
     assert full.comm_by_kind_s["ep"] == pytest.approx(1.5 * plain.comm_by_kind_s["ep"], rel=1e-9)
+
+
+def test_an_h100_nvl_pair_talks_over_its_nvlink_bridge():
+    """The H100 NVL is two PCIe cards joined by NVLink bridges, 600 GB/s between the pair
+    (kb/data/gpus.yaml pair_link): a TP 2 group of adjacent ranks runs on the bridge, a TP 4 group
+    on PCIe Gen5 between the pairs; the H100 PCIe, whose bridge is optional, stays on PCIe."""
+    nvl = build_job(model="llama-3-70b", gpus=8, gpu="h100-nvl", seq_len=4096, global_batch=32)
+    pcie = build_job(model="llama-3-70b", gpus=8, gpu="h100-pcie", seq_len=4096, global_batch=32)
+    text = "tp=2,pp=4,zero=1,mbs=1,recompute=full,sp=true"
+    # 240 GB/s over the bridge against 48 over PCIe: a fifth of the TP time
+    assert run(nvl, text).comm_by_kind_s["tp"] < 0.3 * run(pcie, text).comm_by_kind_s["tp"]
+    from shardwise.kb.perf import comm
+    assert comm.collective_link(nvl.cluster, 4, 1).bw == pytest.approx(comm.collective_link(pcie.cluster, 4, 1).bw)
+    assert comm.p2p_link(nvl.cluster, 2, 2).bw == pytest.approx(comm.p2p_link(pcie.cluster, 2, 2).bw)

@@ -29,11 +29,15 @@ Inside a node without a switch (LinkSpec.peer_gbps: the MI300X's Infinity Fabric
 wired to each of its seven peers by one 64 GB/s link) a transfer runs on the direct links to the
 members it reaches (intra_bw): a point-to-point send (PP, the CP ring) on one link, a ring
 collective or all-to-all over n members on n - 1 of them, the whole link only for all eight.
+A PCIe node whose GPUs are bridged in pairs (GPUSpec.pair_link: the H100 NVL's NVLink bridge,
+600 GB/s between the two) runs a group of two adjacent ranks on the bridge, larger groups on PCIe.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
+from .. import catalog
 from ..layout import Layout
 from ..schema import ClusterSpec
 from ..vec import ceil_log2, maximum, minimum, where
@@ -58,12 +62,29 @@ def intra_bw(c: ClusterSpec, peers):
     return minimum(full, maximum(peers, 1) * c.intra.peer_gbps * c.intra.efficiency * 1e9)
 
 
+@lru_cache(maxsize=None)
+def _pair_bus(name: str) -> float:
+    return catalog.link(name).bus_gbps * 1e9
+
+
+def on_pair(c: ClusterSpec, size, stride):
+    """Whether a group is the two GPUs of a bridged pair (GPUSpec.pair_link, the H100 NVL's NVLink
+    bridge): two adjacent ranks inside a node -- ranks 2k and 2k + 1, the pair a node's local
+    ranks map onto."""
+    if c.gpu.pair_link is None:
+        return False
+    return (size == 2) & (stride == 1) & (c.nvlink_domain >= 2)
+
+
 def group_link(c: ClusterSpec, size, stride, peers=None) -> Link:
     """The link a group's all-to-all transfers run at: NVLink inside the domain (over the
-    size - 1 peers each member sends to, or ``peers``), one NIC per GPU once the group crosses it."""
+    size - 1 peers each member sends to, or ``peers``; a bridged pair's own link, on_pair), one
+    NIC per GPU once the group crosses it."""
     intra = (size <= 1) | (size * stride <= c.nvlink_domain)
-    return Link(where(intra, intra_bw(c, size - 1 if peers is None else peers), c.inter.bus_gbps * 1e9),
-                where(intra, c.intra.latency_us * 1e-6, c.inter.latency_us * 1e-6))
+    bw = where(intra, intra_bw(c, size - 1 if peers is None else peers), c.inter.bus_gbps * 1e9)
+    if c.gpu.pair_link is not None:
+        bw = where(on_pair(c, size, stride), _pair_bus(c.gpu.pair_link), bw)
+    return Link(bw, where(intra, c.intra.latency_us * 1e-6, c.inter.latency_us * 1e-6))
 
 
 def p2p_link(c: ClusterSpec, size, stride) -> Link:
@@ -80,6 +101,8 @@ def collective_link(c: ClusterSpec, size, stride) -> Link:
     link = group_link(c, size, stride)
     per_domain = maximum(1, minimum(size, c.nvlink_domain // stride))
     cap = where(per_domain > 1, intra_bw(c, per_domain - 1), c.intra.bus_gbps * 1e9)
+    if c.gpu.pair_link is not None:
+        cap = where(on_pair(c, size, stride), _pair_bus(c.gpu.pair_link), cap)
     # inside the domain link.bw is that cap already, and the minimum leaves it there
     return Link(minimum(cap, per_domain * link.bw), link.latency_s)
 
