@@ -932,3 +932,14 @@ def test_an_h100_nvl_pair_talks_over_its_nvlink_bridge():
     from shardwise.kb.perf import comm
     assert comm.collective_link(nvl.cluster, 4, 1).bw == pytest.approx(comm.collective_link(pcie.cluster, 4, 1).bw)
     assert comm.p2p_link(nvl.cluster, 2, 2).bw == pytest.approx(comm.p2p_link(pcie.cluster, 2, 2).bw)
+
+
+def test_deepspeeds_bf16_pipeline_optimizer_steps_only_its_partition():
+    """Under its pipeline engine at ZeRO-0 in bf16 DeepSpeed runs BF16_Optimizer, which keeps the
+    fp32 master weights and moments of this rank's data-parallel partition only (the memory
+    estimate shards them so): its optimizer step updates that partition, as ZeRO-1's does, not
+    every parameter of the stage."""
+    job = build_job(model="llama-3-70b", gpus=32, seq_len=4096, global_batch=64, framework="deepspeed")
+    z0 = run(job, "tp=1,pp=8,dp=4,zero=0,mbs=1,recompute=full")
+    z1 = run(job, "tp=1,pp=8,dp=4,zero=1,mbs=1,recompute=full")
+    assert z0.optimizer_s == pytest.approx(z1.optimizer_s, rel=1e-9)

@@ -371,8 +371,12 @@ def step_time(job: Job, lay: Layout) -> StepTime:
     bubble = (lay.pp - 1) * t_avg / lay.vp
     dp = _dp_time(job, lay, dense_rank, expert_rank, compute_mb)
     params_rank = dense_rank + expert_rank
-    # the optimizer updates the rank's shard: dense over the shard group, experts over expert DP
-    sharded = where(lay.zero >= 1, dense_rank / lay.shard_group + expert_rank / lay.expert_shard_group, params_rank)
+    # the optimizer updates the rank's shard: dense over the shard group, experts over expert DP --
+    # under ZeRO, and under DeepSpeed's BF16_Optimizer (its pipeline engine at ZeRO-0 in bf16), which
+    # keeps the master weights and moments of its data-parallel partition only, as
+    # kb/memory/states.full_training_states sizes them
+    partitioned = (lay.zero >= 1) | deepspeed_bf16_pipeline(t, lay.zero, lay.pp)
+    sharded = where(partitioned, dense_rank / lay.shard_group + expert_rank / lay.expert_shard_group, params_rank)
     bandwidth = c.gpu.hbm_gbps * 1e9 * HBM_EFFICIENCY
     opt = sharded * trained_fraction(m, t) * pt.step_bytes_per_param(t) / bandwidth
     # autocast casts the linear layers' weights (projections, MLP, LM head), as its weight-cast
