@@ -106,21 +106,20 @@ def test_a_sequence_past_the_trained_context_is_warned_about(tmp_path):
 
 
 def test_zero3_over_512_ranks_is_weighed_not_recommended_and_warned_against():
-    """Pure ZeRO-3 past 512 data-parallel ranks is a preference the search prices: the 1.5T job
-    takes TP with PP; where ZeRO-3 still wins (Llama 3 70B on 2,048 H100s at 2K tokens: the best
-    layout that honours it is slower and breaks pp.only-when-needed, together more than the
-    preference's worth) the answer says what honouring it would cost, with no warning against
-    its own choice."""
-    big = rec(params="1.5T", gpus=2048, gpu="h100-sxm")
-    assert big["layout"]["pp"] > 1 and big["layout"]["zero_stage"] <= 1
+    """Pure ZeRO-3 past 512 data-parallel ranks is a preference the search prices, and the step
+    time now prices what the preference is for: a per-layer gather over a ring of n ranks pays
+    n - 1 latencies (kb/perf/comm.all_gather). The 1.5T job on 2,048 GPUs does not shard over
+    them all -- TP 8 under its ZeRO-3 (256 ranks), or TP with PP, the two within a point of each
+    other once gradients are reduced in the bf16 the Megatron recipe keeps them. Llama 3 70B on
+    2,048 H100s at 2K tokens, which under a tree's latency took ZeRO-3 over 512 ranks despite the
+    preference, now takes ZeRO-2 on its own merits: nothing is kept despite the preference, and
+    the answer warns against nothing it chose."""
+    big = rec(params="1.5T", gpus=2048, gpu="h100-sxm")["layout"]
+    assert big["tp"] * big["pp"] > 1 and (big["zero_stage"] <= 1 or big["dp"] * big["cp"] <= 512)
     r = rec(model="llama-3-70b", gpus=2048, gpu="h100-sxm", seq_len=2048)
     lay = r["layout"]
-    assert lay["zero_stage"] == 3 and lay["dp"] * lay["cp"] >= 512
-    kept = {k["rule"]: k for k in r["search"]["kept_despite"]}["dp.zero3-at-scale"]
-    worth = {p["rule"]: p["worth_pct"] for p in r["preferences"]}
-    # what the honouring layout would give up instead is named, not left to the ranking below
-    assert kept["also_breaks"] and set(kept["also_breaks"]) <= set(worth) - {"dp.zero3-at-scale"}
-    assert kept["slower_pct"] + sum(worth[b] for b in kept["also_breaks"]) > kept["worth_pct"] == 5.0
+    assert lay["zero_stage"] < 3 or lay["dp"] * lay["cp"] < 512
+    assert "dp.zero3-at-scale" not in {k["rule"] for k in r["search"]["kept_despite"]}
     assert not any("ZeRO-3" in w for w in r["warnings"])
 
 
