@@ -63,16 +63,27 @@ def test_every_exclusion_is_named_and_framework_limits_hold():
     assert sum(ex.values()) + len(space) == space.candidates
 
 
-def test_nvidia_tuned_llama3_70b_fp8_layout_is_predicted_near_the_best():
-    # Megatron-Bridge publishes TP4 PP8 VP5 DP2, mbs 1, GBS 128 for Llama 3 70B FP8 on 64 H100s
-    # (benchmarks/calibration/published_runs.yaml): a tuned layout should score close to our best
-    d = decide(build_job(model="llama-3-70b", gpus=64, seq_len=8192, precision="fp8", global_batch=128))
-    t = d.table
-    a = t.space.arrays
-    match = (a["tp"] == 4) & (a["pp"] == 8) & (a["vp"] == 5) & (a["mbs"] == 1) & d.allowed
-    assert match.any()
-    published = t.tokens_per_s[match].max()
-    assert t.tokens_per_s[d.choice.fastest] / published - 1 < 0.08
+def test_our_fastest_llama3_70b_fp8_layout_promises_no_more_than_nvidias_tuned_layout_ran():
+    """Megatron-Bridge publishes TP4 PP8 VP5 DP2, mbs 1, GBS 128 for Llama 3 70B FP8 on 64 H100s,
+    measured at 1,619 tokens/s a GPU (benchmarks/calibration/published_runs.yaml,
+    megatron-bridge-llama3-70b-h100-64-6). The layout the search ranks fastest must not be
+    predicted more than 8% faster than that tuned layout ran: a search that promised far more
+    than NVIDIA's own tuning reached would be selling a speed-up the model made up. (This
+    compared our prediction of the tuned layout with our best prediction; the model reads that
+    layout 12% below its measured speed, so the comparison measured that error more than the
+    search. Since Megatron's gradients are reduced in bf16, as its recipes and our export run
+    them, ZeRO-2 layouts read 8.5% above it.)"""
+    import yaml
+    from pathlib import Path
+    runs = yaml.safe_load((Path(__file__).resolve().parents[1] / "benchmarks" / "calibration" /
+                           "published_runs.yaml").read_text())
+    row = next(r for r in runs if r["id"] == "megatron-bridge-llama3-70b-h100-64-6")
+    assert (row["tp"], row["pp"], row["vp"], row["micro_batch_size"]) == (4, 8, 5, 1)
+    d = decide(build_job(model="llama-3-70b", gpus=64, seq_len=row["seq_len"], precision="fp8",
+                         global_batch=row["global_batch_size"]))
+    t, a = d.table, d.table.space.arrays
+    assert ((a["tp"] == 4) & (a["pp"] == 8) & (a["vp"] == 5) & (a["mbs"] == 1) & d.allowed).any()
+    assert t.tokens_per_s[d.choice.fastest] / 64 / row["tokens_per_sec_per_gpu"] - 1 < 0.08
 
 
 def test_the_headline_is_allowed_and_the_fastest_is_the_fastest_allowed():
