@@ -66,7 +66,11 @@ def resolve_links(gpu_intra: str, interconnect: Optional[str]) -> tuple:
         intra_name = gpu_intra if gpu_intra.startswith("pcie") else "pcie5"
     elif word in catalog.raw("links").get("aliases", {}) or word in catalog.link_names():
         ln = catalog.link(word)
-        if ln.kind == "intra" and ln.name != gpu_intra and not ln.name.startswith("pcie"):
+        # a PCIe card's link trains at the lower generation of card and slot: a Gen4 card
+        # (kb/data/gpus.yaml intra_link pcie4) named on pcie5 would be timed at twice what it carries
+        faster_pcie = (ln.name.startswith("pcie") and gpu_intra.startswith("pcie")
+                       and ln.gbps > catalog.link(gpu_intra).gbps)
+        if ln.kind == "intra" and ln.name != gpu_intra and (not ln.name.startswith("pcie") or faster_pcie):
             # a GPU's own fabric inside a node is what it has (kb/data/gpus.yaml intra_link):
             # NVLink 5 for an H100, or NVLink for a PCIe card, would time links it cannot have
             raise InputError(f"--interconnect {interconnect}: this GPU's link inside a node is {gpu_intra}; "

@@ -211,6 +211,9 @@ BAD = [
      "this GPU's link inside a node is pcie4"),
     (["recommend", "--model", "llama-3-8b", "--gpus", "16", "--gpu", "h100-sxm", "--interconnect", "nvlink5"],
      "this GPU's link inside a node is nvlink4"),
+    # a PCIe Gen4 card named on Gen5 was timed at twice the bandwidth its own link can carry
+    (["recommend", "--model", "llama-3-8b", "--gpus", "16", "--gpu", "l40s", "--interconnect", "pcie5"],
+     "this GPU's link inside a node is pcie4; allowed: pcie4, pcie"),
     # 'nvlink' on an MI300X was taken silently as its Infinity Fabric
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--gpu", "mi300x", "--interconnect", "nvlink"],
      "this GPU's link inside a node is infinity-fabric, not NVLink"),
