@@ -176,7 +176,7 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
             # the job fills it: 16 A100s a node was taken on 8 GPUs (capped to 8) and refused on 16
             ClusterSpec(gpu=g, gpus=gpn, gpus_per_node=gpn, intra=intra, inter=inter)
         cluster = ClusterSpec(gpu=g, gpus=gpus, gpus_per_node=min(gpn, gpus), intra=intra, inter=inter,
-                              price_per_gpu_hour=price_per_gpu_hour)
+                              price_per_gpu_hour=price_per_gpu_hour, node_given=gpus_per_node)
     except ValidationError as e:
         raise _first_error(e, "")
     tb = training.pop("token_budget", None)

@@ -352,6 +352,9 @@ class ClusterSpec(_Frozen):
     # up to $1,000 a GPU-hour: list prices are a few dollars to tens (kb/data/gpus.yaml); a
     # larger figure is a typo, and its cost would print with hundreds of digits
     price_per_gpu_hour: Optional[float] = Field(None, ge=0, le=1000, allow_inf_nan=False)
+    # --gpus-per-node as the user gave it, before kb/build.py capped gpus_per_node at a one-node
+    # job's GPU count: the node a refusal's cluster sizing grows in (search/sizing.node_size)
+    node_given: Optional[int] = Field(None, gt=0)
 
     @model_validator(mode="after")
     def _check(self) -> "ClusterSpec":

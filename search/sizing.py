@@ -25,9 +25,12 @@ MAX_GPUS = 16384          # the largest --gpus kb/build.py accepts
 
 
 def node_size(c) -> int:
-    """GPUs per node: the cluster's own when it spans nodes; the GPU's usual server when the job
-    is smaller than one node (kb/build.py caps gpus_per_node at the GPU count)."""
-    return c.gpus_per_node if c.gpus > c.gpus_per_node else c.gpu.gpus_per_node
+    """GPUs per node: the cluster's own when it spans nodes; when the job is one node or less
+    (kb/build.py caps gpus_per_node at the GPU count), the --gpus-per-node the user gave, else the
+    GPU's usual server -- a count in 8-GPU servers for nodes of 6 is refused as not whole nodes."""
+    if c.gpus > c.gpus_per_node:
+        return c.gpus_per_node
+    return c.node_given or c.gpu.gpus_per_node
 
 
 def with_cluster(job: Job, gpus: int, gpu=None, node: int | None = None) -> Job:

@@ -379,6 +379,22 @@ def test_other_gpus_that_fit_keep_the_jobs_nodes_where_their_usual_server_does_n
         assert (decide(build_job(**dict(kw, gpu=gpu))).layout is not None) == (gpu in named)
 
 
+def test_the_cluster_size_keeps_the_node_size_the_user_gave_when_the_job_is_one_node():
+    """Qwen3 30B-A3B fine-tuned on one node of 6 L40S (--gpus 6 --gpus-per-node 6) fits nowhere.
+    The refusal said it would fit on 16 x l40s -- two 8-GPU servers -- and `--gpus 16
+    --gpus-per-node 6` is refused as not whole nodes. The count must be whole nodes of 6 and fit
+    there (12 does not: 18); left to its default, the node is the L40S's usual server of 8."""
+    kw = dict(model="qwen3-30b-a3b", gpus=6, gpus_per_node=6, gpu="l40s", training="finetune", framework="fsdp")
+    d = decide(build_job(**kw))
+    n = d.sizing["smallest_gpus"]
+    assert d.layout is None and n % 6 == 0, n
+    assert decide(build_job(**dict(kw, gpus=n))).layout is not None
+    assert decide(build_job(**dict(kw, gpus=n - 6))).layout is None
+    free = dict(kw)
+    free.pop("gpus_per_node")
+    assert decide(build_job(**free)).sizing["smallest_gpus"] % 8 == 0
+
+
 def test_the_cluster_size_is_not_thrown_far_by_node_counts_that_divide_nothing():
     """A 1M-token Llama 3 8B job fits on 4 nodes of H100s (TP 4 x CP 4 x DP 2) but not on 3, 5,
     9 or 17, whose degrees divide neither the heads nor the batch. Asked from 8 GPUs, the walk
