@@ -77,8 +77,8 @@ def _terms():
         ("ring collectives across nodes on k NICs (-> one NIC per GPU)",
          lambda: _patched(comm, collective_link=comm.group_link)),
         ("expert DP collectives on the expert-DP group (-> the dense DP group)",
-         lambda: _patched(step, _dp_time=lambda job, lay, dense, experts, mb: dp_time(job, lay, dense + experts,
-                                                                                      0 * experts, mb))),
+         lambda: _patched(step, _dp_time=lambda job, lay, dense, experts, mb, *layers: dp_time(
+             job, lay, dense + experts, 0 * experts, mb, *layers))),
         ("torchtitan's per-op selective recompute (-> the attention core only)",
          lambda: _patched(step, recompute_seconds=lambda fw, rc, lt: recompute("megatron", rc, lt))),
         ("full recomputation as each part's own forward: attention 1/3.5 (-> a third of the layer's time)",

@@ -333,13 +333,12 @@ def _ways_without_pins(d: Decision, engine: str) -> dict | None:
     only once the job's own --mbs and --recompute are dropped as well -- a full fine-tune pinned
     to a large micro-batch that LoRA at a smaller one would run, which the sizing under the pins
     sent to a bigger cluster. None where the job pinned neither or nothing new opens."""
-    from shardwise.search.sizing import ways_by_kind
+    from shardwise.search.sizing import WAY_KEYS, ways_by_kind
     user = [p for p in d.pin_sources.values() if isinstance(p, UserPin)]
     if not user:
         return None
     job = Job(d.job.model, d.job.cluster, d.job.training.model_copy(update={"mbs": None, "recompute": "auto"}))
-    pinned = {w for key in ("frameworks_that_fit", "attention_that_fits", "allocator_that_fits", "recipes_that_fit")
-              for w in d.sizing[key]}
+    pinned = {w for key in WAY_KEYS for w in d.sizing[key]}
     new = [w for kind in ways_by_kind(job, rules=_rules_for(d.book, engine)) for w in kind if w not in pinned]
     return {"without": [p.flag for p in user], "ways": new} if new else None
 

@@ -235,9 +235,13 @@ def recipes_that_fit(job: Job, constraints=(), pins=None, rules=None) -> list[st
     return out
 
 
+# the keys of sizing() that hold ways_by_kind's lists, in its order
+WAY_KEYS = ("frameworks_that_fit", "attention_that_fits", "allocator_that_fits", "recipes_that_fit")
+
+
 def ways_by_kind(job: Job, constraints=(), pins=None, rules=None) -> tuple[list, list, list, list]:
     """The flags under which the job fits on its own GPUs, by kind: another framework, attention
-    kernel, allocator, leaner recipe (each function above)."""
+    kernel, allocator, leaner recipe (each function above; sizing() keeps them under WAY_KEYS)."""
     return (frameworks_that_fit(job, constraints, pins, rules), attention_that_fits(job, constraints, pins, rules),
             allocator_that_fits(job, constraints, pins, rules), recipes_that_fit(job, constraints, pins, rules))
 
@@ -255,12 +259,10 @@ def sizing(job: Job, constraints=(), pins=None, policies: bool = False, other_fr
     (fits_somewhere)."""
     n = smallest_count(job, constraints, pins, rules)
     others = gpus_that_fit(job, constraints, pins, rules)
-    frameworks, attention, alloc, recipes = (ways_by_kind(job, constraints, pins, rules) if other_frameworks
-                                             else ([], [], [], []))
-    ways = frameworks + attention + alloc + recipes
+    by_kind = ways_by_kind(job, constraints, pins, rules) if other_frameworks else ([], [], [], [])
+    ways = [w for kind in by_kind for w in kind]
     summary = _summary(job, n, others, ways, policies)
-    return {"smallest_gpus": n, "gpus_that_fit": others, "frameworks_that_fit": frameworks,
-            "attention_that_fits": attention, "allocator_that_fits": alloc, "recipes_that_fit": recipes,
+    return {"smallest_gpus": n, "gpus_that_fit": others, **dict(zip(WAY_KEYS, by_kind)),
             "summary": summary,
             # without the other GPUs: what a what-if of another memory size says (explain/why.py)
             "summary_same_gpu": _summary(job, n, [], ways, policies)}

@@ -456,11 +456,11 @@ def test_expert_gradients_cross_the_nodes_on_the_expert_data_parallel_group():
     from shardwise.kb.perf.step import _dp_time
     job = build_job(model="mixtral-8x7b", gpus=64, gpu="h100-sxm")
     lay = resolve_layout(job, "tp=1,pp=1,ep=8,zero=3,mbs=1,recompute=full")[0]
-    dense, experts = 1.5e9, 5.6e9
-    assert _dp_time(job, lay, dense, experts, 0.0) > 1.5 * _dp_time(job, lay, dense + experts, 0.0, 0.0)
+    dense, experts, layers = 1.5e9, 5.6e9, (32, 32)
+    assert _dp_time(job, lay, dense, experts, 0.0, *layers) > 1.5 * _dp_time(job, lay, dense + experts, 0.0, 0.0, *layers)
     llama = build_job(model="llama-3-8b", gpus=64, gpu="h100-sxm")
     tp8 = resolve_layout(llama, "tp=8,pp=1,zero=0,mbs=1,recompute=full")[0]
-    assert _dp_time(llama, tp8.with_(dp=1), 1e9, 0.0, 0.0) == 0.0
+    assert _dp_time(llama, tp8.with_(dp=1), 1e9, 0.0, 0.0, 32, 0) == 0.0
 
 
 def test_torchtitans_selective_recomputation_reruns_half_the_forward_matmuls():

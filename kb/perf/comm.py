@@ -76,15 +76,20 @@ def on_pair(c: ClusterSpec, size, stride):
     return (size == 2) & (stride == 1) & (c.nvlink_domain >= 2)
 
 
+def bridged(c: ClusterSpec, size, stride, bw):
+    """``bw``, or the bridge's own bus bandwidth where the group is a bridged pair (on_pair)."""
+    if c.gpu.pair_link is None:
+        return bw
+    return where(on_pair(c, size, stride), _pair_bus(c.gpu.pair_link), bw)
+
+
 def group_link(c: ClusterSpec, size, stride, peers=None) -> Link:
     """The link a group's all-to-all transfers run at: NVLink inside the domain (over the
     size - 1 peers each member sends to, or ``peers``; a bridged pair's own link, on_pair), one
     NIC per GPU once the group crosses it."""
     intra = (size <= 1) | (size * stride <= c.nvlink_domain)
     bw = where(intra, intra_bw(c, size - 1 if peers is None else peers), c.inter.bus_gbps * 1e9)
-    if c.gpu.pair_link is not None:
-        bw = where(on_pair(c, size, stride), _pair_bus(c.gpu.pair_link), bw)
-    return Link(bw, where(intra, c.intra.latency_us * 1e-6, c.inter.latency_us * 1e-6))
+    return Link(bridged(c, size, stride, bw), where(intra, c.intra.latency_us * 1e-6, c.inter.latency_us * 1e-6))
 
 
 def p2p_link(c: ClusterSpec, size, stride) -> Link:
@@ -100,9 +105,7 @@ def collective_link(c: ClusterSpec, size, stride) -> Link:
     k - 1 peers; a lone member, the whole link to its NIC)."""
     link = group_link(c, size, stride)
     per_domain = maximum(1, minimum(size, c.nvlink_domain // stride))
-    cap = where(per_domain > 1, intra_bw(c, per_domain - 1), c.intra.bus_gbps * 1e9)
-    if c.gpu.pair_link is not None:
-        cap = where(on_pair(c, size, stride), _pair_bus(c.gpu.pair_link), cap)
+    cap = bridged(c, size, stride, where(per_domain > 1, intra_bw(c, per_domain - 1), c.intra.bus_gbps * 1e9))
     # inside the domain link.bw is that cap already, and the minimum leaves it there
     return Link(minimum(cap, per_domain * link.bw), link.latency_s)
 

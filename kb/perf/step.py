@@ -261,8 +261,11 @@ def ulysses_seconds(m, lay: Layout, tokens, link) -> float:
     return passes * comm.all_to_all(link, lay.cp, tokens * width * 2.0)
 
 
-def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compute_mb: float) -> float:
-    """Exposed seconds of data-parallel synchronisation per step.
+def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compute_mb: float,
+             layers: float, moe_layers: float) -> float:
+    """Exposed seconds of data-parallel synchronisation per step. ``layers`` and ``moe_layers``
+    are the fullest stage's (step_time's walk over the stages): each layer is its own ZeRO-3 /
+    FSDP unit, and the routed experts sit on the MoE layers.
 
     Dense gradients are reduced over the dp x cp ranks; with ZeRO/FSDP the sharded collectives
     run inside the shard group (the whole dp x cp group, or HSDP's smaller group) and, with HSDP,
@@ -280,11 +283,6 @@ def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compu
     # in Megatron's buffer as NVIDIA's recipes and the export run it (--grad-reduce-in-bf16), and in
     # DeepSpeed's engine, which the Trainer's ZeRO is; fp32 under FSDP2's reduce dtype and DDP
     grad_bytes = recipe(t, lay.zero).grads
-    # the layers of the fullest stage, each its own ZeRO-3 / FSDP unit; the routed experts sit on its MoE layers
-    stages = all_stages(job.model, lay)
-    layers, moe_layers = stages[0].layers, stages[0].moe_layers
-    for sp in stages[1:]:
-        layers, moe_layers = maximum(layers, sp.layers), maximum(moe_layers, sp.moe_layers)
     dense = _group_collectives(c, dense_rank, lay.dp * lay.cp, lay.shard_group, lay.tp, grad_bytes, maximum(layers, 1))
     experts = _group_collectives(c, expert_rank, lay.expert_dp, lay.expert_shard_group, lay.ep * lay.etp, grad_bytes,
                                  maximum(moe_layers, 1))
@@ -346,12 +344,14 @@ def step_time(job: Job, lay: Layout) -> StepTime:
     m, t, c = job.model, job.training, job.cluster
     stages = all_stages(m, lay)
     t_max = t_sum = compute_mb = dense_rank = expert_rank = cast_rank = kinds_max = host_max = host_sum = None
+    layers = moe_layers = None
     for sp in stages:
         compute, kinds, host = _stage_time(job, lay, sp, sp.stage == lay.pp - 1)
         total_mb = compute + sum(kinds.values())
         if t_max is None:
             t_max, t_sum, compute_mb, kinds_max, host_max, host_sum = total_mb, total_mb, compute, kinds, host, host
             dense_rank, expert_rank, cast_rank = sp.dense, sp.experts, sp.gemm - _uncast(m, sp)
+            layers, moe_layers = sp.layers, sp.moe_layers
             continue
         # the slowest stage sets the pace (the later one on a tie); the middle stages not read are
         # like an earlier one read (kb/stages.middle_stages)
@@ -365,11 +365,12 @@ def step_time(job: Job, lay: Layout) -> StepTime:
         dense_rank = maximum(dense_rank, sp.dense)
         expert_rank = maximum(expert_rank, sp.experts)
         cast_rank = maximum(cast_rank, sp.gemm - _uncast(m, sp))
+        layers, moe_layers = maximum(layers, sp.layers), maximum(moe_layers, sp.moe_layers)
     t_avg = t_sum / len(stages)
     mcount = lay.grad_accum
     pipe = mcount * t_max + (lay.pp - 1) * t_avg / lay.vp
     bubble = (lay.pp - 1) * t_avg / lay.vp
-    dp = _dp_time(job, lay, dense_rank, expert_rank, compute_mb)
+    dp = _dp_time(job, lay, dense_rank, expert_rank, compute_mb, layers, moe_layers)
     params_rank = dense_rank + expert_rank
     # the optimizer updates the rank's shard: dense over the shard group, experts over expert DP --
     # under ZeRO, and under DeepSpeed's BF16_Optimizer (its pipeline engine at ZeRO-0 in bf16), which
