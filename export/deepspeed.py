@@ -16,7 +16,7 @@ from shardwise.kb.frameworks import ULYSSES_FRAMEWORKS, autoep_preset
 from shardwise.kb.validity import autoep_runs
 
 from .optimizer import CONSTRUCTOR, WHAT, ZERO_UNTESTED, named, trainer_caveats, trainer_flags
-from .target import Export, Target, allocator_environment, with_caveats
+from .target import Export, Target, allocator_environment, memory_as_run, with_caveats
 
 TOP_LEVEL = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
              "gradient_clipping", "steps_per_print", "bf16", "fp16", "zero_optimization", "pipeline",
@@ -107,7 +107,7 @@ def export(tg: Target) -> Export:
     if t.precision == "fp8":
         caveats.append("FP8 has no DeepSpeed-JSON key: it comes from Transformer Engine in the model code")
     if t.precision == "pure-bf16":
-        caveats += _pure_bf16(cfg["bf16"], stage)
+        caveats += _pure_bf16(tg, cfg["bf16"], stage)
     notes = []
     if lay.ep > 1:
         more, notes = _experts(tg, cfg)
@@ -125,7 +125,7 @@ def export(tg: Target) -> Export:
                                 "launch.sh": "\n".join(launch) + "\n"}, caveats)
 
 
-def _pure_bf16(bf16: dict, stage: int) -> list[str]:
+def _pure_bf16(tg: Target, bf16: dict, stage: int) -> list[str]:
     """pure-bf16 (no fp32 master weights, bf16 optimizer states: kb/memory/states.py). With bf16 on,
     DeepSpeed keeps fp32 masters unless the ZeRO optimizer is told otherwise: bf16_master_weights_and_grads
     and bf16_optimizer_states (runtime/precision_config.py; config.py asserts ZeRO 1-3 for both). At
@@ -134,8 +134,10 @@ def _pure_bf16(bf16: dict, stage: int) -> list[str]:
     if stage >= 1:
         bf16.update(bf16_master_weights_and_grads=True, bf16_optimizer_states=True)
         return []
-    return ["pure-bf16 at ZeRO-0: DeepSpeed's bf16 optimizer wrapper keeps fp32 master weights (bf16 masters "
-            "and optimizer states need ZeRO 1-3), 4 bytes a parameter more than this layout was estimated with"]
+    # the optimizer it wraps steps the fp32 masters, so its states are fp32 too: the bf16 recipe's
+    return ["pure-bf16 at ZeRO-0: DeepSpeed's bf16 optimizer wrapper keeps fp32 master weights and so fp32 "
+            "optimizer states (bf16 masters and optimizer states need ZeRO 1-3), not what this layout was estimated "
+            f"with ({memory_as_run(tg, precision='bf16')})"]
 
 
 def _experts(tg: Target, cfg: dict) -> tuple[list[str], list[str]]:

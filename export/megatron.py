@@ -18,7 +18,8 @@ from shardwise.kb.memory.states import megatron_grad_bytes
 from shardwise.kb.stages import layers_on_stage, pipeline_slots
 
 from .optimizer import WHAT, named, runs_instead
-from .target import Export, Target, allocator_environment, allocator_option, shell_command, with_caveats
+from .target import (Export, Target, allocator_environment, allocator_option, memory_as_run, shell_command,
+                     with_caveats)
 from .torchtitan_build import scales_query_by_position
 
 
@@ -606,7 +607,9 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
             caveats.append(f"HSDP shard group {lay.shard}: Megatron-FSDP shards over all DP ranks here")
     a += ["--micro-batch-size", lay.mbs, "--global-batch-size", tg.global_batch]
     if t.precision == "pure-bf16":
-        caveats.append("pure-bf16 (no fp32 master weights): Megatron keeps fp32 main params with --bf16")
+        # the run the launch holds is the bf16 recipe (fp32 masters and states), not the one sized
+        caveats.append("pure-bf16 (no fp32 master weights): Megatron keeps fp32 main params with --bf16 "
+                       f"({memory_as_run(tg, precision='bf16')})")
     a += ["--bf16"]
     if megatron_grad_bytes(t) == 2:
         # the gradient buffer the estimate sized (kb/data/frameworks.yaml grad_buffer_bytes, as
