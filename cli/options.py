@@ -246,7 +246,9 @@ def job_settings(data: dict, path: str, where: str | None = None) -> dict:
             v = float(v) + 0.0          # YAML's -0.0 is 0, as on the command line
         if want is str and isinstance(v, (int, float)) and not isinstance(v, bool):
             v = str(v)
-        if not isinstance(v, want) or isinstance(v, bool):
+        if isinstance(v, bool):
+            raise InputError(_yaml_boolean(where, k, key, v))
+        if not isinstance(v, want):
             raise InputError(f"{where}: '{k}' must be {want.__name__}, got {v!r}")
         out[key] = _as_flag_reads(key, v, path)
     for group in EXCLUSIVE:             # a flag may replace one of these; two in the file are a conflict
@@ -254,6 +256,21 @@ def job_settings(data: dict, path: str, where: str | None = None) -> dict:
         if len(both) > 1:
             raise InputError(f"{where}: {' and '.join(both)} name the same thing; give one of {', '.join(group)}")
     return out
+
+
+# the values of each setting that is a choice, as its flag offers them
+CHOICES = {"training": get_args(TrainingType), "precision": get_args(Precision), "optimizer": get_args(Optimizer),
+           "recompute": RECOMPUTE_CHOICES, "attention": get_args(Attention), "cuda_graphs": get_args(CudaGraphs),
+           "framework": get_args(Framework), "zero_grad": get_args(ZeroGrad), "allocator": get_args(Allocator)}
+
+
+def _yaml_boolean(where: str, k, key: str, v: bool) -> str:
+    """The refusal of a boolean where no setting takes one: YAML 1.1 reads an unquoted yes, no,
+    on, off, true or false so, and `recompute: off` would otherwise be told only "must be str"."""
+    said = f"{where}: '{k}' reads as {str(v).lower()}, a YAML boolean (an unquoted yes, no, on, off, true or false)"
+    if key in CHOICES:
+        return f"{said}; allowed: {', '.join(CHOICES[key])}"
+    return f"{said}; give {'a number' if JOB_KEYS[key] is not str else 'a name, quoted if it is one of those words'}"
 
 
 def _as_flag_reads(key: str, v, path: str):

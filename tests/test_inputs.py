@@ -263,6 +263,23 @@ def test_a_mistyped_job_file_key_gets_a_did_you_mean(run_cli, tmp_path):
     assert "allowed:" in refused(run_cli, "memory", "-f", str(f), "--layout", "tp=8")
 
 
+@pytest.mark.parametrize("line, allowed", [
+    ("recompute: off", "auto, none, selective, full, modules"),
+    ("cuda_graphs: no", "none, full-iteration"),
+    ("interconnect: yes", None),
+])
+def test_a_yaml_boolean_for_a_named_setting_is_refused_with_what_is_allowed(run_cli, tmp_path, line, allowed):
+    """YAML 1.1 reads an unquoted off / no / yes as a boolean: `recompute: off` was refused as
+    "'recompute' must be str, got False", which names neither why nor the values the setting
+    takes. The refusal says it was read as a boolean and, for a choice, what is allowed."""
+    f = tmp_path / "job.yaml"
+    f.write_text(f"model: llama-3-8b\n{line}\n")
+    err = refused(run_cli, "memory", "-f", str(f), "--layout", "tp=8")
+    key, word = line.split(": ")
+    assert f"'{key}' reads as {'true' if word == 'yes' else 'false'}, a YAML boolean" in err, err
+    assert (f"allowed: {allowed}" if allowed else "give a name, quoted") in err, err
+
+
 # --- sequence parallelism follows the framework --------------------------------------------
 
 @pytest.mark.parametrize("framework", ["megatron", "deepspeed", "fsdp", "hf"])
