@@ -134,10 +134,11 @@ def _pure_bf16(tg: Target, bf16: dict, stage: int) -> list[str]:
     if stage >= 1:
         bf16.update(bf16_master_weights_and_grads=True, bf16_optimizer_states=True)
         return []
-    # the optimizer it wraps steps the fp32 masters, so its states are fp32 too: the bf16 recipe's
+    # the optimizer it wraps steps the fp32 masters, so its states are fp32 too: DeepSpeed's bf16
+    # recipe (a deepspeed job at pure-bf16 is never planned at ZeRO-0: kb/validity.py)
     return ["pure-bf16 at ZeRO-0: DeepSpeed's bf16 optimizer wrapper keeps fp32 master weights and so fp32 "
             "optimizer states (bf16 masters and optimizer states need ZeRO 1-3), not what this layout was estimated "
-            f"with ({memory_as_run(tg, precision='bf16')})"]
+            f"with ({memory_as_run(tg, precision='bf16', framework='deepspeed')})"]
 
 
 def _experts(tg: Target, cfg: dict) -> tuple[list[str], list[str]]:

@@ -607,9 +607,10 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
             caveats.append(f"HSDP shard group {lay.shard}: Megatron-FSDP shards over all DP ranks here")
     a += ["--micro-batch-size", lay.mbs, "--global-batch-size", tg.global_batch]
     if t.precision == "pure-bf16":
-        # the run the launch holds is the bf16 recipe (fp32 masters and states), not the one sized
+        # the run the launch holds is Megatron's bf16 recipe (fp32 masters and states), not the one
+        # sized (a pure-bf16 job is another framework's: kb/build.py refuses it under megatron)
         caveats.append("pure-bf16 (no fp32 master weights): Megatron keeps fp32 main params with --bf16 "
-                       f"({memory_as_run(tg, precision='bf16')})")
+                       f"({memory_as_run(tg, precision='bf16', framework='megatron')})")
     a += ["--bf16"]
     if megatron_grad_bytes(t) == 2:
         # the gradient buffer the estimate sized (kb/data/frameworks.yaml grad_buffer_bytes, as

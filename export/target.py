@@ -104,15 +104,18 @@ def _quote(v: str) -> str:
     return f'"{v}"' if v.startswith("$") else shlex.quote(v)
 
 
-def memory_as_run(tg: Target, optimizer: str | None = None, precision: str | None = None, **changes) -> str:
+def memory_as_run(tg: Target, optimizer: str | None = None, precision: str | None = None,
+                  framework: str | None = None, **changes) -> str:
     """The estimated peak of the layout a framework actually runs (``changes`` applied to the
     planned one, e.g. ZeRO-1 where the plan sharded more; ``optimizer``, an --optimizer name, where
     it runs another optimizer than the planned one; ``precision``, a --precision name, where it
-    keeps other states, e.g. fp32 masters where the plan had none), for a caveat to say whether it fits."""
+    keeps other states, e.g. fp32 masters where the plan had none; ``framework``, where the
+    exporting framework's recipe is the one that decides it), for a caveat to say whether it fits."""
     from shardwise.kb.job import Job
     from shardwise.kb.memory.estimate import estimate_memory
     job = tg.job
-    update = {k: v for k, v in (("optimizer", optimizer), ("precision", precision)) if v is not None}
+    update = {k: v for k, v in (("optimizer", optimizer), ("precision", precision), ("framework", framework))
+              if v is not None}
     if update:
         job = Job(job.model, job.cluster, job.training.model_copy(update=update))
     est = estimate_memory(job, tg.layout.with_(**changes))

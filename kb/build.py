@@ -280,6 +280,14 @@ def check_training(m, g, tspec: TrainingSpec, given=frozenset()) -> None:
         raise InputError("--precision fp8 with --training qlora: QLoRA's 4-bit base weights are dequantized to bf16 "
                          "for their matmuls (bitsandbytes Linear4bit); no FP8 path runs them; allowed: bf16, "
                          "pure-bf16, or --training lora")
+    if tspec.precision == "pure-bf16" and tspec.framework == "megatron":
+        # Megatron-Core's optimizers step fp32 main params (Float16OptimizerWithFloat16Params, the
+        # distributed optimizer); --main-params-dtype takes fp32 or fp16 only (megatron/training/
+        # arguments.py, with --use-precision-aware-optimizer): no recipe keeps bf16 weights alone
+        chosen = f" (the default for {tspec.training})" if "framework" in tspec.defaulted else ""
+        raise InputError(f"--precision pure-bf16: megatron{chosen} keeps fp32 main params and optimizer states "
+                         "(--main-params-dtype takes fp32 or fp16), so it has no pure-bf16 recipe; allowed with "
+                         "megatron: bf16, fp8; pure-bf16 runs under --framework deepspeed, fsdp or hf")
     if tspec.zero_grad == "zeros" and tspec.framework not in ("hf", "fsdp"):
         # Megatron's main-grad buffer and DeepSpeed's gradient partitions live for the whole run
         # whatever zero_grad does (kb/memory/states.py): the setting would change nothing

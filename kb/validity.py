@@ -178,6 +178,17 @@ _hf_pipeline = _under("hf", lambda a: a["pp"] == 1)
 _fsdp_zero = _under("fsdp", lambda a: a["zero"] != 1)
 
 
+def _deepspeed_pure_bf16(job, a):
+    """DeepSpeed keeps bf16 master weights and optimizer states only in its ZeRO optimizers
+    (bf16_master_weights_and_grads, bf16_optimizer_states: runtime/precision_config.py, which
+    config.py asserts for ZeRO 1-3); at ZeRO-0 its bf16 wrapper keeps fp32 masters and fp32 states
+    whatever the JSON says (engine.py _configure_optimizer), which is not pure-bf16."""
+    t = job.training
+    if t.framework == "deepspeed" and t.precision == "pure-bf16":
+        return a["zero"] >= 1
+    return _all(a)
+
+
 def _deepspeed_moe(job, a):
     """DeepSpeed without an AutoEP preset for the model: the MoE layer is deepspeed.moe.layer.MoE
     in the model code, which ZeRO-3 refuses."""
@@ -435,6 +446,12 @@ VALIDITY = [
              "(ZeRO-2/3 are incompatible with pipeline parallelism)", _deepspeed_pipeline,
              lambda job, lay: f"DeepSpeed's pipeline engine runs ZeRO-0/1 only; zero={lay.zero} with pp={lay.pp} is "
                               "refused by DeepSpeed (use zero=1, or pp=1)"),
+    Validity("deepspeed-pure-bf16-zero", "DeepSpeed keeps bf16 master weights and optimizer states only under "
+             "ZeRO 1-3 (bf16_master_weights_and_grads, bf16_optimizer_states); at ZeRO-0 its bf16 optimizer wrapper "
+             "keeps fp32 masters and states", _deepspeed_pure_bf16,
+             lambda job, lay: "zero=0 with --precision pure-bf16 under --framework deepspeed: DeepSpeed's ZeRO-0 bf16 "
+                              "optimizer wrapper keeps fp32 master weights and optimizer states whatever the JSON "
+                              "says; use zero=1 or higher (bf16_master_weights_and_grads), or --precision bf16"),
     Validity("fsdp-no-zero1", "FSDP2 (torchtitan, an FSDP2 script) shards optimizer states only with the "
              "gradients or parameters it owns: it replicates (ZeRO-0), keeps the parameters gathered from forward "
              "to backward (reshard_after_forward=False, ZeRO-2) or reshards them (ZeRO-3); it has no ZeRO-1",

@@ -768,8 +768,9 @@ def test_pure_bf16_keeps_no_fp32_master_weights_or_says_so(zero):
     (kb/memory/states.py): every export that can run it so writes it so -- DeepSpeed's ZeRO
     optimizer with bf16 masters and states, Nanotron without its fp32 gradient accumulator (its
     master copy), Accelerate without a mixed precision (whose FSDP2 preparation upcasts to fp32),
-    FSDP2 with the parameters sharded in bf16 -- and DeepSpeed at ZeRO-0, which cannot, says so."""
-    job = build_job(model="llama-3-8b", gpus=8, precision="pure-bf16")
+    FSDP2 with the parameters sharded in bf16 -- and DeepSpeed at ZeRO-0, which cannot, says so.
+    (The job is torchtitan's: Megatron has no pure-bf16 recipe, test_inputs.)"""
+    job = build_job(model="llama-3-8b", gpus=8, precision="pure-bf16", framework="fsdp")
     out = export_all(Target(job, Layout(dp=8, zero=zero, mbs=1, grad_accum=8, recompute="full")))
     bf16 = json.loads(out["deepspeed"]["files"]["ds_config.json"])["bf16"]
     if zero:
@@ -790,12 +791,12 @@ def test_pure_bf16_keeps_no_fp32_master_weights_or_says_so(zero):
 
 def test_megatron_export_of_a_pure_bf16_layout_says_whether_its_fp32_masters_fit():
     """Megatron-Core keeps fp32 main params under --bf16 (arguments.py: --main-params-dtype is
-    fp32 or fp16), so its launch of a layout sized without fp32 masters holds the bf16 recipe's
-    states: Llama 3 70B on 32 H100s at pure-bf16 is recommended TP2 ZeRO-3 at about 69 GiB, and
-    Megatron runs it at about 86 GiB, out of memory. The caveat says so, with the estimate of the
+    fp32 or fp16), so its launch of a layout planned without fp32 masters holds its bf16 recipe's
+    states: Llama 3 70B on 32 H100s at pure-bf16 under torchtitan fits TP2 ZeRO-3, and Megatron
+    runs that layout at about 86 GiB, out of memory. The caveat says so, with the estimate of the
     run it launches, as Nanotron's ZeRO-1 caveat does."""
     from shardwise.kb.memory.estimate import estimate_memory
-    job = build_job(model="llama-3-70b", gpus=32, precision="pure-bf16")
+    job = build_job(model="llama-3-70b", gpus=32, precision="pure-bf16", framework="fsdp")
     lay = Layout(tp=2, dp=16, zero=3, sp=True, mbs=1, grad_accum=64)
     assert estimate_memory(job, lay).fits
     as_run = estimate_memory(build_job(model="llama-3-70b", gpus=32, precision="bf16"), lay)
@@ -805,10 +806,10 @@ def test_megatron_export_of_a_pure_bf16_layout_says_whether_its_fp32_masters_fit
                       f"(estimated {as_run.peak_gib:.1f} of {as_run.capacity_gib:.1f} GiB a GPU as it runs: "
                       "does not fit)"], caveat
     # DeepSpeed at ZeRO-0 keeps fp32 masters (and so fp32 Adam states) whatever the JSON says
-    small = build_job(model="llama-3-8b", gpus=8, precision="pure-bf16", framework="deepspeed")
+    small = build_job(model="llama-3-8b", gpus=8, precision="pure-bf16", framework="fsdp")
     z0 = Layout(dp=8, zero=0, mbs=1, grad_accum=8, recompute="full")
     held = estimate_memory(build_job(model="llama-3-8b", gpus=8, precision="bf16", framework="deepspeed"), z0)
-    assert held.peak_gib > estimate_memory(small, z0).peak_gib + 8 * 8.03e9 / 2**30 * 0.99
+    assert held.peak_gib > estimate_memory(small, z0).peak_gib + 4 * 8.03e9 / 2**30
     said = [c for c in export("deepspeed", Target(small, z0)).caveats if c.startswith("pure-bf16 at ZeRO-0")]
     assert len(said) == 1 and said[0].endswith(f"(estimated {held.peak_gib:.1f} of {held.capacity_gib:.1f} GiB a "
                                                f"GPU as it runs: {'fits' if held.fits else 'does not fit'})"), said

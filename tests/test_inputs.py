@@ -227,6 +227,26 @@ def test_a_given_framework_is_respected(run_cli):
     assert "--precision fp8 with --training qlora" in err and "allowed: bf16, pure-bf16" in err
 
 
+def test_pure_bf16_is_refused_where_the_framework_keeps_fp32_masters(run_cli):
+    """Megatron-Core steps fp32 main params whatever --bf16 asks (--main-params-dtype takes fp32 or
+    fp16), and DeepSpeed keeps bf16 masters only in its ZeRO optimizers: a pure-bf16 plan there
+    would promise memory the launch does not have (Llama 3 70B on 32 H100s: 69 GiB planned, 86
+    as Megatron runs it). Refused in one line naming the frameworks that run it; the search of a
+    DeepSpeed job never plans ZeRO-0, and a pinned zero=0 is refused."""
+    err = refused(run_cli, "recommend", "--model", "llama-3-70b", "--gpus", "32", "--precision", "pure-bf16")
+    assert "megatron (the default for pretrain) keeps fp32 main params" in err
+    assert "pure-bf16 runs under --framework deepspeed, fsdp or hf" in err
+    err = refused(run_cli, "memory", "--model", "llama-3-8b", "--gpus", "8", "--precision", "pure-bf16",
+                  "--framework", "megatron", "--training", "finetune", "--layout", "dp=8")
+    assert "--precision pure-bf16: megatron keeps" in err
+    err = refused(run_cli, "memory", "--model", "llama-3-8b", "--gpus", "8", "--precision", "pure-bf16",
+                  "--framework", "deepspeed", "--layout", "dp=8,zero=0")
+    assert "[deepspeed-pure-bf16-zero]" in err and "use zero=1 or higher" in err
+    d = json.loads(run_cli("recommend", "--model", "llama-3.2-1b", "--gpus", "8", "--precision", "pure-bf16",
+                           "--framework", "deepspeed", "--format", "json")[1])
+    assert d["layout"]["zero_stage"] >= 1
+
+
 def test_assumptions_are_one_list_in_a_fixed_order():
     job = build_job(model="llama-3-70b", training="lora", gpus=8)
     texts = assumptions(job)

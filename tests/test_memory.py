@@ -678,6 +678,23 @@ def test_megatron_lora_states_are_megatrons_recipe_for_the_adapters_and_none_for
     assert e.breakdown_gib["frozen_weights"] == pytest.approx(2 * total_params(job.model) / 2**30, rel=1e-9)
 
 
+def test_deepspeed_pure_bf16_steps_a_bf16_copy_of_its_partition():
+    """DeepSpeed's ZeRO optimizer with bf16_master_weights_and_grads (what the export writes for
+    pure-bf16) clones its partition of the bf16 weights into a bf16 master (stage_1_and_2.py
+    weights_partition ... .clone().to(dtype=master_weights_and_grads_dtype)): 2 bytes a parameter
+    over the shard group. Llama 3.2 1B at ZeRO-1 on 8 GPUs: 2 P / 8 of master weights, 4 P / 8 of
+    bf16 Adam moments. torchtitan's FSDP2 steps the bf16 parameters themselves: no master."""
+    from shardwise.kb.params import total_params
+    job = build_job(model="llama-3.2-1b", gpus=8, precision="pure-bf16", framework="deepspeed")
+    p = total_params(job.model)
+    e = mem(job, "dp=8,zero=1,mbs=1,recompute=none")
+    assert e.breakdown_gib["master_weights"] == pytest.approx(2 * p / 8 / 2**30, rel=1e-9)
+    assert e.breakdown_gib["optimizer"] == pytest.approx(4 * p / 8 / 2**30, rel=1e-9)
+    fsdp = mem(build_job(model="llama-3.2-1b", gpus=8, precision="pure-bf16", framework="fsdp"),
+               "dp=8,zero=3,mbs=1,recompute=none")
+    assert fsdp.breakdown_gib.get("master_weights", 0.0) == 0.0
+
+
 def test_peft_lora_states_keep_fp32_adapters_with_an_autocast_copy():
     """PEFT's adapters under the Trainer stay fp32 (autocast_adapter_dtype) with fp32 grads, AdamW
     and a bf16 autocast copy: what Megatron's adapters changed must not move them. Llama 3 8B's

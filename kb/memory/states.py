@@ -98,7 +98,11 @@ def _recipe(t: TrainingSpec, fw: str) -> Recipe:
     hf (transformers Trainer, bf16=True): fp32 weights 4, fp32 grads 4 (freed by zero_grad's
       set_to_none), AdamW 8, bf16 autocast copies of the weights 2 (saved for backward).
       With ZeRO stages 1-3 the Trainer hands the model to DeepSpeed: the deepspeed recipe.
-    pure-bf16: weights 2, grads 2, bf16 states (torch.zeros_like(p)), no master (all frameworks).
+    pure-bf16: weights 2, grads 2, bf16 states (torch.zeros_like(p)), no fp32 master; DeepSpeed's
+      ZeRO optimizer (bf16_master_weights_and_grads, which the export sets) still steps a copy of
+      its partition, in bf16: 2 (stage_1_and_2.py, weights_partition = ....clone().to(dtype=
+      self.master_weights_and_grads_dtype); stage3.py fp32_partitioned_groups_flat likewise).
+      Megatron has no such recipe (kb/build.py refuses it), nor DeepSpeed at ZeRO-0 (kb/validity.py).
     fp8: the bf16 recipe plus Transformer Engine's FP8 weight caches (weight + transpose, 1 + 1
       byte per GEMM weight) on deepspeed. Megatron as NVIDIA's recipes run it keeps its primary
       GEMM weights in FP8 instead (NeMo / Megatron-Bridge bf16_with_fp8_mixed:
@@ -110,7 +114,8 @@ def _recipe(t: TrainingSpec, fw: str) -> Recipe:
     """
     if t.precision == "pure-bf16":
         loop = grads_kept(t) and fw not in ("megatron", "deepspeed")
-        return Recipe(weights=2, grads=2, master=0, moments=opt.state_bytes(t, 2.0), state_dtype=2.0,
+        return Recipe(weights=2, grads=2, master=2.0 if fw == "deepspeed" else 0.0, moments=opt.state_bytes(t, 2.0),
+                      state_dtype=2.0,
                       persistent_grads=fw in ("megatron", "deepspeed") or loop, loop_kept=loop)
     mom = opt.state_bytes(t, 4.0)
     fp8 = 2.0 if t.precision == "fp8" and fw == "deepspeed" else 0.0
