@@ -31,7 +31,9 @@ def header(result: dict) -> str:
     # the link between nodes only where there is more than one node
     links = f"{job['nodes']} nodes, {job['intra_link']} / {job['inter_link']}" if job["nodes"] > 1 \
         else f"1 node, {job['intra_link']}" if job["gpus"] > 1 else "1 GPU"
-    return (f"{job['model']} ({job['params_b']:,.1f}B parameters{', shape inferred' if job['shape_inferred'] else ''}) "
+    # below a billion in millions: a 125M model is not "0.1B"
+    size = f"{job['params_b']:,.1f}B" if job["params_b"] >= 0.95 else f"{job['params_b'] * 1000:,.0f}M"
+    return (f"{job['model']} ({size} parameters{', shape inferred' if job['shape_inferred'] else ''}) "
             f"on {job['gpus']} x {job['gpu']} ({links}); "
             f"sequence {job['seq_len']:,} tokens, {job['training']}, {job['precision']}, {job['framework']}")
 

@@ -170,6 +170,15 @@ def test_export_judges_a_house_memory_rule_that_reads_the_metrics_too(run_cli, t
     assert code == 0 and "house.half-unless-fast" in err and "Traceback" not in err
 
 
+def test_the_headline_gives_a_small_model_in_millions(run_cli):
+    """A model under a billion parameters is not "0.1B": Qwen2.5 0.5B is 494M (tied embeddings),
+    and from a billion on the count stays in billions."""
+    code, out, _ = run_cli("recommend", "--model", "qwen2.5-0.5b", "--gpus", "1")
+    assert code == 0 and out.startswith("qwen2.5-0.5b (494M parameters) on 1 x h100-sxm"), out[:120]
+    code, out, _ = run_cli("recommend", "--model", "llama-3.2-1b", "--gpus", "1")
+    assert code == 0 and out.startswith("llama-3.2-1b (1.2B parameters)"), out[:120]
+
+
 def test_same_input_same_bytes(run_cli):
     a = run_cli(*SEED, "--format", "json")
     b = run_cli(*SEED, "--format", "json")
