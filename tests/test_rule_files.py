@@ -10,6 +10,7 @@ from shardwise.decision.result import trace
 from shardwise.decision.run import decide
 from shardwise.kb.build import build_job
 from shardwise.kb.errors import InputError
+from shardwise.kb.facts import job_facts
 from shardwise.kb.fact_schema import SCHEMA
 from shardwise.rules import expr
 from shardwise.rules.loader import read_rule_file
@@ -693,3 +694,17 @@ def test_lint_finds_hard_rules_no_layout_can_meet_together(run_cli, tmp_path):
               + rule.format(id="house.cp-2-ok", when="true", act='require: "layout.cp <= 2"'), "c.yaml")
     code, out, _ = run_cli("rules", "lint", str(c))
     assert code == 0 and "0 problems" in out
+
+
+def test_a_policy_on_the_gpu_holds_when_the_job_gives_its_memory(tmp_path):
+    """--gpu-memory renamed the fact cluster.gpu to 'h100-sxm (79.7 GiB)', so a house policy
+    keyed on the GPU ("FP8 only on H100/H200/B200") refused every FP8 job on an H100 once its
+    memory was given, and one keyed the other way silently never fired. The fact is the
+    catalog name the README promises; the memory is cluster.gpu_memory_gib."""
+    p = write(tmp_path, HARD.replace("cluster.gpus > 1", "cluster.gpu == 'h100-sxm'")
+              .replace("layout.tp <= 4", "layout.tp >= 2"))
+    for mem in (None, 79.7, 64):
+        job = build_job(**SMALL, gpu="h100-sxm", gpu_memory=mem)
+        assert job_facts(job, 512)["cluster.gpu"] == "h100-sxm"
+        d = decide(job, [str(p)])
+        assert "house.hard" in _rule_ids(d) and d.layout.tp >= 2
