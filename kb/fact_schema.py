@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import get_args
 
+from .catalog import gpu_names, link_names
 from .choices import (RECOMPUTE, Allocator, Attention, CudaGraphs, Framework, Optimizer, Precision, TrainingType,
                       ZeroGrad)
 
@@ -79,6 +80,9 @@ VALUES: dict[str, tuple[str, ...]] = {
     # the kinds of kb/data/links.yaml's links, as kb/facts.py names them (tests/test_catalogs.py
     # checks that these are all of them)
     "cluster.intra_kind": ("nvlink", "pcie", "infinity-fabric"), "cluster.inter_kind": ("infiniband", "roce", "ethernet"),
+    # catalog names (kb/catalog.py): jobs name GPUs and links by them, so 'h100' or the alias
+    # 'infiniband' in a rule is a typo for h100-sxm or infiniband-ndr that would never match
+    "cluster.gpu": tuple(gpu_names()), "cluster.intra": tuple(link_names()), "cluster.inter": tuple(link_names()),
 }
 
 GROUPS = {"job": JOB, "layout": LAYOUT, "estimate": ESTIMATE, "feasibility": FEASIBILITY, "neighbour": NEIGHBOUR}

@@ -379,7 +379,8 @@ def test_lint_finds_rules_that_cannot_fire_conflicting_pins_flat_constraints_and
 
 
 @pytest.mark.parametrize("test", ["layout.recompute == 'fulll'", "train.framework != 'Megatron'",
-                                  "layout.recompute in ['full', 'selectiv']"])
+                                  "layout.recompute in ['full', 'selectiv']", "cluster.gpu == 'h100'",
+                                  "cluster.inter != 'infiniband'"])
 def test_a_value_a_fact_never_takes_is_refused_where_the_rule_is_read(run_cli, tmp_path, test):
     """A misspelt value ('fulll', 'Megatron') made a rule that silently never fired, or always
     did, in recommend while only lint said so: every command that reads the rule file now
