@@ -123,6 +123,13 @@ _NEVER_TRUE = {"require": "removes every layout (its expression can never hold: 
                          "hold: {why})"}
 
 
+def _bans_the_job(r: Rule, a) -> bool:
+    """``forbid: "true"`` (or ``require: "false"``) under a 'when' that reads the job: a house
+    policy that refuses such jobs outright ("no DeepSpeed above 256 GPUs"), not a layout test
+    misplaced; the run answers NO LAYOUT naming the rule."""
+    return a.node.op == "bool" and a.node.value == (a.kind == "forbid") and bool(expr.paths(r.when))
+
+
 def check_rule(r: Rule) -> list[str]:
     """Problems of one rule on its own."""
     out = []
@@ -137,6 +144,8 @@ def check_rule(r: Rule) -> list[str]:
         why = impossible(a.node)
         if why:
             out.append(f"{at}: rule {r.id}: {a.kind} '{a.expr_text}' {_NEVER_TRUE[a.kind].format(why=why)}")
+        elif _bans_the_job(r, a):
+            continue                    # the 'when' picks the jobs; every layout of them is out
         elif not {GROUP_OF[p] for p in expr.paths(a.node)} & PER_LAYOUT:
             out.append(f"{at}: rule {r.id}: {a.kind} '{a.expr_text}' reads no layout, memory, metrics or "
                        "neighbour fact, so it treats every layout alike (all or none); put a job condition in "

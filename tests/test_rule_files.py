@@ -709,3 +709,21 @@ def test_a_policy_on_the_gpu_holds_when_the_job_gives_its_memory(tmp_path):
         assert job_facts(job, 512)["cluster.gpu"] == "h100-sxm"
         d = decide(job, [str(p)])
         assert "house.hard" in _rule_ids(d) and d.layout.tp >= 2
+
+
+def test_a_house_ban_of_whole_jobs_lints_clean_and_names_itself_when_it_refuses(run_cli, tmp_path):
+    """A policy that bans a kind of job ("no DeepSpeed above 256 GPUs") has its condition all in
+    'when' and forbids every layout: lint called it a problem (exit 1, "put a job condition in
+    'when'", which it already was), so a team linting its policies in CI could not keep it. It
+    lints clean; a constraint that reads no layout fact without a 'when' is still flagged."""
+    ban = HARD.replace("cluster.gpus > 1", "train.framework == 'deepspeed' and cluster.gpus > 256")
+    p = write(tmp_path, ban.replace('require: "layout.tp <= 4"', 'forbid: "true"'))
+    code, out, _ = run_cli("rules", "lint", str(p))
+    assert code == 0 and out.splitlines()[-1] == "1 rule, 0 problems", out
+    code, out, _ = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "512", "--framework", "deepspeed",
+                           "--rules", str(p))
+    assert code == 0 and "NO LAYOUT" in out and f"house.hard, {p}:2" in out, out
+    q = write(tmp_path, HARD.replace('when: "cluster.gpus > 1"', 'when: "true"')
+              .replace('require: "layout.tp <= 4"', 'forbid: "true"'), "all.yaml")
+    code, out, _ = run_cli("rules", "lint", str(q))
+    assert code == 1 and "reads no layout" in out, out
