@@ -124,10 +124,10 @@ _NEVER_TRUE = {"require": "removes every layout (its expression can never hold: 
 
 
 def _bans_the_job(r: Rule, a) -> bool:
-    """``forbid: "true"`` (or ``require: "false"``) under a 'when' that reads the job: a house
-    policy that refuses such jobs outright ("no DeepSpeed above 256 GPUs"), not a layout test
-    misplaced; the run answers NO LAYOUT naming the rule."""
-    return a.node.op == "bool" and a.node.value == (a.kind == "forbid") and bool(expr.paths(r.when))
+    """``forbid: "true"`` under a 'when' that reads the job: a house policy that refuses such
+    jobs outright ("no DeepSpeed above 256 GPUs"), not a layout test misplaced; the run answers
+    NO LAYOUT naming the rule. (``require: "false"`` stays flagged as removing every layout.)"""
+    return a.kind == "forbid" and a.node.op == "bool" and a.node.value is True and bool(expr.paths(r.when))
 
 
 def check_rule(r: Rule) -> list[str]:
