@@ -121,6 +121,24 @@ def _merge_pins(user: list[UserPin], from_rules: dict) -> tuple[dict, dict]:
     return pins, sources
 
 
+def _refuse_worths_past_100(book, table, allowed, prefs, broken, penalty) -> None:
+    """A layout whose broken worths pass 100% scores 0 whatever its speed (search/choice.py
+    clips tokens/s x (1 - worths) at 0), so among such layouts speed no longer counts and the
+    headline would go by memory headroom: refused, as rules lint flags (rules/lint.check_worths),
+    naming the largest worth that layout breaks (a house rule's first) and the layout."""
+    past = allowed & (penalty > 1 + 1e-9)
+    if not past.any():
+        return
+    k = int(np.flatnonzero(past)[np.argmax(table.tokens_per_s[past])])
+    hit = [p for p, b in zip(prefs, broken) if b[k]]
+    top = max(hit, key=lambda p: (book.is_policy(p.rule), p.worth))
+    raise InputError(f"rule {top.rule.id} ({top.rule.where}): the preferences that {table.describe_row(k)} "
+                     f"breaks are worth {100 * float(penalty[k]):g}% together ("
+                     + ", ".join(f"{p.rule.id} {p.worth:g}%" for p in hit)
+                     + "), past 100%: such a layout scores 0 whatever its speed; lower the worths so that "
+                     "those in force add up to at most 100%")
+
+
 def _stratum_facts(book: playbook.Rulebook, stratum: int, base: dict, lookup) -> dict:
     """The facts a stratum's conditions read: the job facts, plus what ``lookup`` answers."""
     facts = dict(base)
@@ -188,6 +206,8 @@ def decide(job: Job, extra_rules: list[str] | None = None, playbook_dir: str | N
     _, _, prefs = from_firings(f2)
     broken = [p.broken(table.column, len(table), table.describe_row) for p in prefs]
     choice = choose(table, allowed, [(p.worth, b) for p, b in zip(prefs, broken)])
+    if choice is not None:
+        _refuse_worths_past_100(book, table, allowed, prefs, broken, choice.penalty)
     d = Decision(job, gb, assumptions(job), book, firings, constraints, pins, sources, prefs, table, allowed, masks,
                  feas, broken, choice)
     d._answer = dict(jf)

@@ -727,3 +727,30 @@ def test_a_house_ban_of_whole_jobs_lints_clean_and_names_itself_when_it_refuses(
               .replace('require: "layout.tp <= 4"', 'forbid: "true"'), "all.yaml")
     code, out, _ = run_cli("rules", "lint", str(q))
     assert code == 1 and "reads no layout" in out, out
+
+
+def test_preferences_a_layout_breaks_past_100_percent_are_refused_not_scored_0(run_cli, tmp_path):
+    """A house preference of worth 100 (allowed: 'at most 100') beside the playbook's made the
+    fastest layouts break more than 100% of worth; the choice clips tokens/s x (1 - worths) at
+    0, so all of them tied at 0 whatever their speed and the answer went by memory headroom: a
+    layout half as fast, 'chosen' with '3% of worth against 97% of speed'. Lint calls such
+    worths a problem; a run now refuses them in one line naming the rule and a layout."""
+    p = write(tmp_path, """rules:
+  - id: house.everything
+    priority: 500
+    then:
+      - avoid: "layout.tp >= 1"
+        worth: 100
+    because: "a test"
+""")
+    with pytest.raises(InputError) as e:
+        decide(build_job(**SMALL), [str(p)])
+    msg = str(e.value)
+    assert msg.startswith(f"rule house.everything ({p}:2)") and "past 100%" in msg and "tp=" in msg, msg
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--rules", str(p))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "house.everything" in err, err
+    code, out, _ = run_cli("rules", "lint", str(p))
+    assert code == 1 and "house.everything: worth 100 brings the preferences' worths to" in out
+    # below 100% in all the preference trades off as documented: kept only where it is worth it
+    d = decide(build_job(**SMALL), [str(write(tmp_path, open(p).read().replace("worth: 100", "worth: 50")))])
+    assert d.layout is not None
