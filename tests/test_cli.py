@@ -551,7 +551,8 @@ def test_a_valid_job_with_no_layout_is_not_called_bad_input(run_cli, tmp_path):
 def test_json_is_strict_json_and_a_policy_worth_everything_does_not_break_the_answer(run_cli, tmp_path):
     """Alternatives the hard rules do not allow have no objective to compare: the JSON says null,
     never -Infinity (which JSON readers other than Python's reject); and a house preference worth
-    100% that every layout breaks leaves every objective 0 without a division by it."""
+    100% that every layout breaks, beside the playbook's, is refused in one line (no division by
+    a 0 objective, no internal error): the layouts it left at 0 would be chosen by headroom."""
     def strict(text):
         return json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
     code, out, err = run_cli("recommend", "--model", "llama-3-70b", "--gpus", "16", "--framework", "fsdp",
@@ -563,7 +564,8 @@ def test_json_is_strict_json_and_a_policy_worth_everything_does_not_break_the_an
     rule.write_text('rules:\n  - id: house.everything\n    title: Worth everything\n    priority: 500\n    then:\n'
                     '      - avoid: "layout.tp >= 1"\n        worth: 100\n    because: "a test policy"\n')
     code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--rules", str(rule))
-    assert code == 0 and "internal error" not in err, err
+    assert code == 2 and "internal error" not in err and len(err.strip().splitlines()) == 1, err
+    assert "house.everything" in err and "past 100%" in err, err
 
 
 @pytest.mark.parametrize("flag,says", [
