@@ -122,21 +122,22 @@ def _merge_pins(user: list[UserPin], from_rules: dict) -> tuple[dict, dict]:
 
 
 def _refuse_worths_past_100(book, table, allowed, prefs, broken, penalty) -> None:
-    """A layout whose broken worths pass 100% scores 0 whatever its speed (search/choice.py
-    clips tokens/s x (1 - worths) at 0), so among such layouts speed no longer counts and the
-    headline would go by memory headroom: refused, as rules lint flags (rules/lint.check_worths),
-    naming the largest worth that layout breaks (a house rule's first) and the layout."""
-    past = allowed & (penalty > 1 + 1e-9)
-    if not past.any():
+    """A layout whose broken worths reach 100% scores 0 whatever its speed (search/choice.py clips
+    tokens/s x (1 - worths) at 0): it loses to any layout that keeps its worths under 100%, as a
+    worth of 100 means. Where every layout the hard rules allow scores 0, nothing is left for
+    speed to choose by (the headline would go by memory headroom alone): refused, as rules lint
+    flags such worths (rules/lint.check_worths), naming the largest worth the fastest of them
+    breaks (a house rule's first) and that layout."""
+    if (allowed & (penalty < 1 - 1e-9)).any():
         return
-    k = int(np.flatnonzero(past)[np.argmax(table.tokens_per_s[past])])
+    k = int(np.flatnonzero(allowed)[np.argmax(table.tokens_per_s[allowed])])
     hit = [p for p, b in zip(prefs, broken) if b[k]]
     top = max(hit, key=lambda p: (book.is_policy(p.rule), p.worth))
-    raise InputError(f"rule {top.rule.id} ({top.rule.where}): the preferences that {table.describe_row(k)} "
-                     f"breaks are worth {100 * float(penalty[k]):g}% together ("
+    raise InputError(f"rule {top.rule.id} ({top.rule.where}): every layout the rules allow breaks preferences worth "
+                     f"100% or more together, so none scores above 0 and speed no longer chooses; the fastest, "
+                     f"{table.describe_row(k)}, breaks {100 * float(penalty[k]):g}% ("
                      + ", ".join(f"{p.rule.id} {p.worth:g}%" for p in hit)
-                     + "), past 100%: such a layout scores 0 whatever its speed; lower the worths so that "
-                     "those in force add up to at most 100%")
+                     + "); lower the worths so that some layout keeps them under 100%")
 
 
 def _stratum_facts(book: playbook.Rulebook, stratum: int, base: dict, lookup) -> dict:

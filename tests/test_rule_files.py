@@ -746,7 +746,8 @@ def test_preferences_a_layout_breaks_past_100_percent_are_refused_not_scored_0(r
     with pytest.raises(InputError) as e:
         decide(build_job(**SMALL), [str(p)])
     msg = str(e.value)
-    assert msg.startswith(f"rule house.everything ({p}:2)") and "past 100%" in msg and "tp=" in msg, msg
+    assert msg.startswith(f"rule house.everything ({p}:2)") and "every layout the rules allow" in msg, msg
+    assert "the fastest, tp=" in msg, msg
     code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--rules", str(p))
     assert code == 2 and len(err.strip().splitlines()) == 1 and "house.everything" in err, err
     code, out, _ = run_cli("rules", "lint", str(p))
@@ -754,3 +755,9 @@ def test_preferences_a_layout_breaks_past_100_percent_are_refused_not_scored_0(r
     # below 100% in all the preference trades off as documented: kept only where it is worth it
     d = decide(build_job(**SMALL), [str(write(tmp_path, open(p).read().replace("worth: 100", "worth: 50")))])
     assert d.layout is not None
+    # worth 100 that some layouts honour: those past 100% score 0 and lose, the run answers
+    kept = write(tmp_path, open(p).read().replace("worth: 50", "worth: 100")
+                 .replace("layout.tp >= 1", "layout.recompute == 'none'"), "kept.yaml")
+    assert "worth: 100" in kept.read_text()
+    d = decide(build_job(**SMALL), [str(kept)])
+    assert d.layout is not None and d.layout.recompute != "none"
