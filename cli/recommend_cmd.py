@@ -178,7 +178,7 @@ def decision_line(s: dict) -> str:
     names = ", ".join(f"{d['rule']} (worth {d['worth_pct']:g}%)" for d in s["departures"])
     return (f"the fastest ({s['best']['layout']}, {s['best']['tokens_per_s']:,.0f} tokens/s) is "
             f"{faster(s['departures'][0]['cost_pct'])} but breaks {names}: {worth:g}% of worth "
-            f"against {pct(s['departures'][0]['cost_pct'])} of speed")
+            f"against {pct(s['departures'][0]['given_up_pct'])} of its speed given up")
 
 
 @click.command()

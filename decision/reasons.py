@@ -265,14 +265,18 @@ def _shown(setting: str, v):
 
 def departures(d: Decision) -> list[dict]:
     """Where the fastest allowed layout was not taken: the preferences it breaks that the
-    headline honours, each with its worth and what honouring them cost."""
+    headline honours, each with its worth and what honouring them cost: ``cost_pct``, how much
+    faster the fastest is, and ``given_up_pct``, the share of the fastest's throughput the headline
+    gives up -- what a worth is weighed against (search/choice.py: tokens/s x (1 - worths)), so a
+    worth of 10 is kept at 11.1% faster, which is 10% given up."""
     c = d.choice
     if c is None or c.fastest == c.index:
         return []
     t = d.table
-    cost = 100 * (float(t.tokens_per_s[c.fastest]) / float(t.tokens_per_s[c.index]) - 1)
+    fast, head = float(t.tokens_per_s[c.fastest]), float(t.tokens_per_s[c.index])
+    cost, given_up = 100 * (fast / head - 1), 100 * (1 - head / fast)
     return [{"rule": p.rule.id, "file": p.rule.file, "line": p.rule.line, "worth_pct": p.worth,
-             "cost_pct": pct_value(cost)}
+             "cost_pct": pct_value(cost), "given_up_pct": pct_value(given_up)}
             for p, m in zip(d.preferences, d.broken) if m[c.fastest] and not m[c.index]]
 
 

@@ -90,7 +90,7 @@ def _decision(s: dict) -> str:
         text = (f'The fastest allowed layout ({s["best"]["layout"]}, {s["best"]["tokens_per_s"]:,.0f} tokens/s) is '
                 f'{faster(s["departures"][0]["cost_pct"])} but breaks '
                 + ", ".join(f'{d["rule"]} (worth {d["worth_pct"]:g}%)' for d in s["departures"])
-                + f": {worth:g}% of worth against {pct(s['departures'][0]['cost_pct'])} of speed.")
+                + f": {worth:g}% of worth against {pct(s['departures'][0]['given_up_pct'])} of its speed given up.")
     rows = [[k["rule"], f'{k["worth_pct"]:g}%', k["honoured_by"] or "no allowed layout honours it",
              slower_or_faster(k["slower_pct"]) if k["slower_pct"] is not None else "-",
              ", ".join(k["also_breaks"]) or "-"] for k in s["kept_despite"]]
