@@ -173,8 +173,10 @@ def build_space(job: Job, gb: int, pins: dict | None = None, fit_only: bool = Fa
                      "experts over their own data-parallel group); with one it is ZeRO-0 under another name "
                      "(kept once, as ZeRO-0)", "excluded": int(single.sum())})
     keep &= ~single
-    return Space({k: np.broadcast_to(a[k], shape)[keep] for k in FIELDS}, excluded, candidates,
-                 _blocked(job, a, fail, n_broken, keep))
+    # what the reasons name (decision/reasons.py); a sizing probe (fit_only) asks only whether
+    # anything fits, and the count behind this map was a third of a refusal's time
+    blocked = {} if fit_only else _blocked(job, a, fail, n_broken, keep)
+    return Space({k: np.broadcast_to(a[k], shape)[keep] for k in FIELDS}, excluded, candidates, blocked)
 
 
 def _blocked(job, a: dict, fail: np.ndarray, n_broken: np.ndarray, keep: np.ndarray) -> dict:
