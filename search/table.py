@@ -116,7 +116,7 @@ def scored_table(job: Job, gb: int, pins: dict | None = None, fit_only: bool = F
     built = _RECENT.get(key) if reuse else None
     if built is None:
         space = build_space(job, gb, pins, fit_only)
-        built = (space, score(job, space, progress))
+        built = (space, score(job, space, progress, fit_only))
         _RECENT[key] = built
         while len(_RECENT) > _RECENT_MAX:
             del _RECENT[next(iter(_RECENT))]
