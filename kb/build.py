@@ -270,7 +270,9 @@ def check_training(m, g, tspec: TrainingSpec, given=frozenset()) -> None:
                          f"{m.name} does not run: {PEFT_FAILS[m.family]}; allowed: --training pretrain or finetune, or "
                          "--training lora with --framework megatron (Megatron-Bridge's adapters)")
     if tspec.precision == "fp8" and not g.tflops_fp8:
-        raise InputError(f"--precision fp8: {g.name} has no FP8 tensor cores; allowed here: bf16, pure-bf16")
+        # pure-bf16 only where the framework has the recipe (below): each refusal names what the other allows
+        also = "" if tspec.framework == "megatron" else ", pure-bf16"
+        raise InputError(f"--precision fp8: {g.name} has no FP8 tensor cores; allowed here: bf16{also}")
     if tspec.training == "qlora" and tspec.framework not in QLORA_FRAMEWORKS:
         raise InputError(f"--framework {tspec.framework}: QLoRA's 4-bit base weights (bitsandbytes + PEFT) do not "
                          f"run on it; allowed for --training qlora: {', '.join(QLORA_FRAMEWORKS)} (default hf)")
@@ -285,9 +287,10 @@ def check_training(m, g, tspec: TrainingSpec, given=frozenset()) -> None:
         # distributed optimizer); --main-params-dtype takes fp32 or fp16 only (megatron/training/
         # arguments.py, with --use-precision-aware-optimizer): no recipe keeps bf16 weights alone
         chosen = f" (the default for {tspec.training})" if "framework" in tspec.defaulted else ""
+        allowed = "bf16, fp8" if g.tflops_fp8 else "bf16"
         raise InputError(f"--precision pure-bf16: megatron{chosen} keeps fp32 main params and optimizer states "
-                         "(--main-params-dtype takes fp32 or fp16), so it has no pure-bf16 recipe; allowed with "
-                         "megatron: bf16, fp8; pure-bf16 runs under --framework deepspeed, fsdp or hf")
+                         f"(--main-params-dtype takes fp32 or fp16), so it has no pure-bf16 recipe; allowed with "
+                         f"megatron here: {allowed}; pure-bf16 runs under --framework deepspeed, fsdp or hf")
     if tspec.zero_grad == "zeros" and tspec.framework not in ("hf", "fsdp"):
         # Megatron's main-grad buffer and DeepSpeed's gradient partitions live for the whole run
         # whatever zero_grad does (kb/memory/states.py): the setting would change nothing

@@ -238,7 +238,15 @@ def test_pure_bf16_is_refused_where_the_framework_keeps_fp32_masters(run_cli):
     assert "pure-bf16 runs under --framework deepspeed, fsdp or hf" in err
     err = refused(run_cli, "memory", "--model", "llama-3-8b", "--gpus", "8", "--precision", "pure-bf16",
                   "--framework", "megatron", "--training", "finetune", "--layout", "dp=8")
-    assert "--precision pure-bf16: megatron keeps" in err
+    assert "--precision pure-bf16: megatron keeps" in err and "allowed with megatron here: bf16, fp8;" in err
+    # on a GPU without FP8 neither refusal sends the user to the other
+    a100 = ("--model", "llama-3-8b", "--gpus", "8", "--gpu", "a100-80gb")
+    err = refused(run_cli, "recommend", *a100, "--precision", "pure-bf16")
+    assert "allowed with megatron here: bf16;" in err
+    err = refused(run_cli, "recommend", *a100, "--precision", "fp8")
+    assert err.rstrip().endswith("allowed here: bf16")
+    assert refused(run_cli, "recommend", *a100, "--precision", "fp8", "--framework", "fsdp").rstrip().endswith(
+        "allowed here: bf16, pure-bf16")
     err = refused(run_cli, "memory", "--model", "llama-3-8b", "--gpus", "8", "--precision", "pure-bf16",
                   "--framework", "deepspeed", "--layout", "dp=8,zero=0")
     assert "[deepspeed-pure-bf16-zero]" in err and "use zero=1 or higher" in err
