@@ -88,6 +88,8 @@ def compare_variants(settings: dict, vary: list, rules: list, prices: dict | Non
             given.pop("lora_dropout", None)
         try:
             job = build_job(**given)
+            # a house rule may refuse one variant alone (preferences worth 100% on every layout of it)
+            d = decide(job, rules, progress=hook())
         except InputError as e:
             # one variant the job cannot take (--vary mbs=2048 past the batch) is its row's answer;
             # when every variant is refused, the job itself is
@@ -96,7 +98,6 @@ def compare_variants(settings: dict, vary: list, rules: list, prices: dict | Non
                          "time_to_train_h": None, "cost": None, "why": f"refused: {e}", "assumptions": [],
                          "warnings": []})
             continue
-        d = decide(job, rules, progress=hook())
         # what recommend would say of this row: its defaults (a batch rounded for its GPU count) and warnings
         said = {"assumptions": list(d.assumptions), "warnings": list(d.warnings)}
         if d.layout is None:

@@ -199,10 +199,14 @@ def test_(path, extra, playbook_dir):
     playbook.load(extra_rules, book_dir)
     failed = 0
     for i, (case, job) in enumerate(zip(spec["cases"], jobs)):
-        d = decide(job, extra_rules, book_dir)
+        name = case.get("name", f"case {i + 1}")
+        try:
+            d = decide(job, extra_rules, book_dir)
+        except InputError as e:
+            # the rules refuse this case's job alone (preferences worth 100% on every layout of it)
+            raise InputError(f"{path}: case {name!r}: {e}") from None
         got = _got(d)
         bad = {k: (v, got.get(k, "none")) for k, v in case["expect"].items() if got.get(k, "none") != v}
-        name = case.get("name", f"case {i + 1}")
         if bad:
             failed += 1
             # named as a refusal names a case; a setting of no layout is the NO LAYOUT and its why

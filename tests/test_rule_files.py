@@ -761,3 +761,37 @@ def test_preferences_a_layout_breaks_past_100_percent_are_refused_not_scored_0(r
     assert "worth: 100" in kept.read_text()
     d = decide(build_job(**SMALL), [str(kept)])
     assert d.layout is not None and d.layout.recompute != "none"
+
+
+def test_a_policy_that_refuses_one_variant_leaves_the_others_answered(run_cli, tmp_path):
+    """Preferences worth 100% on every layout refuse a job (above); where a house rule does so for
+    one job alone (here: more than 8 GPUs), `compare` keeps the other rows and gives that row the
+    refusal, and `rules test` names the case it stopped at."""
+    p = write(tmp_path, """rules:
+  - id: house.big-jobs
+    priority: 500
+    when: "cluster.gpus > 8"
+    then:
+      - avoid: "layout.tp >= 1"
+        worth: 100
+    because: "a test"
+""")
+    code, out, err = run_cli("compare", "--model", "llama-3.2-1b", "--vary", "gpus=8,16", "--rules", str(p),
+                             "--format", "json")
+    assert code == 0, err
+    rows = json.loads(out)["variants"]
+    assert rows[0]["best"] is not None and rows[1]["best"] is None
+    assert rows[1]["why"].startswith("refused: rule house.big-jobs"), rows[1]["why"]
+    spec = tmp_path / "cases.yaml"
+    spec.write_text(f"""rules: [{p.name}]
+cases:
+  - name: one node
+    job: {{model: llama-3.2-1b, gpus: 8}}
+    expect: {{fits: true}}
+  - name: two nodes
+    job: {{model: llama-3.2-1b, gpus: 16}}
+    expect: {{fits: true}}
+""")
+    code, out, err = run_cli("rules", "test", str(spec))
+    assert code == 2 and "ok   one node" in out and len(err.strip().splitlines()) == 1, (out, err)
+    assert err.startswith(f"shardwise: error: {spec}: case 'two nodes': rule house.big-jobs"), err
