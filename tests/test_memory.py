@@ -683,13 +683,17 @@ def test_deepspeed_pure_bf16_steps_a_bf16_copy_of_its_partition():
     pure-bf16) clones its partition of the bf16 weights into a bf16 master (stage_1_and_2.py
     weights_partition ... .clone().to(dtype=master_weights_and_grads_dtype)): 2 bytes a parameter
     over the shard group. Llama 3.2 1B at ZeRO-1 on 8 GPUs: 2 P / 8 of master weights, 4 P / 8 of
-    bf16 Adam moments. torchtitan's FSDP2 steps the bf16 parameters themselves: no master."""
+    bf16 Adam moments, and 2 P / 8 of flattened gradients in the step. torchtitan's FSDP2 steps the bf16 parameters themselves: no master."""
     from shardwise.kb.params import total_params
     job = build_job(model="llama-3.2-1b", gpus=8, precision="pure-bf16", framework="deepspeed")
     p = total_params(job.model)
     e = mem(job, "dp=8,zero=1,mbs=1,recompute=none")
     assert e.breakdown_gib["master_weights"] == pytest.approx(2 * p / 8 / 2**30, rel=1e-9)
     assert e.breakdown_gib["optimizer"] == pytest.approx(4 * p / 8 / 2**30, rel=1e-9)
+    # its step flattens the partition's bf16 gradients into a new tensor, which the cast to the
+    # bf16 master's dtype returns as it is (states.fp32_grad_temporary): 2 P / 8 while it steps
+    step = e.phases()["optimizer-step"]["live_gib"]
+    assert step["optimizer_temporaries"] == pytest.approx(2 * p / 8 / 2**30, abs=1e-3)     # shown to the MiB
     fsdp = mem(build_job(model="llama-3.2-1b", gpus=8, precision="pure-bf16", framework="fsdp"),
                "dp=8,zero=3,mbs=1,recompute=none")
     assert fsdp.breakdown_gib.get("master_weights", 0.0) == 0.0

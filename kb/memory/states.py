@@ -155,11 +155,16 @@ def fp32_grad_temporary(t: TrainingSpec, zero, dense_opt, expert_opt, pp: int = 
     into a new tensor and cast that: stage_1_and_2.py step, flat_grad_partition =
     self.flatten(self.averaged_gradients[i]) then .to(fp32) before del flat_grad_partition;
     stage3.py _prepare_fp32_grad_for_sub_group, self.flatten(...).to(fp32) in one expression --
-    the bf16 copy (2 bytes) is alive beside the fp32 one (4): 6 bytes an element. Zero for other
-    frameworks, and under pure-bf16 (no fp32 copy to make)."""
-    if t.framework not in ("deepspeed", "hf") or t.precision == "pure-bf16":
+    the bf16 copy (2 bytes) is alive beside the fp32 one (4): 6 bytes an element. Under pure-bf16
+    the masters are bf16 (bf16_master_weights_and_grads, ZeRO 1-3 only) and the cast to their
+    dtype returns the flattened copy itself: 2 bytes an element. Zero for other frameworks."""
+    if t.framework not in ("deepspeed", "hf"):
         return 0.0 * dense_opt
     group = maximum(dense_opt, expert_opt)
+    if t.precision == "pure-bf16":
+        flat = 2.0 * where(zero == 3, minimum(group, DEEPSPEED_SUB_GROUP_ELEMS), group)
+        # no ZeRO-0 under DeepSpeed at pure-bf16 (kb/validity.py), and the Trainer's is a plain loop
+        return where(zero >= 1, flat, 0.0)
     # FP16_Optimizer (ZeRO-0 without the pipeline engine, with DeepSpeed's FusedAdam: the
     # framework's AdamW, engine._configure_fp16_optimizer) casts each p.grad to fp32 in a list and
     # flattens the list into a new tensor, both at once: 8 bytes. Any other optimizer gets
