@@ -86,9 +86,13 @@ def search_summary(d: Decision) -> dict:
     if d.choice is None:
         return s
     f = d.choice.fastest
+    # the worths each breaks, summed: the choice compares tokens/s x (1 - these) (search/choice.py)
     s["best"] = {"layout": t.layout(f).describe(), "tokens_per_s": round(float(t.tokens_per_s[f]), 1),
-                 "peak_gib": round(float(t.peak_gib[f]), 2)}
+                 "peak_gib": round(float(t.peak_gib[f]), 2),
+                 "worth_broken_pct": round(100 * float(d.choice.penalty[f]), 6)}
     s["headline_gap_pct"] = pct_value(100 * (1 - float(t.tokens_per_s[d.index]) / float(t.tokens_per_s[f])))
+    s["headline_tokens_per_s"] = round(float(t.tokens_per_s[d.index]), 1)
+    s["headline_worth_broken_pct"] = round(100 * float(d.choice.penalty[d.index]), 6)
     s["departures"] = R.departures(d)
     s["kept_despite"] = R.kept_despite(d)
     return s

@@ -38,3 +38,18 @@ def faster(x: float) -> str:
     """'3.2% faster', or 'as fast (to 0.01%)' when the estimator cannot tell the two apart."""
     p = pct(x)
     return f"{p} faster" if p != "0%" else "as fast (to 0.01%)"
+
+
+def weighed(s: dict) -> str:
+    """How the choice weighed the fastest layout against the headline (a search summary with
+    departures): the departures' worth against the share of speed given up, where the two
+    layouts break no other preference -- the headline is kept exactly when that share is at most
+    the worth; otherwise the products the choice compared, tokens/s x (1 - the worths each
+    breaks), which the worth alone would misstate (a preference both break weighs in both)."""
+    worth = sum(d["worth_pct"] for d in s["departures"])
+    fast, head = s["best"]["tokens_per_s"], s["headline_tokens_per_s"]
+    pf, ph = s["best"]["worth_broken_pct"], s["headline_worth_broken_pct"]
+    if ph == 0 and abs(pf - worth) < 1e-6:
+        return f"{worth:g}% of worth against {pct(s['departures'][0]['given_up_pct'])} of its speed given up"
+    return (f"tokens/s x (1 - worths broken) is {fast:,.0f} x (1 - {pf:.3g}%) = {fast * (1 - pf / 100):,.0f} "
+            f"against the headline's {head:,.0f} x (1 - {ph:.3g}%) = {head * (1 - ph / 100):,.0f}")

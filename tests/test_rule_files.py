@@ -2,6 +2,7 @@
 actions, worths and strata included), house policies change the decision as they say, and a
 playbook rule can be overridden or disabled by id, visibly in the trace."""
 import json
+import re
 
 import numpy as np
 import pytest
@@ -795,3 +796,34 @@ cases:
     code, out, err = run_cli("rules", "test", str(spec))
     assert code == 2 and "ok   one node" in out and len(err.strip().splitlines()) == 1, (out, err)
     assert err.startswith(f"shardwise: error: {spec}: case 'two nodes': rule house.big-jobs"), err
+
+
+def test_the_choice_line_shows_the_products_where_a_preference_weighs_in_both_layouts(run_cli, tmp_path):
+    """A preference both the fastest layout and the headline break (worth 30 here) scales both:
+    the headline, which keeps cp.long-sequences turned down to worth 2, wins at 2.5% of speed
+    given up, more than the 2 its worth says. Saying "2% of worth against 2.5%" would contradict
+    the answer; the line shows the products the choice compared, the headline's the larger."""
+    p = write(tmp_path, """rules:
+  - id: house.shared
+    priority: 500
+    then:
+      - avoid: "layout.pp >= 1"
+        worth: 30
+    because: "a test"
+  - id: cp.long-sequences
+    override: true
+    priority: 600
+    then:
+      - avoid: "layout.cp > 1 and train.seq_len <= 32768 and train.seq_len / layout.cp < 4096"
+        worth: 2
+    because: "a test"
+""")
+    job = ("--model", "llama-3-70b", "--gpus", "32", "--seq-len", "8192", "--mbs", "4", "--rules", str(p))
+    code, out, err = run_cli("recommend", *job)
+    line = next(x for x in out.splitlines() if x.startswith("search:"))
+    assert code == 0 and "breaks cp.long-sequences (worth 2%)" in line and "of worth against" not in line, line
+    fast, head = re.search(r"is ([\d,]+) x \(1 - 32%\) = ([\d,]+) against the headline's ([\d,]+) x \(1 - 30%\) = "
+                           r"([\d,]+)$", line).group(2, 4)
+    assert int(head.replace(",", "")) >= int(fast.replace(",", ""))
+    s = json.loads(run_cli("recommend", *job, "--format", "json")[1])["search"]
+    assert (s["best"]["worth_broken_pct"], s["headline_worth_broken_pct"]) == (32, 30)
