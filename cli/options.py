@@ -270,7 +270,14 @@ def _yaml_boolean(where: str, k, key: str, v: bool) -> str:
     said = f"{where}: '{k}' reads as {str(v).lower()}, a YAML boolean (an unquoted yes, no, on, off, true or false)"
     if key in CHOICES:
         return f"{said}; allowed: {', '.join(CHOICES[key])}"
-    return f"{said}; give {'a number' if JOB_KEYS[key] is not str else 'a name, quoted if it is one of those words'}"
+    if JOB_KEYS[key] is not str or key in COUNTS:
+        return f"{said}; give {COUNTS.get(key, 'a number')}"
+    return f"{said}; give a name, quoted if it is one of those words"
+
+
+# the text settings that hold a count with a suffix, not a name
+COUNTS = {"seq_len": "a count of tokens, e.g. 32k", "global_batch_tokens": "a count of tokens, e.g. 4M",
+          "token_budget": "a count of tokens, e.g. 100B", "params": "a parameter count, e.g. 70B"}
 
 
 def _as_flag_reads(key: str, v, path: str):

@@ -95,7 +95,8 @@ class Table:
         return v
 
 
-# The scores do not depend on the GPU's memory, only what "fits" means does (Table.capacity):
+# The scores do not depend on the GPU's memory, only what "fits" means does (Table.capacity) --
+# but for a sizing probe (fit_only), which skips the step time of what cannot fit, keyed by it:
 # explain's memory what-ifs (x1.5, x0.6: explain/why.py) are the job on a GPU of another size, so
 # the tables last built are kept by everything else about the job, and a caller that asks
 # (``reuse``) gets one back with its own capacity -- two of the what-ifs' five searches. A few
@@ -112,7 +113,8 @@ def _any_memory(job: Job) -> Job:
 
 def scored_table(job: Job, gb: int, pins: dict | None = None, fit_only: bool = False, progress=None,
                  reuse: bool = False) -> Table:
-    key = (_any_memory(job), gb, tuple(sorted((pins or {}).items())), fit_only)
+    # a sizing probe's scores skip the groups over the GPU's memory (score's fit_only): its own memory is its key
+    key = (job if fit_only else _any_memory(job), gb, tuple(sorted((pins or {}).items())), fit_only)
     built = _RECENT.get(key) if reuse else None
     if built is None:
         space = build_space(job, gb, pins, fit_only)
