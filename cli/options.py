@@ -271,13 +271,13 @@ def _yaml_boolean(where: str, k, key: str, v: bool) -> str:
     if key in CHOICES:
         return f"{said}; allowed: {', '.join(CHOICES[key])}"
     if JOB_KEYS[key] is not str or key in COUNTS:
-        return f"{said}; give {COUNTS.get(key, 'a number')}"
+        return f"{said}; give {COUNT_HINTS.get(key, 'a number')}"
     return f"{said}; give a name, quoted if it is one of those words"
 
 
-# the text settings that hold a count with a suffix, not a name
-COUNTS = {"seq_len": "a count of tokens, e.g. 32k", "global_batch_tokens": "a count of tokens, e.g. 4M",
-          "token_budget": "a count of tokens, e.g. 100B", "params": "a parameter count, e.g. 70B"}
+# what a boolean in place of a count is told to give instead (the counts: COUNTS)
+COUNT_HINTS = {"seq_len": "a count of tokens, e.g. 32k", "global_batch_tokens": "a count of tokens, e.g. 4M",
+               "token_budget": "a count of tokens, e.g. 100B", "params": "a parameter count, e.g. 70B"}
 
 
 def _as_flag_reads(key: str, v, path: str):
