@@ -6,7 +6,7 @@ import textwrap
 
 import click
 
-from shardwise.decision.text import faster, pct, slower_or_faster, weighed
+from shardwise.decision.text import departure, pct, slower_or_faster
 from shardwise.kb.track_record import checked_line, memory_checked_line
 
 from .options import job_options
@@ -174,9 +174,7 @@ def render(result: dict, markdown: bool = False) -> str:
 def decision_line(s: dict) -> str:
     if not s["departures"]:
         return "the headline is the fastest of them"
-    names = ", ".join(f"{d['rule']} (worth {d['worth_pct']:g}%)" for d in s["departures"])
-    return (f"the fastest ({s['best']['layout']}, {s['best']['tokens_per_s']:,.0f} tokens/s) is "
-            f"{faster(s['departures'][0]['cost_pct'])} but breaks {names}: {weighed(s)}")
+    return departure(s)
 
 
 @click.command()

@@ -53,3 +53,11 @@ def weighed(s: dict) -> str:
         return f"{worth:g}% of worth against {pct(s['departures'][0]['given_up_pct'])} of its speed given up"
     return (f"tokens/s x (1 - worths broken) is {fast:,.0f} x (1 - {pf:.3g}%) = {fast * (1 - pf / 100):,.0f} "
             f"against the headline's {head:,.0f} x (1 - {ph:.3g}%) = {head * (1 - ph / 100):,.0f}")
+
+
+def departure(s: dict, fastest: str = "the fastest") -> str:
+    """The sentence both renderers (text and HTML) give a choice that left the fastest layout:
+    which layout that was, how much faster, the preferences it breaks and how they were weighed."""
+    names = ", ".join(f"{d['rule']} (worth {d['worth_pct']:g}%)" for d in s["departures"])
+    return (f"{fastest} ({s['best']['layout']}, {s['best']['tokens_per_s']:,.0f} tokens/s) is "
+            f"{faster(s['departures'][0]['cost_pct'])} but breaks {names}: {weighed(s)}")

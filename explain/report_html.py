@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from shardwise.decision.text import faster, pct, slower_or_faster, weighed
+from shardwise.decision.text import departure, slower_or_faster
 from shardwise.kb.fact_schema import SETTING_NAMES, shown_setting
 from shardwise.kb.track_record import checked_line, memory_checked_line
 from shardwise.rules.loader import location
@@ -86,10 +86,7 @@ def _decision(s: dict) -> str:
     if not s["departures"]:
         text = "The headline is the fastest layout that meets every hard rule."
     else:
-        text = (f'The fastest allowed layout ({s["best"]["layout"]}, {s["best"]["tokens_per_s"]:,.0f} tokens/s) is '
-                f'{faster(s["departures"][0]["cost_pct"])} but breaks '
-                + ", ".join(f'{d["rule"]} (worth {d["worth_pct"]:g}%)' for d in s["departures"])
-                + f": {weighed(s)}.")
+        text = departure(s, "The fastest allowed layout") + "."
     rows = [[k["rule"], f'{k["worth_pct"]:g}%', k["honoured_by"] or "no allowed layout honours it",
              slower_or_faster(k["slower_pct"]) if k["slower_pct"] is not None else "-",
              ", ".join(k["also_breaks"]) or "-"] for k in s["kept_despite"]]

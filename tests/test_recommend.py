@@ -140,6 +140,20 @@ def test_every_departure_from_the_fastest_names_the_preference_and_its_cost():
         assert d["given_up_pct"] <= sum(x["worth_pct"] for x in s["departures"])
 
 
+def test_the_text_and_the_report_weigh_a_departure_in_the_same_words():
+    """A review meeting reads the choice in the terminal and in the HTML report: one sentence
+    (decision/text.departure), so that the two cannot drift apart when either is edited."""
+    import html
+
+    from shardwise.cli.recommend_cmd import decision_line
+    from shardwise.explain import report, report_html
+    job = dict(model="llama-3-70b", gpus=32, seq_len=8192, mbs=4)
+    line = decision_line(rec(**job)["search"])
+    assert line.startswith("the fastest (") and "but breaks" in line
+    page = report_html.render(report.build(build_job(**job), []))
+    assert html.escape("The fastest allowed layout" + line[len("the fastest"):] + ".") in page
+
+
 def test_house_policies_are_hard_and_shown_in_the_trace():
     r = rec(model="llama-3-8b", gpus=8, gpu="h100-pcie", seq_len=4096, rules=["rules/policies/tp-never-crosses-pcie.yaml"])
     assert r["layout"]["tp"] == 1 and r["memory"]["fits"]
