@@ -85,7 +85,7 @@ def without_costly(d: Decision, setting: str) -> list[dict]:
     what dropping the rule would change, judged on the same scored table and preferences."""
     col, value = _ordered(d, setting)
     better = _beats_the_headline(d) & (col != value)
-    raw = _objective_without_hard_rules(d)
+    raw = d.choice.score
     head = float(d.table.tokens_per_s[d.index])
     out = []
     for k, c in enumerate(d.constraints):
@@ -109,11 +109,7 @@ def _beats_the_headline(d: Decision) -> np.ndarray:
     """Layouts whose objective, the hard rules aside, is above the headline's (search/choice.py:
     tokens/s x (1 - the worths broken))."""
     c = d.choice
-    return _objective_without_hard_rules(d) > c.objective[c.index]
-
-
-def _objective_without_hard_rules(d: Decision) -> np.ndarray:
-    return d.table.tokens_per_s * np.clip(1 - d.choice.penalty, 0, None)
+    return c.score > c.objective[c.index]
 
 
 def _ruled_out_alone(d: Decision, k: int, among: np.ndarray) -> np.ndarray:

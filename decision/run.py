@@ -121,15 +121,14 @@ def _merge_pins(user: list[UserPin], from_rules: dict) -> tuple[dict, dict]:
     return pins, sources
 
 
-def _refuse_worths_past_100(book, table, allowed, prefs, broken, penalty) -> None:
-    """A layout whose broken worths reach 100% scores 0 whatever its speed (search/choice.py clips
-    tokens/s x (1 - worths) at 0): it loses to any layout that keeps its worths under 100%, as a
-    worth of 100 means. Where every layout the hard rules allow scores 0, nothing is left for
-    speed to choose by (the headline would go by memory headroom alone): refused, as rules lint
-    flags such worths (rules/lint.check_worths), naming the largest worth the fastest of them
-    breaks (a house rule's first) and that layout."""
-    if (allowed & (penalty < 1 - 1e-9)).any():
+def _refuse_worths_past_100(book, table, allowed, prefs, broken, choice) -> None:
+    """Where every layout the hard rules allow scores 0 (search/choice.py: their worths reach
+    100%), nothing is left for speed to choose by (the headline would go by memory headroom
+    alone): refused, as rules lint flags such worths (rules/lint.check_worths), naming the largest
+    worth the fastest of them breaks (a house rule's first) and that layout."""
+    if choice.speed_decides:
         return
+    penalty = choice.penalty
     k = int(np.flatnonzero(allowed)[np.argmax(table.tokens_per_s[allowed])])
     hit = [p for p, b in zip(prefs, broken) if b[k]]
     top = max(hit, key=lambda p: (book.is_policy(p.rule), p.worth))
@@ -208,7 +207,7 @@ def decide(job: Job, extra_rules: list[str] | None = None, playbook_dir: str | N
     broken = [p.broken(table.column, len(table), table.describe_row) for p in prefs]
     choice = choose(table, allowed, [(p.worth, b) for p, b in zip(prefs, broken)])
     if choice is not None:
-        _refuse_worths_past_100(book, table, allowed, prefs, broken, choice.penalty)
+        _refuse_worths_past_100(book, table, allowed, prefs, broken, choice)
     d = Decision(job, gb, assumptions(job), book, firings, constraints, pins, sources, prefs, table, allowed, masks,
                  feas, broken, choice)
     d._answer = dict(jf)

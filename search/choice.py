@@ -18,8 +18,10 @@ TIE_DIGITS = 9
 class Choice:
     index: int                  # the headline
     fastest: int                # the fastest allowed layout (preferences aside)
-    objective: np.ndarray       # tokens/s x (1 - broken worths), allowed layouts only (else -inf)
+    objective: np.ndarray       # score, allowed layouts only (else -inf)
     penalty: np.ndarray         # the summed worths each layout breaks, 0-1
+    score: np.ndarray           # tokens/s x (1 - broken worths), clipped at 0, every layout
+    speed_decides: bool         # some allowed layout scores above 0 (breaks worths under 100%)
 
 
 def moving_parts(t: Table, idx: np.ndarray) -> np.ndarray:
@@ -54,7 +56,10 @@ def choose(t: Table, allowed: np.ndarray, broken: list[tuple[float, np.ndarray]]
     penalty = np.zeros(len(t))
     for worth, mask in broken:
         penalty += worth / 100 * mask
-    objective = np.where(allowed, t.tokens_per_s * np.clip(1 - penalty, 0, None), -np.inf)
+    # worths of 100% or more together leave nothing of a layout's speed: it scores 0, below any
+    # layout that keeps its worths under 100%, whatever the two speeds
+    score = t.tokens_per_s * np.clip(1 - penalty, 0, None)
+    objective = np.where(allowed, score, -np.inf)
     head = int(order_by(t, objective, allowed)[0])
     fastest = int(order_by(t, t.tokens_per_s, allowed)[0])
-    return Choice(head, fastest, objective, penalty)
+    return Choice(head, fastest, objective, penalty, score, bool((allowed & (penalty < 1 - 1e-9)).any()))
