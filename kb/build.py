@@ -234,6 +234,12 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
     return job
 
 
+def _defaulted_framework(tspec) -> str:
+    """' (the default for lora)' where the job did not name its framework, so that a refusal of
+    what the framework cannot do says where that framework came from."""
+    return f" (the default for {tspec.training})" if "framework" in tspec.defaulted else ""
+
+
 def check_training(m, g, tspec: TrainingSpec, given=frozenset()) -> None:
     """What a training spec asks that its framework, model or GPU cannot run, refused in one line
     naming the flag and what is allowed: build_job's checks after the spec parses, and what
@@ -286,16 +292,14 @@ def check_training(m, g, tspec: TrainingSpec, given=frozenset()) -> None:
         # Megatron-Core's optimizers step fp32 main params (Float16OptimizerWithFloat16Params, the
         # distributed optimizer); --main-params-dtype takes fp32 or fp16 only (megatron/training/
         # arguments.py, with --use-precision-aware-optimizer): no recipe keeps bf16 weights alone
-        chosen = f" (the default for {tspec.training})" if "framework" in tspec.defaulted else ""
         allowed = "bf16, fp8" if g.tflops_fp8 else "bf16"
-        raise InputError(f"--precision pure-bf16: megatron{chosen} keeps fp32 main params and optimizer states "
+        raise InputError(f"--precision pure-bf16: megatron{_defaulted_framework(tspec)} keeps fp32 main params and optimizer states "
                          f"(--main-params-dtype takes fp32 or fp16), so it has no pure-bf16 recipe; allowed with "
                          f"megatron here: {allowed}; pure-bf16 runs under --framework deepspeed, fsdp or hf")
     if tspec.zero_grad == "zeros" and tspec.framework not in ("hf", "fsdp"):
         # Megatron's main-grad buffer and DeepSpeed's gradient partitions live for the whole run
         # whatever zero_grad does (kb/memory/states.py): the setting would change nothing
-        chosen = f" (the default for {tspec.training})" if "framework" in tspec.defaulted else ""
-        raise InputError(f"--zero-grad zeros: {tspec.framework}{chosen} keeps its gradient buffer for the whole run "
+        raise InputError(f"--zero-grad zeros: {tspec.framework}{_defaulted_framework(tspec)} keeps its gradient buffer for the whole run "
                          f"either way; the setting applies to --framework hf or fsdp (PyTorch loops)")
     if tspec.cuda_graphs == "full-iteration" and tspec.framework != "megatron":
         # full-iteration capture is Megatron-Core's (--cuda-graph-impl full_iteration); torch.compile's
