@@ -943,3 +943,14 @@ def test_deepspeeds_bf16_pipeline_optimizer_steps_only_its_partition():
     z0 = run(job, "tp=1,pp=8,dp=4,zero=0,mbs=1,recompute=full")
     z1 = run(job, "tp=1,pp=8,dp=4,zero=1,mbs=1,recompute=full")
     assert z0.optimizer_s == pytest.approx(z1.optimizer_s, rel=1e-9)
+
+
+def test_deepspeeds_pure_bf16_step_copies_its_gradients_and_its_master():
+    """At pure-bf16 DeepSpeed's ZeRO step flattens the partition's bf16 gradients into a new
+    tensor and copies the stepped bf16 master back into the parameters (stage_1_and_2.py step):
+    two more passes over the partition than a PyTorch loop's fused AdamW over the same bf16
+    states, which steps the parameters in place -- 8 of the 28 bytes a parameter."""
+    kw = dict(model="llama-3-8b", gpus=8, seq_len=4096, global_batch=64, precision="pure-bf16")
+    ds = run(build_job(framework="deepspeed", **kw), "tp=1,pp=1,dp=8,zero=1,mbs=1,recompute=full")
+    fsdp = run(build_job(framework="fsdp", **kw), "tp=1,pp=1,dp=8,zero=2,mbs=1,recompute=full")
+    assert ds.optimizer_s == pytest.approx(fsdp.optimizer_s * 28 / 20, rel=1e-6)

@@ -16,6 +16,11 @@ Optimizer step, bytes per parameter the rank updates = element accesses x bytes 
   sgd with momentum: buf r/w, g, p r/w -- 5 accesses.
   The recipes with fp32 master weights (megatron, deepspeed) keep 30 bytes for fused AdamW:
   main param 8, fp32 main grad 4, moments 16, and the bf16 copy written back 2.
+  DeepSpeed at pure-bf16 (ZeRO 1-3 keep a bf16 master clone of the partition) adds two copies to
+  the AdamW pass over bf16: the step flattens the partition's gradients into a new tensor, which
+  .to(the master's dtype) returns as is (read 2 + write 2), and copies the stepped master back
+  into the parameters (read 2 + write 2) -- deepspeed 0.19.8 runtime/zero/stage_1_and_2.py
+  step(): flatten_dense_tensors_aligned, bit16_partitions[partition_id].data.copy_(fp32_partition).
   Gradient clipping (the Trainer's and torchtitan's default max_grad_norm 1.0:
   clip_grad_norm_ reads every grad for the norm and scales them in place): 3 accesses, on the
   recipes that keep grads in the parameter dtype (hf, fsdp).
@@ -34,6 +39,7 @@ from ..vec import where
 
 ACCESSES = {"adamw-fused": 7, "adamw-foreach": 21, "adamw-single": 21, "adafactor": 12, "sgd": 5}
 CLIP_ACCESSES = 3
+DEEPSPEED_BF16_MASTER_COPIES = 2 * (2.0 + 2.0)
 MASTER_RECIPE_FUSED_BYTES = 30.0
 
 
@@ -45,7 +51,8 @@ def step_bytes_per_param(t: TrainingSpec) -> float:
         extra = (ACCESSES.get(name, 7) - 7) * 4.0 if name != "adamw-8bit" else -6.0
         return MASTER_RECIPE_FUSED_BYTES + extra
     body = 3.0 * dtype + 4.0 if name == "adamw-8bit" else ACCESSES[name] * dtype
-    return body + CLIP_ACCESSES * dtype
+    copies = DEEPSPEED_BF16_MASTER_COPIES if t.framework == "deepspeed" else 0.0
+    return body + CLIP_ACCESSES * dtype + copies
 
 
 def microbatch_bytes_per_param(t: TrainingSpec, lay: Layout):
