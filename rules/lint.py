@@ -263,13 +263,13 @@ def lint_files(paths: list[str], context: list[tuple[Path, str]]) -> tuple[list[
         except InputError as e:
             problems.append(str(e))
             continue
-        for d in disable:
+        for d, line in disable:
             if d in mine:
                 given.remove(mine.pop(d))
             elif d in base:
                 del base[d]
             else:
-                problems.append(f"{shown}:1: disable: no earlier rule (in these files or the playbook) has id {d!r}")
+                problems.append(f"{shown}:{line}: disable: no earlier rule (in these files or the playbook) has id {d!r}")
         for r in rules:
             prev = mine.get(r.id) or base.get(r.id)
             if prev is not None and not r.override:

@@ -111,11 +111,15 @@ def _fail(file: str, line: int, msg: str):
 
 
 class _Lines:
-    """Keeps the line of every mapping (1-based) under the key '__line__'."""
+    """Keeps the line of every mapping (1-based) under the key '__line__', and of each id a
+    'disable:' list names under '__disable_lines__' (a refusal of that id points at its line)."""
 
     def construct_mapping(self, node, deep=False):
         mapping = super().construct_mapping(node, deep=deep)
         mapping["__line__"] = node.start_mark.line + 1
+        for k, v in node.value:
+            if k.value == "disable" and isinstance(v, yaml.SequenceNode):
+                mapping["__disable_lines__"] = [item.start_mark.line + 1 for item in v.value]
         return mapping
 
 
@@ -135,8 +139,8 @@ def _shipped(path: Path) -> bool:
 
 
 def read_rule_file(path: Path, display: str | None = None,
-                   problems: list[str] | None = None) -> tuple[list[Rule], list[str]]:
-    """Rules and the disabled ids of one file. With a ``problems`` list, a rule that does not
+                   problems: list[str] | None = None) -> tuple[list[Rule], list[tuple[str, int]]]:
+    """Rules and the disabled ids of one file, each with its line. With a ``problems`` list, a rule that does not
     load is added to it and skipped, so that `rules lint` reports every bad rule of a file at
     once; a file that does not load at all still raises."""
     name = display or str(path)
@@ -157,6 +161,7 @@ def read_rule_file(path: Path, display: str | None = None,
         raise InputError(f"{name}: the rule file is empty; it holds a list of rules (or 'rules:' and 'disable:')")
     if isinstance(data, dict):
         line = data.pop("__line__", 1)
+        lines = data.pop("__disable_lines__", [])
         extra = set(data) - {"rules", "disable"}
         if extra:
             # a policy test file saved in a rules folder is read as a rule file by --rules FOLDER
@@ -166,6 +171,7 @@ def read_rule_file(path: Path, display: str | None = None,
         disable = data.get("disable") or []
         if not isinstance(disable, list) or not all(isinstance(d, str) for d in disable):
             _fail(name, line, "'disable' must be a list of rule ids")
+        disable = list(zip(disable, lines))
         data = data.get("rules") or []
     if not isinstance(data, list):
         _fail(name, 1, "a rule file holds a list of rules (or 'rules:' and 'disable:')")
@@ -189,6 +195,7 @@ def _rule(item, file: str) -> Rule:
     if not isinstance(item, dict):
         _fail(file, 1, f"each rule must be a mapping with id, priority, when, then, because; got {type(item).__name__}")
     line = item.pop("__line__", 1)
+    item.pop("__disable_lines__", None)     # 'disable' inside a rule is refused as an unknown key
     unknown = set(item) - RULE_KEYS
     if unknown:
         _fail(file, line, f"unknown key(s) {sorted(map(str, unknown))} in a rule; allowed: {', '.join(sorted(RULE_KEYS))}")
@@ -400,9 +407,9 @@ def load_rulebook(paths: list[Path], displays: list[str] | None = None, changes:
     by_id: dict[str, int] = {}
     for f, disp in files:
         new, disable = read_rule_file(f, disp)
-        for d in disable:
+        for d, line in disable:
             if d not in by_id:
-                raise InputError(f"{disp}: disable: no earlier rule has id {d!r}")
+                raise InputError(f"{disp}:{line}: disable: no earlier rule has id {d!r}")
             if changes is not None:
                 changes.append({"rule": d, "change": "disabled", "by": disp, "was": rules[by_id[d]].where})
             rules[by_id[d]] = None

@@ -279,6 +279,16 @@ def test_disable_of_a_house_rule_by_a_later_file(tmp_path):
         decide(job, [str(bad)])
 
 
+def test_a_disable_of_no_rule_points_at_its_line(run_cli, tmp_path):
+    """A mistyped id in a 'disable:' list leaves the rule meant in force: the refusal (a run) and
+    lint both name the line of that id, as they do for a rule's own faults."""
+    p = write(tmp_path, "# house policy\ndisable:\n  - tp.inside-nvlink-domain\n  - dp.zero3-at-scael\nrules: []\n")
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--rules", str(p))
+    assert code == 2 and err.strip() == f"shardwise: error: {p}:4: disable: no earlier rule has id 'dp.zero3-at-scael'", err
+    code, out, _ = run_cli("rules", "lint", str(p))
+    assert code == 1 and f"{p}:4: disable: no earlier rule" in out and f"{p}:3:" not in out, out
+
+
 def test_two_pins_of_one_setting_with_different_values_are_refused_naming_both(tmp_path):
     p = write(tmp_path, """rules:
   - id: house.mbs-one
