@@ -271,9 +271,20 @@ def _check_values(path_node: Node, literals, values: dict | None) -> None:
             raise ExprError(f"{path_node.value} is never {v!r}; it is one of {', '.join(allowed)}")
 
 
-def typecheck(node: Node, schema: dict[str, str], values: dict | None = None) -> str:
+def _check_whole(path_node: Node, literals, whole) -> None:
+    """A fact that counts something (a whole number) compared for equality with a fraction can
+    never equal it ('layout.cp == 1.5', or 'in [1.5]'; '!=' always holds): refused."""
+    if path_node.op != "path" or path_node.value not in whole:
+        return
+    for v in literals:
+        if isinstance(v, float) and not isinstance(v, bool) and not v.is_integer():
+            raise ExprError(f"{path_node.value} is a whole number, never {v:g}")
+
+
+def typecheck(node: Node, schema: dict[str, str], values: dict | None = None, whole=frozenset()) -> str:
     """Return 'num', 'str' or 'bool'; raise ExprError naming the problem. ``schema`` maps each
-    fact path to its type; ``values`` the string facts with a closed set of values to theirs."""
+    fact path to its type; ``values`` the string facts with a closed set of values to theirs;
+    ``whole`` the numeric facts that are whole numbers."""
     op = node.op
     if op in ("num", "str", "bool"):
         return op
@@ -287,30 +298,30 @@ def typecheck(node: Node, schema: dict[str, str], values: dict | None = None) ->
             raise ExprError(f"unknown fact {node.value!r}{hint}")
         return schema[node.value]
     if op == "neg":
-        if typecheck(node.args[0], schema, values) != "num":
+        if typecheck(node.args[0], schema, values, whole) != "num":
             raise ExprError("'-' needs a number")
         return "num"
     if op == "arith":
         for a in node.args:
-            if typecheck(a, schema, values) != "num":
+            if typecheck(a, schema, values, whole) != "num":
                 raise ExprError(f"'{node.value}' needs numbers on both sides")
         return "num"
     if op == "call":
         for a in node.args:
-            if typecheck(a, schema, values) != "num":
+            if typecheck(a, schema, values, whole) != "num":
                 raise ExprError(f"{node.value}() takes numbers")
         return "num"
     if op == "not":
-        if typecheck(node.args[0], schema, values) != "bool":
+        if typecheck(node.args[0], schema, values, whole) != "bool":
             raise ExprError("'not' needs a true/false value")
         return "bool"
     if op in ("and", "or"):
         for a in node.args:
-            if typecheck(a, schema, values) != "bool":
+            if typecheck(a, schema, values, whole) != "bool":
                 raise ExprError(f"'{op}' needs true/false values on both sides")
         return "bool"
     if op == "cmp":
-        lt, rt = typecheck(node.args[0], schema, values), typecheck(node.args[1], schema, values)
+        lt, rt = typecheck(node.args[0], schema, values, whole), typecheck(node.args[1], schema, values, whole)
         if lt != rt:
             raise ExprError(f"cannot compare a {lt} with a {rt} ({_name(lt)} vs {_name(rt)})")
         if lt != "num" and node.value not in ("==", "!="):
@@ -318,14 +329,18 @@ def typecheck(node: Node, schema: dict[str, str], values: dict | None = None) ->
         a, b = node.args
         _check_values(a, [b.value] if b.op == "str" else [], values)
         _check_values(b, [a.value] if a.op == "str" else [], values)
+        if node.value in ("==", "!="):
+            _check_whole(a, [b.value] if b.op == "num" else [], whole)
+            _check_whole(b, [a.value] if a.op == "num" else [], whole)
         return "bool"
     if op == "in":
-        t = typecheck(node.args[0], schema, values)
+        t = typecheck(node.args[0], schema, values, whole)
         for v in node.value:
             vt = "bool" if isinstance(v, bool) else "num" if isinstance(v, (int, float)) else "str"
             if vt != t:
                 raise ExprError(f"'in' list holds a {_name(vt)} but the left side is a {_name(t)}")
         _check_values(node.args[0], node.value, values)
+        _check_whole(node.args[0], node.value, whole)
         return "bool"
     raise ExprError(f"unknown node {op}")
 

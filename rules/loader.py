@@ -38,7 +38,7 @@ import yaml
 from shardwise.kb.errors import InputError, refuse_empty_path
 from shardwise.kb.user_yaml import UserYamlLoader, load_user_yaml
 
-from shardwise.kb.fact_schema import GROUP_OF, SCHEMA, VALUES
+from shardwise.kb.fact_schema import FLOAT_PATHS, GROUP_OF, N, SCHEMA, VALUES
 from shardwise.kb.layout import RECOMPUTE
 
 from . import expr
@@ -353,6 +353,10 @@ def _literal_text(value) -> str:
     raise InputError(f"a setting's value must be a number, true/false or an expression, got {type(value).__name__}")
 
 
+# numeric facts that count something (kb/fact_schema: all but FLOAT_PATHS)
+WHOLE = frozenset(p for p, t in SCHEMA.items() if t == N and p not in FLOAT_PATHS)
+
+
 def _expr(text, want: str, file: str, line: int, rid: str, where: str):
     if isinstance(text, bool):
         text = "true" if text else "false"
@@ -362,7 +366,7 @@ def _expr(text, want: str, file: str, line: int, rid: str, where: str):
         _fail(file, line, f"rule {rid}: '{where}' must be an expression (text)")
     try:
         node = expr.parse(text)
-        got = expr.typecheck(node, SCHEMA, VALUES)
+        got = expr.typecheck(node, SCHEMA, VALUES, WHOLE)
     except expr.ExprError as e:
         _fail(file, line, f"rule {rid}: {where}: {e}")
     except RecursionError:

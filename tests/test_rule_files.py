@@ -289,6 +289,25 @@ def test_a_disable_of_no_rule_points_at_its_line(run_cli, tmp_path):
     assert code == 1 and f"{p}:4: disable: no earlier rule" in out and f"{p}:3:" not in out, out
 
 
+@pytest.mark.parametrize("cond,needle", [
+    ("layout.cp == 1.5", "layout.cp is a whole number, never 1.5"),
+    ("layout.mbs != 0.5", "layout.mbs is a whole number, never 0.5"),
+    ("model.layers in [32, 40.5]", "model.layers is a whole number, never 40.5"),
+])
+def test_a_count_compared_with_a_fraction_is_refused(run_cli, tmp_path, cond, needle):
+    """A count (TP, micro-batch, layers...) is never equal to 1.5: such a forbid never fires and
+    such a require (or '!=') holds for every layout, so the policy silently does nothing. Refused
+    at load, with the line, by a run and by lint; a fact with fractions (memory.used_pct) is not."""
+    p = write(tmp_path, HARD.replace("layout.tp <= 4", cond))
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--rules", str(p))
+    assert code == 2 and f"{p}:6: rule house.hard: require: {needle}" in err, err
+    code, out, _ = run_cli("rules", "lint", str(p))
+    assert code == 1 and needle in out
+    ok = write(tmp_path, HARD.replace("layout.tp <= 4", "memory.used_pct != 92.5 and layout.cp == 2.0"), "ok.yaml")
+    code, out, _ = run_cli("rules", "lint", str(ok))
+    assert "whole number" not in out
+
+
 def test_two_pins_of_one_setting_with_different_values_are_refused_naming_both(tmp_path):
     p = write(tmp_path, """rules:
   - id: house.mbs-one
