@@ -115,6 +115,12 @@ def export(tg: Target) -> Export:
     more, opt_notes = _optimizer(tg, cfg)
     caveats += more
     notes += opt_notes
+    if trainer_runs_itself(tg):
+        caveats.append(f"zero=0 under the transformers Trainer is the Trainer's own "
+                       f"{'DDP' if lay.dp > 1 else 'single process'}, without DeepSpeed, as the estimate sized it, "
+                       "so launch.sh starts train.py without --deepspeed; given --deepspeed ds_config.json, "
+                       "DeepSpeed's ZeRO-0 engine would run instead, with bf16 weights beside an fp32 master in its "
+                       f"optimizer wrapper ({memory_as_run(tg, framework='deepspeed')})")
     launch = with_caveats(tg.header(), caveats) + [
         f"# TP {lay.tp} x PP {lay.pp}" + (f" x CP {lay.cp} (Ulysses sequence parallelism, the nearest)" if lay.cp > 1
                                           else "")
@@ -188,12 +194,25 @@ def _optimizer(tg: Target, cfg: dict) -> tuple[list[str], list[str]]:
     return caveats, notes
 
 
+def trainer_runs_itself(tg: Target) -> bool:
+    """Whether the transformers Trainer runs the layout without DeepSpeed: at ZeRO-0 with no Ulysses CP
+    and no expert parallelism (the two the Trainer gets only from DeepSpeed), it wraps the model in
+    DDP itself (one process on one GPU), which the estimate sizes (kb/memory/overheads.py
+    ddp_gradient_buckets; the Trainer's fp32 weights, kb/memory/states.py). Launched with --deepspeed
+    even at stage 0, the Trainer hands the model to DeepSpeed's engine, which casts it to bf16 and
+    keeps an fp32 master in its optimizer wrapper (engine.py _configure_optimizer): another peak."""
+    lay = tg.layout
+    return tg.job.training.framework == "hf" and lay.zero == 0 and lay.cp == 1 and lay.ep == 1
+
+
 def launch_lines(tg: Target) -> list[str]:
     """The launch command. A job on the transformers Trainer (--framework hf) passes the config
     with TrainingArguments' own flags, whose batch and precision must agree with the JSON or the
     Trainer refuses it (transformers integrations/deepspeed.py, HfTrainerDeepSpeedConfig:
     trainer_config_process matches micro-batch, accumulation, train_batch_size and bf16.enabled,
-    trainer_config_finalize raises on "values that mismatch TrainingArguments"); anything else is a
+    trainer_config_finalize raises on "values that mismatch TrainingArguments") -- but at ZeRO-0, which
+    the Trainer runs itself (trainer_runs_itself), torchrun starts it with the same flags and no
+    --deepspeed; anything else is a
     Megatron-DeepSpeed-style script (pretrain_gpt.py), whose parallel-size flags build TP and PP."""
     lay, t, c = tg.layout, tg.job.training, tg.job.cluster
     # several nodes: DeepSpeed's launcher starts them over ssh from a hostfile
@@ -204,8 +223,15 @@ def launch_lines(tg: Target) -> list[str]:
     # the steps that train --token-budget: TrainingArguments' max_steps, Megatron-DeepSpeed's
     # --train-iters (the script's own default where there is no budget)
     steps = tg.train_steps
+    if trainer_runs_itself(tg):
+        # torchrun starts the Trainer's DDP processes; with several nodes, each node runs the line
+        hosts = ([f"# {c.nodes} nodes: run this on every node, with HEAD_NODE the first node's address (torchrun's "
+                  "c10d rendezvous gives each node its rank)"] if c.nodes > 1 else [])
+        run = (f"torchrun --nnodes {c.nodes} --nproc-per-node {c.gpus_per_node}"
+               + (" --rdzv-backend c10d --rdzv-endpoint $HEAD_NODE:29500" if c.nodes > 1 else "") + " train.py")
     if t.framework == "hf":
-        flags = (f" --deepspeed ds_config.json --per_device_train_batch_size {lay.mbs}"
+        flags = ((" --deepspeed ds_config.json" if not trainer_runs_itself(tg) else "")
+                 + f" --per_device_train_batch_size {lay.mbs}"
                  f" --gradient_accumulation_steps {lay.grad_accum} --bf16"
                  + (" --gradient_checkpointing" if lay.recompute == "full" else "")
                  + (f" --max_steps {steps}" if steps else "") + trainer_flags(tg))

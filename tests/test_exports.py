@@ -1411,3 +1411,27 @@ def test_ministral3_with_no_query_scaling_is_built_as_llama3_is(tmp_path):
         path.write_text(json.dumps(dict(cfg, rope_parameters=dict(rope, llama_4_scaling_beta=beta))))
         return path
     assert megatron(0.0) == [] and len(megatron(0.1)) == 1
+
+
+@pytest.mark.parametrize("gpus,training", [(1, "finetune"), (2, "lora")])
+def test_the_trainer_at_zero0_launches_its_own_data_parallelism(gpus, training):
+    """At ZeRO-0 the transformers Trainer runs the model itself (DDP on several GPUs), and that is
+    what the estimate sizes (fp32 weights under autocast, DDP's gradient buckets). Passing
+    --deepspeed would start DeepSpeed's ZeRO-0 engine instead (bf16 weights, an fp32 master in its
+    optimizer wrapper): another peak. The launch line must start the Trainer without it, and the
+    caveat must say what the JSON would run."""
+    job = build_job(model="qwen2.5-1.5b", gpus=gpus, gpu="a100-80gb", seq_len=2048, training=training)
+    lay = Layout(dp=gpus, zero=0, mbs=2, grad_accum=64 // gpus, recompute="full")
+    check_layout(job, lay)
+    ex = export("deepspeed", Target(job, lay))
+    run = [x for x in ex.files["launch.sh"].splitlines() if x and not x.startswith("#")]
+    assert len(run) == 1 and "--deepspeed" not in run[0], run
+    assert run[0].startswith(f"torchrun --nnodes 1 --nproc-per-node {gpus} train.py ")
+    assert f"--per_device_train_batch_size 2 --gradient_accumulation_steps {64 // gpus} --bf16 --gradient_checkpointing" \
+        in run[0]
+    said = [c for c in ex.caveats if "DeepSpeed's ZeRO-0 engine" in c]
+    assert len(said) == 1 and "GiB a GPU as it runs" in said[0]
+    # ZeRO 1-3 is DeepSpeed's under the Trainer: those still launch it with the JSON
+    sharded = export("deepspeed", Target(job, Layout(dp=gpus, zero=3, mbs=2, grad_accum=64 // gpus,
+                                                     recompute="full"))) if gpus > 1 else None
+    assert sharded is None or "--deepspeed ds_config.json" in sharded.files["launch.sh"]

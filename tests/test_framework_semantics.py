@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from shardwise.export import Target, export_all, recompute_modules
+from shardwise.export.deepspeed import trainer_runs_itself
 from shardwise.kb.build import build_job
 from shardwise.kb.layout import Layout
 
@@ -75,6 +76,11 @@ GRID = {
     "8b-deepspeed-recommended": (dict(model="llama-3-8b", gpus=16, framework="deepspeed"), None),
     "8b-sgd": (dict(model="llama-3-8b", gpus=8, optimizer="sgd"), Layout(dp=8, zero=1, mbs=1, grad_accum=8)),
     "8b-8bit-adam": (dict(model="llama-3-8b", gpus=8, optimizer="adamw-8bit", framework="deepspeed"), None),
+    # the Trainer's own DDP at ZeRO-0 (torchrun, no --deepspeed), on one node and on two
+    "8b-lora-trainer-ddp": (dict(model="llama-3-8b", gpus=8, training="lora"),
+                            Layout(dp=8, zero=0, mbs=2, grad_accum=8, recompute="full")),
+    "8b-lora-trainer-ddp-2-nodes": (dict(model="llama-3-8b", gpus=16, training="lora"),
+                                    Layout(dp=16, zero=0, mbs=2, grad_accum=4, recompute="full")),
     "8b-z0-tp": (dict(model="llama-3-8b", gpus=16, framework="fsdp"),
                  Layout(tp=2, dp=8, zero=0, sp=True, mbs=2, grad_accum=4, recompute="selective")),
     "13b-multinode-ethernet": (dict(model="llama-2-13b", gpus=32, interconnect="ethernet"), None),
@@ -169,6 +175,10 @@ def compare(fw: str, b: dict, tg: Target) -> dict:
             got["launch"] = ((ln["nnodes"], ln["nproc_per_node"], ln["hostfile"]),
                              (e["nodes"], e["per_node"], e["nodes"] > 1))
             got["steps"] = (ln["steps"], e["steps"])
+            # the Trainer at ZeRO-0 runs its own DDP, as sized; ZeRO 1-3, Ulysses and AutoEP are DeepSpeed's
+            got["launches_deepspeed"] = (ln["deepspeed"], not trainer_runs_itself(tg))
+            if ln["trainer_mbs"] is not None:
+                got.update(trainer_batch=((ln["trainer_mbs"], ln["trainer_ga"]), (e["mbs"], e["ga"])))
             if ln["trainer_mbs"] is None:
                 got.update(tp=(ln["tp"], lay.tp), pp=(ln["pp"], lay.pp))
     elif fw == "torchtitan":

@@ -82,12 +82,21 @@ def deepspeed(d, item):
            "autoep": raw.get("expert_parallel", {}).get("autoep_size")}
     launch = os.path.join(d, "launch.sh")
     if os.path.exists(launch):
-        line = next(x for x in open(launch) if x.startswith("deepspeed "))
-        words = shlex.split(line)[1:]
-        a = ds_launcher(words)
-        rest = a.user_args
+        line = next(x for x in open(launch) if x.startswith(("deepspeed ", "torchrun ")))
+        if line.startswith("torchrun "):
+            # the Trainer at ZeRO-0 runs its own DDP: torchrun, whose c10d rendezvous stands where
+            # DeepSpeed's launcher needs a hostfile for several nodes
+            t = torchrun(line)
+            rest = shlex.split(line)[shlex.split(line).index("train.py") + 1:]
+            nodes, per_node, several = int(t["nnodes"]), t["nproc_per_node"], t["rdzv_backend"] == "c10d"
+        else:
+            words = shlex.split(line)[1:]
+            a = ds_launcher(words)
+            rest = a.user_args
+            nodes, per_node, several = a.num_nodes, a.num_gpus, "--hostfile" in words
         flag = {rest[i]: rest[i + 1] for i in range(len(rest) - 1) if rest[i].startswith("--")}
-        out["launch"] = {"nnodes": a.num_nodes, "nproc_per_node": a.num_gpus, "hostfile": "--hostfile" in words,
+        out["launch"] = {"nnodes": nodes, "nproc_per_node": per_node, "hostfile": several,
+                         "deepspeed": "--deepspeed" in rest or "--deepspeed_config" in rest,
                          "tp": int(flag.get("--tensor-model-parallel-size", 1)),
                          "pp": int(flag.get("--pipeline-model-parallel-size", 1)),
                          "cp": int(flag.get("--ds-sequence-parallel-size", 1)),
