@@ -1,6 +1,7 @@
 """Hugging Face Accelerate 1.15: an `accelerate launch` YAML with FSDP2 and a parallelism_config,
 or, for a job whose ZeRO is DeepSpeed's (hf, deepspeed) and needs no TP/CP, Accelerate's DeepSpeed
-path with the ds_config.json the DeepSpeed export writes.
+path with the ds_config.json the DeepSpeed export writes, or, for the Trainer at ZeRO-0, its own
+DDP (MULTI_GPU).
 
 docs/reference/framework-configs.md section 4. Accelerate has no pipeline parallelism:
 the exported config is the PP = 1 slice (TP x CP x DP processes), said as a caveat.
@@ -15,6 +16,7 @@ from shardwise.kb.defaults import ADAPTERS
 from shardwise.kb.validity import autoep_runs
 
 from .deepspeed import export as deepspeed_export
+from .deepspeed import trainer_runs_itself
 from .optimizer import WHAT, fsdp2_refuses, named, script_caveat
 from .target import Export, Target, all_experts_caveats, dp_dims, hsdp_caveats, memory_as_run, with_caveats
 
@@ -136,9 +138,32 @@ def deepspeed_config(tg: Target) -> tuple[dict, list[str]]:
     return cfg, caveats
 
 
+def ddp_config(tg: Target) -> tuple[dict, list[str]]:
+    """The Trainer's own data parallelism at ZeRO-0 (deepspeed.trainer_runs_itself): Accelerate's
+    MULTI_GPU, torch DDP (one process: NO), whose gradient buckets the estimate sizes
+    (kb/memory/overheads.py ddp_gradient_buckets); FSDP2 over a 1-wide shard would keep every
+    parameter's bf16 copy from forward to backward instead. The config has no checkpointing key:
+    the Trainer's --gradient_checkpointing sets it."""
+    lay, t, c = tg.layout, tg.job.training, tg.job.cluster
+    caveats = script_caveat(tg, "Accelerate's config")
+    if lay.recompute != "none":
+        caveats.append("full recomputation is your script's: the Trainer's --gradient_checkpointing "
+                       "(model.gradient_checkpointing_enable())")
+    if t.precision == "pure-bf16":
+        caveats.append("pure-bf16: mixed_precision no: load the model in bfloat16 "
+                       "(from_pretrained(..., torch_dtype=torch.bfloat16))")
+    nodes = -(-lay.dp // c.gpus_per_node)
+    return {"compute_environment": "LOCAL_MACHINE", "distributed_type": "MULTI_GPU" if lay.dp > 1 else "NO",
+            "mixed_precision": MIXED_PRECISION[t.precision], "num_machines": nodes, "num_processes": lay.dp,
+            "machine_rank": 0, "same_network": True, "rdzv_backend": "static", "main_training_function": "main",
+            "use_cpu": False}, caveats
+
+
 def export(tg: Target) -> Export:
     files = {}
-    if runs_deepspeed(tg):
+    if trainer_runs_itself(tg):
+        cfg, caveats = ddp_config(tg)
+    elif runs_deepspeed(tg):
         cfg, caveats = deepspeed_config(tg)
         files["ds_config.json"] = deepspeed_export(tg).files["ds_config.json"]
     else:

@@ -202,7 +202,8 @@ def trainer_runs_itself(tg: Target) -> bool:
     even at stage 0, the Trainer hands the model to DeepSpeed's engine, which casts it to bf16 and
     keeps an fp32 master in its optimizer wrapper (engine.py _configure_optimizer): another peak."""
     lay = tg.layout
-    return tg.job.training.framework == "hf" and lay.zero == 0 and lay.cp == 1 and lay.ep == 1
+    return (tg.job.training.framework == "hf" and lay.zero == 0 and lay.cp == 1 and lay.ep == 1 and lay.tp == 1
+            and lay.pp == 1)
 
 
 def launch_lines(tg: Target) -> list[str]:

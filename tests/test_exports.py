@@ -246,6 +246,9 @@ def test_every_export_carries_the_layout(tg):
         assert lay.zero >= 1 or "expert_parallel" in ds
         assert out["accelerate"]["files"]["ds_config.json"] == out["deepspeed"]["files"]["ds_config.json"]
         assert acc["deepspeed_config"]["zero3_init_flag"] is (lay.zero == 3) and "mixed_precision" not in acc
+    elif acc["distributed_type"] in ("MULTI_GPU", "NO"):
+        # the Trainer's own DDP at ZeRO-0, as the estimate sized it
+        assert tg.job.training.framework == "hf" and lay.zero == 0 and acc["num_processes"] == lay.dp == lay.world
     else:
         _check_fsdp_accelerate(acc, lay)
     if tg.job.training.framework == "hf":
@@ -1435,3 +1438,18 @@ def test_the_trainer_at_zero0_launches_its_own_data_parallelism(gpus, training):
     sharded = export("deepspeed", Target(job, Layout(dp=gpus, zero=3, mbs=2, grad_accum=64 // gpus,
                                                      recompute="full"))) if gpus > 1 else None
     assert sharded is None or "--deepspeed ds_config.json" in sharded.files["launch.sh"]
+
+
+@pytest.mark.parametrize("gpus,kind", [(1, "NO"), (2, "MULTI_GPU")])
+def test_accelerate_runs_the_trainers_own_ddp_at_zero0(gpus, kind):
+    """The Accelerate config of a Trainer job at ZeRO-0 launches what the estimate sized: torch DDP
+    (Accelerate's MULTI_GPU; one process: NO), not FSDP2 over a 1-wide shard, which keeps every
+    parameter's bf16 copy from forward to backward (Llama 3.2 3B on one H100: 63.5 GiB against the
+    Trainer's 68.5)."""
+    job = build_job(model="qwen2.5-1.5b", gpus=gpus, gpu="a100-80gb", seq_len=2048, training="lora")
+    lay = Layout(dp=gpus, zero=0, mbs=2, grad_accum=64 // gpus, recompute="full")
+    ex = export("accelerate", Target(job, lay))
+    acc = yaml.safe_load(ex.files["accelerate_config.yaml"].split("\n", 1)[1])
+    assert acc["distributed_type"] == kind and acc["num_processes"] == gpus and acc["mixed_precision"] == "bf16"
+    assert "fsdp_config" not in acc and "parallelism_config" not in acc
+    assert any("--gradient_checkpointing" in c for c in ex.caveats)

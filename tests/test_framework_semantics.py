@@ -197,7 +197,11 @@ def compare(fw: str, b: dict, tg: Target) -> dict:
     elif fw == "accelerate":
         nodes = -(-b["processes"] // e["per_node"])
         got = {"world": (b["processes"], e["world"]), "launch": (b["machines"], nodes)}
-        if b["type"] == "DEEPSPEED":
+        if b["type"] in ("MULTI_GPU", "NO"):
+            # the Trainer's own DDP at ZeRO-0: every process a replica, as sized
+            got.update(dp=(b["dp_replicate"], e["dp"]), ddp=(True, trainer_runs_itself(tg)),
+                       precision=(b["precision"], {"bf16": "bf16", "fp8": "fp8", "pure-bf16": "no"}[e["precision"]]))
+        elif b["type"] == "DEEPSPEED":
             got.update(zero=(b["zero"], lay.zero), mbs=(b["mbs"], e["mbs"]), ga=(b["ga"], e["ga"]),
                        dp=(b["dp"], e["dp"]))
         else:

@@ -170,6 +170,10 @@ def accelerate(d, item):
                 "ga": ds["gradient_accumulation_steps"], "dp": args.num_processes,
                 "precision": "bf16" if ds.get("bf16", {}).get("enabled") else "fp32",
                 "bf16_master": ds.get("bf16", {}).get("bf16_master_weights_and_grads", False)}
+    if raw["distributed_type"] in ("MULTI_GPU", "NO"):
+        env = prepare_multi_gpu_env(args) if raw["distributed_type"] == "MULTI_GPU" else {}
+        return {**out, "tp": 1, "cp": 1, "dp_replicate": args.num_processes, "dp_shard": 1, "reshard": None,
+                "recompute": None, "precision": env.get("ACCELERATE_MIXED_PRECISION", args.mixed_precision)}
     env = prepare_multi_gpu_env(args)
     os.environ.update(env)
     from accelerate import ParallelismConfig

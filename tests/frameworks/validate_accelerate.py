@@ -34,6 +34,17 @@ if raw["distributed_type"] == "DEEPSPEED":
         * raw["num_processes"], "train_batch_size != micro-batch x accumulation x processes"
     print(f"OK accelerate: {raw['num_processes']} processes, DeepSpeed ZeRO-{plugin.zero_stage}")
     sys.exit(0)
+if raw["distributed_type"] in ("MULTI_GPU", "NO"):
+    # torch DDP (one process: none), the Trainer's own: torchrun's process count is the config's
+    if raw["distributed_type"] == "MULTI_GPU":
+        prepare_multi_gpu_env(args)          # sets the torchrun arguments it launches with
+        started = int(args.nproc_per_node) * args.num_machines
+    else:
+        started = 1
+    assert started == raw["num_processes"], f"launches {started} processes, not {raw['num_processes']}"
+    assert "fsdp_config" not in raw and "parallelism_config" not in raw
+    print(f"OK accelerate: {raw['num_processes']} processes, {raw['distributed_type']}")
+    sys.exit(0)
 env = prepare_multi_gpu_env(args)
 os.environ.update(env)
 from accelerate import ParallelismConfig  # noqa: E402
