@@ -106,7 +106,7 @@ def export(tg: Target) -> Export:
                        "the pipeline's activation_checkpoint_interval)")
     if t.precision == "fp8":
         caveats.append("FP8 has no DeepSpeed-JSON key: it comes from Transformer Engine in the model code")
-    if t.precision == "pure-bf16":
+    if t.precision == "pure-bf16" and not trainer_runs_itself(tg):
         caveats += _pure_bf16(tg, cfg["bf16"], stage)
     notes = []
     if lay.ep > 1:
@@ -116,11 +116,16 @@ def export(tg: Target) -> Export:
     caveats += more
     notes += opt_notes
     if trainer_runs_itself(tg):
+        # DeepSpeed's ZeRO-0 keeps fp32 masters and states even where the plan is pure-bf16 (_pure_bf16)
         caveats.append(f"zero=0 under the transformers Trainer is the Trainer's own "
                        f"{'DDP' if lay.dp > 1 else 'single process'}, without DeepSpeed, as the estimate sized it, "
                        "so launch.sh starts train.py without --deepspeed; given --deepspeed ds_config.json, "
                        "DeepSpeed's ZeRO-0 engine would run instead, with bf16 weights beside an fp32 master in its "
-                       f"optimizer wrapper ({memory_as_run(tg, framework='deepspeed')})")
+                       "optimizer wrapper (" + memory_as_run(tg, framework="deepspeed", precision="bf16"
+                                                             if t.precision == "pure-bf16" else None) + ")")
+        if t.precision == "pure-bf16":
+            caveats.append("pure-bf16: the Trainer keeps the dtype your script loads the model in: load it in "
+                           "bfloat16 (from_pretrained(..., torch_dtype=torch.bfloat16))")
     launch = with_caveats(tg.header(), caveats) + [
         f"# TP {lay.tp} x PP {lay.pp}" + (f" x CP {lay.cp} (Ulysses sequence parallelism, the nearest)" if lay.cp > 1
                                           else "")

@@ -1453,3 +1453,18 @@ def test_accelerate_runs_the_trainers_own_ddp_at_zero0(gpus, kind):
     assert acc["distributed_type"] == kind and acc["num_processes"] == gpus and acc["mixed_precision"] == "bf16"
     assert "fsdp_config" not in acc and "parallelism_config" not in acc
     assert any("--gradient_checkpointing" in c for c in ex.caveats)
+
+
+def test_the_trainer_at_zero0_in_pure_bf16_names_deepspeeds_fp32_masters():
+    """pure-bf16 at ZeRO-0 under the Trainer: the caveat on the JSON gives DeepSpeed's ZeRO-0 run as
+    it holds it (fp32 masters and states, the bf16 recipe), and says no more of a DeepSpeed run
+    that the torchrun line does not start."""
+    from shardwise.export.target import memory_as_run
+    job = build_job(model="qwen2.5-1.5b", gpus=1, gpu="a100-80gb", seq_len=2048, training="finetune",
+                    precision="pure-bf16")
+    tg = Target(job, Layout(dp=1, zero=0, mbs=4, grad_accum=32, recompute="none"))
+    ex = export("deepspeed", tg)
+    said = [c for c in ex.caveats if "DeepSpeed's ZeRO-0 engine" in c]
+    assert len(said) == 1 and memory_as_run(tg, precision="bf16", framework="deepspeed") in said[0]
+    assert not any(c.startswith("pure-bf16 at ZeRO-0") for c in ex.caveats)
+    assert any("torch_dtype=torch.bfloat16" in c for c in ex.caveats)
