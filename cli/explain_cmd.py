@@ -65,5 +65,5 @@ def render(r: dict) -> str:
                 lines.append(f"  {r['setting']}={shown_setting(a['value'])}: {a['layout']}, {a['tokens_per_s']:,.0f} tokens/s "
                              f"({a['delta_pct']:+.1f}%) -- {a['ruled_out_by']}")
     lines += ["", "what would change it:"] + [f"  {w}" for w in r["would_change"] or [
-        "none of the what-ifs tried (memory x1.5 and x0.6, sequence x2 and /2, GPUs x2) changes it"]]
+        "none of the what-ifs tried changes it: " + "; ".join("if " + w for w in r["what_ifs_tried"])]]
     return "\n".join(lines)

@@ -95,9 +95,12 @@ def explain(d: Decision, setting: str, tried: list) -> dict:
     if d.layout is None:
         raise NoLayout(f"no layout to explain: {d.nothing_allowed}")
     current = getattr(d.layout, setting)
+    # the what-ifs tried depend on the job (no GPU doubling inside one node, expandable segments
+    # only under the caching allocator): an answer that none changes the setting names these, not a fixed list
     return {"setting": setting, "value": current, "layout": d.layout.describe(), "reasons": reasons(d, setting),
             "alternatives": alternatives(d, setting),
-            "would_change": without_rules(d, setting) + would_change(setting, current, tried)}
+            "would_change": without_rules(d, setting) + would_change(setting, current, tried),
+            "what_ifs_tried": [text for text, _ in tried]}
 
 
 def without_rules(d: Decision, setting: str) -> list[str]:

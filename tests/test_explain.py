@@ -150,3 +150,19 @@ def test_the_cp_rule_says_the_condition_it_judges_beside_cp_2_at_8k(run_cli):
     code, out, err = run_cli("recommend", "--model", "llama-3-70b", "--gpus", "32", "--seq-len", "8192", "--mbs", "4")
     cp_line = " ".join(x.strip() for x in out.split("\ncp ")[1].split("\nep ")[0].split("\n"))
     assert "only while each CP rank keeps 4K tokens or more" in cp_line
+
+
+def test_why_with_nothing_changing_it_names_the_what_ifs_it_tried(run_cli):
+    """A dense model's EP is 1 whatever the what-ifs change. On 8 GPUs of one node the GPU count is
+    not doubled (explain/why.variants), and under the caching allocator expandable segments are
+    tried: the line that none changed it named a fixed list, 'GPUs x2' included and expandable
+    segments left out, which a review meeting read as 'twice the GPUs would not change it'."""
+    code, out, err = run_cli("explain", "--model", "llama-3.2-1b", "--gpus", "8", "--why", "ep")
+    assert code == 0, err
+    line = [x for x in out.splitlines() if "none of the what-ifs tried" in x]
+    assert len(line) == 1, out
+    assert "GPUs" not in line[0] and "if the run used expandable segments" in line[0]
+    assert "if memory per GPU were 119 GiB" in line[0] and "if the sequence were 8,192 tokens" in line[0]
+    code, out, err = run_cli("explain", "--model", "llama-3.2-1b", "--gpus", "16", "--why", "ep", "--format", "json")
+    assert code == 0, err
+    assert "there were 32 GPUs" in json.loads(out)["what_ifs_tried"]
