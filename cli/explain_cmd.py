@@ -41,6 +41,7 @@ def explain(job, setting, graph, rules, playbook, fmt):
 def render(r: dict) -> str:
     from shardwise.kb.fact_schema import shown_setting
     from shardwise.kb.validity import VALIDITY
+    from shardwise.decision.text import signed_pct
     from shardwise.rules.loader import location
     VALIDITY_WHY = {v.id: v.why for v in VALIDITY}
     lines = [f"{r['setting']} = {shown_setting(r['value'])}   (layout: {r['layout']})", "", "rules that bear on it:"]
@@ -63,7 +64,7 @@ def render(r: dict) -> str:
                         lines.append(f"      {rule}: {VALIDITY_WHY[rule]}")
             else:
                 lines.append(f"  {r['setting']}={shown_setting(a['value'])}: {a['layout']}, {a['tokens_per_s']:,.0f} tokens/s "
-                             f"({a['delta_pct']:+.1f}%) -- {a['ruled_out_by']}")
+                             f"({signed_pct(a['delta_pct'])}) -- {a['ruled_out_by']}")
     lines += ["", "what would change it:"] + [f"  {w}" for w in r["would_change"] or [
         "none of the what-ifs tried changes it: " + "; ".join("if " + w for w in r["what_ifs_tried"])]]
     return "\n".join(lines)

@@ -6,7 +6,7 @@ import textwrap
 
 import click
 
-from shardwise.decision.text import departure, pct, slower_or_faster
+from shardwise.decision.text import departure, signed_pct, slower_or_faster
 from shardwise.kb.track_record import checked_line, memory_checked_line
 
 from .options import job_options
@@ -71,13 +71,11 @@ def setting_line(name: str, s: dict) -> str:
         why = re.sub(r"^(\d+(\.\d+)?% slower|as fast, to 0\.01%)(; )?", "", a["ruled_out_by"])     # the delta says it already
         if why.startswith("breaks "):      # the whole alternative layout breaks it, maybe through another setting
             why = "that layout " + why
-        shown = pct(a["delta_pct"])
-        sign = "" if shown == "0%" else "+" if a["delta_pct"] > 0 else "-"     # no '-0%' for a tie
         if why.startswith("memory: "):
             # no speed for a layout that cannot run: its memory is the answer
             parts.append(f"with {name}={_value(a['value'])}: does not fit, {why[len('memory: '):]}")
         else:
-            parts.append(f"with {name}={_value(a['value'])}: {sign}{shown} tokens/s" + (f", {why}" if why else ""))
+            parts.append(f"with {name}={_value(a['value'])}: {signed_pct(a['delta_pct'])} tokens/s" + (f", {why}" if why else ""))
     elif not lead:
         parts.append("the only valid value" + _blocked_text(name, s["alternatives"]))
     return "; ".join(parts)

@@ -23,6 +23,13 @@ def pct_value(x: float) -> float:
     return round(x, n) if n else 0.0
 
 
+def signed_pct(x: float) -> str:
+    """A percent difference with its sign, read as pct() reads it: '+1.2%', '-0.05%', and '0%'
+    (no '-0%') for a tie -- so that a line's '(-0.05%)' and its '0.05% slower' agree."""
+    p = pct(x)
+    return p if p == "0%" else ("+" if x > 0 else "-") + p
+
+
 def slower(x: float) -> str:
     """'3.2% slower', or 'as fast, to 0.01%' when the estimator cannot tell the two apart."""
     p = pct(x)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from shardwise.decision.text import departure, slower_or_faster
+from shardwise.decision.text import departure, signed_pct, slower_or_faster
 from shardwise.kb.fact_schema import SETTING_NAMES, shown_setting
 from shardwise.kb.track_record import checked_line, memory_checked_line
 from shardwise.rules.loader import location
@@ -71,7 +71,7 @@ def _setting(s: dict) -> str:
     if s["alternatives"]:
         out.append(_table([[shown_setting(a["value"]), a["layout"] or "-",
                             f'{a["tokens_per_s"]:,.0f}' if a["tokens_per_s"] is not None else "-",
-                            f'{a["delta_pct"]:+.1f}%' if a["delta_pct"] is not None else "-", a["ruled_out_by"]]
+                            signed_pct(a["delta_pct"]) if a["delta_pct"] is not None else "-", a["ruled_out_by"]]
                            for a in s["alternatives"]],
                           ["other value", "the layout the choice would take with it", "tokens/s", "vs headline",
                            "ruled out by"]))

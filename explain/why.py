@@ -7,6 +7,7 @@ expandable segments where the caching allocator was assumed), each decided as `r
 from __future__ import annotations
 
 from shardwise.decision.reasons import SETTINGS, alternatives, reasons, without_costly
+from shardwise.decision.text import signed_pct
 from shardwise.decision.run import Decision, decide
 from shardwise.kb.errors import InputError, NoLayout
 from shardwise.kb.fact_schema import SETTING_NAMES, shown_setting
@@ -108,7 +109,7 @@ def without_rules(d: Decision, setting: str) -> list[str]:
     the setting's value without it, that layout and its speed."""
     current = getattr(d.layout, setting)
     return [f"{SETTING_NAMES[setting]} would be {shown_setting(w['value'])} instead of {shown_setting(current)} "
-            f"without {w['rule']} ({w['where']}: {w['what']}): {w['layout']}, {w['delta_pct']:+.1f}% tokens/s"
+            f"without {w['rule']} ({w['where']}: {w['what']}): {w['layout']}, {signed_pct(w['delta_pct'])} tokens/s"
             for w in without_costly(d, setting)]
 
 

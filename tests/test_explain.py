@@ -166,3 +166,17 @@ def test_why_with_nothing_changing_it_names_the_what_ifs_it_tried(run_cli):
     code, out, err = run_cli("explain", "--model", "llama-3.2-1b", "--gpus", "16", "--why", "ep", "--format", "json")
     assert code == 0, err
     assert "there were 32 GPUs" in json.loads(out)["what_ifs_tried"]
+
+
+def test_why_quotes_an_alternative_delta_as_its_own_line_and_the_table_do(run_cli):
+    """Llama 3 70B by QLoRA on 2 H100s: ZeRO-0 is 0.05% slower than the headline's ZeRO-1. explain
+    printed its delta to one decimal, '(-0.1%) -- 0.05% slower', two numbers for one difference,
+    where recommend's table says -0.05%: each line now reads the delta as the table does."""
+    code, out, err = run_cli("explain", "--model", "llama-3-70b", "--gpus", "2", "--training", "qlora",
+                             "--why", "zero", "--format", "json")
+    assert code == 0, err
+    zero0 = [a for a in json.loads(out)["alternatives"] if a["value"] == 0][0]
+    assert zero0["delta_pct"] == -0.05 and zero0["ruled_out_by"] == "0.05% slower"
+    code, out, err = run_cli("explain", "--model", "llama-3-70b", "--gpus", "2", "--training", "qlora", "--why", "zero")
+    assert code == 0, err
+    assert "2,152 tokens/s (-0.05%) -- 0.05% slower" in out
