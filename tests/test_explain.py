@@ -180,3 +180,14 @@ def test_why_quotes_an_alternative_delta_as_its_own_line_and_the_table_do(run_cl
     code, out, err = run_cli("explain", "--model", "llama-3-70b", "--gpus", "2", "--training", "qlora", "--why", "zero")
     assert code == 0, err
     assert "2,152 tokens/s (-0.05%) -- 0.05% slower" in out
+
+
+def test_the_bubble_warnings_reason_states_the_interleaved_bubble_the_estimate_prices():
+    """warn.large-bubble's reason (the trace's 'because', the report's) said '(p-1)/m of the time is
+    idle' whatever the interleaving, while kb/perf/step.py prices (p-1) t_avg / v: at PP 8, VP 2 and
+    16 micro-batches it read 7/16 where the estimate's bubble is 7/32 of the busy time."""
+    from shardwise.rules import expr, playbook
+    rule = next(r for r in playbook.load().rules if r.id == "warn.large-bubble")
+    facts = {"layout.pp": 8, "layout.vp": 2, "layout.ga": 16}
+    text = expr.render(rule.because, facts.__getitem__)
+    assert "VP=2" in text and "(p-1)/(v m)" in text and "(p-1)/m of" not in text
