@@ -13,6 +13,7 @@ from shardwise.kb.errors import InputError, NoLayout
 from shardwise.kb.fact_schema import SETTING_NAMES, shown_setting
 from shardwise.kb.job import Job
 from shardwise.kb.memory.overheads import allocator
+from shardwise.kb.track_record import catalog_gpu
 
 
 def unit(path: str) -> str:
@@ -36,9 +37,14 @@ def shown_value(v):
 
 
 def _with_memory(job: Job, gib: float) -> Job:
-    """The job on its GPU with ``gib`` of memory (the GPU keeps its name, which rules may read)."""
+    """The job on its GPU with ``gib`` of memory, named as --gpu-memory names it (kb/build.py):
+    '<catalog name> (<GiB> GiB)'. Rules and the track record read the catalog name before it
+    (track_record.catalog_gpu); a refusal's text reads the whole, which kept the job's own
+    memory ('on 8 x h100-sxm (24.0 GiB)' for a GPU of 14.4, 'it would fit on 16 x h100-sxm').
+    """
     c = job.cluster
-    return Job(job.model, c.model_copy(update={"gpu": c.gpu.model_copy(update={"memory_gib": gib})}), job.training)
+    gpu = c.gpu.model_copy(update={"memory_gib": gib, "name": f"{catalog_gpu(c.gpu.name)} ({gib:.1f} GiB)"})
+    return Job(job.model, c.model_copy(update={"gpu": gpu}), job.training)
 
 
 def variants(job: Job) -> list[tuple[str, Job]]:

@@ -13,6 +13,7 @@ import numpy as np
 
 from shardwise.kb.job import Job
 from shardwise.kb.layout import RECOMPUTE, Layout
+from shardwise.kb.track_record import catalog_gpu
 
 from .score import score
 from .space import Space, build_space
@@ -107,8 +108,11 @@ _RECENT_MAX = 2
 
 
 def _any_memory(job: Job) -> Job:
+    """The job with its GPU's memory, and the memory its name carries ('h100-sxm (24.0 GiB)',
+    kb/build.py), taken out: the key of tables a memory what-if reuses."""
     c = job.cluster
-    return Job(job.model, c.model_copy(update={"gpu": c.gpu.model_copy(update={"memory_gib": 0.0})}), job.training)
+    gpu = c.gpu.model_copy(update={"memory_gib": 0.0, "name": catalog_gpu(c.gpu.name)})
+    return Job(job.model, c.model_copy(update={"gpu": gpu}), job.training)
 
 
 def scored_table(job: Job, gb: int, pins: dict | None = None, fit_only: bool = False, progress=None,

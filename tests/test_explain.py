@@ -191,3 +191,17 @@ def test_the_bubble_warnings_reason_states_the_interleaved_bubble_the_estimate_p
     facts = {"layout.pp": 8, "layout.vp": 2, "layout.ga": 16}
     text = expr.render(rule.because, facts.__getitem__)
     assert "VP=2" in text and "(p-1)/(v m)" in text and "(p-1)/m of" not in text
+
+
+def test_a_memory_what_if_that_fits_nowhere_names_the_gpu_at_its_own_memory(run_cli):
+    """Llama 3 8B on 8 H100s given --gpu-memory 24: at 14.4 GiB (x0.6) nothing fits. The what-if's
+    GPU kept the job's name, 'h100-sxm (24.0 GiB)', so the line read 'no layout fits in memory on
+    8 x h100-sxm (24.0 GiB) ... it would fit on 16 x h100-sxm (24.0 GiB)' -- a GPU the job already
+    fits on 8 of. It names the what-if's own memory."""
+    code, out, err = run_cli("explain", "--model", "llama-3-8b", "--gpus", "8", "--gpu-memory", "24", "--why", "tp",
+                             "--format", "json")
+    assert code == 0, err
+    line = [w for w in json.loads(out)["would_change"] if w.startswith("if memory per GPU were 14 GiB")]
+    assert len(line) == 1 and "no layout would be allowed" in line[0]
+    assert "on 8 x h100-sxm (14.4 GiB)" in line[0] and "x h100-sxm (14.4 GiB))" in line[0]
+    assert "24.0 GiB" not in line[0]
