@@ -49,9 +49,12 @@ def _with_memory(job: Job, gib: float) -> Job:
 
 def variants(job: Job) -> list[tuple[str, Job]]:
     c, t = job.cluster, job.training
+    # memory to the 0.1 GiB the text shows, so that --gpu-memory with the number read reruns the
+    # what-if as it was decided ('119 GiB' was 119.475, and a refusal beside it named 119.5)
+    more, less = round(c.gpu.memory_gib * 1.5, 1), round(c.gpu.memory_gib * 0.6, 1)
     out = [
-        (f"memory per GPU were {c.gpu.memory_gib * 1.5:.0f} GiB", _with_memory(job, c.gpu.memory_gib * 1.5)),
-        (f"memory per GPU were {c.gpu.memory_gib * 0.6:.0f} GiB", _with_memory(job, c.gpu.memory_gib * 0.6)),
+        (f"memory per GPU were {more:g} GiB", _with_memory(job, more)),
+        (f"memory per GPU were {less:g} GiB", _with_memory(job, less)),
         (f"the sequence were {t.seq_len * 2:,} tokens", Job(job.model, c, t.model_copy(update={"seq_len": t.seq_len * 2}))),
     ]
     if t.seq_len >= 256:

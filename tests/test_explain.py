@@ -100,7 +100,7 @@ def test_a_smaller_memory_what_if_does_not_offer_gpus_of_real_memory():
     from shardwise.kb.build import build_job
     job = build_job(model="llama-3.1-405b", gpus=128, gpu="h100-sxm", seq_len=8192)
     answers = dict(what_ifs(job, [], None))
-    small = answers["memory per GPU were 48 GiB"]
+    small = answers["memory per GPU were 47.8 GiB"]
     assert isinstance(small, str) and "it would fit on" in small and "of type" not in small
 
 
@@ -162,7 +162,7 @@ def test_why_with_nothing_changing_it_names_the_what_ifs_it_tried(run_cli):
     line = [x for x in out.splitlines() if "none of the what-ifs tried" in x]
     assert len(line) == 1, out
     assert "GPUs" not in line[0] and "if the run used expandable segments" in line[0]
-    assert "if memory per GPU were 119 GiB" in line[0] and "if the sequence were 8,192 tokens" in line[0]
+    assert "if memory per GPU were 119.5 GiB" in line[0] and "if the sequence were 8,192 tokens" in line[0]
     code, out, err = run_cli("explain", "--model", "llama-3.2-1b", "--gpus", "16", "--why", "ep", "--format", "json")
     assert code == 0, err
     assert "there were 32 GPUs" in json.loads(out)["what_ifs_tried"]
@@ -201,7 +201,7 @@ def test_a_memory_what_if_that_fits_nowhere_names_the_gpu_at_its_own_memory(run_
     code, out, err = run_cli("explain", "--model", "llama-3-8b", "--gpus", "8", "--gpu-memory", "24", "--why", "tp",
                              "--format", "json")
     assert code == 0, err
-    line = [w for w in json.loads(out)["would_change"] if w.startswith("if memory per GPU were 14 GiB")]
+    line = [w for w in json.loads(out)["would_change"] if w.startswith("if memory per GPU were 14.4 GiB")]
     assert len(line) == 1 and "no layout would be allowed" in line[0]
     assert "on 8 x h100-sxm (14.4 GiB)" in line[0] and "x h100-sxm (14.4 GiB))" in line[0]
     assert "24.0 GiB" not in line[0]
