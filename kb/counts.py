@@ -55,9 +55,10 @@ def _decimal_label(value) -> str:
     return ""
 
 
-def parse_count(text, flag: str = "--params", binary: bool = False) -> float:
+def parse_count(text, flag: str = "--params", binary: bool = False, example: str = "") -> float:
     """'70B', '1.5T', '350M', '7000000000' -> a positive number; K/M/B/T are powers of 1000, or
-    of 1024 with ``binary`` (token batches, sequence lengths). No exponent (exponent_refusal)."""
+    of 1024 with ``binary`` (token batches, sequence lengths). No exponent (exponent_refusal).
+    ``example``: what a refusal shows to type instead, where the default (4M, 70B) is not one."""
     refusal = exponent_refusal(flag, text, binary)
     if refusal:
         raise refusal
@@ -67,7 +68,7 @@ def parse_count(text, flag: str = "--params", binary: bool = False) -> float:
         m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kKmMbBtT]?)\s*", str(text))
         if not m:
             raise InputError(f"{flag}: '{text}' is not a count; use a number with an optional K/M/B/T suffix, "
-                             f"e.g. {'4M' if binary else '70B'}")
+                             f"e.g. {example or ('4M' if binary else '70B')}")
         value = float(m.group(1)) * (BINARY if binary else DECIMAL)[m.group(2).lower()]
     if not math.isfinite(value) or value <= 0:
         raise InputError(f"{flag}: '{text}' must be a positive count")
@@ -78,7 +79,7 @@ def parse_seq_len(value) -> int:
     """--seq-len / ``seq_len:``: a whole number of tokens, K binary (32k = 32,768)."""
     if isinstance(value, bool):
         raise InputError(f"--seq-len: {value!r} is not a number of tokens; e.g. 8192 or 32k")
-    n = parse_count(value, "--seq-len", binary=True)
+    n = parse_count(value, "--seq-len", binary=True, example="8192 or 32k")   # not 4M: a batch's, not a sequence's
     if n != int(n):
         raise InputError(f"--seq-len: '{value}' is {n:,.1f} tokens, not a whole number; e.g. 8192 or 32k (= 32,768)")
     return int(n)

@@ -283,6 +283,14 @@ def test_bad_seq_len_is_one_line(run_cli, value):
     assert "--seq-len" in refused(run_cli, "memory", "--model", "llama-3-8b", "--seq-len", value, "--layout", "tp=8")
 
 
+@pytest.mark.parametrize("value", ["4096tokens", "8kb", "32q"])
+def test_a_seq_len_that_is_no_count_is_shown_a_sequence_length_to_type(run_cli, value):
+    """`--seq-len 4096tokens` was told 'e.g. 4M', a token-batch example: a newcomer typing it
+    asks for a four-million-token sequence. The example is a sequence length."""
+    err = refused(run_cli, "memory", "--model", "llama-3-8b", "--seq-len", value, "--layout", "tp=8")
+    assert "e.g. 8192 or 32k" in err and "4M" not in err
+
+
 def test_a_mistyped_job_file_key_gets_a_did_you_mean(run_cli, tmp_path):
     f = tmp_path / "job.yaml"
     f.write_text("model: llama-3-8b\nseq_lenn: 8192\n")
