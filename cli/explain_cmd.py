@@ -13,7 +13,11 @@ from .output import emit, format_option
 @click.command()
 @job_options
 @click.option("--why", "setting", type=click.Choice(SETTINGS, case_sensitive=False), required=True,
-              help="the setting to explain")
+              help="the setting to explain: tp tensor, pp pipeline, dp data, cp context (the sequence "
+                   "split), ep expert parallelism; vp virtual pipeline stages (model chunks a pipeline "
+                   "rank); zero the ZeRO stage (1 shards optimizer states over DP, 2 gradients too, "
+                   "3 weights too); sp sequence parallelism (with TP); mbs micro-batch size; recompute "
+                   "activation recomputation (README: the settings, in the table's words)")
 @click.option("--graph", "graph", help="also draw the decision trace: out.dot, out.svg or out.png",
               callback=checked_graph_path)
 @click.option("--rules", "rules", multiple=True, help="house-policy rule file or folder (repeatable)")

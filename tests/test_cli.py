@@ -591,6 +591,19 @@ def test_help_says_what_each_job_choice_means_and_its_default(run_cli, flag, say
     assert says in (option.help or "")
 
 
+def test_explain_help_says_what_each_setting_it_explains_is(run_cli):
+    """`explain --help` listed --why [tp|pp|vp|...] as 'the setting to explain': a newcomer who
+    met 'vp' and 'zero' in recommend's table had to leave the command to learn what they are.
+    Each choice is named in words."""
+    code, out, err = run_cli("explain", "--help")
+    assert code == 0, err
+    words = " ".join(out.split())
+    for says in ("tp tensor", "pp pipeline", "vp virtual pipeline stages", "dp data", "cp context",
+                 "ep expert", "zero the ZeRO stage", "sp sequence", "mbs micro-batch",
+                 "recompute activation recomputation"):
+        assert says in words, says
+
+
 def test_recommend_says_what_its_communication_and_bubble_percentages_are_of(run_cli):
     """'exposed communication 3.8%, bubble 0.0%' left a reader to guess: of the step, of the
     communication, of the ideal? They are shares of the step time beside them, as `memory` says."""
