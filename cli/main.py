@@ -163,6 +163,16 @@ def main(argv=None) -> None:
             gc.freeze()
 
 
+def _stray_word_hint(e: click.UsageError) -> str:
+    """click's 'Got unexpected extra argument (k)' names neither the flag nor what to type: the
+    word is most often a value written in two (`--seq-len 4 k`, `--token-budget 300 billion`)
+    or a value without its flag (`recommend llama-3-8b`)."""
+    if not e.format_message().startswith("Got unexpected extra argument"):
+        return ""
+    where = f"`{e.ctx.command_path} --help`" if e.ctx else "`shardwise --help`"
+    return f": a flag's value is one word after it (--seq-len 4k, --token-budget 300B); {where} lists what it takes"
+
+
 def _main(argv) -> None:
     argv = list(sys.argv[1:] if argv is None else argv) or ["--help"]
     try:
@@ -178,7 +188,7 @@ def _main(argv) -> None:
         said = p is None or not p.help or isinstance(p.type, click.Choice)
         _fail(e.format_message() + ("" if said else f" ({p.opts[0]}: {' '.join(p.help.split())})"))
     except click.UsageError as e:
-        _fail(e.format_message())
+        _fail(e.format_message() + _stray_word_hint(e))
     except click.exceptions.Abort:
         _fail("aborted", 1)
     except click.ClickException as e:

@@ -604,6 +604,21 @@ def test_explain_help_says_what_each_setting_it_explains_is(run_cli):
         assert says in words, says
 
 
+@pytest.mark.parametrize("args, command", [
+    (("recommend", "--model", "llama-3-8b", "--seq-len", "4", "k"), "shardwise recommend"),
+    (("compare", "--model", "llama-3-8b", "--vary", "gpus=8,16", "--token-budget", "300", "billion"),
+     "shardwise compare"),
+    (("recommend", "llama-3-8b"), "shardwise recommend"),
+])
+def test_a_stray_word_is_told_how_to_write_the_value(run_cli, args, command):
+    """`--seq-len 4 k` or `--token-budget 300 billion` answered click's 'Got unexpected extra
+    argument (k)', which names no flag and nothing to type instead. The line still names the word,
+    and says a value is one word after its flag and where the flags are listed."""
+    code, out, err = run_cli(*args)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "unexpected extra argument" in err and "one word" in err and f"`{command} --help`" in err
+
+
 def test_recommend_says_what_its_communication_and_bubble_percentages_are_of(run_cli):
     """'exposed communication 3.8%, bubble 0.0%' left a reader to guess: of the step, of the
     communication, of the ideal? They are shares of the step time beside them, as `memory` says."""
