@@ -102,7 +102,9 @@ def job_options(f=None, *, raw: bool = False):
     if f is None:
         return lambda g: job_options(g, raw=raw)
     opts = [
-        click.option("-f", "--job-file", type=click.Path(dir_okay=False), help="YAML job file (flags override it)"),
+        click.option("-f", "--job-file", type=click.Path(dir_okay=False),
+                     help="YAML job file, the job flags' names as keys: model: llama-3-8b, gpus: 64, "
+                          "seq_len: 32k (flags override it)"),
         click.option("--model", help="catalog model name, e.g. llama-3-70b (shardwise kb models)"),
         click.option("--hf-config", help="path to a Hugging Face config.json, or its folder"),
         click.option("--params", help="parameter count, e.g. 70B (a standard shape is inferred)"),

@@ -619,6 +619,19 @@ def test_a_stray_word_is_told_how_to_write_the_value(run_cli, args, command):
     assert "unexpected extra argument" in err and "one word" in err and f"`{command} --help`" in err
 
 
+def test_job_file_help_says_what_its_keys_are(run_cli, tmp_path):
+    """`-f` was 'YAML job file (flags override it)': nothing said what a key is named, and a
+    newcomer guessed `sequence_length:` or `num_gpus:`. The help names the keys by example, and
+    the example it gives is a job file that runs."""
+    from shardwise.cli.recommend_cmd import recommend
+    (option,) = [p for p in recommend.params if "-f" in p.opts]
+    assert "the job flags' names" in option.help and "seq_len: 32k" in option.help
+    job = tmp_path / "job.yaml"
+    job.write_text("model: llama-3-8b\ngpus: 64\nseq_len: 32k\n")
+    code, out, err = run_cli("recommend", "-f", str(job))
+    assert code == 0 and "sequence 32,768 tokens" in out.splitlines()[0], err
+
+
 def test_recommend_says_what_its_communication_and_bubble_percentages_are_of(run_cli):
     """'exposed communication 3.8%, bubble 0.0%' left a reader to guess: of the step, of the
     communication, of the ideal? They are shares of the step time beside them, as `memory` says."""
