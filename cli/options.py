@@ -119,7 +119,8 @@ def job_options(f=None, *, raw: bool = False):
         click.option("--seq-len", help="sequence length, tokens: 8192, 32k (= 32,768), 128K (default 4096)"),
         click.option("--mbs", type=PLAIN_INT, help="micro-batch size (default: the advisor chooses)"),
         click.option("--global-batch", type=PLAIN_INT,
-                     help="global batch, sequences (default: about 4M tokens for pretrain, 128 sequences otherwise)"),
+                     help="global batch, sequences; in tokens: --global-batch-tokens 4M (default: about 4M "
+                          "tokens for pretrain, 128 sequences otherwise)"),
         click.option("--global-batch-tokens", help="global batch, tokens; K/M/B binary: 4M = 4,194,304"),
         click.option("--training", type=_choice(list(get_args(TrainingType))),
                      help="pretrain (default): every weight, from scratch; finetune: every weight, from a "

@@ -632,6 +632,15 @@ def test_job_file_help_says_what_its_keys_are(run_cli, tmp_path):
     assert code == 0 and "sequence 32,768 tokens" in out.splitlines()[0], err
 
 
+def test_a_token_count_given_as_the_sequence_batch_is_sent_to_the_token_flag(run_cli):
+    """`--global-batch 4M` was refused with the flag's help, 'global batch, sequences (default:
+    about 4M tokens ...)': the line repeated the 4M the user typed and never named
+    --global-batch-tokens, the flag that takes it."""
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--global-batch", "4M")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "'4M'" in err and "--global-batch-tokens 4M" in err
+
+
 def test_recommend_says_what_its_communication_and_bubble_percentages_are_of(run_cli):
     """'exposed communication 3.8%, bubble 0.0%' left a reader to guess: of the step, of the
     communication, of the ideal? They are shares of the step time beside them, as `memory` says."""
