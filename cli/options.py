@@ -252,7 +252,7 @@ def job_settings(data: dict, path: str, where: str | None = None) -> dict:
         if isinstance(v, bool):
             raise InputError(_yaml_boolean(where, k, key, v))
         if not isinstance(v, want):
-            raise InputError(f"{where}: '{k}' must be {want.__name__}, got {v!r}")
+            raise InputError(f"{where}: '{k}' must be {want.__name__}, got {v!r}{WANT_HINTS.get(key, '')}")
         out[key] = _as_flag_reads(key, v, path)
     for group in EXCLUSIVE:             # a flag may replace one of these; two in the file are a conflict
         both = [k for k in group if k in out]
@@ -277,6 +277,9 @@ def _yaml_boolean(where: str, k, key: str, v: bool) -> str:
         return f"{said}; give {COUNT_HINTS.get(key, 'a number')}"
     return f"{said}; give a name, quoted if it is one of those words"
 
+
+# what a value of the wrong type is told to write instead, where the key is often taken for another
+WANT_HINTS = {"global_batch": " (sequences; a token count is global_batch_tokens: 4M)"}
 
 # what a boolean in place of a count is told to give instead (the counts: COUNTS)
 COUNT_HINTS = {"seq_len": "a count of tokens, e.g. 32k", "global_batch_tokens": "a count of tokens, e.g. 4M",

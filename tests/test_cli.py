@@ -641,6 +641,15 @@ def test_a_token_count_given_as_the_sequence_batch_is_sent_to_the_token_flag(run
     assert "'4M'" in err and "--global-batch-tokens 4M" in err
 
 
+def test_a_token_count_given_as_the_job_files_sequence_batch_is_sent_to_the_token_key(run_cli, tmp_path):
+    """The job file's `global_batch: 4M` read only "'global_batch' must be int, got '4M'"."""
+    job = tmp_path / "job.yaml"
+    job.write_text("model: llama-3-8b\nglobal_batch: 4M\n")
+    code, out, err = run_cli("recommend", "-f", str(job))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "'global_batch' must be int, got '4M'" in err and "global_batch_tokens: 4M" in err
+
+
 def test_recommend_says_what_its_communication_and_bubble_percentages_are_of(run_cli):
     """'exposed communication 3.8%, bubble 0.0%' left a reader to guess: of the step, of the
     communication, of the ideal? They are shares of the step time beside them, as `memory` says."""
