@@ -109,7 +109,7 @@ def job_options(f=None, *, raw: bool = False):
         click.option("--hf-config", help="path to a Hugging Face config.json, or its folder"),
         click.option("--params", help="parameter count, e.g. 70B (a standard shape is inferred)"),
         click.option("--gpu", help="catalog GPU, e.g. h100-sxm (shardwise kb gpus; default h100-sxm)"),
-        click.option("--gpu-memory", type=PLAIN_FLOAT, help="override GPU memory, GiB as nvidia-smi reports it (8-320)"),
+        click.option("--gpu-memory", type=PLAIN_FLOAT, help="override GPU memory, GiB: the total nvidia-smi reports in MiB, divided by 1024 (8-320)"),
         click.option("--gpus", type=PLAIN_INT, help="GPU count (1-16384; default 8)"),
         click.option("--gpus-per-node", type=PLAIN_INT, help="GPUs per node (default: the GPU's usual server)"),
         click.option("--interconnect", help="infiniband|roce|ethernet: the link between nodes; nvlink|pcie: the "
