@@ -47,8 +47,17 @@ def megatron_tp_overlap(lay, cluster):
     (arguments.py validate_args; sp needs TP > 1) and a TP group inside one NVLink domain, whose
     CUDA IPC / multicast handles the buffers need (TransformerEngine#1071; multi-node NVLink since
     #1470). The export sets the flag exactly here, and the step time counts the profile's `tp`
-    overlap only here. Works on the search's layout arrays."""
-    return lay.sp & (lay.tp <= cluster.nvlink_domain)
+    overlap only here. Works on the search's layout arrays.
+
+    The group must also talk over NVLink: TE's comm+GEMM overlap requires the TP GPUs "connected
+    over NVLink/NVSwitch" (TransformerEngine examples/pytorch/comm_gemm_overlap/README.md,
+    Requirements). A PCIe node's `nvlink_domain` is the node (ClusterSpec.nvlink_domain), so
+    without this an L40S or H100 PCIe box got the flag and the hidden time; an H100 NVL pair's
+    NVLink bridge (GPUSpec.pair_link) carries a TP group of two."""
+    over_nvlink = not cluster.intra.name.startswith("pcie")
+    if not over_nvlink and cluster.gpu.pair_link is not None:
+        over_nvlink = lay.tp == 2
+    return lay.sp & (lay.tp <= cluster.nvlink_domain) & over_nvlink
 
 
 def megatron_ep_overlap_share(lay):

@@ -457,6 +457,20 @@ def test_megatron_overlaps_tp_communication_where_the_estimate_hides_it():
     assert "--tp-comm-overlap" not in script(1, 4)
 
 
+def test_megatron_asks_no_tp_overlap_where_the_tp_group_talks_over_pcie():
+    """Transformer Engine's comm+GEMM overlap needs the TP group on one node "connected over
+    NVLink/NVSwitch" (TransformerEngine examples/pytorch/comm_gemm_overlap/README.md,
+    Requirements). An L40S box has PCIe only: TP=2 with SP there must not ask for
+    --tp-comm-overlap; an H100 NVL pair (its NVLink bridge) and an NVLink node still do."""
+    def script(gpu):
+        job = build_job(model="llama-3-8b", gpus=8, gpu=gpu, seq_len=4096, global_batch=64)
+        lay = Layout(tp=2, pp=1, dp=4, zero=1, sp=True, mbs=1, grad_accum=16)
+        return export("megatron", Target(job, lay)).files["megatron_pretrain.sh"]
+    assert "--tp-comm-overlap" not in script("l40s")
+    assert "--tp-comm-overlap" in script("h100-nvl")
+    assert "--tp-comm-overlap" in script("h100-sxm")
+
+
 @pytest.mark.parametrize("pp,vp,ga,tp,recompute,overlap,connections", [
     (1, 1, 2, 1, "selective", True, "32"),       # PP 1 pairs micro-batches: overlap, many connections
     (1, 1, 1, 1, "selective", False, "1"),       # one micro-batch a step: nothing to pair with

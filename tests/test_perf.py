@@ -316,6 +316,19 @@ def test_tensor_parallel_across_nodes_is_expensive():
     assert across["tokens_per_s"] < in_node["tokens_per_s"]
 
 
+def test_tensor_parallel_over_pcie_is_not_overlapped():
+    """Megatron hides TP's SP collectives behind GEMMs only with Transformer Engine's userbuffers,
+    which need the TP group connected over NVLink (TransformerEngine examples/pytorch/
+    comm_gemm_overlap/README.md). On an L40S (PCIe) node the exposed TP time is the whole ring:
+    layers x 4 all-reduces of mbs x s x h bf16 per micro-batch at PCIe 4 bus bandwidth."""
+    job = build_job(model="llama-3-8b", gpus=8, gpu="l40s", seq_len=4096, global_batch=64)
+    st = run(job, "tp=2,dp=4,mbs=1,recompute=none,sp=on")
+    link = catalog.link("pcie4")
+    nbytes = 4096 * 4096 * 2
+    per_mb = 32 * 4 * (nbytes / (link.bus_gbps * 1e9) + link.latency_us * 1e-6)
+    assert st.comm_by_kind_s["tp"] == pytest.approx(16 * per_mb, rel=0.01)
+
+
 def test_slower_fabric_costs_data_parallel_time():
     fast = build_job(model="llama-3-8b", gpus=64, seq_len=4096, global_batch=64, framework="hf")
     slow = build_job(model="llama-3-8b", gpus=64, seq_len=4096, global_batch=64, framework="hf",
