@@ -385,6 +385,18 @@ class ClusterSpec(_Frozen):
             return self.gpus_per_node
         return max(self.gpus_per_node, self.gpu.nvlink_domain)
 
+    @property
+    def domain_block(self) -> int:
+        """GPUs of this job in each NVLink domain it runs on: the largest whole number of nodes
+        that divides the job and fits one domain. A job of at most one domain is one block; 128
+        GB200 run as two 64-GPU segments, 144 as two full 72-GPU racks -- how Slurm's
+        topology/block plugin places a job on NVL72 racks (--segment: equal blocks of nodes in
+        one rack each; NVIDIA technical blog, "Achieving Peak System and Workload Efficiency on
+        NVIDIA GB200 NVL72 with Slurm Block Scheduling"). Where the domain is the node, the node."""
+        most = min(self.nvlink_domain, self.gpus)
+        return max(k for k in range(self.gpus_per_node, most + 1, self.gpus_per_node) if self.gpus % k == 0) \
+            if most >= self.gpus_per_node else most
+
 
 class TrainingSpec(_Frozen):
     seq_len: int = Field(4096, gt=0, le=2 ** 24)

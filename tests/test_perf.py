@@ -329,6 +329,18 @@ def test_tensor_parallel_over_pcie_is_not_overlapped():
     assert st.comm_by_kind_s["tp"] == pytest.approx(16 * per_mb, rel=0.01)
 
 
+def test_a_group_that_straddles_two_nvl72_racks_runs_over_the_nics():
+    """144 GB200 are two full NVL72 racks, ranks 0-71 and 72-143. An EP group of 16 cannot tile a
+    72-GPU rack: ranks 64-79 sit half in each, so that group's all-to-all leaves NVLink for the
+    NICs and the step waits on it. 128 GB200 run as two 64-GPU NVLink segments (Slurm
+    topology/block --segment, as NVIDIA schedules NVL72), which groups of 16 tile."""
+    def ep_seconds(gpus, ep):
+        job = build_job(model="deepseek-v3", gpus=gpus, gpu="gb200", seq_len=4096, global_batch=2 * gpus)
+        return run(job, f"tp=1,pp=1,dp={gpus},ep={ep},zero=3,mbs=1,recompute=full").comm_by_kind_s["ep"]
+    assert ep_seconds(144, 16) > 4 * ep_seconds(144, 8)
+    assert ep_seconds(128, 16) < 2 * ep_seconds(128, 8)
+
+
 def test_slower_fabric_costs_data_parallel_time():
     fast = build_job(model="llama-3-8b", gpus=64, seq_len=4096, global_batch=64, framework="hf")
     slow = build_job(model="llama-3-8b", gpus=64, seq_len=4096, global_batch=64, framework="hf",

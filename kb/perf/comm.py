@@ -15,7 +15,8 @@ n - 1 steps -- what makes a per-layer ZeRO-3 gather over a thousand ranks latenc
 
 Which link: Megatron-Core orders ranks tp-cp-ep-dp-pp (parallel_state.py), so a group of size
 n whose members are ``stride`` ranks apart spans n x stride consecutive ranks; if that exceeds
-the NVLink domain (a node, or an NVL72 rack) the group crosses nodes. Point-to-point sends and
+the job's block of an NVLink domain (a node, or its share of an NVL72 rack: ClusterSpec.
+domain_block), or does not divide it, the group crosses nodes. Point-to-point sends and
 all-to-all then run at one NIC's bandwidth (group_link): every member pushes its own bytes out
 through its own NIC. A ring collective is different (collective_link): NCCL runs one ring
 channel per NIC, each ring leaving the domain through a different member, so the inter-node
@@ -34,8 +35,11 @@ A PCIe node whose GPUs are bridged in pairs (GPUSpec.pair_link: the H100 NVL's N
 """
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import NamedTuple
+
+import numpy as np
 
 from .. import catalog
 from ..layout import Layout
@@ -83,11 +87,24 @@ def bridged(c: ClusterSpec, size, stride, bw):
     return where(on_pair(c, size, stride), _pair_bus(c.gpu.pair_link), bw)
 
 
+def _gcd(a: int, b):
+    return np.gcd(a, b.astype(np.int64)) if isinstance(b, np.ndarray) else math.gcd(a, int(b))
+
+
+def inside_block(c: ClusterSpec, size, stride):
+    """Whether every group of ``size`` members ``stride`` ranks apart sits inside one NVLink
+    block (ClusterSpec.domain_block). Groups tile the ranks in spans of size x stride, so all of
+    them stay inside only where that span divides the block: on two full NVL72 racks a group
+    of 16 at ranks 64-79 has half its members in each rack."""
+    span = size * stride
+    return (span <= c.domain_block) & (c.domain_block % span == 0)
+
+
 def group_link(c: ClusterSpec, size, stride, peers=None) -> Link:
     """The link a group's all-to-all transfers run at: NVLink inside the domain (over the
     size - 1 peers each member sends to, or ``peers``; a bridged pair's own link, on_pair), one
     NIC per GPU once the group crosses it."""
-    intra = (size <= 1) | (size * stride <= c.nvlink_domain)
+    intra = (size <= 1) | inside_block(c, size, stride)
     bw = where(intra, intra_bw(c, size - 1 if peers is None else peers), c.inter.bus_gbps * 1e9)
     return Link(bridged(c, size, stride, bw), where(intra, c.intra.latency_us * 1e-6, c.inter.latency_us * 1e-6))
 
@@ -104,7 +121,7 @@ def collective_link(c: ClusterSpec, size, stride) -> Link:
     (one ring channel each), at most what the k members reach among themselves (intra_bw over
     k - 1 peers; a lone member, the whole link to its NIC)."""
     link = group_link(c, size, stride)
-    per_domain = maximum(1, minimum(size, c.nvlink_domain // stride))
+    per_domain = maximum(1, minimum(size, _gcd(c.domain_block, size * stride) // stride))
     cap = bridged(c, size, stride, where(per_domain > 1, intra_bw(c, per_domain - 1), c.intra.bus_gbps * 1e9))
     # inside the domain link.bw is that cap already, and the minimum leaves it there
     return Link(minimum(cap, per_domain * link.bw), link.latency_s)
