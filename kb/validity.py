@@ -159,6 +159,18 @@ def _sp_tp(job, a):
     return (a["sp"] == 0) | (a["tp"] > 1)
 
 
+def _sp_sequence(job, a):
+    """Megatron's sequence parallelism scatters each CP rank's seq / cp tokens over the TP ranks
+    (the embedding's scatter_to_sequence_parallel_region; megatron/core/tensor_parallel/mappings.py
+    _split_along_first_dim asserts "First dimension of the tensor should be divisible by tensor
+    parallel size"), so they must divide by TP; the micro-batch does not help ([s, b, h]). torch's
+    SequenceParallel (fsdp) shards with DTensor, which pads an uneven shard."""
+    if job.training.framework != "megatron":
+        return _all(a)
+    s, cp = job.training.seq_len, np.maximum(a["cp"], 1)
+    return (a["sp"] == 0) | ((s % cp == 0) & ((s // cp) % a["tp"] == 0))
+
+
 def _sp_framework(job, a):
     return (a["sp"] == 0) | has_sequence_parallel(job.training.framework)
 
@@ -437,6 +449,12 @@ VALIDITY = [
              "(kb/data/frameworks.yaml: sequence_parallel)", _sp_framework,
              lambda job, lay: f"sp=on but --framework {job.training.framework} has no sequence parallelism; "
                               "use sp=off, or megatron/fsdp"),
+    Validity("sp-splits-sequence", "Megatron's sequence parallelism splits each CP rank's sequence over the TP "
+             "ranks: seq / cp must divide by TP (tensor_parallel/mappings.py _split_along_first_dim)", _sp_sequence,
+             lambda job, lay: f"sp=on with tp={lay.tp} needs each CP rank's {job.training.seq_len // lay.cp} tokens "
+                              f"(--seq-len {job.training.seq_len} / cp {lay.cp}) divisible by tp: Megatron's sequence "
+                              f"parallelism splits them over the TP ranks; use sp=off, another tp or cp, or a "
+                              f"--seq-len divisible by tp x cp = {lay.tp * lay.cp}"),
     Validity("batch-divides", "the global batch must be a multiple of micro-batch x DP", _batch,
              lambda job, lay: f"the global batch is not a multiple of mbs x dp = {lay.mbs * lay.dp}"),
     Validity("vp-microbatches", "an interleaved pipeline runs its micro-batches in groups of PP: Megatron-Core "

@@ -579,6 +579,21 @@ def test_sp_on_for_a_framework_without_it_is_refused(run_cli):
     assert d["layout"]["sp"] is False
 
 
+def test_sequence_parallelism_megatron_cannot_split_is_refused_and_never_recommended(run_cli):
+    """Megatron's SP scatters each CP rank's seq / cp tokens over the TP ranks and asserts they
+    divide (tensor_parallel/mappings.py _split_along_first_dim): 300,000 tokens over cp 16 is
+    18,750 a rank, which tp 8 does not divide, so the run would stop at its first forward."""
+    job = ("--model", "llama-3-70b", "--gpus", "256", "--framework", "megatron", "--seq-len", "300000")
+    err = refused(run_cli, "memory", *job, "--layout", "tp=8,cp=16,sp=on,mbs=1")
+    assert "18750" in err and "tp=8" in err and "sp=off" in err
+    assert memory(run_cli, *job, "--layout", "tp=8,cp=16,sp=off,mbs=1")["layout"]["sp"] is False
+    assert memory(run_cli, *job, "--layout", "tp=2,cp=16,sp=on,mbs=1")["layout"]["sp"] is True
+    code, out, err = run_cli("recommend", *job, "--format", "json")
+    assert code == 0, err
+    lay = json.loads(out)["layout"]
+    assert not lay["sp"] or 300000 // lay["cp"] % lay["tp"] == 0, lay
+
+
 def test_every_framework_says_whether_it_has_sp():
     profiles = catalog.raw("frameworks")["frameworks"]
     assert all(isinstance(p["sequence_parallel"], bool) for p in profiles.values())
