@@ -12,7 +12,7 @@ import re
 import shlex
 from itertools import groupby
 
-from shardwise.kb.frameworks import RANK_CAPACITY_FACTOR, megatron_ep_overlap_share, megatron_tp_overlap
+from shardwise.kb.frameworks import RANK_CAPACITY_FACTOR, megatron_cp_a2a, megatron_ep_overlap_share, megatron_tp_overlap
 from shardwise.kb.memory.activations import PAGED_STASH_FACTOR
 from shardwise.kb.memory.states import megatron_grad_bytes
 from shardwise.kb.stages import layers_on_stage, pipeline_slots
@@ -591,7 +591,11 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
         a += ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
     if lay.vp > 1 and not custom:
         a += ["--num-virtual-stages-per-pipeline-rank", lay.vp]
-    a += ["--context-parallel-size", lay.cp, "--expert-model-parallel-size", lay.ep]
+    a += ["--context-parallel-size", lay.cp]
+    if lay.cp > 1 and megatron_cp_a2a(m, t.seq_len):
+        # TE's ring (the default p2p) refuses a masking window and sinks; the step times a2a
+        a += ["--cp-comm-type", "a2a"]
+    a += ["--expert-model-parallel-size", lay.ep]
     if megatron_ep_overlap_share(lay) > 0:
         a += ["--overlap-moe-expert-parallel-comm"]  # the estimate's `ep` overlap (kb/frameworks.py)
     if lay.etp != 1 or (m.is_moe and lay.tp > 1):

@@ -16,6 +16,24 @@ def _profiles() -> dict:
 ULYSSES_FRAMEWORKS = ("hf", "deepspeed")
 
 
+def megatron_cp_a2a(m, seq_len: int) -> bool:
+    """Whether Megatron's CP must run Transformer Engine's all-to-all (--cp-comm-type a2a, heads
+    split over the CP ranks as Ulysses does) instead of its default ring (p2p): TE asserts "Context
+    parallelism does not support sliding window attention with cp_comm_type='p2p'" (a window that
+    masks: a2a or all_gather only) and "Context parallelism only supports softmax_type='learnable'
+    with cp_comm_type = 'a2a'" (attention sinks) -- transformer_engine/pytorch/attention/
+    dot_product_attention/context_parallel.py attn_forward_func_with_cp, NVIDIA/TransformerEngine
+    @d0067d0. a2a serves both, and needs CP to divide a rank's query and KV heads (same file,
+    AttnFuncWithCPAndQKVOA2A: "requires num_heads % cp_size == 0 for Q, K, V")."""
+    return bool(m.attn_sinks or m.window_masks(seq_len))
+
+
+def cp_all_to_all(framework: str, m, seq_len: int) -> bool:
+    """Whether the framework's CP trades heads by all-to-all (DeepSpeed's Ulysses, or Megatron's
+    a2a where its ring cannot run: megatron_cp_a2a) rather than passing K/V around a ring."""
+    return framework in ULYSSES_FRAMEWORKS or (framework == "megatron" and megatron_cp_a2a(m, seq_len))
+
+
 def profile(framework: str) -> dict:
     return _profiles()[framework]
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from .defaults import ADAPTERS
 from .errors import InputError
-from .frameworks import ULYSSES_FRAMEWORKS, autoep_families, autoep_preset, has_sequence_parallel, recompute_modes
+from .frameworks import ULYSSES_FRAMEWORKS, autoep_families, megatron_cp_a2a, autoep_preset, has_sequence_parallel, recompute_modes
 from .layout import RECOMPUTE, Layout
 from .stages import takes_slots
 
@@ -142,6 +142,26 @@ def _ulysses_heads(job, a):
     m, cp = job.model, a["cp"]
     heads, kv = m.heads // a["tp"], np.maximum(m.kv_heads // a["tp"], 1)
     return (cp == 1) | ((heads % cp == 0) & ((kv % cp == 0) | (cp % kv == 0)))
+
+
+def _megatron_a2a_heads(job, a):
+    """Megatron's CP on a masking sliding window or attention sinks is TE's all-to-all
+    (kb/frameworks.megatron_cp_a2a), which splits a rank's query and KV heads over the CP ranks
+    and asserts CP divides both (no replication of fewer KV heads)."""
+    m, t = job.model, job.training
+    if t.framework != "megatron" or not megatron_cp_a2a(m, t.seq_len):
+        return _all(a)
+    cp = a["cp"]
+    heads, kv = m.heads // a["tp"], np.maximum(m.kv_heads // a["tp"], 1)
+    return (cp == 1) | ((heads % cp == 0) & (kv % cp == 0))
+
+
+def _megatron_a2a_refusal(job, lay):
+    m = job.model
+    why = "attention sinks" if m.attn_sinks else f"a {m.sliding_window}-token sliding window"
+    return (f"cp={lay.cp} with tp={lay.tp}: {m.name}'s {why} needs Megatron's --cp-comm-type a2a (Transformer Engine's "
+            f"ring refuses it), which splits the {m.heads // lay.tp} query and {max(m.kv_heads // lay.tp, 1)} KV heads "
+            "of a rank over the CP ranks; use a cp that divides both (or a smaller tp)")
 
 
 def _ep_experts(job, a):
@@ -436,6 +456,10 @@ VALIDITY = [
     Validity("ulysses-keeps-local-attention", "DeepSpeed's Ulysses drops transformers' attention mask, which "
              "carries the sliding windows and chunks of SDPA's local layers: with them past the window it would "
              "train another model", _ulysses_local_attention, _ulysses_local_refusal),
+    Validity("megatron-cp-a2a-heads", "Megatron's CP on a masking sliding window or attention sinks runs "
+             "Transformer Engine's all-to-all (its ring refuses them), which needs CP to divide a rank's query and "
+             "KV heads (context_parallel.py attn_forward_func_with_cp, AttnFuncWithCPAndQKVOA2A)",
+             _megatron_a2a_heads, _megatron_a2a_refusal),
     Validity("ep-divides-experts", "EP splits the experts of an MoE model: it must divide them (and is 1 for a "
              "dense model)", _ep_experts,
              lambda job, lay: (f"ep={lay.ep} does not divide the {job.model.experts} experts of {job.model.name}"

@@ -1482,3 +1482,31 @@ def test_the_trainer_at_zero0_in_pure_bf16_names_deepspeeds_fp32_masters():
     assert len(said) == 1 and memory_as_run(tg, precision="bf16", framework="deepspeed") in said[0]
     assert not any(c.startswith("pure-bf16 at ZeRO-0") for c in ex.caveats)
     assert any("torch_dtype=torch.bfloat16" in c for c in ex.caveats)
+
+
+def test_megatron_cp_on_sliding_windows_or_sinks_runs_the_all_to_all_transformer_engine_allows():
+    """Transformer Engine's CP ring (Megatron's default --cp-comm-type p2p) asserts at the first
+    forward on a sliding window that masks ("Context parallelism does not support sliding window
+    attention with cp_comm_type='p2p'") and on learnable softmax (gpt-oss's sinks: a2a only;
+    context_parallel.py attn_forward_func_with_cp). The export writes a2a there, which splits
+    the heads: a CP that does not divide a rank's KV heads is refused, and the step times the
+    all-to-alls, not a ring."""
+    from shardwise.kb.perf import step_time
+    from shardwise.kb.perf.comm import group_link, strides
+    from shardwise.kb.perf.step import ulysses_seconds
+    from shardwise.kb.errors import InputError
+    from shardwise.kb.resolve import resolve_layout
+    job = build_job(model="gpt-oss-120b", gpus=64, seq_len=32768, framework="megatron", global_batch=32)
+    lay = resolve_layout(job, "tp=1,cp=8,ep=8,zero=1,mbs=1,recompute=full")[0]
+    args = script_args(export("megatron", Target(job, lay)).files["megatron_pretrain.sh"])
+    assert args[args.index("--cp-comm-type") + 1] == "a2a"
+    tokens = 32768 / 8
+    by_hand = ulysses_seconds(job.model, lay, tokens, group_link(job.cluster, 8, strides(lay)["cp"]))
+    assert step_time(job, lay).comm_by_kind_s["cp"] == pytest.approx(job.model.layers * lay.grad_accum * by_hand,
+                                                                     rel=1e-6)
+    # 8 KV heads over tp 2: 4 a rank, which cp 8 does not divide
+    with pytest.raises(InputError, match="cp=8.*KV heads"):
+        resolve_layout(job, "tp=2,cp=8,ep=8,zero=1,mbs=1,recompute=full")
+    dense = build_job(model="llama-3-8b", gpus=64, seq_len=32768, framework="megatron", global_batch=32)
+    lay = resolve_layout(dense, "tp=1,cp=8,zero=1,mbs=1,recompute=full")[0]
+    assert "--cp-comm-type" not in script_args(export("megatron", Target(dense, lay)).files["megatron_pretrain.sh"])

@@ -32,7 +32,7 @@ from ..memory.activations import experts_cast_by_autocast, routed_copies
 from ..memory.peft_experts import experts_stay_bf16, merges_experts
 from ..memory.states import deepspeed_bf16_pipeline, lora_params, recipe
 from ..params import layer_params, total_params
-from ..frameworks import ULYSSES_FRAMEWORKS, megatron_ep_overlap_share, megatron_tp_overlap, profile as framework_profile
+from ..frameworks import cp_all_to_all, megatron_ep_overlap_share, megatron_tp_overlap, profile as framework_profile
 from .compute import HBM_EFFICIENCY, gemm_efficiency, layer_time, loss_time, moe_tokens
 from .flops import hardware_flops_per_token, head_flops, model_flops_per_token
 from ..vec import maximum, minimum, where
@@ -193,9 +193,12 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict, flo
     overlappable = megatron_tp_overlap(lay, c) if t.framework == "megatron" else lay.tp <= c.nvlink_domain
     tp_overlap = where(overlappable, ov["tp"], 0.0)
     kinds["tp"] = layers * n_ar * comm.all_reduce(tp_link, lay.tp, act_bytes) * (1 - tp_overlap)
-    if t.framework in ULYSSES_FRAMEWORKS:
+    if cp_all_to_all(t.framework, m, t.seq_len):
         cp_link = comm.group_link(c, lay.cp, st["cp"])
-        kinds["cp"] = where(lay.cp > 1, layers * ulysses_seconds(m, lay, tokens, cp_link), 0.0)
+        # Megatron's a2a runs inside the checkpointed core attention (as its ring does, below):
+        # selective and per-module recomputation run the forward's all-to-alls again too
+        rerun = (lay.recompute == "full") | ((t.framework == "megatron") & (lay.recompute != "none"))
+        kinds["cp"] = where(lay.cp > 1, layers * ulysses_seconds(m, lay, tokens, cp_link, rerun), 0.0)
     else:
         cp_link = comm.p2p_link(c, lay.cp, st["cp"])
         kv_bytes = tokens * 2 * maximum(m.kv_width / lay.tp, m.hd) * 2.0
@@ -248,16 +251,17 @@ def _group_collectives(c, params, n, ns, stride, grad_bytes, units=1) -> dict:
     return {k: where(params > 0, v, 0.0) for k, v in times.items()}
 
 
-def ulysses_seconds(m, lay: Layout, tokens, link) -> float:
+def ulysses_seconds(m, lay: Layout, tokens, link, rerun=None) -> float:
     """Seconds of one layer's Ulysses all-to-alls for one micro-batch (DeepSpeed
     runtime/sequence_parallel/ulysses_sp.py UlyssesSPAttentionHF): forward, q, k and v trade
     their sequence shards for head shards and the attention output trades back, each an
     all-to-all over the CP group of the rank's tokens x width; backward runs the four again for
-    the gradients, and full recomputation the forward's once more. KV heads fewer than CP are
+    the gradients, and full recomputation (or ``rerun``: Megatron's a2a, kb/frameworks.
+    megatron_cp_a2a, under any recomputation) the forward's once more. KV heads fewer than CP are
     replicated to one per rank first (kv_replication_factor). Blocking, in the attention's
     path: no overlap (Jacobs et al. 2023, DeepSpeed-Ulysses, section 3.2: 4 N h / P a layer)."""
     width = (m.q_width + m.attn_out_width) / lay.tp + 2 * maximum(m.kv_width / lay.tp, lay.cp * m.hd)
-    passes = 2 + where(lay.recompute == "full", 1, 0)
+    passes = 2 + where(lay.recompute == "full" if rerun is None else rerun, 1, 0)
     return passes * comm.all_to_all(link, lay.cp, tokens * width * 2.0)
 
 
