@@ -471,6 +471,22 @@ def test_megatron_asks_no_tp_overlap_where_the_tp_group_talks_over_pcie():
     assert "--tp-comm-overlap" in script("h100-sxm")
 
 
+def test_megatron_asks_no_tp_overlap_for_a_tp_group_split_over_two_racks():
+    """On 136 GB200 the job takes two racks of 68 (kb/schema.ClusterSpec.domain_block): a TP 8
+    group at ranks 64-71 has half its members in each, so TE's userbuffers (one NVLink domain)
+    cannot run it -- no --tp-comm-overlap, and the step hides none of that TP time; on 144 GB200
+    (racks of 72, which TP 8 tiles) the overlap stays."""
+    from shardwise.kb.perf.step import step_time
+
+    def run(gpus):
+        job = build_job(model="llama-3-70b", gpus=gpus, gpu="gb200", seq_len=4096, global_batch=gpus // 8 * 16)
+        lay = Layout(tp=8, pp=1, dp=gpus // 8, zero=1, sp=True, mbs=1, grad_accum=16)
+        return export("megatron", Target(job, lay)).files["megatron_pretrain.sh"], step_time(job, lay)
+    split, whole = run(136), run(144)
+    assert "--tp-comm-overlap" not in split[0] and "--tp-comm-overlap" in whole[0]
+    assert split[1].comm_by_kind_s["tp"] > 2 * whole[1].comm_by_kind_s["tp"]
+
+
 @pytest.mark.parametrize("pp,vp,ga,tp,recompute,overlap,connections", [
     (1, 1, 2, 1, "selective", True, "32"),       # PP 1 pairs micro-batches: overlap, many connections
     (1, 1, 1, 1, "selective", False, "1"),       # one micro-batch a step: nothing to pair with
