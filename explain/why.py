@@ -14,6 +14,7 @@ from shardwise.kb.fact_schema import SETTING_NAMES, shown_setting
 from shardwise.kb.job import Job
 from shardwise.kb.memory.overheads import allocator
 from shardwise.kb.track_record import catalog_gpu
+from shardwise.search.sizing import node_size, with_cluster
 
 
 def unit(path: str) -> str:
@@ -60,8 +61,11 @@ def variants(job: Job) -> list[tuple[str, Job]]:
     if t.seq_len >= 256:
         out.append((f"the sequence were {t.seq_len // 2:,} tokens",
                     Job(job.model, c, t.model_copy(update={"seq_len": t.seq_len // 2}))))
-    if c.gpus >= 2 * c.gpus_per_node or c.gpus < c.gpus_per_node:
-        out.append((f"there were {c.gpus * 2} GPUs", Job(job.model, c.model_copy(update={"gpus": c.gpus * 2}), t)))
+    # twice the GPUs off a single whole node: two nodes or more, or part of a node, which
+    # kb/build.py records as a node of the job's own size (sizing.node_size: the server's)
+    node = node_size(c)
+    if c.gpus >= 2 * node or c.gpus < node:
+        out.append((f"there were {c.gpus * 2} GPUs", with_cluster(job, c.gpus * 2)))
     if allocator(t) == "caching":
         # the one what-if a launch line changes: its fragmentation allowance and split peak
         # (kb/memory/overheads.fragmentation_share, estimate._split_candidate)

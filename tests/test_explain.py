@@ -168,6 +168,16 @@ def test_why_with_nothing_changing_it_names_the_what_ifs_it_tried(run_cli):
     assert "there were 32 GPUs" in json.loads(out)["what_ifs_tried"]
 
 
+def test_a_job_on_part_of_a_node_is_asked_about_the_whole_node():
+    """4 GPUs of an 8-GPU server: build_job records the job's node as its 4 GPUs, so the test
+    'fewer GPUs than a node' never held and twice the GPUs was not tried, though the README says
+    it is for part of a node. It is now, on the server's one node of 8 (not two nodes of 4)."""
+    from shardwise.explain.why import variants
+    job = build_job(model="llama-3-8b", gpus=4, gpu="h100-sxm", seq_len=4096)
+    doubled = dict(variants(job)).get("there were 8 GPUs")
+    assert doubled is not None and doubled.cluster.gpus == 8 and doubled.cluster.nodes == 1
+
+
 def test_why_quotes_an_alternative_delta_as_its_own_line_and_the_table_do(run_cli):
     """Llama 3 70B by QLoRA on 2 H100s: ZeRO-0 is 0.05% slower than the headline's ZeRO-1. explain
     printed its delta to one decimal, '(-0.1%) -- 0.05% slower', two numbers for one difference,
