@@ -111,15 +111,21 @@ def _fail(file: str, line: int, msg: str):
 
 
 class _Lines:
-    """Keeps the line of every mapping (1-based) under the key '__line__', and of each id a
-    'disable:' list names under '__disable_lines__' (a refusal of that id points at its line)."""
+    """Keeps the line of every mapping (1-based) under the key '__line__', and, in the file's
+    top-level mapping only, of each id its 'disable:' list names under '__disable_lines__' (a
+    refusal of that id points at its line; a 'disable' elsewhere is refused by its own name)."""
+
+    def construct_document(self, node):
+        self._top = node
+        return super().construct_document(node)
 
     def construct_mapping(self, node, deep=False):
         mapping = super().construct_mapping(node, deep=deep)
         mapping["__line__"] = node.start_mark.line + 1
-        for k, v in node.value:
-            if k.value == "disable" and isinstance(v, yaml.SequenceNode):
-                mapping["__disable_lines__"] = [item.start_mark.line + 1 for item in v.value]
+        if node is getattr(self, "_top", None):
+            for k, v in node.value:
+                if k.value == "disable" and isinstance(v, yaml.SequenceNode):
+                    mapping["__disable_lines__"] = [item.start_mark.line + 1 for item in v.value]
         return mapping
 
 
@@ -195,7 +201,6 @@ def _rule(item, file: str) -> Rule:
     if not isinstance(item, dict):
         _fail(file, 1, f"each rule must be a mapping with id, priority, when, then, because; got {type(item).__name__}")
     line = item.pop("__line__", 1)
-    item.pop("__disable_lines__", None)     # 'disable' inside a rule is refused as an unknown key
     unknown = set(item) - RULE_KEYS
     if unknown:
         _fail(file, line, f"unknown key(s) {sorted(map(str, unknown))} in a rule; allowed: {', '.join(sorted(RULE_KEYS))}")

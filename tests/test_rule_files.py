@@ -289,6 +289,14 @@ def test_a_disable_of_no_rule_points_at_its_line(run_cli, tmp_path):
     assert code == 1 and f"{p}:4: disable: no earlier rule" in out and f"{p}:3:" not in out, out
 
 
+def test_a_disable_inside_a_rule_is_refused_by_its_own_name(run_cli, tmp_path):
+    """'disable' belongs at the top of a file; written as an action it is an unknown action,
+    and the refusal says 'disable', not the loader's own bookkeeping key for its lines."""
+    p = write(tmp_path, HARD.replace("      - require: \"layout.tp <= 4\"", "      - disable: [tp.inside-nvlink-domain]"))
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--rules", str(p))
+    assert code == 2 and "unknown action 'disable'" in err and "__" not in err, err
+
+
 @pytest.mark.parametrize("cond,needle", [
     ("layout.cp == 1.5", "layout.cp is a whole number, never 1.5"),
     ("layout.mbs != 0.5", "layout.mbs is a whole number, never 0.5"),
