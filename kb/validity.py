@@ -158,7 +158,7 @@ def _megatron_a2a_heads(job, a):
 
 def _megatron_a2a_refusal(job, lay):
     m = job.model
-    why = "attention sinks" if m.attn_sinks else f"a {m.sliding_window}-token sliding window"
+    why = "attention sinks" if m.attn_sinks else f"{m.sliding_window}-token sliding window"
     return (f"cp={lay.cp} with tp={lay.tp}: {m.name}'s {why} needs Megatron's --cp-comm-type a2a (Transformer Engine's "
             f"ring refuses it), which splits the {m.heads // lay.tp} query and {max(m.kv_heads // lay.tp, 1)} KV heads "
             "of a rank over the CP ranks; use a cp that divides both (or a smaller tp)")
