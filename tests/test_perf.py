@@ -979,3 +979,6 @@ def test_deepspeeds_pure_bf16_step_copies_its_gradients_and_its_master():
     ds = run(build_job(framework="deepspeed", **kw), "tp=1,pp=1,dp=8,zero=1,mbs=1,recompute=full")
     fsdp = run(build_job(framework="fsdp", **kw), "tp=1,pp=1,dp=8,zero=2,mbs=1,recompute=full")
     assert ds.optimizer_s == pytest.approx(fsdp.optimizer_s * 28 / 20, rel=1e-6)
+    # the Trainer at ZeRO 1-3 hands its step to DeepSpeed's ZeRO optimizer, copies and all
+    hf = run(build_job(framework="hf", **kw), "tp=1,pp=1,dp=8,zero=1,mbs=1,recompute=full")
+    assert hf.optimizer_s == pytest.approx(ds.optimizer_s, rel=1e-6)

@@ -14,7 +14,8 @@ Optimizer step, bytes per parameter the rank updates = element accesses x bytes 
   adafactor: g squared, row and column means, the factored estimate, update, RMS, scale and the
       parameter update, each a pass over the parameter: about 12 accesses (transformers Adafactor.step);
   sgd with momentum: buf r/w, g, p r/w -- 5 accesses.
-  The recipes with fp32 master weights (megatron, deepspeed) keep 30 bytes for fused AdamW:
+  The recipes with fp32 master weights (megatron, deepspeed, and the Trainer at ZeRO 1-3, which
+  is DeepSpeed's) keep 30 bytes for fused AdamW:
   main param 8, fp32 main grad 4, moments 16, and the bf16 copy written back 2.
   DeepSpeed at pure-bf16 (ZeRO 1-3 keep a bf16 master clone of the partition) adds two copies to
   the AdamW pass over bf16: the step flattens the partition's gradients into a new tensor, which
@@ -43,15 +44,25 @@ DEEPSPEED_BF16_MASTER_COPIES = 2 * (2.0 + 2.0)
 MASTER_RECIPE_FUSED_BYTES = 30.0
 
 
-def step_bytes_per_param(t: TrainingSpec) -> float:
-    """Bytes moved per updated parameter by the optimizer step (see the module docstring)."""
+def step_bytes_per_param(t: TrainingSpec, zero=0):
+    """Bytes moved per updated parameter by the optimizer step (see the module docstring). The
+    Trainer at ZeRO 1-3 (``zero``: a stage, or the search's array of them) hands its step to
+    DeepSpeed's ZeRO optimizer, as its memory does (kb/memory/states.recipe)."""
+    own = _step_bytes(t, t.framework)
+    if t.framework != "hf":
+        return own
+    return where(zero > 0, _step_bytes(t, "deepspeed"), own)
+
+
+def _step_bytes(t: TrainingSpec, framework: str) -> float:
     name = opt.implementation(t)
     dtype = 2.0 if t.precision == "pure-bf16" else 4.0
-    if t.framework in ("megatron", "deepspeed") and t.precision != "pure-bf16":
+    if framework in ("megatron", "deepspeed") and t.precision != "pure-bf16":
         extra = (ACCESSES.get(name, 7) - 7) * 4.0 if name != "adamw-8bit" else -6.0
         return MASTER_RECIPE_FUSED_BYTES + extra
     body = 3.0 * dtype + 4.0 if name == "adamw-8bit" else ACCESSES[name] * dtype
-    copies = DEEPSPEED_BF16_MASTER_COPIES if t.framework == "deepspeed" else 0.0
+    # DeepSpeed at pure-bf16 runs ZeRO 1-3 only (kb/validity.py deepspeed-pure-bf16-zero)
+    copies = DEEPSPEED_BF16_MASTER_COPIES if framework == "deepspeed" else 0.0
     return body + CLIP_ACCESSES * dtype + copies
 
 

@@ -384,7 +384,7 @@ def step_time(job: Job, lay: Layout) -> StepTime:
     partitioned = (lay.zero >= 1) | deepspeed_bf16_pipeline(t, lay.zero, lay.pp)
     sharded = where(partitioned, dense_rank / lay.shard_group + expert_rank / lay.expert_shard_group, params_rank)
     bandwidth = c.gpu.hbm_gbps * 1e9 * HBM_EFFICIENCY
-    opt = sharded * trained_fraction(m, t) * pt.step_bytes_per_param(t) / bandwidth
+    opt = sharded * trained_fraction(m, t) * pt.step_bytes_per_param(t, lay.zero) / bandwidth
     # autocast casts the linear layers' weights (projections, MLP, LM head), as its weight-cast
     # cache holds them (kb/memory/states compute_copy): not the input embedding, the norms, or
     # transformers' fp32 experts; QLoRA dequantises every 4-bit weight it holds (not the fused
