@@ -170,7 +170,11 @@ def _stray_word_hint(e: click.UsageError) -> str:
     if not e.format_message().startswith("Got unexpected extra argument"):
         return ""
     where = f"`{e.ctx.command_path} --help`" if e.ctx else "`shardwise --help`"
-    return f": a flag's value is one word after it (--seq-len 4k, --token-budget 300B); {where} lists what it takes"
+    # the examples only where the command takes those flags (`kb gpus extra` takes neither)
+    flags = {o for p in (e.ctx.command.params if e.ctx else []) for o in p.opts}
+    shown = ", ".join(x for f, x in (("--seq-len", "--seq-len 4k"), ("--token-budget", "--token-budget 300B"))
+                      if f in flags)
+    return f": a flag's value is one word after it{f' ({shown})' if shown else ''}; {where} lists what it takes"
 
 
 def _main(argv) -> None:

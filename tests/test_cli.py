@@ -617,6 +617,14 @@ def test_a_stray_word_is_told_how_to_write_the_value(run_cli, args, command):
     code, out, err = run_cli(*args)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert "unexpected extra argument" in err and "one word" in err and f"`{command} --help`" in err
+    assert "--seq-len 4k" in err
+
+
+def test_a_stray_word_after_a_command_without_those_flags_is_not_shown_them(run_cli):
+    """`kb gpus extra`: kb gpus takes no --seq-len or --token-budget, so the hint gives none as
+    an example of how to write a value."""
+    code, out, err = run_cli("kb", "gpus", "extra")
+    assert code == 2 and "one word" in err and "--seq-len" not in err and "`shardwise kb gpus --help`" in err
 
 
 def test_job_file_help_says_what_its_keys_are(run_cli, tmp_path):
