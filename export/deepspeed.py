@@ -129,8 +129,10 @@ def export(tg: Target) -> Export:
     launch = with_caveats(tg.header(), caveats) + [
         f"# TP {lay.tp} x PP {lay.pp}" + (f" x CP {lay.cp} (Ulysses sequence parallelism, the nearest)" if lay.cp > 1
                                           else "")
-        + f" x DP {lay.dp} = {lay.tp * lay.pp * lay.dp * lay.cp} GPUs: DeepSpeed counts "
-        f"train_batch_size over the {lay.dp} DP ranks",
+        + f" x DP {lay.dp} = {lay.tp * lay.pp * lay.dp * lay.cp} GPUs: "
+        + (f"the Trainer's own {'DDP over the ' + str(lay.dp) + ' ranks' if lay.dp > 1 else 'process'}; "
+           "ds_config.json is for a --deepspeed run" if trainer_runs_itself(tg)
+           else f"DeepSpeed counts train_batch_size over the {lay.dp} DP ranks"),
     ] + notes + allocator_environment(tg.job) + launch_lines(tg)
     return Export("deepspeed", {"ds_config.json": json.dumps(cfg, indent=2) + "\n",
                                 "launch.sh": "\n".join(launch) + "\n"}, caveats)
