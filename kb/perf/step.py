@@ -194,21 +194,18 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict, flo
                     else comm.inside_block(c, lay.tp, st["tp"]))
     tp_overlap = where(overlappable, ov["tp"], 0.0)
     kinds["tp"] = layers * n_ar * comm.all_reduce(tp_link, lay.tp, act_bytes) * (1 - tp_overlap)
+    # a recomputed attention runs its CP traffic again: full recomputation, and Megatron's selective
+    # and per-module ones, which checkpoint the core attention (Megatron-Core attention.py
+    # checkpoint_core_attention; TE's CP attention, ring or a2a, inside it) -- not torchtitan's
+    # per-op policy, which saves the attention kernels' outputs
+    again = (lay.recompute == "full") | ((t.framework == "megatron") & (lay.recompute != "none"))
     if cp_all_to_all(t.framework, m, t.seq_len):
         cp_link = comm.group_link(c, lay.cp, st["cp"])
-        # Megatron's a2a runs inside the checkpointed core attention (as its ring does, below):
-        # selective and per-module recomputation run the forward's all-to-alls again too
-        rerun = (lay.recompute == "full") | ((t.framework == "megatron") & (lay.recompute != "none"))
-        kinds["cp"] = where(lay.cp > 1, layers * ulysses_seconds(m, lay, tokens, cp_link, rerun), 0.0)
+        kinds["cp"] = where(lay.cp > 1, layers * ulysses_seconds(m, lay, tokens, cp_link, again), 0.0)
     else:
         cp_link = comm.p2p_link(c, lay.cp, st["cp"])
         kv_bytes = tokens * 2 * maximum(m.kv_width / lay.tp, m.hd) * 2.0
-        # the ring passes K/V (cp - 1) times in forward, K/V and their gradients in backward;
-        # a recomputed attention runs its forward ring again: full recomputation, and Megatron's
-        # selective and per-module ones, which checkpoint the core attention (Megatron-Core
-        # attention.py checkpoint_core_attention; TE's CP attention holds the ring) -- not
-        # torchtitan's per-op policy, which saves the attention kernels' outputs
-        again = (lay.recompute == "full") | ((t.framework == "megatron") & (lay.recompute != "none"))
+        # the ring passes K/V (cp - 1) times in forward, K/V and their gradients in backward
         rings = 3 + where(again, 1, 0)
         kinds["cp"] = where(lay.cp > 1, layers * rings * (lay.cp - 1) * comm.p2p(cp_link, kv_bytes) * (1 - ov["cp"]), 0.0)
     if sp.moe_layers:
