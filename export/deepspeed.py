@@ -38,6 +38,7 @@ JSON_OPTIMIZER = {
 
 def export(tg: Target) -> Export:
     lay, t = tg.layout, tg.job.training
+    own = trainer_runs_itself(tg)
     if t.framework == "hf" and lay.tp > 1:
         # the Trainer's TP here is Accelerate's ParallelismConfig; under DeepSpeed it would be
         # AutoTP (tensor_parallel.autotp_size, transformers integrations/deepspeed.py), which this
@@ -106,7 +107,7 @@ def export(tg: Target) -> Export:
                        "the pipeline's activation_checkpoint_interval)")
     if t.precision == "fp8":
         caveats.append("FP8 has no DeepSpeed-JSON key: it comes from Transformer Engine in the model code")
-    if t.precision == "pure-bf16" and not trainer_runs_itself(tg):
+    if t.precision == "pure-bf16" and not own:
         caveats += _pure_bf16(tg, cfg["bf16"], stage)
     notes = []
     if lay.ep > 1:
@@ -115,7 +116,7 @@ def export(tg: Target) -> Export:
     more, opt_notes = _optimizer(tg, cfg)
     caveats += more
     notes += opt_notes
-    if trainer_runs_itself(tg):
+    if own:
         # DeepSpeed's ZeRO-0 keeps fp32 masters and states even where the plan is pure-bf16 (_pure_bf16)
         caveats.append(f"zero=0 under the transformers Trainer is the Trainer's own "
                        f"{'DDP' if lay.dp > 1 else 'single process'}, without DeepSpeed, as the estimate sized it, "
@@ -131,7 +132,7 @@ def export(tg: Target) -> Export:
                                           else "")
         + f" x DP {lay.dp} = {lay.tp * lay.pp * lay.dp * lay.cp} GPUs: "
         + (f"the Trainer's own {'DDP over the ' + str(lay.dp) + ' ranks' if lay.dp > 1 else 'process'}; "
-           "ds_config.json is for a --deepspeed run" if trainer_runs_itself(tg)
+           "ds_config.json is for a --deepspeed run" if own
            else f"DeepSpeed counts train_batch_size over the {lay.dp} DP ranks"),
     ] + notes + allocator_environment(tg.job) + launch_lines(tg)
     return Export("deepspeed", {"ds_config.json": json.dumps(cfg, indent=2) + "\n",
@@ -231,14 +232,15 @@ def launch_lines(tg: Target) -> list[str]:
     # the steps that train --token-budget: TrainingArguments' max_steps, Megatron-DeepSpeed's
     # --train-iters (the script's own default where there is no budget)
     steps = tg.train_steps
-    if trainer_runs_itself(tg):
+    own = trainer_runs_itself(tg)
+    if own:
         # torchrun starts the Trainer's DDP processes; with several nodes, each node runs the line
         hosts = ([f"# {c.nodes} nodes: run this on every node, with HEAD_NODE the first node's address (torchrun's "
                   "c10d rendezvous gives each node its rank)"] if c.nodes > 1 else [])
         run = (f"torchrun --nnodes {c.nodes} --nproc-per-node {c.gpus_per_node}"
                + (" --rdzv-backend c10d --rdzv-endpoint $HEAD_NODE:29500" if c.nodes > 1 else "") + " train.py")
     if t.framework == "hf":
-        flags = ((" --deepspeed ds_config.json" if not trainer_runs_itself(tg) else "")
+        flags = ((" --deepspeed ds_config.json" if not own else "")
                  + f" --per_device_train_batch_size {lay.mbs}"
                  f" --gradient_accumulation_steps {lay.grad_accum} --bf16"
                  + (" --gradient_checkpointing" if lay.recompute == "full" else "")
