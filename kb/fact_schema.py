@@ -104,7 +104,7 @@ DESCRIPTIONS = {
     "model.max_positions": "the context the model was trained for (config.json max_position_embeddings, else its config class's default; 0 if not known)",
     "cluster.gpu": "the GPU's catalog name", "cluster.gpus": "GPUs in the job",
     "cluster.gpus_per_node": "GPUs per node", "cluster.nodes": "nodes in the job",
-    "cluster.nvlink_domain": "GPUs that share the fast intra-node link (a whole NVL72 rack on GB200)",
+    "cluster.nvlink_domain": "GPUs of this job that share one fast intra-node link domain: the node, or the job's equal share of each NVL72 rack it runs on (72 on 144 GB200, 68 on 136)",
     "cluster.gpu_memory_gib": "memory of one GPU, GiB", "cluster.intra": "the link inside a node (catalog name)",
     "cluster.intra_kind": "its kind: nvlink, pcie or infinity-fabric", "cluster.inter": "the link between nodes (catalog name)",
     "cluster.inter_kind": "its kind: infiniband, roce or ethernet",

@@ -65,7 +65,7 @@ def job_facts(job: Job, global_batch: int) -> dict:
         # the catalog name, not --gpu-memory's 'h100-sxm (64 GiB)': a policy on the GPU must
         # hold whatever memory the job gives (that is cluster.gpu_memory_gib)
         "cluster.gpu": track_record.catalog_gpu(c.gpu.name), "cluster.gpus": c.gpus, "cluster.gpus_per_node": c.gpus_per_node,
-        "cluster.nodes": c.nodes, "cluster.nvlink_domain": c.nvlink_domain, "cluster.gpu_memory_gib": c.gpu.memory_gib,
+        "cluster.nodes": c.nodes, "cluster.nvlink_domain": c.domain_block, "cluster.gpu_memory_gib": c.gpu.memory_gib,
         "cluster.intra": c.intra.name, "cluster.intra_kind": _intra_kind(c.intra.name), "cluster.inter": c.inter.name,
         "cluster.inter_kind": c.inter.name.split("-")[0], "cluster.mxfp8": c.gpu.mxfp8,
         "cluster.speed_checked": bool(c.gpu.speed_checked_on),

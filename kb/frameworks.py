@@ -72,13 +72,12 @@ def megatron_tp_overlap(lay, cluster):
     Requirements). A PCIe node's `nvlink_domain` is the node (ClusterSpec.nvlink_domain), so
     without this an L40S or H100 PCIe box got the flag and the hidden time; an H100 NVL pair's
     NVLink bridge (GPUSpec.pair_link) carries a TP group of two. Inside the domain means inside
-    the job's block of it (comm.inside_block): on 136 GB200, blocks of 68, ranks 64-71 of a TP 8
+    the job's block of it (ClusterSpec.inside_block): on 136 GB200, blocks of 68, ranks 64-71 of a TP 8
     group sit in two racks."""
-    from .perf.comm import inside_block
     over_nvlink = not cluster.intra.name.startswith("pcie")
     if not over_nvlink and cluster.gpu.pair_link is not None:
         over_nvlink = lay.tp == 2
-    return lay.sp & inside_block(cluster, lay.tp, 1) & over_nvlink
+    return lay.sp & cluster.inside_block(lay.tp) & over_nvlink
 
 
 def megatron_ep_overlap_share(lay):

@@ -24,7 +24,7 @@ def tensor_degrees(job: Job) -> tuple[int, ...] | None:
     c = job.cluster
     if job.training.framework != "hf":
         return None
-    tps = np.array([t for t in divisors(c.gpus) if t <= c.nvlink_domain])
+    tps = np.array([t for t in divisors(c.gpus) if c.inside_block(t)])
     return tuple(int(t) for t in tps[tp_divides_heads(job, {"tp": tps})])
 
 

@@ -397,6 +397,15 @@ class ClusterSpec(_Frozen):
         return max(k for k in range(self.gpus_per_node, most + 1, self.gpus_per_node) if self.gpus % k == 0) \
             if most >= self.gpus_per_node else most
 
+    def inside_block(self, size, stride=1):
+        """Whether every group of ``size`` members ``stride`` ranks apart sits inside one block of
+        an NVLink domain (domain_block). Groups tile the ranks in spans of size x stride, so all of
+        them stay inside only where that span divides the block: on two full NVL72 racks a group
+        of 16 at ranks 64-79 has half its members in each rack. ``size`` and ``stride`` may be the
+        search's arrays."""
+        span = size * stride
+        return (span <= self.domain_block) & (self.domain_block % span == 0)
+
 
 class TrainingSpec(_Frozen):
     seq_len: int = Field(4096, gt=0, le=2 ** 24)

@@ -126,8 +126,9 @@ class Feasibility:
 
     def _pp1_fits(self) -> np.ndarray:
         """Whether a PP = 1 layout with the same TP and CP is allowed whose expert all-to-all
-        reaches no farther than this layout's: EP inside the NVLink domain, or no wider than
-        this layout's own EP (the search's EP group spans EP GPUs, ETP being 1). A pipeline that
+        reaches no farther than this layout's: EP inside the job's block of an NVLink domain
+        (ClusterSpec.domain_block), or no wider than this layout's own EP (the search's EP group
+        spans EP GPUs, ETP being 1). A pipeline that
         keeps EP inside the node where PP = 1 fits only with EP across nodes is the order
         Megatron-Core's MoE guide gives: "Ensure the EPxTP communication within the NVLink
         domain ... If the model is too large and requires scaling across multiple nodes,
@@ -136,7 +137,7 @@ class Feasibility:
         a = self.table.space.arrays
         # the narrowest EP of an allowed PP = 1 layout with this layout's TP and CP (none: _NONE)
         narrowest = self._group_min(("tp", "cp"), np.where(a["pp"] == 1, a["ep"], _NONE), _NONE)
-        return narrowest <= np.maximum(a["ep"], self.table.job.cluster.nvlink_domain)
+        return narrowest <= np.maximum(a["ep"], self.table.job.cluster.domain_block)
 
     def _pp1_dp(self) -> np.ndarray:
         """The DP degree of a PP = 1 layout with the same TP and CP: the pipeline's GPUs go to DP."""

@@ -215,3 +215,22 @@ def test_a_memory_what_if_that_fits_nowhere_names_the_gpu_at_its_own_memory(run_
     assert len(line) == 1 and "no layout would be allowed" in line[0]
     assert "on 8 x h100-sxm (14.4 GiB)" in line[0] and "x h100-sxm (14.4 GiB))" in line[0]
     assert "24.0 GiB" not in line[0]
+
+
+def test_tp_stays_inside_the_jobs_share_of_an_nvl72_rack(run_cli):
+    """On 136 GB200 the job runs as two blocks of 68 GPUs, one per rack (ClusterSpec.domain_block):
+    TP 8 would put ranks 64-71 in both racks, so tp.inside-nvlink-domain rules it out and the
+    trace says 68, not the rack's 72; on 144 GB200 (two full racks) TP 8 tiles each rack and is
+    not ruled out by it."""
+    def why(gpus):
+        code, out, err = run_cli("explain", "--model", "llama-3-70b", "--gpu", "gb200", "--gpus", str(gpus),
+                                 "--why", "tp", "--format", "json")
+        assert code == 0, err
+        return json.loads(out)
+    split, whole = why(136), why(144)
+    out8 = {a["value"]: a for a in split["alternatives"]}
+    assert "tp.inside-nvlink-domain" in out8[8]["ruled_out_by"]
+    text = next(x["text"] for x in split["reasons"] if x["rule"] == "tp.inside-nvlink-domain")
+    assert "only the 68 GPUs this job has in one domain" in text
+    eight = [a for a in whole["alternatives"] if a["value"] == 8]
+    assert whole["value"] == 8 or (eight and "tp.inside-nvlink-domain" not in eight[0]["ruled_out_by"])

@@ -111,7 +111,7 @@ def test_neighbour_facts_compare_a_layout_with_itself_one_setting_changed():
             twins &= a[k] == a[k][i]
         assert zero[i] == a["zero"][twins & d.allowed].min()
         pp1 = (a["tp"] == a["tp"][i]) & (a["cp"] == a["cp"][i]) & (a["pp"] == 1) & d.allowed
-        pp1 &= a["ep"] <= max(a["ep"][i], d.job.cluster.nvlink_domain)
+        pp1 &= a["ep"] <= max(a["ep"][i], d.job.cluster.domain_block)
         assert f.column("same.pp1_fits")[i] == pp1.any()
 
 
@@ -124,7 +124,7 @@ def test_a_pipeline_that_keeps_experts_in_the_node_is_needed_where_pp1_spreads_t
     d = decide(build_job(model="qwen3-235b-a22b", gpus=96, seq_len=4096, training="lora", framework="megatron",
                          global_batch=96))
     a, fits = d.table.space.arrays, d.feasibility.column("same.pp1_fits")
-    dom = d.job.cluster.nvlink_domain
+    dom = d.job.cluster.domain_block
     pp1 = d.allowed & (a["pp"] == 1)
     key = a["tp"] * 10 ** 6 + a["cp"]
     only_wide = np.isin(key, key[pp1 & (a["ep"] > dom)]) & ~np.isin(key, key[pp1 & (a["ep"] <= dom)])

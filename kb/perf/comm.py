@@ -91,20 +91,11 @@ def _gcd(a: int, b):
     return np.gcd(a, b.astype(np.int64)) if isinstance(b, np.ndarray) else math.gcd(a, int(b))
 
 
-def inside_block(c: ClusterSpec, size, stride):
-    """Whether every group of ``size`` members ``stride`` ranks apart sits inside one NVLink
-    block (ClusterSpec.domain_block). Groups tile the ranks in spans of size x stride, so all of
-    them stay inside only where that span divides the block: on two full NVL72 racks a group
-    of 16 at ranks 64-79 has half its members in each rack."""
-    span = size * stride
-    return (span <= c.domain_block) & (c.domain_block % span == 0)
-
-
 def group_link(c: ClusterSpec, size, stride, peers=None) -> Link:
     """The link a group's all-to-all transfers run at: NVLink inside the domain (over the
     size - 1 peers each member sends to, or ``peers``; a bridged pair's own link, on_pair), one
     NIC per GPU once the group crosses it."""
-    intra = (size <= 1) | inside_block(c, size, stride)
+    intra = (size <= 1) | c.inside_block(size, stride)
     bw = where(intra, intra_bw(c, size - 1 if peers is None else peers), c.inter.bus_gbps * 1e9)
     return Link(bridged(c, size, stride, bw), where(intra, c.intra.latency_us * 1e-6, c.inter.latency_us * 1e-6))
 

@@ -191,7 +191,7 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict, flo
     # a TP group that leaves the NVLink domain is not overlapped (userbuffers need CUDA IPC /
     # multicast handles inside it); Megatron's overlap needs sequence parallelism too
     overlappable = (megatron_tp_overlap(lay, c) if t.framework == "megatron"
-                    else comm.inside_block(c, lay.tp, st["tp"]))
+                    else c.inside_block(lay.tp, st["tp"]))
     tp_overlap = where(overlappable, ov["tp"], 0.0)
     kinds["tp"] = layers * n_ar * comm.all_reduce(tp_link, lay.tp, act_bytes) * (1 - tp_overlap)
     # a recomputed attention runs its CP traffic again: full recomputation, and Megatron's selective
