@@ -45,11 +45,13 @@ def resolve_model(model: Optional[str], hf_config: Optional[str], params: Option
     return infer_model(parse_count(params, "--params"))
 
 
-def resolve_links(gpu_intra: str, interconnect: Optional[str]) -> tuple:
+def resolve_links(gpu_intra: str, interconnect: Optional[str], host_pcie: str = "pcie5") -> tuple:
     """(intra-node link, inter-node link, whether --interconnect named the inter-node one).
     --interconnect names the fabric: a word (nvlink|infiniband|roce|ethernet|pcie) or a
     catalog link (e.g. infiniband-hdr). nvlink/pcie set how GPUs inside a node talk (inter-node
-    then defaults to InfiniBand NDR); infiniband/roce/ethernet set the inter-node fabric."""
+    then defaults to InfiniBand NDR); infiniband/roce/ethernet set the inter-node fabric.
+    ``host_pcie`` is the GPU's own PCIe generation (GPUSpec.host_pcie): what 'pcie' means for
+    an NVLink GPU, and the fastest PCIe link it can be named on."""
     intra_name, inter_name = gpu_intra, "infiniband"
     if interconnect is None:                 # the GPU's own intra-node link, InfiniBand between nodes
         return catalog.link(intra_name), catalog.link(inter_name), False
@@ -63,18 +65,19 @@ def resolve_links(gpu_intra: str, interconnect: Optional[str]) -> tuple:
             raise InputError(f"--interconnect nvlink: this GPU's link inside a node is {gpu_intra}, not NVLink; "
                              f"allowed: {gpu_intra}, pcie, or a link between nodes (infiniband, roce, ethernet)")
     elif word == "pcie":
-        intra_name = gpu_intra if gpu_intra.startswith("pcie") else "pcie5"
+        intra_name = gpu_intra if gpu_intra.startswith("pcie") else host_pcie
     elif word in catalog.raw("links").get("aliases", {}) or word in catalog.link_names():
         ln = catalog.link(word)
-        # a PCIe card's link trains at the lower generation of card and slot: a Gen4 card
-        # (kb/data/gpus.yaml intra_link pcie4) named on pcie5 would be timed at twice what it carries
-        faster_pcie = (ln.name.startswith("pcie") and gpu_intra.startswith("pcie")
-                       and ln.gbps > catalog.link(gpu_intra).gbps)
+        # a PCIe link trains at the lower generation of card and slot: a Gen4 card (kb/data/gpus.yaml
+        # intra_link pcie4, or an A100's host_pcie) named on pcie5 would be timed at twice what it carries
+        card_pcie = gpu_intra if gpu_intra.startswith("pcie") else host_pcie
+        faster_pcie = ln.name.startswith("pcie") and ln.gbps > catalog.link(card_pcie).gbps
         if ln.kind == "intra" and ln.name != gpu_intra and (not ln.name.startswith("pcie") or faster_pcie):
             # a GPU's own fabric inside a node is what it has (kb/data/gpus.yaml intra_link):
             # NVLink 5 for an H100, or NVLink for a PCIe card, would time links it cannot have
+            pcie = "pcie" if gpu_intra.startswith("pcie") else f"pcie ({host_pcie})"
             raise InputError(f"--interconnect {interconnect}: this GPU's link inside a node is {gpu_intra}; "
-                             f"allowed: {gpu_intra}, pcie, or a link between nodes (infiniband, roce, ethernet)")
+                             f"allowed: {gpu_intra}, {pcie}, or a link between nodes (infiniband, roce, ethernet)")
         if ln.kind == "intra":
             intra_name = ln.name
         else:
@@ -165,7 +168,7 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
     gpus = _in_range("--gpus", 8 if gpus is None else gpus, *RANGES["gpus"])
     gpn = _in_range("--gpus-per-node", g.gpus_per_node if gpus_per_node is None else gpus_per_node,
                     *RANGES["gpus_per_node"])
-    intra, inter, inter_named = resolve_links(g.intra_link, interconnect)
+    intra, inter, inter_named = resolve_links(g.intra_link, interconnect, g.host_pcie)
     if not inter_named:
         # a word for the link inside a node (nvlink, pcie) leaves the one between nodes at its
         # default, which the answer states like any other

@@ -290,6 +290,8 @@ class GPUSpec(_Frozen):
     intra_link: str = "nvlink4"
     pair_link: Optional[str] = Field(None, description=(
         "a link joining only the two GPUs of a bridged pair (links.yaml), faster than intra_link"))
+    host_pcie: str = Field("pcie5", description=(
+        "the PCIe generation of its host interface (links.yaml): what --interconnect pcie times a node at"))
     gpus_per_node: int = Field(8, gt=0)
     nvlink_domain: int = Field(0, ge=0, description="GPUs in one NVLink domain; 0 = the node")
     cuda_context_gib: float = Field(0.6, ge=0)

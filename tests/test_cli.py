@@ -223,6 +223,9 @@ BAD = [
     # a PCIe Gen4 card named on Gen5 was timed at twice the bandwidth its own link can carry
     (["recommend", "--model", "llama-3-8b", "--gpus", "16", "--gpu", "l40s", "--interconnect", "pcie5"],
      "this GPU's link inside a node is pcie4; allowed: pcie4, pcie"),
+    # an A100's host interface is PCIe Gen4: named on Gen5 it was timed at twice what it carries
+    (["recommend", "--model", "llama-3-8b", "--gpus", "16", "--gpu", "a100-80gb", "--interconnect", "pcie5"],
+     "this GPU's link inside a node is nvlink3; allowed: nvlink3, pcie (pcie4), or a link between nodes"),
     # 'nvlink' on an MI300X was taken silently as its Infinity Fabric
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--gpu", "mi300x", "--interconnect", "nvlink"],
      "this GPU's link inside a node is infinity-fabric, not NVLink"),

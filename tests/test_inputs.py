@@ -860,3 +860,14 @@ def test_the_loop_settings_a_job_left_out_are_stated_where_they_change_the_answe
     assert "allocator expandable segments (torchtitan's run_train.sh sets them)" in line(framework="fsdp",
                                                                                           allocator="default")
     assert "allocator caching (PyTorch's default)" in line(framework="deepspeed", allocator="default")
+
+
+def test_pcie_inside_a_node_is_the_gpus_own_generation():
+    """`--interconnect pcie` on an NVLink GPU times the node at the GPU's own host PCIe
+    (kb/data/gpus.yaml host_pcie): Gen4 on an A100, whose TP all-reduces it carries at half
+    Gen5's rate; Gen5 on an H100. The A100 PCIe card is its own catalog entry on Gen4."""
+    def intra(**kw):
+        return build_job(model="llama-3-8b", gpus=16, interconnect="pcie", **kw).cluster.intra.name
+    assert intra(gpu="a100-80gb") == "pcie4" and intra(gpu="a100-40gb") == "pcie4"
+    assert intra(gpu="h100-sxm") == "pcie5" and intra(gpu="a100-80gb-pcie") == "pcie4"
+    assert build_job(model="llama-3-8b", gpus=16, gpu="a100-80gb-pcie").cluster.intra.name == "pcie4"
