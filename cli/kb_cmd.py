@@ -51,8 +51,10 @@ def models(fmt):
 @kb.command()
 @format_option
 def links(fmt):
-    """Interconnects: per-GPU one-direction bandwidth, latency, collective efficiency."""
+    """Interconnects: one-direction bandwidth per GPU (or per node, where a node's GPUs share one
+    NIC), latency, collective efficiency."""
     from shardwise.kb import catalog
     data = {n: catalog.link(n).model_dump() for n in catalog.link_names()}
-    rows = [[n, d["kind"], d["gbps"], d["latency_us"], d["efficiency"]] for n, d in data.items()]
-    _emit(rows, ["link", "kind", "GB/s", "latency us", "efficiency"], fmt, data)
+    rows = [[n, d["kind"], d["gbps"], "node" if d["shared_by_node"] else "GPU", d["latency_us"], d["efficiency"]]
+            for n, d in data.items()]
+    _emit(rows, ["link", "kind", "GB/s", "per", "latency us", "efficiency"], fmt, data)

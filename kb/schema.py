@@ -337,6 +337,8 @@ class LinkSpec(_Frozen):
     peer_gbps: Optional[float] = Field(None, gt=0, description=(
         "one-direction bandwidth of the direct link to each peer where a node's GPUs are wired to "
         "each other with no switch (a full mesh); None where a switch gives every pair the whole gbps"))
+    shared_by_node: bool = Field(False, description=(
+        "gbps is one NIC that all GPUs of a node share (a cloud VM's network), not one NIC per GPU"))
     source: str = ""
 
     @property
@@ -398,6 +400,14 @@ class ClusterSpec(_Frozen):
         most = min(self.nvlink_domain, self.gpus)
         return max(k for k in range(self.gpus_per_node, most + 1, self.gpus_per_node) if self.gpus % k == 0) \
             if most >= self.gpus_per_node else most
+
+    @property
+    def inter_bus_gbps(self) -> float:
+        """What one GPU reaches across nodes (GB/s) while its node's GPUs all send at once, as every
+        collective and pipeline send of a layout does: its own NIC's bus bandwidth, or its share of
+        the node's one NIC (LinkSpec.shared_by_node)."""
+        share = self.gpus_per_node if self.inter.shared_by_node else 1
+        return self.inter.bus_gbps / share
 
     def inside_block(self, size, stride=1):
         """Whether every group of ``size`` members ``stride`` ranks apart sits inside one block of

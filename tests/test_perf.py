@@ -982,3 +982,25 @@ def test_deepspeeds_pure_bf16_step_copies_its_gradients_and_its_master():
     # the Trainer at ZeRO 1-3 hands its step to DeepSpeed's ZeRO optimizer, copies and all
     hf = run(build_job(framework="hf", **kw), "tp=1,pp=1,dp=8,zero=1,mbs=1,recompute=full")
     assert hf.optimizer_s == pytest.approx(ds.optimizer_s, rel=1e-6)
+
+
+def test_a_nic_shared_by_the_node_gives_each_gpu_its_share():
+    """ethernet-100g-node is one 100 GbE NIC a node's eight GPUs share (a cloud VM's network):
+    a group that crosses nodes gets an eighth of it per GPU, and a ring collective whose eight
+    members per node each lead a ring channel gets the node's whole NIC, not eight of them."""
+    from shardwise.kb.layout import Layout
+    from shardwise.kb.perf import comm
+
+    def cluster(link):
+        return build_job(model="llama-3-8b", gpus=32, gpu="a100-80gb", interconnect=link).cluster
+    own, shared = cluster("ethernet-100g"), cluster("ethernet-100g-node")
+    nic = catalog.link("ethernet-100g").bus_gbps * 1e9
+    assert comm.group_link(own, 4, 8).bw == pytest.approx(nic)
+    assert comm.group_link(shared, 4, 8).bw == pytest.approx(nic / 8)
+    assert comm.collective_link(own, 32, 1).bw == pytest.approx(8 * nic)
+    assert comm.collective_link(shared, 32, 1).bw == pytest.approx(nic)
+    lay = Layout(tp=1, pp=1, dp=32, zero=1, mbs=2, grad_accum=16)
+    def dp_seconds(link):
+        job = build_job(model="llama-3-8b", gpus=32, gpu="a100-80gb", interconnect=link, global_batch=1024)
+        return step_time(job, lay).comm_by_kind_s["dp"]
+    assert dp_seconds("ethernet-100g-node") > 4 * dp_seconds("ethernet-100g")

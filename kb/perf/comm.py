@@ -96,7 +96,7 @@ def group_link(c: ClusterSpec, size, stride, peers=None) -> Link:
     size - 1 peers each member sends to, or ``peers``; a bridged pair's own link, on_pair), one
     NIC per GPU once the group crosses it."""
     intra = (size <= 1) | c.inside_block(size, stride)
-    bw = where(intra, intra_bw(c, size - 1 if peers is None else peers), c.inter.bus_gbps * 1e9)
+    bw = where(intra, intra_bw(c, size - 1 if peers is None else peers), c.inter_bus_gbps * 1e9)
     return Link(bridged(c, size, stride, bw), where(intra, c.intra.latency_us * 1e-6, c.inter.latency_us * 1e-6))
 
 
