@@ -45,8 +45,9 @@ SUPPORTED = {
     "gemma2": ("gemma2", {"tied": True, "sandwich_norm": True}),
     "gemma3_text": ("gemma3", {"tied": True, "sandwich_norm": True, "qk_norm": True}),
     # SmolLM3 is Llama with RoPE left out of every fourth layer (no_rope_layers), which changes
-    # no shape (modeling_smollm3.py)
-    "smollm3": ("smollm3", {}),
+    # no shape (modeling_smollm3.py); SmolLM3Config ties the head unless the file says not
+    # (configuration_smollm3.py: tie_word_embeddings: bool = True)
+    "smollm3": ("smollm3", {"tied": True}),
     # OLMo 2 normalises after attention and after the MLP instead of before, and its q_norm and
     # k_norm span the whole q and k projections (modeling_olmo2.py Olmo2Attention: RMSNorm of
     # num_heads x head_dim and num_key_value_heads x head_dim; Olmo2DecoderLayer)

@@ -412,6 +412,10 @@ def test_sliding_windows_are_read_from_config_json(tmp_path):
     ({"model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
       "num_attention_heads": 16, "num_key_value_heads": 8, "vocab_size": 151936, "tie_word_embeddings": True},
      596_049_920),
+    # SmolLM3-3B without tie_word_embeddings: SmolLM3Config ties the head by default
+    # (configuration_smollm3.py, tie_word_embeddings: bool = True), not 3,337,742,336 untied
+    ({"model_type": "smollm3", "hidden_size": 2048, "intermediate_size": 11008, "num_hidden_layers": 36,
+      "num_attention_heads": 16, "num_key_value_heads": 4, "vocab_size": 128256}, 3_075_098_624),
 ])
 def test_a_field_config_json_leaves_out_takes_the_config_class_default(tmp_path, cfg, count):
     """transformers fills a missing field with its config class's default, which for several model
