@@ -1180,6 +1180,15 @@ def read_hf_config(path: str) -> ModelSpec:
     if mt in ROUTER_DEFAULTS:
         spec.update(_router(cfg, path, mt))
     if mt in MLA_TYPES:
+        # modeling_deepseek.py (the file's auto_map) and vLLM make a layer MoE only where
+        # layer_idx % moe_layer_freq == 0; transformers' DeepseekV2/V3 ignore the field, and the
+        # spec cannot place MoE every Nth layer after leading dense ones (ModelSpec.moe_every)
+        freq = _field(cfg, path, "moe_layer_freq", required=False, default=1, least=1)
+        if freq != 1:
+            raise InputError(f"{path}: moe_layer_freq {freq} is not supported for {mt} (DeepSeek's modeling_deepseek.py "
+                             "makes MoE only the layers past first_k_dense_replace whose index it divides, which "
+                             "transformers ignores); supported: 1, every layer past first_k_dense_replace MoE, as every "
+                             "published DeepSeek-V2/V3 file has")
         spec.update(q_lora_rank=_field(cfg, path, "q_lora_rank", required=False, default=0),
                     kv_lora_rank=_field(cfg, path, "kv_lora_rank", least=1),
                     qk_nope_dim=_field(cfg, path, "qk_nope_head_dim", least=1),

@@ -589,6 +589,21 @@ def test_a_kimi_k2_file_that_is_not_deepseek_v3s_is_refused(run_cli, tmp_path, f
     assert field in err and "kimi_k2" in err
 
 
+@pytest.mark.parametrize("entry,model_type", [("deepseek-v2-lite", "deepseek_v2"), ("kimi-k2", "deepseek_v3")])
+def test_a_deepseek_file_with_moe_every_nth_layer_is_refused_not_sized_all_moe(run_cli, tmp_path, entry, model_type):
+    """DeepSeek's own modeling_deepseek.py (the file's auto_map) and vLLM make a layer MoE only
+    where layer_idx % moe_layer_freq == 0: a DeepSeek-V2/V3 file with moe_layer_freq 2 describes
+    half as many MoE layers, and was sized (and exported) as every layer MoE, as a kimi_k2 file
+    with it is not. Refused naming the field and what is supported; 1 is read as before."""
+    from catalog_configs import CATALOG_CONFIGS
+    cfg = dict(CATALOG_CONFIGS[entry], model_type=model_type)      # Kimi K2's file is DeepSeek-V3's
+    ok = read_hf_config(write(tmp_path / "ok" / "config.json", dict(cfg, moe_layer_freq=1)))
+    assert ok.moe_layers == ok.layers - ok.first_dense
+    err = refused(run_cli, "memory", "--hf-config", write(tmp_path / "bad" / "config.json", dict(cfg, moe_layer_freq=2)),
+                  "--gpus", "256", "--layout", "tp=8,pp=8,ep=4")
+    assert "moe_layer_freq" in err and "2" in err and model_type in err and "supported: 1" in err
+
+
 def test_llama4_expert_parallel_under_deepspeed_routes_top_k_not_every_expert(run_cli, tmp_path):
     """Only transformers' own Llama4TextMoe runs every token through every expert. With EP > 1
     the DeepSpeed path's experts are DeepSpeed's MoE layer (no AutoEP preset for llama4: the
