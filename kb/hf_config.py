@@ -1070,11 +1070,11 @@ EXPERT_FIELDS = {
 # (configuration_olmoe.py: 64 and 8; configuration_granitemoe.py and _granitemoeshared.py: 8 and 2)
 ROUTED_DEFAULTS = {"olmoe": (64, 8), "granitemoe": (8, 2), "granitemoeshared": (8, 2)}
 # the DeepSeek-style MoE types: n_shared_experts and first_k_dense_replace where config.json
-# leaves them out (0 and 0 as this reader always took them for DeepSeek; Glm4MoeConfig's 1 and 1,
-# configuration_glm4_moe.py)
-# configuration_glm4_moe.py); Dots1Config has none for n_shared_experts (None, which Dots1MoE
-# multiplies by the expert width and fails on), so a dots1 file must give it
-SHARED_EXPERT_DEFAULTS = {"deepseek_v2": (0, 0), "deepseek_v3": (0, 0), "glm4_moe": (1, 1), "dots1": (None, 0)}
+# leaves them out, as their config classes default them (transformers 5.24: DeepseekV2Config 2 and
+# 0, configuration_deepseek_v2.py; DeepseekV3Config 1 and 3, configuration_deepseek_v3.py;
+# Glm4MoeConfig 1 and 1, configuration_glm4_moe.py); Dots1Config has none for n_shared_experts
+# (None, which Dots1MoE multiplies by the expert width and fails on), so a dots1 file must give it
+SHARED_EXPERT_DEFAULTS = {"deepseek_v2": (2, 0), "deepseek_v3": (1, 3), "glm4_moe": (1, 1), "dots1": (None, 0)}
 
 
 def read_hf_config(path: str) -> ModelSpec:
@@ -1465,5 +1465,7 @@ def _check_consistent(spec: dict, cfg: dict, path: str, mt: str, defaulted: list
         raise InputError(f"{path}: num_experts_per_tok ({spec['top_k']}) is more than {field} ({spec['experts']}); "
                          "supported: at most as many experts per token as there are experts")
     if spec.get("first_dense", 0) > spec["layers"]:
-        raise InputError(f"{path}: first_k_dense_replace ({spec['first_dense']}) is more than num_hidden_layers "
+        told = "" if cfg.get("first_k_dense_replace") is not None else \
+            f": the {mt} config class's default, the file gives none"
+        raise InputError(f"{path}: first_k_dense_replace ({spec['first_dense']}{told}) is more than num_hidden_layers "
                          f"({spec['layers']}); supported: at most num_hidden_layers dense layers")

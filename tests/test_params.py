@@ -416,6 +416,12 @@ def test_sliding_windows_are_read_from_config_json(tmp_path):
     # (configuration_smollm3.py, tie_word_embeddings: bool = True), not 3,337,742,336 untied
     ({"model_type": "smollm3", "hidden_size": 2048, "intermediate_size": 11008, "num_hidden_layers": 36,
       "num_attention_heads": 16, "num_key_value_heads": 4, "vocab_size": 128256}, 3_075_098_624),
+    # DeepSeek-V3 without n_shared_experts and first_k_dense_replace: DeepseekV3Config's 1 and 3
+    # (configuration_deepseek_v3.py), not no shared expert and every layer MoE
+    ({k: v for k, v in HF_CONFIGS["deepseek_v3"][0].items() if k not in ("n_shared_experts", "first_k_dense_replace")},
+     671_026_419_200),
+    # DeepSeek-V2-Lite without n_shared_experts: DeepseekV2Config's 2 (configuration_deepseek_v2.py)
+    ({k: v for k, v in PUBLISHED_SIZES["deepseek_v2_lite"][0].items() if k != "n_shared_experts"}, 15_706_484_224),
 ])
 def test_a_field_config_json_leaves_out_takes_the_config_class_default(tmp_path, cfg, count):
     """transformers fills a missing field with its config class's default, which for several model
