@@ -1239,10 +1239,30 @@ def read_hf_config(path: str) -> ModelSpec:
     if total_params(model) > PARAMS_MAX:
         raise InputError(f"{path}: the config describes {total_params(model):.3g} parameters; supported: up to "
                          "10T (as for --params)")
+    model = model.model_copy(update={"reading_notes": model.reading_notes + _mtp_note(cfg, path, model)})
     if not _name(outer, p):
         # nothing names the model: its model_type and size, the same for the same file anywhere
         model = model.model_copy(update={"name": _size_name(str(outer.get("model_type")), total_params(model))})
     return model
+
+
+def _mtp_note(cfg: dict, path: str, model: ModelSpec) -> tuple[str, ...]:
+    """The multi-token-prediction module a DeepSeek-V3 or GLM-4.5 config.json describes
+    (num_nextn_predict_layers, alias num_mtp_layers), said as not sized: transformers'
+    DeepseekV3ForCausalLM and Glm4MoeForCausalLM build none (the checkpoint's extra layer is
+    dropped on load), nor does the Megatron export ask for one (--mtp-num-layers). Each module is
+    a decoder layer of the model's own kind (MoE past the dense ones), a 2h x h projection of the
+    normed embedding and hidden state, and three RMSNorms, sharing the embedding and output head
+    (DeepSeek-V3 technical report, section 2.2; its inference/model.py)."""
+    n = _field(cfg, path, "num_nextn_predict_layers", "num_mtp_layers", required=False, default=0)
+    if not n:
+        return ()
+    from .params import layer_params
+    h = model.hidden
+    each = layer_params(model, moe=model.is_moe).total + 2 * h * h + 3 * h
+    return (f"config.json's num_nextn_predict_layers {n}: the multi-token-prediction module ({n} more decoder "
+            f"layer(s), about {n * each / 1e9:.1f}B parameters, and one more pass through the output head) is not "
+            "sized, as transformers builds none: the estimate and its exports are of training without it",)
 
 
 def _olmoe_checks(cfg: dict, path: str, spec: dict) -> None:

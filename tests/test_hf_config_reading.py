@@ -604,6 +604,25 @@ def test_a_deepseek_file_with_moe_every_nth_layer_is_refused_not_sized_all_moe(r
     assert "moe_layer_freq" in err and "2" in err and model_type in err and "supported: 1" in err
 
 
+def test_a_multi_token_prediction_layer_the_estimate_leaves_out_is_said(run_cli, tmp_path):
+    """DeepSeek-V3's config.json (num_nextn_predict_layers 1) describes a multi-token-prediction
+    module -- one more MoE decoder layer and a 2h x h projection, about 11.6B parameters, with its
+    own pass through the output head -- that transformers' DeepseekV3ForCausalLM does not build
+    and the estimate (and its Megatron export) leaves out. The answer must say so, not drop the
+    field silently; a file without one (Kimi K2: 0) gets no such line."""
+    from catalog_configs import CATALOG_CONFIGS
+    v3 = dict(CATALOG_CONFIGS["kimi-k2"], model_type="deepseek_v3", num_nextn_predict_layers=1,  # V3's shape
+              n_routed_experts=256, num_attention_heads=128, num_key_value_heads=128)
+    job = ("--gpus", "256", "--layout", "tp=8,pp=8,ep=4", "--format", "json")
+    code, out, err = run_cli("memory", "--hf-config", write(tmp_path / "v3" / "config.json", v3), *job)
+    assert code == 0, err
+    said = [a for a in json.loads(out)["assumptions"] if "num_nextn_predict_layers" in a]
+    assert len(said) == 1 and "not sized" in said[0] and "11.6B" in said[0], said
+    code, out, err = run_cli("memory", "--hf-config", write(tmp_path / "k2" / "config.json", CATALOG_CONFIGS["kimi-k2"]),
+                             *job)
+    assert code == 0 and "num_nextn_predict_layers" not in out, err
+
+
 def test_llama4_expert_parallel_under_deepspeed_routes_top_k_not_every_expert(run_cli, tmp_path):
     """Only transformers' own Llama4TextMoe runs every token through every expert. With EP > 1
     the DeepSpeed path's experts are DeepSpeed's MoE layer (no AutoEP preset for llama4: the
