@@ -1175,7 +1175,11 @@ def read_hf_config(path: str) -> ModelSpec:
         spec.update(experts=_field(cfg, path, *EXPERT_FIELDS[mt], least=1),
                     top_k=_field(cfg, path, "num_experts_per_tok", least=1),
                     expert_ffn=_field(cfg, path, "moe_intermediate_size", least=1),
-                    shared_experts=_field(cfg, path, "n_shared_experts", required=shared is None, default=shared),
+                    # a null, the file's own, is none: modeling_deepseek.py builds shared experts only
+                    # where n_shared_experts is not None (the class default fills a left-out key only)
+                    shared_experts=0 if mt in MLA_TYPES and "n_shared_experts" in cfg
+                    and cfg["n_shared_experts"] is None
+                    else _field(cfg, path, "n_shared_experts", required=shared is None, default=shared),
                     first_dense=_field(cfg, path, "first_k_dense_replace", required=False, default=dense))
     if mt in ROUTER_DEFAULTS:
         spec.update(_router(cfg, path, mt))

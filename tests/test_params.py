@@ -437,6 +437,17 @@ def test_a_field_config_json_leaves_out_takes_the_config_class_default(tmp_path,
     assert read_hf_config(str(p)).sliding_window == 0          # a field the file gives, even null, is the file's
 
 
+def test_a_deepseek_files_null_n_shared_experts_means_none(tmp_path):
+    """A key the file gives, even null, is the file's: DeepSeek's modeling_deepseek.py builds
+    shared experts only where n_shared_experts is not None, so a null is no shared expert, not
+    DeepseekV2Config's 2 that a left-out key takes."""
+    cfg = dict(PUBLISHED_SIZES["deepseek_v2_lite"][0], n_shared_experts=None)
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    m = read_hf_config(str(p))
+    assert m.shared_experts == 0 and total_params(m) == 15_706_484_224 - 26 * 3 * 2048 * 2 * 1408
+
+
 def test_multi_latent_attention_ignores_the_head_dim_transformers_writes(tmp_path):
     """DeepSeek's config classes write qk_rope_head_dim into head_dim; hub files have none. The two
     spellings of one checkpoint read as the same model."""
