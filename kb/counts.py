@@ -51,7 +51,8 @@ def _decimal_label(value) -> str:
     """7000000000 -> '7B', 1500000 -> '1.5M', '' without a short exact name."""
     for suffix, unit in (("T", 10 ** 12), ("B", 10 ** 9), ("M", 10 ** 6), ("K", 10 ** 3)):
         if value >= unit and (value * 100 / unit) == int(value * 100 / unit):
-            return f"{value / unit:f}".rstrip("0").rstrip(".") + suffix
+            digits = f"{value / unit:f}"    # trailing zeros go only after a point: 70B stays 70B, not 7B
+            return (digits.rstrip("0").rstrip(".") if "." in digits else digits) + suffix
     return ""
 
 

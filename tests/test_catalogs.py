@@ -102,6 +102,15 @@ def test_parse_count_takes_no_exponent_and_writes_the_number_out():
     assert parse_count(7e9) == parse_count(1e16) / 1e16 * 7e9 == 7e9     # a number the code passes is no text
 
 
+@pytest.mark.parametrize("text,short", [("7e10", "70B"), ("1e15", "1000T"), ("1e13", "10T"), ("1.5e12", "1.5T"),
+                                        ("2.5e4", "25K")])
+def test_exponent_refusal_names_the_same_count_in_short(text, short):
+    # the short form a refusal offers must be the number itself: '7e10' once read '... or 7B', ten times too few
+    with pytest.raises(InputError, match=rf" or {short}$"):
+        parse_count(text, "--token-budget")
+    assert parse_count(short) == float(text)
+
+
 @pytest.mark.parametrize("n", [1e9, 8e9, 70e9, 405e9, 1e12])
 def test_inferred_shape_is_within_3_percent_of_the_count_and_says_so(n):
     m = infer_model(n)
