@@ -234,6 +234,7 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
     check_training(m, g, tspec, given)
     job = Job(model=m, cluster=cluster, training=tspec)
     _check_micro_batch(job)
+    _check_token_budget(job)
     return job
 
 
@@ -329,6 +330,24 @@ def check_training(m, g, tspec: TrainingSpec, given=frozenset()) -> None:
         raise InputError("--optimizer adafactor with --framework fsdp: Adafactor cannot step FSDP2's DTensor "
                          "parameters (torchtitan and the FSDP2 export hold every layout's parameters as DTensors); "
                          "allowed: another --optimizer, or --framework hf or deepspeed")
+
+
+def _check_token_budget(job: Job) -> None:
+    """A --token-budget smaller than one step's tokens trains no whole step: the time to train
+    (budget / tokens per second) would read as a fraction of one step ('0.0 h', '$0'), a run that
+    cannot be launched, and the exports would count one step of more tokens than the budget.
+    Refused, naming the step's tokens, as a token batch smaller than one sequence is."""
+    from .resolve import global_batch
+    t = job.training
+    if not t.token_budget:
+        return
+    gb, _ = global_batch(job)
+    step = gb * t.seq_len
+    if t.token_budget < step:
+        given = f"{t.token_budget:,.0f}" if t.token_budget == int(t.token_budget) else f"{t.token_budget:,}"
+        raise InputError(f"--token-budget: {given} tokens is less than one step of this job, "
+                         f"{gb:,} sequences of {t.seq_len:,} tokens = {step:,} tokens; allowed: at least {step:,} "
+                         "tokens, or a smaller global batch (--global-batch, --global-batch-tokens)")
 
 
 def _check_micro_batch(job: Job) -> None:

@@ -871,3 +871,19 @@ def test_pcie_inside_a_node_is_the_gpus_own_generation():
     assert intra(gpu="a100-80gb") == "pcie4" and intra(gpu="a100-40gb") == "pcie4"
     assert intra(gpu="h100-sxm") == "pcie5" and intra(gpu="a100-80gb-pcie") == "pcie4"
     assert build_job(model="llama-3-8b", gpus=16, gpu="a100-80gb-pcie").cluster.intra.name == "pcie4"
+
+
+@pytest.mark.parametrize("budget,shown", [("1000", "1,000"), ("4194303", "4,194,303"), ("0.5", "0.5")])
+def test_a_token_budget_smaller_than_one_step_is_refused(run_cli, tmp_path, budget, shown):
+    """A budget under one step's tokens trains no whole step: it read 'time to train 1K tokens:
+    0.0 h (0.0 days)', a run no one can launch. Refused with the step's tokens, from a flag or a
+    job file; one whole step is a budget."""
+    base = ["--model", "llama-3-8b", "--gpus", "8", "--seq-len", "4k"]
+    err = refused(run_cli, "recommend", *base, "--token-budget", budget)
+    assert (f"--token-budget: {shown} tokens is less than one step of this job, 1,024 sequences of 4,096 tokens "
+            "= 4,194,304 tokens; allowed: at least 4,194,304 tokens") in err
+    job = tmp_path / "job.yaml"
+    job.write_text(f"model: llama-3-8b\nseq_len: 4k\ntoken_budget: {budget}\n")
+    assert f"{job}: 'token_budget': {shown} tokens is less than one step" in refused(run_cli, "recommend", "-f", str(job))
+    d = memory(run_cli, *base, "--token-budget", "4194304", "--layout", "tp=1")
+    assert d["metrics"]["token_budget"] == 4194304 and d["metrics"]["time_to_train_h"] > 0
