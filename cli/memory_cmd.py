@@ -6,7 +6,7 @@ import click
 from shardwise.kb.track_record import checked_line, memory_checked_line
 
 from .options import job_options
-from .output import cost_text, emit, format_option, table, token_count
+from .output import NO_BUDGET, cost_text, emit, format_option, table, token_count
 
 
 def render_memory(result: dict) -> str:
@@ -36,7 +36,7 @@ def render_memory(result: dict) -> str:
         ["pipeline bubble", f"{mt['bubble_pct']:.1f}% of the step"],
     ] + ([["time to train", f"{mt['time_to_train_h']:,.1f} h ({mt['time_to_train_h'] / 24:,.1f} days) for "
                              f"{token_count(mt['token_budget'])}"]]
-         if mt.get("time_to_train_h") is not None else [])
+         if mt.get("time_to_train_h") is not None else [["time to train", NO_BUDGET]])
       + ([["cost", cost_text(mt["cost"], mt["price_per_gpu_hour"])]] if "cost" in mt else []),
         ["time", "predicted"])]
     lines.append(checked_line(mt["checked"]))

@@ -57,6 +57,10 @@ def token_count(n: float) -> str:
     return f"{n:,.0f} tokens"
 
 
+# what the time-to-train line says without a budget: the figure a budget owner came for is one flag away
+NO_BUDGET = "not estimated: give --token-budget (tokens to train, e.g. 100B; for the cost also --price-per-gpu-hour)"
+
+
 def cost_text(cost: float, price: float) -> str:
     """The run's cost and the price it was reckoned at, in dollars (--price-per-gpu-hour)."""
     return f"${cost:,.0f} at ${price:,.2f} per GPU-hour"

@@ -10,7 +10,7 @@ from shardwise.decision.text import departure, signed_pct, slower_or_faster
 from shardwise.kb.track_record import checked_line, memory_checked_line
 
 from .options import job_options
-from .output import cost_text, emit, format_option, token_count
+from .output import NO_BUDGET, cost_text, emit, format_option, token_count
 
 ORDER = ["tp", "sp", "pp", "vp", "cp", "ep", "dp", "zero", "mbs", "recompute"]
 WIDTH = 110
@@ -139,6 +139,8 @@ def render(result: dict, markdown: bool = False) -> str:
         cost = f", {cost_text(mt['cost'], mt['price_per_gpu_hour'])}" if "cost" in mt else ""
         lines.append(f"time to train {token_count(budget)}: {mt['time_to_train_h']:,.1f} h "
                      f"({mt['time_to_train_h'] / 24:,.1f} days){cost}")
+    else:
+        lines.append(f"time to train: {NO_BUDGET}")
     lines.append(checked_line(mt["checked"]))
     lines.append(f"search: {s['valid']:,} valid layouts scored, {s['allowed']:,} meet every hard rule; "
                  + decision_line(s))

@@ -538,6 +538,19 @@ def test_memory_and_recommend_write_time_and_cost_alike(run_cli):
     assert "time to train 500B tokens" in out and " at $2.00 per GPU-hour" in out
 
 
+def test_without_a_token_budget_the_answer_names_the_flag_that_gives_time_and_cost(run_cli):
+    """Without --token-budget there is no time to train, and a --price-per-gpu-hour given alone
+    was dropped without a word: recommend and memory now say which flag gives the time and cost."""
+    args = ["--model", "llama-3-8b", "--gpus", "8", "--price-per-gpu-hour", "2"]
+    for cmd in (["recommend"], ["memory", "--layout", "dp=8,mbs=1"]):
+        code, out, err = run_cli(*cmd, *args)
+        assert code == 0, err
+        line = next(x for x in out.splitlines() if x.startswith("time to train"))
+        assert "not estimated: give --token-budget (tokens to train, e.g. 100B" in line and "--price-per-gpu-hour" in line
+        code, out, err = run_cli(*cmd, *args, "--token-budget", "500B")
+        assert code == 0 and "not estimated" not in out, err
+
+
 def test_a_valid_job_with_no_layout_is_not_called_bad_input(run_cli, tmp_path):
     """70B on 8 H100s fits nowhere: recommend answers NO LAYOUT (status 0); explain, report and
     export have nothing to show and say why in one line with status 3 -- 2 is for bad input."""
