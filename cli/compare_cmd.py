@@ -110,6 +110,10 @@ def compare_variants(settings: dict, vary: list, rules: list, prices: dict | Non
             "tokens_per_s": round(mt["tokens_per_s"], 1), "time_to_train_h": mt.get("time_to_train_h"),
             "cost": mt.get("cost"), "speed_checked": bool(job.cluster.gpu.speed_checked_on),
             "checked": mt["checked"], **said,
+            # what scaling_lines reads to say why more GPUs did not speed the job up in proportion
+            "gpus": job.cluster.gpus, "global_batch": d.layout.global_batch, "dp": d.layout.dp,
+            "model_parallel": d.layout.tp * d.layout.cp * d.layout.pp,
+            "comm_overhead_pct": mt["comm_overhead_pct"], "bubble_pct": mt["bubble_pct"],
         })
     if refused and len(refused) == len(rows):
         raise refused[0]
@@ -151,7 +155,9 @@ def compare(settings, given, vary, rules, gpu_prices, fmt):
     rows = compare_variants(settings, varied, list(rules), prices)
     priced = settings.get("price_per_gpu_hour") is not None or any(k == "price_per_gpu_hour" for k, _ in varied) \
         or bool(prices)
-    emit({"variants": rows}, fmt, lambda markdown: render(rows, [k for k, _ in varied], markdown, priced))
+    heads = [k for k, _ in varied]
+    scaling = scaling_lines(rows, heads)
+    emit({"variants": rows, "scaling": scaling}, fmt, lambda markdown: render(rows, heads, markdown, priced, scaling))
 
 
 def _no_layout(why: str) -> str:
@@ -178,7 +184,7 @@ def likely(c: dict | None) -> str:
     return f"{lo:,.0f}-{hi:,.0f}"
 
 
-def render(rows: list[dict], heads: list[str], markdown: bool, priced: bool = False) -> str:
+def render(rows: list[dict], heads: list[str], markdown: bool, priced: bool = False, scaling=()) -> str:
     shown = lambda r: r["best"] or _no_layout(r.get("why", ""))  # noqa: E731
     # a GPU no measured or published run checks (warn.unchecked-gpu-speed): its speed is an upper bound
     unchecked = lambda r: "*" if r["best"] and not r.get("speed_checked", True) else ""  # noqa: E731
@@ -198,7 +204,7 @@ def render(rows: list[dict], heads: list[str], markdown: bool, priced: bool = Fa
         note = "; ".join(x for x in (note, "* no measured or published run on that GPU checks its speed: the "
                                            "tokens/s an upper bound, hours and cost a lower one (kb/data/gpus.yaml "
                                            "speed_checked_on)") if x)
-    said = said_of_rows(rows, heads)
+    said = [*scaling, *said_of_rows(rows, heads)]
     if said:
         out += "\n\n" + "\n".join(f"- {x}" if markdown else x for x in said)
     # a blank line first: in Markdown a line right under a table is read as one of its rows
@@ -225,4 +231,51 @@ def said_of_rows(rows: list[dict], heads: list[str]) -> list[str]:
                 continue
             which = "every row" if everywhere and len(decided) > 1 else ", ".join(label(i) for i in idx)
             lines.append(f"{kind} ({which}): {text}")
+    return lines
+
+
+# tokens/s below this share of the GPUs' ratio is said: more GPUs that do not speed the job up in
+# proportion cost more for the same tokens (the budget question compare answers)
+SCALING_SAID_BELOW = 0.9
+
+
+def scaling_lines(rows: list[dict], heads: list[str]) -> list[str]:
+    """Where --vary gpus makes rows that differ only in the GPU count, each step up whose tokens/s
+    grows by less than SCALING_SAID_BELOW x the GPUs' ratio is said, with its time and cost ratios
+    and why: the global batch (data parallelism splits it evenly in whole sequences, so DP is at
+    most gcd(global batch, GPUs), and GPUs past that go to TP, CP or PP, which split each
+    sequence's work at more communication: kb/validity batch-divides), else the shares of the
+    step that grew (exposed communication, the pipeline bubble)."""
+    import math
+    if "gpus" not in heads:
+        return []
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r["best"]:
+            groups.setdefault(tuple((k, r["variant"][k]) for k in heads if k != "gpus"), []).append(r)
+    lines = []
+    for key, group in groups.items():
+        label = " ".join(f"{k}={v}" for k, v in key)
+        group = sorted(group, key=lambda r: r["gpus"])
+        for a, b in zip(group, group[1:]):
+            more, faster = b["gpus"] / a["gpus"], b["tokens_per_s"] / a["tokens_per_s"]
+            if b["gpus"] == a["gpus"] or faster >= SCALING_SAID_BELOW * more:
+                continue
+            why = []
+            most_dp = math.gcd(b["global_batch"], b["gpus"])
+            if most_dp < b["gpus"] and b["dp"] < a["dp"] * more:
+                why.append(f"the global batch of {b['global_batch']:,} sequences splits evenly over at most DP "
+                           f"{most_dp:,} on {b['gpus']:,} GPUs, so the added GPUs went to TP x CP x PP "
+                           f"({a['model_parallel']} -> {b['model_parallel']}), which splits each sequence's work "
+                           "at more communication (a larger --global-batch would let DP grow)")
+            for name, k in (("exposed communication", "comm_overhead_pct"), ("pipeline bubble", "bubble_pct")):
+                if b[k] >= a[k] + 1:
+                    why.append(f"{name} {a[k]:.0f}% -> {b[k]:.0f}% of the step")
+            cost = (f", the cost x{b['cost'] / a['cost']:.2f}" if a["cost"] and b["cost"] is not None else "")
+            time = (f": the time x{b['time_to_train_h'] / a['time_to_train_h']:.2f}, not x{1 / more:.2f}{cost}"
+                    if a["time_to_train_h"] and b["time_to_train_h"] is not None else "")
+            lines.append(f"scaling{f' ({label})' if label else ''}: {a['gpus']:,} -> {b['gpus']:,} GPUs ({more:g}x) "
+                         f"give {faster:.2f}x the tokens/s{time}"
+                         + (f"; {'; '.join(why)}" if why else "; per GPU "
+                            f"{a['tokens_per_s'] / a['gpus']:,.0f} -> {b['tokens_per_s'] / b['gpus']:,.0f} tokens/s"))
     return lines

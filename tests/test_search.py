@@ -217,6 +217,28 @@ def test_compare_gives_one_row_per_variant(run_cli):
     assert h100[128]["time_to_train_h"] < h100[64]["time_to_train_h"]
 
 
+def test_compare_says_when_more_gpus_do_not_speed_the_job_up_in_proportion_and_why(run_cli):
+    """A budget owner asking '64 or 256 GPUs?' saw 4x the GPUs give about 3x the tokens/s with
+    nothing saying why: a global batch of 64 sequences splits over at most 64 data-parallel ranks,
+    so the other GPUs split each sequence (TP, CP). Said under the table, with the time and cost
+    ratios; a step up that scales in proportion is not."""
+    job = ["--model", "llama-3-8b", "--seq-len", "8k", "--token-budget", "100B", "--price-per-gpu-hour", "2"]
+    code, out, err = run_cli("compare", *job, "--global-batch", "64", "--vary", "gpus=64,256", "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    small, big = d["variants"]
+    more = big["tokens_per_s"] / small["tokens_per_s"]
+    assert more < 0.9 * 4 and big["dp"] <= 64 and big["cost"] > small["cost"]
+    (line,) = d["scaling"]
+    assert line.startswith(f"scaling: 64 -> 256 GPUs (4x) give {more:.2f}x the tokens/s: the time x")
+    assert ("the global batch of 64 sequences splits evenly over at most DP 64 on 256 GPUs, so the added GPUs "
+            "went to TP x CP x PP") in line
+    code, out, err = run_cli("compare", *job, "--global-batch", "64", "--vary", "gpus=64,256")
+    assert code == 0 and line in out.split("\n\n")[1].splitlines(), out      # under the table
+    code, out, err = run_cli("compare", *job, "--global-batch", "1024", "--vary", "gpus=8,16", "--format", "json")
+    assert code == 0 and json.loads(out)["scaling"] == [], out
+
+
 def test_compare_varies_the_model_itself(run_cli):
     """--vary model=... needs no --model, and --vary params=... replaces the base's --model: both
     were refused as two or no model sources."""
