@@ -156,8 +156,10 @@ def compare(settings, given, vary, rules, gpu_prices, fmt):
     priced = settings.get("price_per_gpu_hour") is not None or any(k == "price_per_gpu_hour" for k, _ in varied) \
         or bool(prices)
     heads = [k for k, _ in varied]
+    best = best_rows(rows, heads)
     scaling = scaling_lines(rows, heads)
-    emit({"variants": rows, "scaling": scaling}, fmt, lambda markdown: render(rows, heads, markdown, priced, scaling))
+    emit({"variants": rows, **{k: v[0] for k, v in best.items()}, "scaling": scaling}, fmt,
+         lambda markdown: render(rows, heads, markdown, priced, [v[1] for v in best.values() if v[1]] + scaling))
 
 
 def _no_layout(why: str) -> str:
@@ -232,6 +234,36 @@ def said_of_rows(rows: list[dict], heads: list[str]) -> list[str]:
             which = "every row" if everywhere and len(decided) > 1 else ", ".join(label(i) for i in idx)
             lines.append(f"{kind} ({which}): {text}")
     return lines
+
+
+def best_rows(rows: list[dict], heads: list[str]) -> dict:
+    """The fastest row (most tokens/s) and the cheapest (least cost), each with its lead over the
+    next row, as {"fastest": (variant or None, line), "cheapest": ...}: the budget question is
+    which row, and by how much. Among equal rows the first is named, with the tie said."""
+    label = lambda r: " ".join(f"{k}={r['variant'][k]}" for k in heads)  # noqa: E731
+    out = {}
+    for name, key, sign in (("fastest", "tokens_per_s", -1), ("cheapest", "cost", 1)):
+        ranked = sorted((r for r in rows if r["best"] and r[key] is not None), key=lambda r: sign * r[key])
+        if len(ranked) < 2:
+            out[name] = (None, "")
+            continue
+        top, nxt = ranked[0], ranked[1]
+        value = (f"{top['tokens_per_s']:,.0f} tokens/s" + (f", {top['time_to_train_h']:,.1f} h"
+                 if top["time_to_train_h"] is not None else "")) if key == "tokens_per_s" else f"${top['cost']:,.0f}"
+        # the lead as the next row's shortfall: the fastest is gap% faster, the next costs gap% more
+        gap = (top[key] / nxt[key] - 1 if key == "tokens_per_s" else nxt[key] / top[key] - 1) * 100
+        said = f"{gap:.1f}%" if gap >= 0.05 else "less than 0.1%"
+        lead = (f"tied with {label(nxt)}" if top[key] == nxt[key] else
+                f"{said} faster than the next, {label(nxt)}" if key == "tokens_per_s" else
+                f"the next, {label(nxt)}, costs {said} more")
+        # a lead smaller than the spread of the model's error on runs like the top row (its likely
+        # range, track_record) is no lead the estimate can vouch for: said so, not marked as a win
+        err = (top.get("checked") or {}).get("error_pct") if (top.get("checked") or {}).get("runs") else None
+        if err and gap < err[1] - err[0]:
+            lead += (f", less than the {err[1] - err[0]:.1f}-point spread of the step-time model's error on runs "
+                     "like it (its likely tokens/s): too close to call")
+        out[name] = (top["variant"], f"{name}: {label(top)} ({value}), {lead}")
+    return out
 
 
 # tokens/s below this share of the GPUs' ratio is said: more GPUs that do not speed the job up in

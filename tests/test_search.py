@@ -239,6 +239,32 @@ def test_compare_says_when_more_gpus_do_not_speed_the_job_up_in_proportion_and_w
     assert code == 0 and json.loads(out)["scaling"] == [], out
 
 
+def test_compare_names_the_fastest_and_cheapest_row_and_a_lead_too_close_to_call(run_cli):
+    """'64 or 128 GPUs, H100 or H200?': the table gave the figures and left the answer to be read
+    off by eye. The fastest and the cheapest rows are named, with their lead over the next, and a
+    lead smaller than the spread of the model's error on runs like the row is said to be too close."""
+    code, out, err = run_cli("compare", "--model", "llama-3-8b", "--token-budget", "100B", "--price-per-gpu-hour", "2",
+                             "--vary", "gpus=8,16", "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    rows = d["variants"]
+    fast = max(rows, key=lambda r: r["tokens_per_s"])
+    cheap = min(rows, key=lambda r: r["cost"])
+    assert d["fastest"] == fast["variant"] and d["cheapest"] == cheap["variant"]
+    code, out, err = run_cli("compare", "--model", "llama-3-8b", "--token-budget", "100B", "--price-per-gpu-hour", "2",
+                             "--vary", "gpus=8,16")
+    lines = out.split("\n\n")[1].splitlines()
+    other = lambda r: next(x for x in rows if x is not r)  # noqa: E731
+    lead = (fast["tokens_per_s"] / other(fast)["tokens_per_s"] - 1) * 100
+    assert lines[0].startswith(f"fastest: gpus={fast['variant']['gpus']} ({fast['tokens_per_s']:,.0f} tokens/s, "
+                               f"{fast['time_to_train_h']:,.1f} h), {lead:.1f}% faster than the next, gpus=")
+    gap = (other(cheap)["cost"] / cheap["cost"] - 1) * 100
+    lo, hi = cheap["checked"]["error_pct"]
+    assert lines[1].startswith(f"cheapest: gpus={cheap['variant']['gpus']} (${cheap['cost']:,.0f}), the next, gpus=")
+    assert (f"costs {gap:.1f}% more" if gap >= 0.05 else "costs less than 0.1% more") in lines[1]
+    assert ("too close to call" in lines[1]) == (gap < hi - lo), (lines[1], gap, hi - lo)
+
+
 def test_compare_varies_the_model_itself(run_cli):
     """--vary model=... needs no --model, and --vary params=... replaces the base's --model: both
     were refused as two or no model sources."""
