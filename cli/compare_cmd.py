@@ -12,7 +12,7 @@ import click
 from shardwise.kb.errors import InputError
 
 from .options import job_options, override, parse_vary
-from .output import emit, format_option, table
+from .output import dollars, emit, format_option, table
 
 
 def parse_gpu_prices(texts: tuple) -> dict:
@@ -186,6 +186,11 @@ def likely(c: dict | None) -> str:
     return f"{lo:,.0f}-{hi:,.0f}"
 
 
+def hours(h: float) -> str:
+    """A row's time to train in hours; under an hour to 0.01 h, the JSON's rounding (a short run read 0.0)."""
+    return f"{h:,.1f}" if h >= 1 else f"{h:.2f}"
+
+
 def render(rows: list[dict], heads: list[str], markdown: bool, priced: bool = False, scaling=()) -> str:
     shown = lambda r: r["best"] or _no_layout(r.get("why", ""))  # noqa: E731
     # a GPU no measured or published run checks (warn.unchecked-gpu-speed): its speed is an upper bound
@@ -193,8 +198,8 @@ def render(rows: list[dict], heads: list[str], markdown: bool, priced: bool = Fa
     body = [[*(r["variant"][k] for k in heads), shown(r),
              f"{r['tokens_per_s']:,.0f}{unchecked(r)}" if r["tokens_per_s"] else "-",
              likely(r.get("checked")) + (unchecked(r) if r.get("checked", {}).get("runs") else ""),
-             f"{r['time_to_train_h']:,.1f}{unchecked(r)}" if r["time_to_train_h"] is not None else "-",
-             f"${r['cost']:,.0f}{unchecked(r)}" if r["cost"] is not None else "-"] for r in rows]
+             f"{hours(r['time_to_train_h'])}{unchecked(r)}" if r["time_to_train_h"] is not None else "-",
+             f"{dollars(r['cost'])}{unchecked(r)}" if r["cost"] is not None else "-"] for r in rows]
     out = table(body, [*heads, "best layout", "tokens/s", "likely tokens/s", "hours", "cost"], markdown=markdown)
     answered = [r for r in rows if r["best"]]
     note = ""
@@ -248,8 +253,8 @@ def best_rows(rows: list[dict], heads: list[str]) -> dict:
             out[name] = (None, "")
             continue
         top, nxt = ranked[0], ranked[1]
-        value = (f"{top['tokens_per_s']:,.0f} tokens/s" + (f", {top['time_to_train_h']:,.1f} h"
-                 if top["time_to_train_h"] is not None else "")) if key == "tokens_per_s" else f"${top['cost']:,.0f}"
+        value = (f"{top['tokens_per_s']:,.0f} tokens/s" + (f", {hours(top['time_to_train_h'])} h"
+                 if top["time_to_train_h"] is not None else "")) if key == "tokens_per_s" else dollars(top["cost"])
         # the lead as the next row's shortfall: the fastest is gap% faster, the next costs gap% more
         gap = (top[key] / nxt[key] - 1 if key == "tokens_per_s" else nxt[key] / top[key] - 1) * 100
         said = f"{gap:.1f}%" if gap >= 0.05 else "less than 0.1%"

@@ -6,7 +6,7 @@ import click
 from shardwise.kb.track_record import checked_line, memory_checked_line
 
 from .options import job_options
-from .output import NO_BUDGET, cost_text, emit, format_option, table, token_count
+from .output import NO_BUDGET, cost_text, duration_text, emit, format_option, table, token_count
 
 
 def render_memory(result: dict) -> str:
@@ -34,7 +34,7 @@ def render_memory(result: dict) -> str:
         ["MFU / HFU", f"{mt['mfu_pct']:.1f}% / {mt['hfu_pct']:.1f}%"],
         ["communication (exposed)", f"{mt['comm_overhead_pct']:.1f}% of the step"],
         ["pipeline bubble", f"{mt['bubble_pct']:.1f}% of the step"],
-    ] + ([["time to train", f"{mt['time_to_train_h']:,.1f} h ({mt['time_to_train_h'] / 24:,.1f} days) for "
+    ] + ([["time to train", f"{duration_text(mt)} for "
                              f"{token_count(mt['token_budget'])}"]]
          if mt.get("time_to_train_h") is not None else [["time to train", NO_BUDGET]])
       + ([["cost", cost_text(mt["cost"], mt["price_per_gpu_hour"])]] if "cost" in mt else []),

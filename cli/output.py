@@ -57,10 +57,25 @@ def token_count(n: float) -> str:
     return f"{n:,.0f} tokens"
 
 
+def duration_text(mt: dict) -> str:
+    """The time to train a run's metrics give: hours and days ('916.5 h (38.2 days)'), or under an
+    hour in minutes, from the budget and tokens/s themselves -- time_to_train_h is rounded to
+    0.01 h, and a short fine-tune read '0.0 h (0.0 days)'."""
+    hours = mt["token_budget"] / mt["tokens_per_s"] / 3600.0
+    if hours < 1:
+        return f"{hours * 60:,.1f} min"
+    return f"{hours:,.1f} h ({hours / 24:,.1f} days)"
+
+
 # what the time-to-train line says without a budget: the figure a budget owner came for is one flag away
 NO_BUDGET = "not estimated: give --token-budget (tokens to train, e.g. 100B; for the cost also --price-per-gpu-hour)"
 
 
+def dollars(amount: float) -> str:
+    """$73,322 -- or, under $100, with its cents ($0.49): a short run's cost read '$0'."""
+    return f"${amount:,.0f}" if amount >= 100 else f"${amount:,.2f}"
+
+
 def cost_text(cost: float, price: float) -> str:
     """The run's cost and the price it was reckoned at, in dollars (--price-per-gpu-hour)."""
-    return f"${cost:,.0f} at ${price:,.2f} per GPU-hour"
+    return f"{dollars(cost)} at ${price:,.2f} per GPU-hour"

@@ -10,7 +10,7 @@ from shardwise.decision.text import departure, signed_pct, slower_or_faster
 from shardwise.kb.track_record import checked_line, memory_checked_line
 
 from .options import job_options
-from .output import NO_BUDGET, cost_text, emit, format_option, token_count
+from .output import NO_BUDGET, cost_text, duration_text, emit, format_option, token_count
 
 ORDER = ["tp", "sp", "pp", "vp", "cp", "ep", "dp", "zero", "mbs", "recompute"]
 WIDTH = 110
@@ -137,8 +137,7 @@ def render(result: dict, markdown: bool = False) -> str:
     if mt.get("time_to_train_h") is not None:
         budget = mt["token_budget"]
         cost = f", {cost_text(mt['cost'], mt['price_per_gpu_hour'])}" if "cost" in mt else ""
-        lines.append(f"time to train {token_count(budget)}: {mt['time_to_train_h']:,.1f} h "
-                     f"({mt['time_to_train_h'] / 24:,.1f} days){cost}")
+        lines.append(f"time to train {token_count(budget)}: {duration_text(mt)}{cost}")
     else:
         lines.append(f"time to train: {NO_BUDGET}")
     lines.append(checked_line(mt["checked"]))

@@ -149,10 +149,11 @@ def render(r: dict) -> str:
                 "tokens/s": f'{met["tokens_per_s"]:,.0f} ({met["tokens_per_s_per_gpu"]:,.0f} per GPU)',
                 "MFU": f'{met["mfu_pct"]:.1f} %', "pipeline bubble": f'{met["bubble_pct"]:.1f} %'}
     if met.get("time_to_train_h") is not None:
-        headline[f'time to train {met["token_budget"] / 1e9:,.4g}B tokens'] = \
-            f'{met["time_to_train_h"]:,.1f} h ({met["time_to_train_h"] / 24:,.1f} days)'
-    if met.get("cost") is not None:
-        headline["cost"] = f'${met["cost"]:,.0f} at ${met["price_per_gpu_hour"]:,.2f} per GPU-hour'
+        # as recommend prints them (a 1T budget read '1,000B tokens', a short run '0.0 h (0.0 days)', '$0')
+        from shardwise.cli.output import cost_text, duration_text, token_count
+        headline[f'time to train {token_count(met["token_budget"])}'] = duration_text(met)
+        if met.get("cost") is not None:
+            headline["cost"] = cost_text(met["cost"], met["price_per_gpu_hour"])
     headline["speed checked"] = checked_line(met["checked"]).removeprefix("speed checked: ")
 
     parts = [

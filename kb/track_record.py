@@ -154,7 +154,7 @@ def checked(job, tokens_per_s: float, hours: float | None) -> dict:
            "error_pct": [lo, hi],
            "tokens_per_s": [round(tokens_per_s / (1 + hi / 100), 1), round(tokens_per_s / (1 + lo / 100), 1)]}
     if hours is not None:
-        out["time_to_train_h"] = [round(hours * (1 + lo / 100), 2), round(hours * (1 + hi / 100), 2)]
+        out["time_to_train_h"] = [round(h, 2 if h >= 1 else 4) for h in (hours * (1 + lo / 100), hours * (1 + hi / 100))]
     return out
 
 
@@ -246,5 +246,7 @@ def checked_line(c: dict) -> str:
             f"likely {tps[0]:,.0f} to {tps[1]:,.0f} tokens/s")
     if "time_to_train_h" in c:
         h = c["time_to_train_h"]
-        line += f", {h[0]:,.1f} to {h[1]:,.1f} h to train"  # as the headline reads hours
+        # as the headline reads them: hours, or under an hour minutes (a short run read '0.0 to 0.0 h')
+        line += (f", {h[0]:,.1f} to {h[1]:,.1f} h to train" if h[0] >= 1 else
+                 f", {h[0] * 60:,.1f} to {h[1] * 60:,.1f} min to train")
     return line

@@ -538,6 +538,23 @@ def test_memory_and_recommend_write_time_and_cost_alike(run_cli):
     assert "time to train 500B tokens" in out and " at $2.00 per GPU-hour" in out
 
 
+def test_a_short_run_reads_in_minutes_and_cents_not_as_zero(run_cli):
+    """10M tokens on 8 H100s is under two minutes and under a dollar: it read 'time to train 10M
+    tokens: 0.0 h (0.0 days), $0' in recommend, 0.0 and $0 in compare."""
+    args = ["--model", "llama-3-8b", "--gpus", "8", "--token-budget", "10M", "--price-per-gpu-hour", "2"]
+    code, out, err = run_cli("recommend", *args, "--format", "json")
+    assert code == 0, err
+    mt = json.loads(out)["metrics"]
+    minutes = 10e6 / mt["tokens_per_s"] / 60
+    code, out, err = run_cli("recommend", *args)
+    assert f"time to train 10M tokens: {minutes:.1f} min, ${mt['cost']:.2f} at $2.00 per GPU-hour" in out
+    assert "0.0 h" not in out and "$0 " not in out
+    code, out, err = run_cli("compare", "--model", "llama-3-8b", "--token-budget", "10M", "--price-per-gpu-hour", "2",
+                             "--vary", "gpus=8,16")
+    row = next(x for x in out.splitlines() if x.startswith("8 "))
+    assert row.split()[-2:] == [f"{mt['time_to_train_h']:.2f}", f"${mt['cost']:.2f}"], row
+
+
 def test_without_a_token_budget_the_answer_names_the_flag_that_gives_time_and_cost(run_cli):
     """Without --token-budget there is no time to train, and a --price-per-gpu-hour given alone
     was dropped without a word: recommend and memory now say which flag gives the time and cost."""

@@ -125,10 +125,13 @@ def test_the_range_leaves_out_as_many_runs_below_as_above():
 
 
 def test_a_short_time_to_train_is_not_rounded_to_zero_hours():
-    """The range's hours are read as the headline's are (0.2 h), not to whole hours ('0 to 0 h')."""
+    """The range's hours are read as the headline's are (under an hour in minutes), not to whole
+    hours ('0 to 0 h'), nor to tenths (0.01 h read '0.0 to 0.0 h')."""
     c = {"runs": 28, "against": "28 published Megatron-Core runs of llama-3-8b", "basis": "10th to 90th percentile",
          "error_pct": [-9.1, 0.9], "tokens_per_s": [1593343.2, 1768628.4], "time_to_train_h": [0.16, 0.18]}
-    assert track_record.checked_line(c).endswith("tokens/s, 0.2 to 0.2 h to train")
+    assert track_record.checked_line(c).endswith("tokens/s, 9.6 to 10.8 min to train")
+    assert track_record.checked_line(dict(c, time_to_train_h=[0.0123, 0.0135])).endswith("0.7 to 0.8 min to train")
+    assert track_record.checked_line(dict(c, time_to_train_h=[1.16, 1.18])).endswith("1.2 to 1.2 h to train")
     out = CliRunner().invoke(cli, ["recommend", "--model", "llama-3-8b", "--gpus", "64", "--gpu", "gb200",
                                    "--token-budget", "1B", "--format", "json"])
     h = json.loads(out.output)["metrics"]["checked"]["time_to_train_h"]

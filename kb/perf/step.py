@@ -81,7 +81,8 @@ class StepTime:
         }
         if t.token_budget:
             hours = t.token_budget / self.tokens_per_s / 3600.0
-            out["time_to_train_h"] = round(hours, 2)
+            # to 0.01 h, or under an hour to 0.0001 h (0.36 s): a short run is not rounded to 0
+            out["time_to_train_h"] = round(hours, 2 if hours >= 1 else 4)
             out["token_budget"] = t.token_budget
             if c.price_per_gpu_hour is not None:
                 out["cost"] = round(hours * c.gpus * c.price_per_gpu_hour, 2)
