@@ -6,7 +6,8 @@ import click
 from shardwise.kb.errors import InputError
 
 from .options import PLAIN_INT, job_options
-from .output import emit, format_option, table
+from .compare_cmd import hours
+from .output import dollars, emit, format_option, table
 
 
 @click.command()
@@ -33,12 +34,17 @@ def search(job, top, rules, playbook, fmt):
 
 def render(result: dict, markdown: bool = False) -> str:
     s = result["search"]
+    timed = any("time_to_train_h" in a["metrics"] for a in result["top"])
+    priced = any("cost" in a["metrics"] for a in result["top"])
     rows = [[a["rank"], a["describe"], f"{a['memory']['peak_gib']:.1f}", f"{a['metrics']['tokens_per_s']:,.0f}",
              f"{a['objective']:,.0f}", f"{a['metrics']['mfu_pct']:.1f}", f"{a['metrics']['bubble_pct']:.1f}",
-             f"{a['metrics']['comm_overhead_pct']:.1f}", a["why_not"] or "the headline"] for a in result["top"]]
+             f"{a['metrics']['comm_overhead_pct']:.1f}"]
+            + ([hours(a["metrics"]["time_to_train_h"])] if timed else [])
+            + ([dollars(a["metrics"]["cost"])] if priced else [])
+            + [a["why_not"] or "the headline"] for a in result["top"]]
     lines = [f"{s['candidates']:,} candidates, {s['valid']:,} valid, {s['allowed']:,} meet every hard rule",
-             table(rows, ["#", "layout", "GiB", "tokens/s", "objective", "MFU%", "bubble%", "comm%", "why not"],
-                   markdown=markdown)]
+             table(rows, ["#", "layout", "GiB", "tokens/s", "objective", "MFU%", "bubble%", "comm%"]
+                   + (["hours"] if timed else []) + (["cost"] if priced else []) + ["why not"], markdown=markdown)]
     if s["nothing_allowed"]:
         lines.append(s["nothing_allowed"])
     for e in s["excluded"]:

@@ -5,6 +5,7 @@ import numpy as np
 
 from shardwise.kb import track_record
 from shardwise.kb.facts import job_summary, layout_dict
+from shardwise.kb.perf.step import time_and_cost
 from shardwise.rules import playbook
 
 from . import reasons as R
@@ -52,7 +53,9 @@ def entry(d: Decision, i: int, rank: int) -> dict:
             "metrics": {"tokens_per_s": round(tps, 1), "step_time_s": round(float(t.scores["step_time_s"][i]), 3),
                         "mfu_pct": round(float(t.scores["mfu_pct"][i]), 2),
                         "bubble_pct": round(float(t.scores["bubble_pct"][i]), 2),
-                        "comm_overhead_pct": round(float(t.scores["comm_overhead_pct"][i]), 2)},
+                        "comm_overhead_pct": round(float(t.scores["comm_overhead_pct"][i]), 2),
+                        # the budget's time and cost at this layout's speed, as the headline's metrics give them
+                        **time_and_cost(d.job, tps)},
             "objective": round(float(d.choice.objective[i]), 1),
             "why_not": _why_not(d, i, head) if i != d.index else None}
 

@@ -265,6 +265,29 @@ def test_compare_names_the_fastest_and_cheapest_row_and_a_lead_too_close_to_call
     assert ("too close to call" in lines[1]) == (gap < hi - lo), (lines[1], gap, hi - lo)
 
 
+def test_search_gives_each_layouts_time_and_cost_to_train_the_budget(run_cli):
+    """search took --token-budget and --price-per-gpu-hour and dropped them without a word: a
+    budget owner ranking layouts saw no hours or cost. Each layout now has them, the headline's
+    equal to recommend's; without a budget the columns are not there."""
+    job = ["--model", "llama-3-8b", "--gpus", "8", "--token-budget", "1T", "--price-per-gpu-hour", "2.37"]
+    code, out, err = run_cli("search", *job, "--top", "3", "--format", "json")
+    assert code == 0, err
+    top = json.loads(out)["top"]
+    code, out, err = run_cli("recommend", *job, "--format", "json")
+    head = json.loads(out)["metrics"]
+    assert (top[0]["metrics"]["time_to_train_h"], top[0]["metrics"]["cost"]) == (head["time_to_train_h"], head["cost"])
+    for a in top:
+        hours = 1e12 / a["metrics"]["tokens_per_s"] / 3600
+        assert a["metrics"]["time_to_train_h"] == pytest.approx(hours, abs=0.01)
+        assert a["metrics"]["cost"] == pytest.approx(hours * 8 * 2.37, abs=0.5)
+    code, out, err = run_cli("search", *job, "--top", "3")
+    header = out.splitlines()[1].split()
+    assert header[header.index("comm%") + 1: header.index("comm%") + 3] == ["hours", "cost"]
+    assert f"${top[1]['metrics']['cost']:,.0f}" in out.splitlines()[4]
+    code, out, err = run_cli("search", "--model", "llama-3-8b", "--gpus", "8", "--top", "1")
+    assert "hours" not in out.splitlines()[1]
+
+
 def test_compare_varies_the_model_itself(run_cli):
     """--vary model=... needs no --model, and --vary params=... replaces the base's --model: both
     were refused as two or no model sources."""

@@ -79,16 +79,25 @@ class StepTime:
                             "reads higher)" if job.model.chunked_layers else ""),
             "time_to_train_h": None,
         }
-        if t.token_budget:
-            hours = t.token_budget / self.tokens_per_s / 3600.0
-            # to 0.01 h, or under an hour to 0.0001 h (0.36 s): a short run is not rounded to 0
-            out["time_to_train_h"] = round(hours, 2 if hours >= 1 else 4)
-            out["token_budget"] = t.token_budget
-            if c.price_per_gpu_hour is not None:
-                out["cost"] = round(hours * c.gpus * c.price_per_gpu_hour, 2)
-                out["price_per_gpu_hour"] = c.price_per_gpu_hour
+        out.update(time_and_cost(job, self.tokens_per_s))
         out["checked"] = track_record.checked(job, self.tokens_per_s, out["time_to_train_h"])
         return out
+
+
+def time_and_cost(job: Job, tokens_per_s: float) -> dict:
+    """Time to train the job's --token-budget at ``tokens_per_s``, and its cost:
+        hours = token_budget / tokens_per_s / 3600;  cost = hours x GPUs x price per GPU-hour.
+    {} without a budget; no cost without a price."""
+    t, c = job.training, job.cluster
+    if not t.token_budget:
+        return {}
+    hours = t.token_budget / tokens_per_s / 3600.0
+    # to 0.01 h, or under an hour to 0.0001 h (0.36 s): a short run is not rounded to 0
+    out = {"time_to_train_h": round(hours, 2 if hours >= 1 else 4), "token_budget": t.token_budget}
+    if c.price_per_gpu_hour is not None:
+        out["cost"] = round(hours * c.gpus * c.price_per_gpu_hour, 2)
+        out["price_per_gpu_hour"] = c.price_per_gpu_hour
+    return out
 
 
 def trained_fraction(m, t) -> float:
