@@ -6,6 +6,7 @@ values is a job of its own, decided as `recommend` decides it; the row shows its
 from __future__ import annotations
 
 import itertools
+import math
 
 import click
 
@@ -256,15 +257,18 @@ def best_rows(rows: list[dict], heads: list[str]) -> dict:
         value = (f"{top['tokens_per_s']:,.0f} tokens/s" + (f", {hours(top['time_to_train_h'])} h"
                  if top["time_to_train_h"] is not None else "")) if key == "tokens_per_s" else dollars(top["cost"])
         # the lead as the next row's shortfall: the fastest is gap% faster, the next costs gap% more
-        gap = (top[key] / nxt[key] - 1 if key == "tokens_per_s" else nxt[key] / top[key] - 1) * 100
+        # (a row priced at 0 costs nothing: the next's cost is said in dollars, no ratio of it)
+        gap = ((top[key] / nxt[key] - 1 if key == "tokens_per_s" else nxt[key] / top[key] - 1) * 100
+               if top[key] else math.inf)
         said = f"{gap:.1f}%" if gap >= 0.05 else "less than 0.1%"
         lead = (f"tied with {label(nxt)}" if top[key] == nxt[key] else
+                f"the next, {label(nxt)}, costs {dollars(nxt[key])}" if not top[key] else
                 f"{said} faster than the next, {label(nxt)}" if key == "tokens_per_s" else
                 f"the next, {label(nxt)}, costs {said} more")
         # a lead smaller than the spread of the model's error on runs like the top row (its likely
         # range, track_record) is no lead the estimate can vouch for: said so, not marked as a win
         err = (top.get("checked") or {}).get("error_pct") if (top.get("checked") or {}).get("runs") else None
-        if err and gap < err[1] - err[0]:
+        if err and top[key] != nxt[key] and gap < err[1] - err[0]:
             lead += (f", less than the {err[1] - err[0]:.1f}-point spread of the step-time model's error on runs "
                      "like it (its likely tokens/s): too close to call")
         out[name] = (top["variant"], f"{name}: {label(top)} ({value}), {lead}")

@@ -263,6 +263,14 @@ def test_compare_names_the_fastest_and_cheapest_row_and_a_lead_too_close_to_call
     assert lines[1].startswith(f"cheapest: gpus={cheap['variant']['gpus']} (${cheap['cost']:,.0f}), the next, gpus=")
     assert (f"costs {gap:.1f}% more" if gap >= 0.05 else "costs less than 0.1% more") in lines[1]
     assert ("too close to call" in lines[1]) == (gap < hi - lo), (lines[1], gap, hi - lo)
+    # a row priced at 0 costs nothing: said in dollars, no ratio (this divided by zero)
+    code, out, err = run_cli("compare", "--model", "llama-3-8b", "--gpus", "8", "--token-budget", "1T",
+                             "--vary", "price_per_gpu_hour=0,2.5")
+    assert code == 0, err
+    lines = out.split("\n\n")[1].splitlines()
+    assert lines[0].startswith("fastest: price_per_gpu_hour=0.0 (") and lines[0].endswith(
+        " h), tied with price_per_gpu_hour=2.5")          # the same job twice: a tie, not 'too close to call'
+    assert lines[1].startswith("cheapest: price_per_gpu_hour=0.0 ($0.00), the next, price_per_gpu_hour=2.5, costs $")
 
 
 def test_search_gives_each_layouts_time_and_cost_to_train_the_budget(run_cli):
