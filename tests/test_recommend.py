@@ -362,3 +362,19 @@ def test_a_house_policy_that_rules_out_a_faster_value_leads_its_setting_line(run
     line = " ".join(" ".join(wrapped).split())
     assert code == 0 and line.startswith("zero 1 house.no-zero3-ethernet (honoured): No ZeRO-3 over Ethernet; "
                                          "with zero=3: +"), line
+
+
+def test_a_batch_that_leaves_gpus_without_a_sequence_of_their_own_is_said(run_cli):
+    """64 sequences on 512 GPUs: DP is 64 at most and the other GPUs split each sequence (TP, CP),
+    so renting more GPUs would speed the step up less than in proportion; recommend said nothing
+    of it. On 64 GPUs every GPU takes a whole sequence, and it is not said."""
+    job = ["--model", "llama-3-8b", "--seq-len", "8k", "--global-batch", "64", "--format", "json"]
+    code, out, err = run_cli("recommend", *job, "--gpus", "512")
+    assert code == 0, err
+    d = json.loads(out)
+    lay = d["layout"]
+    assert lay["dp"] == 64 and lay["mbs"] == 1
+    note = next(n for n in d["notes"] if n.startswith("the global batch of 64 sequences gives each of the DP 64"))
+    assert f"(tp {lay['tp']}, cp {lay['cp']}, pp {lay['pp']})" in note and "--global-batch" in note
+    code, out, err = run_cli("recommend", *job, "--gpus", "64")
+    assert code == 0 and not any("gives each of the DP" in n for n in json.loads(out)["notes"]), err
