@@ -119,7 +119,7 @@ def check_setting(key: str, value) -> None:
         except ValidationError as e:
             raise _first_error(e, "")
     else:
-        parsed = {"seq_len": lambda v: parse_seq_len(v), "token_budget": lambda v: parse_count(v, "--token-budget"),
+        parsed = {"seq_len": lambda v: parse_seq_len(v), "token_budget": lambda v: parse_count(v, "--token-budget", example="100B"),
                   "global_batch_tokens": lambda v: parse_count(v, "--global-batch-tokens", binary=True)}
         try:
             TrainingSpec(**{key: parsed.get(key, lambda v: v)(value)})
@@ -184,7 +184,7 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
         raise _first_error(e, "")
     tb = training.pop("token_budget", None)
     if isinstance(tb, str):
-        tb = parse_count(tb, "--token-budget")
+        tb = parse_count(tb, "--token-budget", example="100B")
     clean = {k: v for k, v in training.items() if v is not None}
     if "seq_len" in clean:
         clean["seq_len"] = parse_seq_len(clean["seq_len"])

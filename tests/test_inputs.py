@@ -887,3 +887,13 @@ def test_a_token_budget_smaller_than_one_step_is_refused(run_cli, tmp_path, budg
     assert f"{job}: 'token_budget': {shown} tokens is less than one step" in refused(run_cli, "recommend", "-f", str(job))
     d = memory(run_cli, *base, "--token-budget", "4194304", "--layout", "tp=1")
     assert d["metrics"]["token_budget"] == 4194304 and d["metrics"]["time_to_train_h"] > 0
+
+
+@pytest.mark.parametrize("text", ["100G", "1Ti", "$1T"])
+def test_a_token_budget_that_is_no_count_is_shown_a_budget_to_type(run_cli, text):
+    """'--token-budget 100G' was told 'e.g. 70B', a parameter count's example; a budget's is 100B."""
+    err = refused(run_cli, "recommend", "--model", "llama-3-8b", "--token-budget", text)
+    assert err == (f"shardwise: error: --token-budget: '{text}' is not a count; use a number with an optional "
+                   "K/M/B/T suffix, e.g. 100B\n")
+    code, out, err = run_cli("compare", "--model", "llama-3-8b", "--vary", f"token_budget=1T,{text}")
+    assert code == 2 and "e.g. 100B" in err, err
