@@ -287,7 +287,6 @@ def scaling_lines(rows: list[dict], heads: list[str]) -> list[str]:
     most gcd(global batch, GPUs), and GPUs past that go to TP, CP or PP, which split each
     sequence's work at more communication: kb/validity batch-divides), else the shares of the
     step that grew (exposed communication, the pipeline bubble)."""
-    import math
     if "gpus" not in heads:
         return []
     groups: dict[tuple, list[dict]] = {}
@@ -304,7 +303,8 @@ def scaling_lines(rows: list[dict], heads: list[str]) -> list[str]:
                 continue
             why = []
             most_dp = math.gcd(b["global_batch"], b["gpus"])
-            if most_dp < b["gpus"] and b["dp"] < a["dp"] * more:
+            # the batch is the cause only where it keeps DP from growing with the GPUs
+            if most_dp < a["dp"] * more and b["dp"] < a["dp"] * more:
                 why.append(f"the global batch of {b['global_batch']:,} sequences splits evenly over at most DP "
                            f"{most_dp:,} on {b['gpus']:,} GPUs, so the added GPUs went to TP x CP x PP "
                            f"({a['model_parallel']} -> {b['model_parallel']}), which splits each sequence's work "
