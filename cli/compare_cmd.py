@@ -13,7 +13,7 @@ import click
 from shardwise.kb.errors import InputError
 
 from .options import job_options, override, parse_vary
-from .output import dollars, emit, format_option, table
+from .output import dollars, emit, format_option, hours, table
 
 
 def parse_gpu_prices(texts: tuple) -> dict:
@@ -185,11 +185,6 @@ def likely(c: dict | None) -> str:
         return "unchecked"
     lo, hi = c["tokens_per_s"]
     return f"{lo:,.0f}-{hi:,.0f}"
-
-
-def hours(h: float) -> str:
-    """A row's time to train in hours; under an hour to 0.01 h, the JSON's rounding (a short run read 0.0)."""
-    return f"{h:,.1f}" if h >= 1 else f"{h:.2f}"
 
 
 def render(rows: list[dict], heads: list[str], markdown: bool, priced: bool = False, scaling=()) -> str:

@@ -71,6 +71,11 @@ def duration_text(mt: dict) -> str:
 NO_BUDGET = "not estimated: give --token-budget (tokens to train, e.g. 100B; for the cost also --price-per-gpu-hour)"
 
 
+def hours(h: float) -> str:
+    """A table cell's time to train in hours; under an hour to 0.01 h, the JSON's rounding (a short run read 0.0)."""
+    return f"{h:,.1f}" if h >= 1 else f"{h:.2f}"
+
+
 def dollars(amount: float) -> str:
     """$73,322 -- or, under $100, with its cents ($0.49): a short run's cost read '$0'."""
     return f"${amount:,.0f}" if amount >= 100 else f"${amount:,.2f}"

@@ -6,8 +6,7 @@ import click
 from shardwise.kb.errors import InputError
 
 from .options import PLAIN_INT, job_options
-from .compare_cmd import hours
-from .output import dollars, emit, format_option, table
+from .output import dollars, emit, format_option, hours, table
 
 
 @click.command()
