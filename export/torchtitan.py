@@ -8,6 +8,8 @@ accumulation = global / (local x DP).
 """
 from __future__ import annotations
 
+from shardwise.kb.frameworks import torchtitan_async_tp
+
 from .optimizer import WHAT, named, runs_instead
 from .target import Export, Target, dp_dims, hsdp_caveats, shell_command, with_caveats
 from .torchtitan_build import build_caveat, missing_blocks
@@ -71,6 +73,12 @@ def flags(tg: Target) -> tuple[list[str], list[str], tuple]:
          "--parallelism.fsdp_reshard_after_forward", reshard,
          "--parallelism.tensor_parallel_degree", lay.tp]
     f += ["--parallelism.enable_sequence_parallel" if lay.sp else "--parallelism.no-enable-sequence-parallel"]
+    if lay.tp > 1:
+        # async TP exactly where the step time hides TP behind it (frameworks.torchtitan_async_tp,
+        # which needs compile); off elsewhere, where the symmetric memory it needs has no NVLink,
+        # overriding registry entries that set it (llama3_405b)
+        f += (["--compile.enable", "--compile.enable_async_tensor_parallel"]
+              if torchtitan_async_tp(lay, tg.job.cluster) else ["--compile.no-enable-async-tensor-parallel"])
     f += ["--parallelism.pipeline_parallel_degree", lay.pp]
     if lay.pp > 1:
         f += ["--parallelism.pipeline_parallel_schedule", "Interleaved1F1B" if lay.vp > 1 else "1F1B",

@@ -74,10 +74,34 @@ def megatron_tp_overlap(lay, cluster):
     NVLink bridge (GPUSpec.pair_link) carries a TP group of two. Inside the domain means inside
     the job's block of it (ClusterSpec.inside_block): on 136 GB200, blocks of 68, ranks 64-71 of a TP 8
     group sit in two racks."""
+    return lay.sp & tp_group_on_nvlink(lay, cluster)
+
+
+def tp_group_on_nvlink(lay, cluster):
+    """Whether the TP group sits inside the job's block of one NVLink domain (ClusterSpec.inside_block)
+    and talks over NVLink: not a PCIe node's links, but an NVLink-bridged pair (GPUSpec.pair_link)
+    for a TP group of two. What TP's comm+GEMM overlaps need, Megatron's (megatron_tp_overlap)
+    and torchtitan's (torchtitan_async_tp). Works on the search's layout arrays."""
     over_nvlink = not cluster.intra.name.startswith("pcie")
     if not over_nvlink and cluster.gpu.pair_link is not None:
         over_nvlink = lay.tp == 2
-    return lay.sp & cluster.inside_block(lay.tp) & over_nvlink
+    return cluster.inside_block(lay.tp) & over_nvlink
+
+
+def torchtitan_async_tp(lay, cluster):
+    """Whether torchtitan runs async TP, the only way it hides TP time (the profile's `tp`
+    overlap): --compile.enable_async_tensor_parallel, which needs --compile.enable (torchtitan 0.3
+    config/configs.py CompileConfig.__post_init__), makes Inductor fuse the sequence-parallel
+    all-gather / reduce-scatter with the matmuls beside them (torch/_inductor/fx_passes/
+    micro_pipeline_tp.py; without SP the TP plan all-reduces and there is nothing to fuse), and
+    puts the TP group on symmetric memory (distributed/compile.py _maybe_enable_async_tp ->
+    enable_symm_mem_for_group): each peer's buffer mapped into every GPU (torch
+    CUDASymmetricMemoryUtils map_block, cuMemSetAccess per peer, which fails with no hardware
+    path, pytorch/pytorch#174030; NCCL's symmetric memory requires all GPUs on direct NVLink,
+    NVIDIA/nccl#2275). So: SP, TP > 1, the TP group on NVLink (tp_group_on_nvlink). The
+    torchtitan export turns it on exactly here, and the step time counts the overlap only
+    here. Works on the search's layout arrays."""
+    return lay.sp & (lay.tp > 1) & tp_group_on_nvlink(lay, cluster)
 
 
 def megatron_ep_overlap_share(lay):

@@ -1526,3 +1526,20 @@ def test_megatron_cp_on_sliding_windows_or_sinks_runs_the_all_to_all_transformer
     dense = build_job(model="llama-3-8b", gpus=64, seq_len=32768, framework="megatron", global_batch=32)
     lay = resolve_layout(dense, "tp=1,cp=8,zero=1,mbs=1,recompute=full")[0]
     assert "--cp-comm-type" not in script_args(export("megatron", Target(dense, lay)).files["megatron_pretrain.sh"])
+
+
+def test_torchtitan_runs_async_tp_exactly_where_the_step_time_hides_tp():
+    """The step time hides part of torchtitan's TP only under async TP, which needs torch.compile
+    and symmetric memory over NVLink (frameworks.torchtitan_async_tp). The export must turn it on
+    there (--compile.enable_async_tensor_parallel, with --compile.enable, which torchtitan's
+    CompileConfig requires) and off on a PCIe node -- where llama3_405b's registry entry would
+    otherwise ask for it -- and say nothing without TP."""
+    def flags(model, gpu, tp):
+        job = build_job(model=model, gpus=8, gpu=gpu, seq_len=4096, global_batch=64, framework="fsdp")
+        lay = Layout(tp=tp, pp=1, dp=8 // tp, zero=3, sp=tp > 1, mbs=1, grad_accum=64 // (8 // tp))
+        return export("torchtitan", Target(job, lay)).files["torchtitan_train.sh"]
+    nvlink = flags("llama-3-8b", "h100-sxm", 2)
+    assert "--compile.enable \\" in nvlink and "--compile.enable_async_tensor_parallel" in nvlink
+    pcie = flags("llama-3.1-405b", "l40s", 8)
+    assert "--compile.no-enable-async-tensor-parallel" in pcie and "--compile.enable \\" not in pcie
+    assert "async" not in flags("llama-3-8b", "h100-sxm", 1)

@@ -1004,3 +1004,20 @@ def test_a_nic_shared_by_the_node_gives_each_gpu_its_share():
         job = build_job(model="llama-3-8b", gpus=32, gpu="a100-80gb", interconnect=link, global_batch=1024)
         return step_time(job, lay).comm_by_kind_s["dp"]
     assert dp_seconds("ethernet-100g-node") > 4 * dp_seconds("ethernet-100g")
+
+
+def test_torchtitan_async_tp_is_counted_only_over_nvlink():
+    """torchtitan hides part of TP only under async TP (--compile.enable_async_tensor_parallel),
+    whose fused all-gather/reduce-scatter matmuls work on symmetric memory: every TP peer's buffer
+    mapped into each GPU (torchtitan distributed/compile.py _maybe_enable_async_tp ->
+    enable_symm_mem_for_group; torch CUDASymmetricMemory map_block, cuMemSetAccess per peer),
+    NCCL's symmetric memory only where all GPUs are NVLink-connected (NVIDIA/nccl#2275). On an
+    L40S (PCIe) node the TP time is the whole ring, as for Megatron; on an NVLink node it is
+    hidden in part."""
+    def tp_s(gpu):
+        job = build_job(model="llama-3-8b", gpus=8, gpu=gpu, seq_len=4096, global_batch=64, framework="fsdp")
+        return run(job, "tp=2,dp=4,mbs=1,recompute=none,sp=on,zero=3").comm_by_kind_s["tp"]
+    link = catalog.link("pcie4")
+    nbytes = 4096 * 4096 * 2
+    per_mb = 32 * 4 * (nbytes / (link.bus_gbps * 1e9) + link.latency_us * 1e-6)
+    assert tp_s("l40s") == pytest.approx(16 * per_mb, rel=0.01)

@@ -32,7 +32,8 @@ from ..memory.activations import experts_cast_by_autocast, routed_copies
 from ..memory.peft_experts import experts_stay_bf16, merges_experts
 from ..memory.states import deepspeed_bf16_pipeline, lora_params, recipe
 from ..params import layer_params, total_params
-from ..frameworks import cp_all_to_all, megatron_ep_overlap_share, megatron_tp_overlap, profile as framework_profile
+from ..frameworks import (cp_all_to_all, megatron_ep_overlap_share, megatron_tp_overlap, profile as framework_profile,
+                          torchtitan_async_tp)
 from .compute import HBM_EFFICIENCY, gemm_efficiency, layer_time, loss_time, moe_tokens
 from .flops import hardware_flops_per_token, head_flops, model_flops_per_token
 from ..vec import maximum, minimum, where
@@ -199,8 +200,10 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict, flo
     tp_link = comm.collective_link(c, lay.tp, st["tp"])
     n_ar = 4 + (2 if lay.recompute == "full" else 0)
     # a TP group that leaves the NVLink domain is not overlapped (userbuffers need CUDA IPC /
-    # multicast handles inside it); Megatron's overlap needs sequence parallelism too
+    # multicast handles inside it); Megatron's overlap needs sequence parallelism too, and
+    # torchtitan's async TP symmetric memory over NVLink (frameworks.torchtitan_async_tp)
     overlappable = (megatron_tp_overlap(lay, c) if t.framework == "megatron"
+                    else torchtitan_async_tp(lay, c) if t.framework == "fsdp"
                     else c.inside_block(lay.tp, st["tp"]))
     tp_overlap = where(overlappable, ov["tp"], 0.0)
     kinds["tp"] = layers * n_ar * comm.all_reduce(tp_link, lay.tp, act_bytes) * (1 - tp_overlap)

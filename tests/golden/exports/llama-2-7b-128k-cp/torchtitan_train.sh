@@ -10,6 +10,8 @@ NGPU=8 MODULE=$MODULE CONFIG=$CONFIG ./run_train.sh \
   --parallelism.fsdp_reshard_after_forward never \
   --parallelism.tensor_parallel_degree 8 \
   --parallelism.enable_sequence_parallel \
+  --compile.enable \
+  --compile.enable_async_tensor_parallel \
   --parallelism.pipeline_parallel_degree 1 \
   --parallelism.context_parallel_degree 4 \
   --parallelism.expert_parallel_degree 1 \

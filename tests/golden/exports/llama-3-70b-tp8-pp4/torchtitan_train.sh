@@ -9,6 +9,8 @@ NGPU=8 MODULE=llama3 CONFIG=llama3_70b ./run_train.sh \
   --parallelism.fsdp_reshard_after_forward never \
   --parallelism.tensor_parallel_degree 8 \
   --parallelism.enable_sequence_parallel \
+  --compile.enable \
+  --compile.enable_async_tensor_parallel \
   --parallelism.pipeline_parallel_degree 4 \
   --parallelism.pipeline_parallel_schedule 1F1B \
   --parallelism.pipeline_parallel_microbatch_size 4 \
