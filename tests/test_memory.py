@@ -1027,3 +1027,23 @@ def test_the_trainer_on_several_gpus_keeps_ddps_gradient_buckets():
     assert buffers(1)[0] == 0.0
     lora, adapter_grads = buffers(8, "lora")
     assert lora == pytest.approx(nccl + adapter_grads, rel=0.01) and adapter_grads < 0.1
+
+
+def test_fsdp_holds_its_gathered_layers_and_gradient_buffers_in_the_phases_fsdp2_makes_them():
+    """FSDP2 ZeRO-3: forward holds two gathered bf16 layers (the one computing and the prefetched
+    next, 4 bytes a layer parameter) and no gradient buffer; backward adds one layer's bf16
+    gradient and its fp32 reduce-scatter input (10 bytes in all); the optimizer step holds none,
+    since post_backward reshards every layer and the root's final callback frees the
+    reduce-scatter buffers before optimizer.step (torch _fsdp_state.py). Llama 3 8B on 8 GPUs
+    held 2 GiB of them through the step, 1.2 too many in forward."""
+    from shardwise.kb.params import layer_params
+    job = build_job(model="llama-3-8b", gpus=8, seq_len=8192, framework="fsdp")
+    ph = mem(job, "dp=8,zero=3,mbs=1,recompute=none").phases()
+    buf = {name: ph[name]["live_gib"]["comm_buffers"] for name in ph}
+    nccl = buf["optimizer-step"]
+    lp = layer_params(job.model, False)
+    layer = (lp.tp_sharded + lp.replicated) / 2**30          # GiB a byte a layer parameter takes
+    assert nccl == pytest.approx(688e6 / 2**30, abs=2e-3)     # one DP communicator, nothing else
+    assert buf["forward"] == pytest.approx(nccl + 4 * layer, abs=2e-3)
+    assert buf["backward-start"] == pytest.approx(nccl + 10 * layer, abs=2e-3)
+    assert buf["backward-end"] == buf["backward-start"]

@@ -247,6 +247,7 @@ def _peak(job: Job, lay):
         for name, ph in phases.items():
             dynamic = sum(ph.values())
             held = ovh.deepspeed_buffers_in_phase(t, lay, buffers, sp.total, name)
+            held = ovh.fsdp_buffers_in_phase(t, lay, held, layer_rank, name, unsharded=s.accumulated_grads > 0)
             allocated = persistent + held + dequant + dynamic
             # a loop's kept gradients (--zero-grad zeros) are made in its first backward among the
             # activations, as freed ones are in every backward: the same allowance, so keeping

@@ -112,7 +112,8 @@ def framework_buffers(t: TrainingSpec, lay: Layout, rank_params: float, layer_pa
     layers, in the dtype they are stored in (bf16, or QLoRA's NF4 packed into bf16 storage,
     bnb_4bit_quant_storage, as FSDP + QLoRA requires), less ``bf16_experts_rank``, a layer's
     routed experts that QLoRA leaves bf16 (peft_experts.experts_stay_bf16); the adapters' own
-    buffers are small.
+    buffers are small. Which of them each phase holds: deepspeed_buffers_in_phase and
+    fsdp_buffers_in_phase.
     """
     z = lay.zero
     if t.framework in ("deepspeed", "hf"):        # the Trainer hands ZeRO 1-3 to DeepSpeed
@@ -173,3 +174,32 @@ def deepspeed_buffers_in_phase(t: TrainingSpec, lay: Layout, buffers, rank_param
         return where(z == 3, minimum(buffers, bucket), where(stage12, 0.0, buffers))
     # forward: ZeRO-3's gathered layers and bucket; ZeRO-1's buckets from its first backward on
     return where((z == 2) | both(z == 1, lay.grad_accum == 1), 0.0, buffers)
+
+
+def fsdp_buffers_in_phase(t: TrainingSpec, lay: Layout, buffers, layer_params_rank: float, phase: str,
+                          unsharded=False):
+    """The part of FSDP2's ``buffers`` (framework_buffers) allocated in ``phase``; the whole of it
+    in backward, where it is sized.
+
+    forward: ZeRO-3's two gathered bf16 layers (2 x 2 bytes a parameter of the layer), the one
+    computing and the next, whose all-gather FSDP2 issues ahead (implicit forward prefetch: the
+    all-gather stream runs ahead of compute; reshard_after_forward frees each layer after its
+    forward) -- no gradient and no reduce-scatter buffer exists before backward. A frozen adapter
+    base's buffers are those two layers alone. ZeRO-2 and FSDP under pipelining (``unsharded``,
+    as framework_buffers takes it) keep their unsharded parameters as compute copies (states.py)
+    and have only gradient buffers: none.
+    optimizer-step: none. post_backward reshards every group (reshard_after_backward, default
+    True) and the root's _root_post_backward_final_callback (torch 2.13
+    distributed/fsdp/_fully_shard/_fsdp_state.py) waits on and clears the retained reduce-scatter
+    inputs (comm_ctx.reduce_scatter_states) at the end of the last backward, before
+    optimizer.step.
+    Not counted: torchtitan keeps its [norm, lm_head] group gathered from forward to backward
+    (torchtitan 0.3 distributed/fsdp.py apply_fsdp_to_decoder: reshard_after_forward only under
+    the "always" policy), the README's "not counted yet" LM head."""
+    if t.framework != "fsdp" or phase in ("backward-start", "backward-end"):
+        return buffers
+    if phase == "optimizer-step":
+        return 0.0 * buffers
+    if t.training in ADAPTERS:
+        return buffers
+    return where(unsharded, 0.0, where(lay.zero == 3, minimum(buffers, 2 * 2.0 * layer_params_rank), 0.0))
