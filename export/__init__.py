@@ -118,16 +118,17 @@ def _window_kernel_carried(framework: str, job) -> list[str]:
 
 def loss_carried(framework: str, job) -> list[str]:
     """The loss's chunking where the export runs another (kb/memory/logits.loss_chunks): torchtitan's
-    recipes chunk it in 8 (ChunkedLossWrapper), the scripts the FSDP2 and Accelerate files serve
-    take it whole unless they chunk it themselves."""
-    from shardwise.kb.memory.logits import TORCHTITAN_LOSS_CHUNKS, loss_chunks
+    command sets the job's chunks (--loss.num_chunks), but one chunk still runs its ChunkedLossWrapper;
+    the scripts the FSDP2 and Accelerate files serve take it whole unless they chunk it themselves."""
+    from shardwise.kb.memory.logits import loss_chunks
     t = job.training
     if t.framework != "fsdp":
         return []
     chunks = loss_chunks(t)
-    if framework == "torchtitan" and chunks != TORCHTITAN_LOSS_CHUNKS:
-        return [f"the estimate sized the loss in {chunks} sequence chunk{'s' if chunks > 1 else ''}; torchtitan's "
-                f"recipe runs ChunkedLossWrapper with num_chunks {TORCHTITAN_LOSS_CHUNKS}"]
+    if framework == "torchtitan" and chunks == 1:
+        # the command sets --loss.num_chunks (export/torchtitan.py); one chunk still runs the wrapper
+        return ["--loss.num_chunks 1 still runs torchtitan's ChunkedLossWrapper, whose fp32 gradient of the hidden "
+                "states (GradAccumulator, 4 bytes x hidden a token) the unchunked loss the estimate sized does not hold"]
     if framework in ("fsdp", "accelerate") and chunks > 1:
         return [f"the estimate sized torchtitan's loss, in {chunks} sequence chunks (ChunkedLossWrapper); a loss over "
                 "the whole sequence in your script holds the whole logits (`--loss-chunks 1` sizes that)"]

@@ -9,6 +9,7 @@ accumulation = global / (local x DP).
 from __future__ import annotations
 
 from shardwise.kb.frameworks import torchtitan_async_tp
+from shardwise.kb.memory.logits import TORCHTITAN_LOSS_CHUNKS, loss_chunks
 
 from .optimizer import WHAT, named, runs_instead
 from .target import Export, Target, dp_dims, hsdp_caveats, shell_command, with_caveats
@@ -99,6 +100,10 @@ def flags(tg: Target) -> tuple[list[str], list[str], tuple]:
     f += ["--parallelism.context_parallel_degree", lay.cp, "--parallelism.expert_parallel_degree", lay.ep,
           "--training.local_batch_size", local, "--training.global_batch_size", tg.global_batch,
           "--training.seq_len", t.seq_len]
+    if t.framework == "fsdp" and loss_chunks(t) != TORCHTITAN_LOSS_CHUNKS:
+        # the chunks the fsdp estimate sized; every registry entry's loss is ChunkedLossWrapper
+        # (components/loss.py), num_chunks 8. A job sized for another framework keeps the recipe's
+        f += ["--loss.num_chunks", loss_chunks(t)]
     if tg.train_steps:
         f += ["--training.steps", tg.train_steps]
     if t.precision == "pure-bf16":

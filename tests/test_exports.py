@@ -605,8 +605,24 @@ def test_exports_say_where_the_loss_is_chunked_otherwise():
     for fw in ("fsdp", "accelerate"):
         assert any("--loss-chunks 1" in c for c in chunked[fw]["caveats"]), fw
         assert not any("chunk" in c for c in whole[fw]["caveats"]), fw
-    assert any("num_chunks 8" in c for c in whole["torchtitan"]["caveats"])
     assert not any("chunk" in c for c in chunked["torchtitan"]["caveats"])
+
+
+def test_torchtitan_runs_the_loss_in_the_chunks_the_estimate_sized():
+    """torchtitan 0.3's registry entries all take ChunkedLossWrapper, whose num_chunks its command
+    line sets (--loss.num_chunks): a job that asks for other chunks than the recipe's 8 gets
+    them, not a 'cannot express' caveat. One chunk still runs the wrapper, whose fp32 gradient of
+    the hidden states (GradAccumulator) the unchunked estimate leaves out: said."""
+    lay = Layout(dp=8, zero=3, mbs=1, grad_accum=4, recompute="full")
+
+    def tt(**kw):
+        return export_all(Target(build_job(model="llama-3-8b", gpus=8, framework="fsdp", **kw), lay))["torchtitan"]
+    four, whole, chunked = tt(loss_chunks=4), tt(loss_chunks=1), tt()
+    assert "--loss.num_chunks 4" in four["files"]["torchtitan_train.sh"]
+    assert not any("chunk" in c for c in four["caveats"])
+    assert "--loss.num_chunks 1" in whole["files"]["torchtitan_train.sh"]
+    assert any("GradAccumulator" in c for c in whole["caveats"])
+    assert "num_chunks" not in chunked["files"]["torchtitan_train.sh"]
 
 
 def test_a_megatron_fine_tune_loads_the_checkpoint_the_script_checks_for():
