@@ -21,6 +21,12 @@ def config(tg: Target) -> tuple[dict, list[str]]:
     if m.is_moe:
         raise InputError(f"--to nanotron: {m.name} is a mixture of experts; Nanotron's Llama/Qwen2 configs have no "
                          "experts (use megatron or torchtitan)")
+    if m.kv_heads % lay.tp:
+        # nanotron main config/config.py Config.__post_init__ asserts num_key_value_heads >= tp at
+        # load, models/llama.py CausalSelfAttention num_key_value_heads % tp == 0 at build
+        raise InputError(f"--to nanotron: tp={lay.tp} does not divide {m.name}'s {m.kv_heads} key/value heads; "
+                         "Nanotron's Llama splits whole KV heads over TP (num_key_value_heads % tp == 0); "
+                         f"use a tp that divides {m.kv_heads}, or megatron or torchtitan")
     caveats = []
     if lay.vp > 1:
         caveats.append(f"vp={lay.vp}: Nanotron has no interleaved schedule (pp_engine 1f1b, larger bubble)")

@@ -263,7 +263,8 @@ def test_every_export_carries_the_layout(tg):
         assert tok["micro_batch_size"] * tok["batch_accumulation_per_replica"] * p["dp"] == lay.global_batch
         assert nt["optimizer"]["zero_stage"] == min(lay.zero, 1) and p["recompute_layer"] == (lay.recompute == "full")
     else:
-        assert tg.job.model.is_moe and "experts" in out["nanotron"]["refused"]
+        assert ((tg.job.model.is_moe and "experts" in out["nanotron"]["refused"])
+                or (tg.job.model.kv_heads % lay.tp and "key/value heads" in out["nanotron"]["refused"]))
 
 
 def _check_fsdp_accelerate(acc, lay):
@@ -368,6 +369,17 @@ def test_export_to_all_writes_a_folder_per_framework_and_says_which_refused(run_
 def test_export_refuses_moe_for_nanotron_in_one_line(run_cli):
     code, out, err = run_cli("export", "--model", "mixtral-8x7b", "--gpus", "16", "--to", "nanotron")
     assert code == 2 and "experts" in err and len(err.strip().splitlines()) == 1
+
+
+def test_export_refuses_a_tp_that_splits_kv_heads_for_nanotron_in_one_line(run_cli):
+    """Nanotron's Config asserts num_key_value_heads >= tp at load and its Llama attention
+    num_key_value_heads % tp == 0 (nanotron main config/config.py, models/llama.py): Llama 3.1
+    405B's 8 KV heads at TP 16 got a nanotron.yaml that fails to load; TP 8 is written."""
+    base = ("export", "--model", "llama-3.1-405b", "--gpus", "256", "--to", "nanotron")
+    code, out, err = run_cli(*base, "--layout", "tp=16,pp=8,dp=2,mbs=1,zero=1")
+    assert code == 2 and "key/value heads" in err and len(err.strip().splitlines()) == 1
+    code, out, err = run_cli(*base, "--layout", "tp=8,pp=16,dp=2,mbs=1,zero=1")
+    assert code == 0, err
 
 
 def test_an_export_says_what_the_training_type_needs_beyond_the_parallelism():
