@@ -2,7 +2,7 @@
 
 docs/reference/framework-configs.md section 3. Nanotron has no interleaved pipeline, no
 selective recomputation (recompute_layer is full per-layer recompute) and ZeRO-1 only; it has
-no MoE in its Llama config. Global batch = micro_batch_size x batch_accumulation_per_replica x dp.
+no MoE and no context parallelism in its Llama config. Global batch = micro_batch_size x batch_accumulation_per_replica x dp.
 """
 from __future__ import annotations
 
@@ -21,6 +21,13 @@ def config(tg: Target) -> tuple[dict, list[str]]:
     if m.is_moe:
         raise InputError(f"--to nanotron: {m.name} is a mixture of experts; Nanotron's Llama/Qwen2 configs have no "
                          "experts (use megatron or torchtitan)")
+    if lay.cp > 1:
+        # nanotron main: models/llama.py takes no CP group (only models/qwen.py's ring attention
+        # does), and trainer.py _load_model_checkpoint raises NotImplementedError("Init with Context
+        # parallel size > 1 not supported yet") for the random init this config writes
+        raise InputError(f"--to nanotron: cp={lay.cp}: Nanotron's Llama has no context parallelism (only its Qwen2 "
+                         "model's ring attention takes a CP group) and its trainer cannot initialise a model with "
+                         "context_parallel_size > 1; use cp=1, or megatron or torchtitan")
     if m.kv_heads % lay.tp:
         # nanotron main config/config.py Config.__post_init__ asserts num_key_value_heads >= tp at
         # load, models/llama.py CausalSelfAttention num_key_value_heads % tp == 0 at build
