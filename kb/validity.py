@@ -313,6 +313,11 @@ def _hsdp(job, a):
 # group (hsdp-shard-group), and ZeRO-2/3 shard over all of DP.
 _torchtitan_ep_replicas = _under("fsdp", lambda a: (a["ep"] == 1) | (a["zero"] != 0)
                                  | ((a["cp"] * a["tp"]) % a["ep"] == 0))
+# torchtitan 0.3 has no expert tensor parallelism: its experts sit on the sparse mesh
+# pp x dp_replicate x efsdp x ep, EP borrowing the FSDP and TP ranks (efsdp = dp_shard x cp x tp / ep:
+# config/configs.py ParallelismConfig.expert_parallel_degree, distributed/parallel_dims.py), and no
+# flag sets an expert TP degree
+_torchtitan_no_etp = _under("fsdp", lambda a: np.asarray(a.get("etp", 1)) == 1)
 # torchtitan turns FSDP on whenever context parallelism is on (ParallelDims.fsdp_enabled:
 # dp_shard_enabled or cp_enabled, torchtitan distributed/parallel_dims.py @ b5bcd76) and shards
 # over the dp_shard x cp ranks, so a ZeRO-0 layout (pure replication) with CP is not what it runs:
@@ -551,6 +556,11 @@ VALIDITY = [
                               f"{lay.dp} DP ranks (data_parallel_shard_degree 1) and builds expert parallelism from "
                               f"dp_shard x cp x tp = {lay.cp * lay.tp} ranks only, which ep={lay.ep} does not divide; "
                               "use zero=2 or 3 (FSDP over DP), or an ep that divides cp x tp"),
+    Validity("torchtitan-no-etp", "torchtitan has no expert tensor parallelism: EP borrows the FSDP and TP ranks "
+             "(ParallelDims' sparse mesh pp x dp_replicate x efsdp x ep)", _torchtitan_no_etp,
+             lambda job, lay: f"etp={lay.etp} under --framework fsdp: torchtitan keeps each expert whole on its EP "
+                              "rank (sparse mesh pp x dp_replicate x efsdp x ep, no expert-TP dimension); use etp=1, "
+                              "or --framework megatron"),
     Validity("torchtitan-cp-shards", "torchtitan shards over the CP ranks whenever CP is on (ParallelDims: "
              "fsdp_enabled = dp_shard or cp), so ZeRO-0's pure replication has no CP", _torchtitan_cp_shards,
              lambda job, lay: f"cp={lay.cp} with zero=0 under --framework fsdp: torchtitan applies FSDP over the CP "

@@ -897,3 +897,15 @@ def test_a_token_budget_that_is_no_count_is_shown_a_budget_to_type(run_cli, text
                    "K/M/B/T suffix, e.g. 100B\n")
     code, out, err = run_cli("compare", "--model", "llama-3-8b", "--vary", f"token_budget=1T,{text}")
     assert code == 2 and "e.g. 100B" in err, err
+
+
+def test_torchtitan_has_no_expert_tensor_parallelism(run_cli):
+    """torchtitan 0.3's experts live on the sparse mesh pp x dp_replicate x efsdp x ep, with EP
+    borrowing the FSDP and TP ranks (efsdp = dp_shard x cp x tp / ep: config/configs.py
+    expert_parallel_degree, distributed/parallel_dims.py): no expert-TP dimension, and the export
+    had no flag for it, so etp=2 was sized and silently dropped. Refused under fsdp; etp=1 runs."""
+    job = ("memory", "--model", "qwen3-30b-a3b", "--gpus", "16", "--framework", "fsdp")
+    err = refused(run_cli, *job, "--layout", "tp=2,ep=4,etp=2,dp=8,zero=3,mbs=1")
+    assert "[torchtitan-no-etp]" in err and "use etp=1" in err
+    code, _, err = run_cli(*job, "--layout", "tp=2,ep=4,dp=8,zero=3,mbs=1")
+    assert code == 0, err
