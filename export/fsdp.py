@@ -166,7 +166,10 @@ def export(tg: Target) -> Export:
         caveats.append("fp8: FSDP2 has no FP8 setting; this module computes in bf16 unless your script converts the "
                        "Linear layers first (torchao.float8.convert_to_float8_training, with "
                        "enable_fsdp_float8_all_gather for FP8 weight gathers) before shard()")
-    text = TEMPLATE.format(shape=mesh_shape(tg), fsdp_shape=fsdp_mesh_shape(tg), reshard=lay.zero == 3, mbs=lay.mbs, ga=lay.grad_accum,
+    # a pipelined stage stays unsharded from forward to backward, as the estimate sizes and times it
+    # (torchtitan's default under PP; export/torchtitan.py)
+    text = TEMPLATE.format(shape=mesh_shape(tg), fsdp_shape=fsdp_mesh_shape(tg), reshard=lay.zero == 3 and lay.pp == 1,
+                           mbs=lay.mbs, ga=lay.grad_accum,
                            gb=tg.global_batch, rc=lay.recompute,
                            param_dtype="torch.bfloat16",
                            storage="torch.bfloat16" if tg.job.training.precision == "pure-bf16" else "torch.float32")

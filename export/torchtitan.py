@@ -67,7 +67,10 @@ def flags(tg: Target) -> tuple[list[str], list[str], tuple]:
     caveats += said
     rep, shard = dp_dims(lay)
     caveats += hsdp_caveats(lay)
-    reshard = {0: "never", 1: "never", 2: "never", 3: "always"}[lay.zero]
+    # ZeRO-3 reshards after forward, but not a pipelined stage: the estimate sizes and times it
+    # unsharded from forward to backward, gathered once a step, as torchtitan's "default" policy
+    # runs it under PP (distributed/fsdp.py get_fsdp_reshard_after_forward_policy; states.py)
+    reshard = "always" if lay.zero == 3 and lay.pp == 1 else "never"
     if lay.zero == 1:
         caveats.append("ZeRO-1: torchtitan has none; FSDP2 with reshard never (ZeRO-2: gradients sharded too)")
     f = ["--parallelism.data_parallel_replicate_degree", rep, "--parallelism.data_parallel_shard_degree", shard,

@@ -1588,3 +1588,22 @@ def test_torchtitan_runs_async_tp_exactly_where_the_step_time_hides_tp():
     pcie = flags("llama-3.1-405b", "l40s", 8)
     assert "--compile.no-enable-async-tensor-parallel" in pcie and "--compile.enable \\" not in pcie
     assert "async" not in flags("llama-3-8b", "h100-sxm", 1)
+
+
+def test_torchtitan_keeps_a_pipelined_stage_unsharded_as_the_estimate_sized_it():
+    """Under PP the estimate sizes ZeRO-3 as torchtitan runs it by default: the stage's parameters
+    stay unsharded from forward to backward (fsdp_reshard_after_forward "default" resolves to
+    False under PP, torchtitan distributed/fsdp.py get_fsdp_reshard_after_forward_policy) and are
+    gathered once a step (kb/perf/step._dp_time, kb/memory/states.py). The export wrote "always",
+    which re-gathers every micro-batch's forward and backward; without PP ZeRO-3 is "always"."""
+    job = build_job(model="llama-3-70b", gpus=64, seq_len=4096, global_batch=128, framework="fsdp")
+
+    def reshard(lay):
+        text = export("torchtitan", Target(job, lay)).files["torchtitan_train.sh"]
+        return re.search(r"--parallelism.fsdp_reshard_after_forward (\w+)", text).group(1)
+    assert reshard(Layout(tp=8, pp=4, dp=2, zero=3, sp=True, mbs=1, grad_accum=64, recompute="full")) == "never"
+    assert reshard(Layout(tp=8, pp=1, dp=8, zero=3, sp=True, mbs=1, grad_accum=16, recompute="full")) == "always"
+    # the FSDP2 module the user's own pipeline script shards with, likewise
+    module = export("fsdp", Target(job, Layout(tp=8, pp=4, dp=2, zero=3, sp=True, mbs=1, grad_accum=64,
+                                                recompute="full"))).files["fsdp2_sharding.py"]
+    assert "RESHARD_AFTER_FORWARD = False" in module

@@ -185,7 +185,7 @@ def compare(fw: str, b: dict, tg: Target) -> dict:
         got = {k: (b[k], e[k]) for k in ("world", "tp", "pp", "vp", "cp", "ep", "dp", "sp", "mbs", "ga", "gbs", "seq",
                                          "recompute", "steps")}
         got["steps"] = (b["steps"] if e["steps"] else None, e["steps"])
-        got["zero"] = (b["reshard"], "always" if lay.zero == 3 else "never")
+        got["zero"] = (b["reshard"], "always" if lay.zero == 3 and lay.pp == 1 else "never")
         got["shard"] = (b["dp_shard"] * b["cp"] if lay.zero else 1, e["shard"])
         got["precision"] = ((b["dtype"], b["param_dtype"], b["float8"]),
                             ("bfloat16" if e["precision"] == "pure-bf16" else "float32", "bfloat16",
@@ -211,7 +211,7 @@ def compare(fw: str, b: dict, tg: Target) -> dict:
                        precision=(b["precision"], {"bf16": "bf16", "fp8": "fp8", "pure-bf16": "no"}[e["precision"]]))
     elif fw == "fsdp":
         got = {k: (b[k], e[k]) for k in ("world", "tp", "pp", "cp", "dp", "mbs", "ga", "gbs", "recompute", "shard")}
-        got["zero"] = (b["reshard"], lay.zero == 3)
+        got["zero"] = (b["reshard"], lay.zero == 3 and lay.pp == 1)
         got["precision"] = ((b["param_dtype"], b["compute_dtype"]),
                             ("bfloat16" if e["precision"] == "pure-bf16" else "float32", "bfloat16"))
         got["precision_fp8"] = (False, e["precision"] == "fp8")      # the module has no FP8 setting
