@@ -18,6 +18,7 @@ from .defaults import ADAPTERS
 from .errors import InputError
 from .frameworks import ULYSSES_FRAMEWORKS, autoep_families, megatron_cp_a2a, autoep_preset, has_sequence_parallel, recompute_modes
 from .layout import RECOMPUTE, Layout
+from .memory.activations import torchtitan_runs
 from .stages import takes_slots
 
 ALWAYS = "always"
@@ -316,8 +317,14 @@ _torchtitan_ep_replicas = _under("fsdp", lambda a: (a["ep"] == 1) | (a["zero"] !
 # torchtitan 0.3 has no expert tensor parallelism: its experts sit on the sparse mesh
 # pp x dp_replicate x efsdp x ep, EP borrowing the FSDP and TP ranks (efsdp = dp_shard x cp x tp / ep:
 # config/configs.py ParallelismConfig.expert_parallel_degree, distributed/parallel_dims.py), and no
-# flag sets an expert TP degree
-_torchtitan_no_etp = _under("fsdp", lambda a: np.asarray(a.get("etp", 1)) == 1)
+# flag sets an expert TP degree. Only where torchtitan runs the job (activations.torchtitan_runs):
+# an adapter or RLHF job under fsdp is the user's own script
+
+
+def _torchtitan_no_etp(job, a):
+    if not torchtitan_runs(job.training):
+        return _all(a)
+    return np.asarray(a.get("etp", 1)) == 1
 # torchtitan turns FSDP on whenever context parallelism is on (ParallelDims.fsdp_enabled:
 # dp_shard_enabled or cp_enabled, torchtitan distributed/parallel_dims.py @ b5bcd76) and shards
 # over the dp_shard x cp ranks, so a ZeRO-0 layout (pure replication) with CP is not what it runs:
