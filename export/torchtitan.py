@@ -79,9 +79,10 @@ def flags(tg: Target) -> tuple[list[str], list[str], tuple]:
     f += ["--parallelism.enable_sequence_parallel" if lay.sp else "--parallelism.no-enable-sequence-parallel"]
     if lay.tp > 1:
         # async TP exactly where the step time hides TP behind it (frameworks.torchtitan_async_tp,
-        # which needs compile); off elsewhere, where the symmetric memory it needs has no NVLink,
-        # overriding registry entries that set it (llama3_405b)
-        f += (["--compile.enable", "--compile.enable_async_tensor_parallel"]
+        # which needs the model compiled: CompileConfig refuses it without "model" in components,
+        # which deepseek_v3_671b's entry leaves out); off elsewhere, where the symmetric memory it
+        # needs has no NVLink, overriding registry entries that set it (llama3_405b)
+        f += (["--compile.enable", "--compile.components", "model,loss", "--compile.enable_async_tensor_parallel"]
               if torchtitan_async_tp(lay, tg.job.cluster) else ["--compile.no-enable-async-tensor-parallel"])
     f += ["--parallelism.pipeline_parallel_degree", lay.pp]
     if lay.pp > 1:

@@ -1585,6 +1585,8 @@ def test_torchtitan_runs_async_tp_exactly_where_the_step_time_hides_tp():
         return export("torchtitan", Target(job, lay)).files["torchtitan_train.sh"]
     nvlink = flags("llama-3-8b", "h100-sxm", 2)
     assert "--compile.enable \\" in nvlink and "--compile.enable_async_tensor_parallel" in nvlink
+    # deepseek_v3_671b's entry compiles the loss alone, and async TP needs the model compiled
+    assert "--compile.components model,loss" in flags("deepseek-v3", "h100-sxm", 2)
     pcie = flags("llama-3.1-405b", "l40s", 8)
     assert "--compile.no-enable-async-tensor-parallel" in pcie and "--compile.enable \\" not in pcie
     assert "async" not in flags("llama-3-8b", "h100-sxm", 1)

@@ -11,6 +11,7 @@ NGPU=8 MODULE=$MODULE CONFIG=$CONFIG ./run_train.sh \
   --parallelism.tensor_parallel_degree 8 \
   --parallelism.enable_sequence_parallel \
   --compile.enable \
+  --compile.components model,loss \
   --compile.enable_async_tensor_parallel \
   --parallelism.pipeline_parallel_degree 1 \
   --parallelism.context_parallel_degree 4 \

@@ -10,6 +10,7 @@ NGPU=8 MODULE=llama3 CONFIG=llama3_70b ./run_train.sh \
   --parallelism.tensor_parallel_degree 8 \
   --parallelism.enable_sequence_parallel \
   --compile.enable \
+  --compile.components model,loss \
   --compile.enable_async_tensor_parallel \
   --parallelism.pipeline_parallel_degree 4 \
   --parallelism.pipeline_parallel_schedule 1F1B \
