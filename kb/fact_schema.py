@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import get_args
 
 from .catalog import gpu_names, link_names
-from .choices import (RECOMPUTE, Allocator, Attention, CudaGraphs, Framework, Optimizer, Precision, TrainingType,
+from .choices import (RECOMPUTE, Attention, CudaGraphs, Framework, Optimizer, Precision, TrainingType,
                       ZeroGrad)
 
 N, S, B = "num", "str", "bool"
