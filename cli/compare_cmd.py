@@ -219,7 +219,10 @@ def said_of_rows(rows: list[dict], heads: list[str]) -> list[str]:
     it), then the assumptions that differ between rows, each naming its rows: two rows whose
     default batch was rounded differently (1,024 and 1,056 sequences on 16 and 24 GPUs) say so,
     since the table's tokens/s hides it. An assumption every row shares does not tell the rows
-    apart (recommend on any row states it). In the rows' order, so the same job gives the same lines."""
+    apart (recommend on any row states it) -- except one that bounds the table's hours and cost
+    (kb/resolve.RLHF_SCOPE_TAG: an RLHF step timed without its rollout), said once for every row.
+    In the rows' order, so the same job gives the same lines."""
+    from shardwise.kb.resolve import RLHF_SCOPE_TAG
     decided = [i for i, r in enumerate(rows) if not r.get("why", "").startswith("refused: ")]
     label = lambda i: " ".join(f"{k}={rows[i]['variant'][k]}" for k in heads)  # noqa: E731
     lines = []
@@ -230,7 +233,7 @@ def said_of_rows(rows: list[dict], heads: list[str]) -> list[str]:
                 where.setdefault(text, []).append(i)
         for text, idx in where.items():
             everywhere = len(idx) == len(decided)
-            if kind == "assumption" and everywhere:
+            if kind == "assumption" and everywhere and not text.startswith(RLHF_SCOPE_TAG):
                 continue
             which = "every row" if everywhere and len(decided) > 1 else ", ".join(label(i) for i in idx)
             lines.append(f"{kind} ({which}): {text}")

@@ -88,12 +88,17 @@ def cuda_graph_terms(job: Job) -> list[str]:
             f"kept in a paged stash of {PAGED_STASH_FACTOR}x the balanced load"]
 
 
+# an assumption that bounds the time and cost every command gives for the job, which a table
+# of variants must keep even where every row shares it (cli/compare_cmd.said_of_rows)
+RLHF_SCOPE_TAG = "rlhf:"
+
+
 def rlhf_scope(job: Job) -> list[str]:
     """What an RLHF estimate covers: memory holds all the PPO models, the step time only the
     policy's training (kb/perf/step.py has no critic, reference, reward or generation term)."""
     if job.training.training != "rlhf":
         return []
-    return [f"rlhf: memory holds the {job.training.rlhf_models} PPO models; step time, tokens/s, time and cost "
+    return [f"{RLHF_SCOPE_TAG} memory holds the {job.training.rlhf_models} PPO models; step time, tokens/s, time and cost "
             "count the policy's training only -- not the critic's training, the reference and reward forwards "
             "or rollout generation, which often dominates a PPO step -- so read them as a lower bound on time"]
 

@@ -639,6 +639,17 @@ def test_an_rlhf_estimate_says_its_step_time_counts_the_policy_only(run_cli):
     assert len(notes) == 1 and "lower bound on time" in notes[0] and "4 PPO models" in notes[0]
 
 
+def test_an_rlhf_comparison_says_its_hours_and_cost_leave_out_the_rollout(run_cli):
+    """compare prices an RLHF job in hours and dollars; it dropped every assumption all rows
+    share, the RLHF scope among them, so its table read as a PPO run's cost with nothing saying
+    generation and the critic are not in it. The scope is said once, for every row."""
+    code, out, err = run_cli("compare", "--model", "qwen2.5-0.5b", "--training", "rlhf", "--token-budget", "1B",
+                             "--price-per-gpu-hour", "2", "--vary", "gpus=8,16")
+    assert code == 0, err
+    said = [line for line in out.splitlines() if "rlhf:" in line]
+    assert len(said) == 1 and said[0].startswith("assumption (every row): rlhf:") and "lower bound on time" in said[0]
+
+
 def test_hf_config_takes_a_model_folder(run_cli, tmp_path):
     """A downloaded model is a folder with config.json in it: the folder is read as its
     config.json, and a folder without one is refused in one line."""
