@@ -68,6 +68,13 @@ def training_carried(framework: str, job) -> list[str]:
     if t.training == "rlhf" and framework in WHOLE_RUNS:
         out.append("RLHF's PPO holds four models (policy, value, reference, reward), as the estimate counts them; "
                    "this file launches the policy's training alone")
+    elif t.training == "rlhf":
+        # the frozen models as TRL places them: trl/models/utils.py prepare_deepspeed keeps ZeRO
+        # stage 3 for them and sets any lower stage to 0, whole on every GPU (kb/memory/states.frozen_bf16)
+        out.append("RLHF: this file configures the policy's training alone (its parallelism, and steps that count "
+                   "the policy's optimizer steps); the value, reference and reward models the estimate holds beside "
+                   "it (the frozen two sharded at ZeRO-3, whole on every GPU below it), rollout generation and the "
+                   "PPO loop are your RLHF script's (TRL's PPOTrainer, OpenRLHF, verl)")
     return out
 
 

@@ -399,6 +399,19 @@ def test_export_refuses_cp_for_nanotron_in_one_line(run_cli):
     assert code == 2 and "context parallel" in err and len(err.strip().splitlines()) == 1
 
 
+def test_an_rlhf_export_says_it_configures_the_policys_training_alone():
+    """An RLHF job's DeepSpeed, FSDP2 and Accelerate files read as a plain Trainer run: nothing
+    said that they configure the policy's training only, while the estimate held the value,
+    reference and reward models beside it and rollout generation is the RLHF script's. Each now
+    says so, in the file and among the caveats, and none claims to run PPO."""
+    job = build_job(model="llama-3-8b", gpus=8, training="rlhf")
+    out = export_all(Target(job, Layout(dp=8, zero=3, mbs=1, grad_accum=16)))
+    for fw in ("deepspeed", "fsdp", "accelerate"):
+        said = [c for c in out[fw]["caveats"] if c.startswith("RLHF: this file configures the policy's training alone")]
+        assert len(said) == 1 and "value, reference and reward models" in said[0], fw
+        assert any(said[0] in text for text in out[fw]["files"].values()), fw
+
+
 def test_an_export_says_what_the_training_type_needs_beyond_the_parallelism():
     """Exports carried only the layout: a QLoRA job went to Megatron as a from-scratch pretraining
     script of every weight, which the layout (sized for frozen weights) cannot hold. An adapter
