@@ -120,6 +120,21 @@ def test_rlhf_under_fsdp_and_pipelining_keeps_the_accumulated_gradients():
     assert rlhf.peak_gib > finetune.peak_gib
 
 
+def test_trl_ppo_holds_the_critics_activations_beside_the_policys():
+    """TRL's PPOTrainer (--framework hf) runs critic and policy in one forward and one backward
+    (PolicyAndValueWrapper), and checkpoints the policy alone: the critic's whole activations are
+    live beside the policy's, whatever --recompute. The estimate held the policy's only, 24.5 GiB
+    short for llama-3-8b at 4K (it called 70.6 GiB a fit on an 80 GB H100). Where actor and critic
+    train in turn (OpenRLHF, verl: --framework deepspeed), the activations stay the policy's."""
+    def acts(framework, training, recompute):
+        job = build_job(model="llama-3-8b", gpus=8, framework=framework, training=training)
+        return mem(job, f"dp=8,zero=3,mbs=1,recompute={recompute}").phases()["forward"]["live_gib"]["activations"]
+    kept, checkpointed = acts("hf", "finetune", "none"), acts("hf", "finetune", "full")
+    assert acts("hf", "rlhf", "none") == pytest.approx(2 * kept, rel=0.01)
+    assert acts("hf", "rlhf", "full") == pytest.approx(checkpointed + kept, rel=0.01)
+    assert acts("deepspeed", "rlhf", "none") == pytest.approx(acts("deepspeed", "finetune", "none"), rel=1e-6)
+
+
 def test_more_memory_per_gpu_never_hurts():
     small = mem(job70(gpu="h100-sxm"), "tp=8,pp=4,zero=1,mbs=2,recompute=selective")
     big = mem(job70(gpu="h200"), "tp=8,pp=4,zero=1,mbs=2,recompute=selective")

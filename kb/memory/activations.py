@@ -746,6 +746,25 @@ def stage_activations(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: 
     return held * per_layer + lay.in_flight(stage) * ids
 
 
+def ppo_critic_activations(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: int, moe_layers: int) -> float:
+    """Bytes of the PPO critic's layer activations live beside the policy's under TRL's PPOTrainer
+    (--framework hf, a value model among the --training rlhf models): its PolicyAndValueWrapper.
+    forward runs ``self.critic_backbone(**kwargs)`` and ``self.policy(**kwargs)`` in one forward,
+    and the loop takes one ``accelerator.backward(pg_loss + vf_coef * vf_loss)`` (trl
+    experimental/ppo/ppo_trainer.py, PolicyAndValueWrapper.forward and the PPO epoch loop), so
+    both models' activations are held until that backward. The wrapper's
+    gradient_checkpointing_enable forwards to the policy alone, so the critic keeps every
+    layer's activations whatever --recompute: tokens x sum over layers of
+    layer_bytes_per_token(recompute="none"). Its head is a h x 1 score, no vocabulary logits.
+    0 elsewhere: OpenRLHF and verl train actor and critic in turn (kb/memory/estimate._states)."""
+    if t.training != "rlhf" or t.framework != "hf" or t.rlhf_models // 2 < 2:
+        return 0.0
+    s_local = floor(t.seq_len / lay.cp)
+    per = (dense_layers * layer_bytes_per_token(m, t, lay, False, s_local, recompute="none")
+           + (moe_layers * layer_bytes_per_token(m, t, lay, True, s_local, recompute="none") if m.is_moe else 0.0))
+    return tokens_local(t, lay) * per
+
+
 def backward_transient(m: ModelSpec, t: TrainingSpec, lay: Layout, moe_heavy: bool) -> float:
     """Bytes the backward of one layer needs on top of the kept activations (see the constants'
     sources above); with full recomputation that includes the recomputed layer itself, and with

@@ -207,6 +207,7 @@ def _peak(job: Job, lay):
         s = _states(job, lay, sp)
         a = act.stage_activations(m, t, lay, sp.dense_layers, sp.moe_layers, sp.stage,
                                   ep_overlap=megatron_ep_overlap_share(lay) > 0 if t.framework == "megatron" else False)
+        a = a + act.ppo_critic_activations(m, t, lay, sp.dense_layers, sp.moe_layers)
         moe_heavy = sp.moe_layers > 0
         transient = act.backward_transient(m, t, lay, moe_heavy)
         last = sp.stage == lay.pp - 1
