@@ -21,7 +21,7 @@ from typing import get_args
 import click
 
 from shardwise.kb.choices import (RECOMPUTE_CHOICES, Attention, CudaGraphs, Framework, Optimizer, Precision,
-                                   TrainingType, ZeroGrad, Allocator)
+                                   RlAlgorithm, TrainingType, ZeroGrad, Allocator)
 from shardwise.kb.counts import exponent_refusal
 from shardwise.kb.errors import InputError
 
@@ -32,7 +32,7 @@ JOB_KEYS = {
     "gpus_per_node": int, "interconnect": str, "seq_len": str, "mbs": int, "global_batch": int,
     "global_batch_tokens": str, "training": str, "precision": str, "optimizer": str, "recompute": str,
     "attention": str, "cuda_graphs": str, "framework": str, "token_budget": str, "price_per_gpu_hour": float,
-    "lora_rank": int, "lora_dropout": float, "zero_grad": str, "allocator": str, "loss_chunks": int,
+    "lora_rank": int, "lora_dropout": float, "rl_algorithm": str, "zero_grad": str, "allocator": str, "loss_chunks": int,
 }
 
 
@@ -124,8 +124,8 @@ def job_options(f=None, *, raw: bool = False):
         click.option("--global-batch-tokens", help="global batch, tokens; K/M/B binary: 4M = 4,194,304"),
         click.option("--training", type=_choice(list(get_args(TrainingType))),
                      help="pretrain (default): every weight, from scratch; finetune: every weight, from a "
-                          "checkpoint; lora / qlora: a frozen (qlora: 4-bit) base with PEFT adapters; rlhf: PPO's "
-                          "policy, value, reference and reward models"),
+                          "checkpoint; lora / qlora: a frozen (qlora: 4-bit) base with PEFT adapters; rlhf: a policy "
+                          "trained beside the models --rl-algorithm names (default PPO's value, reference and reward)"),
         click.option("--precision", type=_choice(list(get_args(Precision))),
                      help="bf16 (default): bf16 compute with fp32 master weights and optimizer states; pure-bf16: "
                           "weights, gradients and optimizer states all bf16; fp8: FP8 GEMMs (GPUs with FP8 "
@@ -160,6 +160,10 @@ def job_options(f=None, *, raw: bool = False):
         click.option("--lora-dropout", type=PLAIN_FLOAT,
                      help="PEFT's lora_dropout, 0 to <1 (default 0, PEFT's): above 0 each adapter keeps its own "
                           "dropped-out input and mask"),
+        click.option("--rl-algorithm", type=_choice(list(get_args(RlAlgorithm))),
+                     help="--training rlhf: ppo (default): policy and value trained, reference and reward frozen; "
+                          "grpo: the policy and a frozen reference, the reward a function; dpo: the policy and a "
+                          "frozen reference, each preference pair two sequences (batch and mbs count sequences)"),
         click.option("--loss-chunks", type=PLAIN_INT,
                      help="fsdp: the loss in N sequence chunks (torchtitan's ChunkedLossWrapper; default 8 for "
                           "pre-training and fine-tuning, 1 = the whole logits at once)"),
@@ -264,7 +268,8 @@ def job_settings(data: dict, path: str, where: str | None = None) -> dict:
 # the values of each setting that is a choice, as its flag offers them
 CHOICES = {"training": get_args(TrainingType), "precision": get_args(Precision), "optimizer": get_args(Optimizer),
            "recompute": RECOMPUTE_CHOICES, "attention": get_args(Attention), "cuda_graphs": get_args(CudaGraphs),
-           "framework": get_args(Framework), "zero_grad": get_args(ZeroGrad), "allocator": get_args(Allocator)}
+           "framework": get_args(Framework), "zero_grad": get_args(ZeroGrad), "allocator": get_args(Allocator),
+           "rl_algorithm": get_args(RlAlgorithm)}
 
 
 def _yaml_boolean(where: str, k, key: str, v: bool) -> str:

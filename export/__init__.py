@@ -65,16 +65,25 @@ def training_carried(framework: str, job) -> list[str]:
     if t.training in ("finetune", "rlhf") and framework in WHOLE_RUNS and framework != "megatron":
         out.append(f"the run starts from random weights: {'fine-tuning' if t.training == 'finetune' else 'RLHF'} "
                    "loads the model's checkpoint (its checkpoint settings)")
-    if t.training == "rlhf" and framework in WHOLE_RUNS:
-        out.append("RLHF's PPO holds four models (policy, value, reference, reward), as the estimate counts them; "
-                   "this file launches the policy's training alone")
-    elif t.training == "rlhf":
-        # the frozen models as TRL places them: trl/models/utils.py prepare_deepspeed keeps ZeRO
-        # stage 3 for them and sets any lower stage to 0, whole on every GPU (kb/memory/states.frozen_bf16)
-        out.append("RLHF: this file configures the policy's training alone (its parallelism, and steps that count "
-                   "the policy's optimizer steps); the value, reference and reward models the estimate holds beside "
-                   "it (the frozen two sharded at ZeRO-3, whole on every GPU below it), rollout generation and the "
-                   "PPO loop are your RLHF script's (TRL's PPOTrainer, OpenRLHF, verl)")
+    if t.training == "rlhf":
+        alg = t.rl_algorithm
+        held = {"ppo": "four models (policy, value, reference, reward)"}.get(alg, "two models (policy, reference)")
+        if framework in WHOLE_RUNS:
+            out.append(f"RLHF's {alg.upper()} holds {held}, as the estimate counts them; this file launches the "
+                       "policy's training alone")
+        else:
+            # the frozen models as TRL places them: trl/models/utils.py prepare_deepspeed keeps ZeRO
+            # stage 3 for them and sets any lower stage to 0, whole on every GPU (kb/memory/states.frozen_bf16)
+            beside = ("the value, reference and reward models the estimate holds beside it (the frozen two"
+                      if alg == "ppo" else "the reference model the estimate holds beside it (frozen,")
+            loop = {"ppo": "rollout generation and the PPO loop", "grpo": "rollout generation and the GRPO loop",
+                    "dpo": "the DPO loss over each pair's chosen and rejected sequences"}[alg]
+            trainer = {"ppo": "PPOTrainer", "grpo": "GRPOTrainer", "dpo": "DPOTrainer"}[alg]
+            pairs = ("; its batch sizes count preference pairs, as DPOTrainer's per_device_train_batch_size does, "
+                     "half the estimate's sequences" if alg == "dpo" else "")
+            out.append("RLHF: this file configures the policy's training alone (its parallelism, and steps that "
+                       f"count the policy's optimizer steps); {beside} sharded at ZeRO-3, whole on every GPU below "
+                       f"it), {loop} are your RLHF script's (TRL's {trainer}, OpenRLHF, verl){pairs}")
     return out
 
 

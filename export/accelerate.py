@@ -170,8 +170,8 @@ def export(tg: Target) -> Export:
         cfg, caveats = config(tg)
     head = "\n".join(with_caveats(tg.header(), caveats))
     body = yaml.safe_dump(cfg, sort_keys=False)
-    note = (f"# per process: micro-batch {tg.layout.mbs}, gradient accumulation {tg.layout.grad_accum} "
-            f"(global batch {tg.global_batch}); pass them to your training loop\n")
+    note = (f"# per process: micro-batch {tg.script_mbs}, gradient accumulation {tg.layout.grad_accum} "
+            f"(global batch {tg.script_global_batch}); pass them to your training loop\n")
     machines = cfg["num_machines"]
     if machines > 1:
         # The file is one machine's: accelerate launch needs each machine's rank and where

@@ -66,8 +66,8 @@ def export(tg: Target) -> Export:
         caveats.append(f"HSDP shard group {lay.shard}: mapped to ZeRO++ hpZ (secondary partition of "
                        f"{lay.shard} ranks), which shards parameters only")
     cfg = {
-        "train_batch_size": tg.global_batch,
-        "train_micro_batch_size_per_gpu": lay.mbs,
+        "train_batch_size": tg.script_global_batch,
+        "train_micro_batch_size_per_gpu": tg.script_mbs,
         "gradient_accumulation_steps": lay.grad_accum,
         "gradient_clipping": 1.0,
         "steps_per_print": 10,
@@ -241,7 +241,7 @@ def launch_lines(tg: Target) -> list[str]:
                + (" --rdzv-backend c10d --rdzv-endpoint $HEAD_NODE:29500" if c.nodes > 1 else "") + " train.py")
     if t.framework == "hf":
         flags = ((" --deepspeed ds_config.json" if not own else "")
-                 + f" --per_device_train_batch_size {lay.mbs}"
+                 + f" --per_device_train_batch_size {tg.script_mbs}"
                  f" --gradient_accumulation_steps {lay.grad_accum} --bf16"
                  + (" --gradient_checkpointing" if lay.recompute == "full" else "")
                  + (f" --max_steps {steps}" if steps else "") + trainer_flags(tg))

@@ -169,8 +169,8 @@ def export(tg: Target) -> Export:
     # a pipelined stage stays unsharded from forward to backward, as the estimate sizes and times it
     # (torchtitan's default under PP; export/torchtitan.py)
     text = TEMPLATE.format(shape=mesh_shape(tg), fsdp_shape=fsdp_mesh_shape(tg), reshard=lay.zero == 3 and lay.pp == 1,
-                           mbs=lay.mbs, ga=lay.grad_accum,
-                           gb=tg.global_batch, rc=lay.recompute,
+                           mbs=tg.script_mbs, ga=lay.grad_accum,
+                           gb=tg.script_global_batch, rc=lay.recompute,
                            param_dtype="torch.bfloat16",
                            storage="torch.bfloat16" if tg.job.training.precision == "pure-bf16" else "torch.float32")
     head = "\n".join(with_caveats(tg.header(), caveats))

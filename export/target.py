@@ -31,6 +31,25 @@ class Target:
         return self.layout.global_batch
 
     @property
+    def per_example(self) -> int:
+        """Sequences in one example of the script's batch: a DPO preference pair is two, chosen and
+        rejected in one forward (trl/trainer/dpo_trainer.py DataCollatorForPreference.torch_call:
+        input_ids = prompt_chosen_ids + prompt_rejected_ids), so DPOTrainer's
+        per_device_train_batch_size counts pairs; the layout counts sequences (kb/validity dpo-pairs)."""
+        t = self.job.training
+        return 2 if t.training == "rlhf" and t.rl_algorithm == "dpo" else 1
+
+    @property
+    def script_mbs(self) -> int:
+        """The micro-batch as the script counts it (per_example)."""
+        return self.layout.mbs // self.per_example
+
+    @property
+    def script_global_batch(self) -> int:
+        """The global batch as the script counts it (per_example)."""
+        return self.global_batch // self.per_example
+
+    @property
     def train_steps(self) -> int | None:
         """Optimizer steps that train --token-budget tokens at this batch: budget / (global batch
         x sequence length), rounded up; None when the job has no budget."""

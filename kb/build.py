@@ -132,7 +132,7 @@ RANGES = {"gpus": (1, 16384), "gpus_per_node": (1, 72), "gpu_memory": (8, 320, F
 
 # Settings a user may leave out whose default build_job states (kb/defaults.py).
 STATED = ("gpu", "gpus", "interconnect", "seq_len", "precision", "optimizer", "attention", "lora_rank",
-          "lora_dropout", "allocator", "zero_grad", "loss_chunks")
+          "lora_dropout", "rl_algorithm", "allocator", "zero_grad", "loss_chunks")
 # transformers model families that do not run attn_implementation="flash_attention_2": their
 # PreTrainedModel's _supports_flash_attn is False, or it lists the flash kernels it runs
 # (_compatible_flash_implementations) and PreTrainedModel swaps flash_attention_2 for the first of
@@ -214,6 +214,12 @@ def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=N
         raise InputError(f"--global-batch-tokens: {shown} is fewer tokens than one sequence (--seq-len "
                          f"{tspec.seq_len:,}); allowed: at least {tspec.seq_len:,} tokens a step, "
                          "or --global-batch in sequences")
+    if "rl_algorithm" in given and tspec.training != "rlhf":
+        raise InputError(f"--rl-algorithm: applies to --training rlhf only, and this job is {tspec.training}; "
+                         "drop it, or set --training rlhf")
+    if tspec.training == "rlhf" and tspec.rl_algorithm == "dpo" and (tspec.global_batch or 2) % 2:
+        raise InputError(f"--global-batch {tspec.global_batch} under --rl-algorithm dpo: the batch counts sequences, "
+                         "each preference pair two (chosen and rejected); allowed: an even count, twice the pairs")
     if "lora_rank" in given and tspec.training not in ADAPTERS:
         raise InputError(f"--lora-rank: applies to --training lora or qlora only, and this job is "
                          f"{tspec.training}; drop it, or set --training lora/qlora")

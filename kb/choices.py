@@ -18,6 +18,12 @@ RECOMPUTE_COST_RANK = tuple(RECOMPUTE_BY_COST.index(r) for r in RECOMPUTE)
 Precision = Literal["bf16", "pure-bf16", "fp8"]
 Framework = Literal["megatron", "deepspeed", "fsdp", "hf"]
 TrainingType = Literal["pretrain", "finetune", "lora", "qlora", "rlhf"]
+# What --training rlhf trains, and so which models share the GPUs (kb/schema.TrainingSpec.rlhf_trained):
+# "ppo" policy and value trained, reference and reward frozen (TRL PPOTrainer, OpenRLHF, verl);
+# "grpo" the policy trained beside a frozen reference, the reward a function (TRL GRPOTrainer with
+# beta > 0, verl's use_kl_loss); "dpo" the policy beside a frozen reference, each preference pair
+# two sequences, chosen and rejected, in one forward (TRL DPOTrainer).
+RlAlgorithm = Literal["ppo", "grpo", "dpo"]
 # Attention kernels: "flash" a fused kernel of the FlashAttention-3 / cuDNN class (Transformer
 # Engine's fused attention, flash-attn 3, PyTorch SDPA where it picks cuDNN: torch >= 2.11 on
 # Hopper and Blackwell); "sdpa" PyTorch's SDPA, timed as flash except where transformers hands

@@ -25,6 +25,7 @@ _PLAIN = (("gpu", "GPU {gpu}"), ("gpus", "{gpus} GPUs"), ("interconnect", "{inte
           ("precision", "precision {precision}"), ("optimizer", "optimizer {optimizer}"),
           ("attention", "attention {attention}"), ("lora_rank", "LoRA rank {lora_rank}"),
           ("lora_dropout", "LoRA dropout {lora_dropout:g} (PEFT's and Megatron-Bridge's default)"),
+          ("rl_algorithm", "RL algorithm ppo (policy, value, reference and reward models)"),
           ("allocator", "allocator {allocator}"), ("zero_grad", "zero_grad {zero_grad} (PyTorch's default)"),
           ("loss_chunks", "{loss_chunks}"))
 ADAPTERS = ("lora", "qlora")
@@ -60,6 +61,7 @@ def default_texts(job) -> list[str]:
               "loss_chunks": _loss_chunks_text(t)}
     plain = [form.format(**values) for key, form in _PLAIN
              if key in t.defaulted and (key not in ("lora_rank", "lora_dropout") or t.training in ADAPTERS)
+             and (key != "rl_algorithm" or t.training == "rlhf")
              and (key != "interconnect" or c.gpus > c.nvlink_domain)
              # zero_grad is a PyTorch loop's call (Megatron's and DeepSpeed's buffers live on either
              # way: kb/build.py refuses zeros there); the loss's chunking is torchtitan's

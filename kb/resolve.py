@@ -94,13 +94,37 @@ RLHF_SCOPE_TAG = "rlhf:"
 
 
 def rlhf_scope(job: Job) -> list[str]:
-    """What an RLHF estimate covers: memory holds all the PPO models, the step time only the
-    policy's training (kb/perf/step.py has no critic, reference, reward or generation term)."""
-    if job.training.training != "rlhf":
+    """What an RLHF estimate covers, per --rl-algorithm: memory holds the models the algorithm
+    keeps on the GPUs in its training phase, the step time only the policy's training
+    (kb/perf/step.py has no critic, reference, reward or generation term). Rollout generation's
+    KV cache, and under TRL at ZeRO-3 the weights it gathers for generate (ppo_trainer.py
+    unwrap_model_for_generation(gather_deepspeed3_params=args.ds3_gather_for_generation)), are
+    another phase, not sized."""
+    t = job.training
+    if t.training != "rlhf":
         return []
-    return [f"{RLHF_SCOPE_TAG} memory holds the {job.training.rlhf_models} PPO models; step time, tokens/s, time and cost "
-            "count the policy's training only -- not the critic's training, the reference and reward forwards "
-            "or rollout generation, which often dominates a PPO step -- so read them as a lower bound on time"]
+    rollout = ("memory is the training phase's, not rollout generation's (its KV cache; under TRL at ZeRO-3 the "
+               "weights gathered for generate, ds3_gather_for_generation)")
+    if t.rl_algorithm == "ppo":
+        return [f"{RLHF_SCOPE_TAG} ppo: memory holds the 4 PPO models (policy and value trained, reference and reward "
+                f"frozen); {rollout}; step time, tokens/s, time and cost count the policy's training only -- not the "
+                "critic's training, the reference and reward forwards or rollout generation, which often dominates "
+                "a PPO step -- so read them as a lower bound on time"]
+    if t.rl_algorithm == "grpo":
+        # trl/trainer/grpo_config.py beta: "If 0.0 (default), the reference model is not loaded"
+        return [f"{RLHF_SCOPE_TAG} grpo: memory holds the policy's training and a frozen reference (TRL's beta > 0: at "
+                "its default 0 none is loaded, one bf16 copy less), the reward a function (a reward model would add "
+                f"a frozen copy); {rollout}; step time, tokens/s, time and cost count the policy's training only -- "
+                "not the reference's forward or the rollout generation of each prompt's group, which often dominates "
+                "a GRPO step -- so read them as a lower bound on time"]
+    # trl/trainer/dpo_trainer.py DataCollatorForPreference.torch_call: input_ids = prompt_chosen_ids
+    # + prompt_rejected_ids, one forward over both; precompute_ref_log_probs or a PEFT policy drops ref_model
+    return [f"{RLHF_SCOPE_TAG} dpo: memory holds the policy's training and a frozen reference (none with "
+            "precompute_ref_log_probs or a PEFT policy); the batch and micro-batch count sequences, each preference "
+            "pair two of them (chosen and rejected in one forward, TRL's DataCollatorForPreference), so a step trains "
+            "half as many pairs; step time, tokens/s, time and cost count the policy's training only -- not the "
+            "reference's forward over the same sequences, about a third more compute -- so read them as a lower "
+            "bound on time"]
 
 
 def lora_dropout_scope(job: Job) -> list[str]:

@@ -9,7 +9,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .choices import (RECOMPUTE_CHOICES, Allocator, Attention, CudaGraphs, Framework, Optimizer, Precision, TrainingType,
+from .choices import (RECOMPUTE_CHOICES, Allocator, Attention, CudaGraphs, Framework, Optimizer, Precision, RlAlgorithm, TrainingType,
                       ZeroGrad)
 
 
@@ -441,9 +441,22 @@ class TrainingSpec(_Frozen):
     # PEFT's LoraConfig.lora_dropout (its default 0.0): each adapter's dropout keeps a copy of the
     # adapter's input (kb/memory/activations.own_input_copies)
     lora_dropout: float = Field(0.0, ge=0, lt=1, allow_inf_nan=False)
-    rlhf_models: int = Field(4, ge=2, le=4, description="PPO holds policy, value, reference and reward")
+    rl_algorithm: RlAlgorithm = Field("ppo", description="--training rlhf: ppo, grpo or dpo (kb/choices.RlAlgorithm)")
     # cross-entropy computed in this many sequence chunks, each chunk's LM head and loss run
     # forward and backward before the next; 0 = the framework's own (kb/memory/logits.loss_chunks)
     loss_chunks: int = Field(0, ge=0, le=1024)
     defaulted: tuple[str, ...] = Field((), description="settings the user left out and build_job filled in "
                                        "(kb/defaults.py), so that the output can state them")
+
+    @property
+    def rlhf_trained(self) -> int:
+        """Models --training rlhf trains: PPO's policy and value model (TRL ppo_trainer.py
+        PolicyAndValueWrapper; OpenRLHF's actor and critic), GRPO's and DPO's policy alone."""
+        return 2 if self.rl_algorithm == "ppo" else 1
+
+    @property
+    def rlhf_frozen(self) -> int:
+        """Frozen bf16 models beside them: PPO's reference and reward model (TRL PPOTrainer puts
+        both through prepare_deepspeed); GRPO's and DPO's reference (grpo_trainer.py and
+        dpo_trainer.py ``self.ref_model``)."""
+        return 2 if self.rl_algorithm == "ppo" else 1

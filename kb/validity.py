@@ -201,6 +201,11 @@ def _batch(job, a):
     return gb % (a["mbs"] * a["dp"]) == 0
 
 
+def _dpo_pairs(job, a):
+    t = job.training
+    return (a["mbs"] % 2 == 0) | (t.training != "rlhf") | (t.rl_algorithm != "dpo")
+
+
 def _under(framework: str, ok: Callable) -> Callable:
     """A limit of one framework: ``ok(a)`` under it, every layout elsewhere."""
     return lambda job, a: ok(a) if job.training.framework == framework else _all(a)
@@ -493,6 +498,11 @@ VALIDITY = [
                               f"--seq-len divisible by tp x cp = {lay.tp * lay.cp}"),
     Validity("batch-divides", "the global batch must be a multiple of micro-batch x DP", _batch,
              lambda job, lay: f"the global batch is not a multiple of mbs x dp = {lay.mbs * lay.dp}"),
+    Validity("dpo-pairs", "DPO runs each preference pair as two sequences, chosen and rejected, in one forward "
+             "(trl/trainer/dpo_trainer.py DataCollatorForPreference.torch_call: input_ids = prompt_chosen_ids + "
+             "prompt_rejected_ids): a micro-batch of sequences holds whole pairs, an even count", _dpo_pairs,
+             lambda job, lay: f"mbs={lay.mbs} under --rl-algorithm dpo: a micro-batch counts sequences, and each "
+                              "preference pair is two (chosen and rejected, one forward); use an even mbs"),
     Validity("vp-microbatches", "an interleaved pipeline runs its micro-batches in groups of PP: Megatron-Core "
              "needs their count a multiple of PP, torch's Interleaved1F1B a multiple of its rounds "
              "(max(1, m // PP))", _vp_microbatches, _vp_microbatches_refusal),

@@ -412,6 +412,23 @@ def test_an_rlhf_export_says_it_configures_the_policys_training_alone():
         assert any(said[0] in text for text in out[fw]["files"].values()), fw
 
 
+def test_a_dpo_export_counts_its_batch_in_preference_pairs():
+    """TRL's DPOTrainer counts per_device_train_batch_size in pairs, two sequences each; the layout
+    counts sequences. Written as sequences, the Trainer would run twice the micro-batch the
+    estimate sized. The DeepSpeed config and launch line, the Accelerate note and the FSDP2
+    module give pairs, and say so."""
+    job = build_job(model="llama-3-8b", gpus=8, training="rlhf", rl_algorithm="dpo")
+    out = export_all(Target(job, Layout(dp=8, zero=3, mbs=4, grad_accum=4)))
+    ds = out["deepspeed"]["files"]
+    cfg = json.loads(ds["ds_config.json"])
+    assert (cfg["train_micro_batch_size_per_gpu"], cfg["train_batch_size"]) == (2, 64) and not ds_check(cfg, 8)
+    assert "--per_device_train_batch_size 2 " in ds["launch.sh"]
+    assert "micro-batch 2, gradient accumulation 4 (global batch 64)" in out["accelerate"]["files"]["accelerate_config.yaml"]
+    assert "MICRO_BATCH = 2\n" in out["fsdp"]["files"]["fsdp2_sharding.py"]
+    for fw in ("deepspeed", "fsdp", "accelerate"):
+        assert any("count preference pairs" in c for c in out[fw]["caveats"]), fw
+
+
 def test_an_export_says_what_the_training_type_needs_beyond_the_parallelism():
     """Exports carried only the layout: a QLoRA job went to Megatron as a from-scratch pretraining
     script of every weight, which the layout (sized for frozen weights) cannot hold. An adapter

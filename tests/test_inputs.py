@@ -650,6 +650,32 @@ def test_an_rlhf_comparison_says_its_hours_and_cost_leave_out_the_rollout(run_cl
     assert len(said) == 1 and said[0].startswith("assumption (every row): rlhf:") and "lower bound on time" in said[0]
 
 
+@pytest.mark.parametrize("args, says", [
+    (("--training", "finetune", "--rl-algorithm", "dpo"), "--rl-algorithm: applies to --training rlhf only"),
+    (("--training", "rlhf", "--rl-algorithm", "dpo", "--global-batch", "127"),
+     "--global-batch 127 under --rl-algorithm dpo: the batch counts sequences, each preference pair two"),
+    (("--training", "rlhf", "--rl-algorithm", "sac"), "'sac' is not one of 'ppo', 'grpo', 'dpo'"),
+])
+def test_rl_algorithm_refuses_what_it_cannot_size(run_cli, args, says):
+    code, out, err = run_cli("recommend", "--model", "qwen2.5-0.5b", "--gpus", "8", *args)
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_dpo_layouts_hold_whole_preference_pairs(run_cli, tmp_path):
+    """DPO runs chosen and rejected in one forward: a micro-batch of one sequence is half a pair.
+    recommend picks an even micro-batch, memory refuses an odd one by its rule, and the job file
+    takes the same key as the flag."""
+    job = tmp_path / "dpo.yaml"
+    job.write_text("model: qwen2.5-0.5b\ngpus: 8\ntraining: rlhf\nrl_algorithm: dpo\n")
+    code, out, err = run_cli("recommend", "-f", str(job), "--format", "json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["layout"]["mbs"] % 2 == 0
+    assert [a for a in got["assumptions"] if a.startswith("rlhf: dpo:")]
+    code, out, err = run_cli("memory", "-f", str(job), "--layout", "dp=8,zero=3,mbs=1")
+    assert code == 2 and err.strip().endswith("[dpo-pairs]") and len(err.strip().splitlines()) == 1
+
+
 def test_hf_config_takes_a_model_folder(run_cli, tmp_path):
     """A downloaded model is a folder with config.json in it: the folder is read as its
     config.json, and a folder without one is refused in one line."""

@@ -135,6 +135,23 @@ def test_trl_ppo_holds_the_critics_activations_beside_the_policys():
     assert acts("deepspeed", "rlhf", "none") == pytest.approx(acts("deepspeed", "finetune", "none"), rel=1e-6)
 
 
+def test_grpo_and_dpo_hold_the_policy_and_its_reference_not_ppos_four_models():
+    """GRPO (the reward a function) and DPO train the policy beside a frozen reference; --training
+    rlhf sized PPO's four models for every algorithm, twice the trained states and a frozen copy
+    too many. --rl-algorithm grpo|dpo holds one set of policy states and one frozen bf16 copy, and
+    under hf no critic's activations."""
+    layout = "dp=8,zero=3,mbs=2,recompute=none"
+    def bd(**kw):
+        return mem(build_job(model="llama-3-8b", gpus=8, framework="hf", **kw), layout).breakdown_gib
+    ppo, tune = bd(training="rlhf"), bd(training="finetune")
+    for alg in ("grpo", "dpo"):
+        got = bd(training="rlhf", rl_algorithm=alg)
+        for key in ("weights", "master_weights", "optimizer"):
+            assert got[key] == pytest.approx(ppo[key] / 2, rel=1e-6) == pytest.approx(tune[key], rel=1e-6), (alg, key)
+        assert got["frozen_weights"] == pytest.approx(ppo["frozen_weights"] / 2, rel=1e-6)
+        assert got["activations"] == pytest.approx(tune["activations"], rel=1e-6)
+
+
 def test_more_memory_per_gpu_never_hurts():
     small = mem(job70(gpu="h100-sxm"), "tp=8,pp=4,zero=1,mbs=2,recompute=selective")
     big = mem(job70(gpu="h200"), "tp=8,pp=4,zero=1,mbs=2,recompute=selective")

@@ -757,7 +757,7 @@ def ppo_critic_activations(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_lay
     layer's activations whatever --recompute: tokens x sum over layers of
     layer_bytes_per_token(recompute="none"). Its head is a h x 1 score, no vocabulary logits.
     0 elsewhere: OpenRLHF and verl train actor and critic in turn (kb/memory/estimate._states)."""
-    if t.training != "rlhf" or t.framework != "hf" or t.rlhf_models // 2 < 2:
+    if t.training != "rlhf" or t.framework != "hf" or t.rlhf_trained < 2:
         return 0.0
     s_local = floor(t.seq_len / lay.cp)
     per = (dense_layers * layer_bytes_per_token(m, t, lay, False, s_local, recompute="none")

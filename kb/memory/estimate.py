@@ -99,9 +99,9 @@ def _states(job: Job, lay: Layout, sp) -> st.States:
     s = st.full_training_states(sp.dense, sp.gemm, sp.experts, t, lay.zero, group, egroup, lay.pp,
                                 largest=opt.largest_tensor(m, lay.tp), experts_cast=act.experts_cast_by_autocast(m))
     if t.training == "rlhf":
-        # PPO: policy and value model trained (two sets of states), reference and reward frozen
-        trained = t.rlhf_models // 2
-        frozen = t.rlhf_models - trained
+        # PPO: policy and value model trained (two sets of states), reference and reward frozen;
+        # GRPO and DPO: the policy trained, its reference frozen (TrainingSpec.rlhf_trained)
+        trained, frozen = t.rlhf_trained, t.rlhf_frozen
         # replace, not a positional rebuild, so a field added to States later keeps its value
         # rather than falling back to its default (accumulated_grads once did: FSDP under PP
         # read 0). The transients -- compute copies, optimizer temporaries, the unsharded
