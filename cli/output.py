@@ -72,8 +72,9 @@ NO_BUDGET = "not estimated: give --token-budget (tokens to train, e.g. 100B; for
 
 
 def hours(h: float) -> str:
-    """A table cell's time to train in hours; under an hour to 0.01 h, the JSON's rounding (a short run read 0.0)."""
-    return f"{h:,.1f}" if h >= 1 else f"{h:.2f}"
+    """A table cell's time to train in hours; under an hour to 0.01 h (a short run read 0.0), and
+    under 0.01 h to 0.0001 h, the JSON's rounding (a run of seconds read 0.00)."""
+    return f"{h:,.1f}" if h >= 1 else f"{h:.2f}" if h >= 0.01 else f"{h:.4f}"
 
 
 def dollars(amount: float) -> str:

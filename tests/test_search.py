@@ -273,6 +273,27 @@ def test_compare_names_the_fastest_and_cheapest_row_and_a_lead_too_close_to_call
     assert lines[1].startswith("cheapest: price_per_gpu_hour=0.0 ($0.00), the next, price_per_gpu_hour=2.5, costs $")
 
 
+def test_a_run_of_seconds_reads_in_hours_to_its_json_rounding_not_as_zero(run_cli):
+    """One 4M-token step of Llama 3 8B on 64 H100s takes seconds: compare's hours column, its
+    fastest line and search's hours column read '0.00' (and '0.00 h'), the zero a short run was
+    meant no longer to show. Under 0.01 h the hours are given to 0.0001 h, as the JSON gives them."""
+    job = ["--model", "llama-3-8b", "--token-budget", "5M", "--price-per-gpu-hour", "2"]
+    code, out, err = run_cli("compare", *job, "--vary", "gpus=8,64", "--format", "json")
+    assert code == 0, err
+    h = {r["variant"]["gpus"]: r["time_to_train_h"] for r in json.loads(out)["variants"]}
+    assert 0 < h[64] < 0.01 <= h[8] < 1
+    code, out, err = run_cli("compare", *job, "--vary", "gpus=8,64")
+    assert code == 0, err
+    rows = {x.split()[0]: x.split() for x in out.splitlines() if x[:2] in ("8 ", "64")}
+    assert rows["64"][-2] == f"{h[64]:.4f}" and rows["8"][-2] == f"{h[8]:.2f}", rows
+    assert f", {h[64]:.4f} h)," in out and "0.00 h" not in out
+    code, out, err = run_cli("search", *job, "--gpus", "64", "--top", "1")
+    assert code == 0, err
+    first = out.splitlines()[3].split()             # the layout's cell has spaces: hours is the cell before the cost
+    cost = next(i for i, x in enumerate(first) if x.startswith("$"))
+    assert first[cost - 1] == f"{h[64]:.4f}", out
+
+
 def test_search_gives_each_layouts_time_and_cost_to_train_the_budget(run_cli):
     """search took --token-budget and --price-per-gpu-hour and dropped them without a word: a
     budget owner ranking layouts saw no hours or cost. Each layout now has them, the headline's
