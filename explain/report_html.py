@@ -148,12 +148,15 @@ def render(r: dict) -> str:
                 "step time": f'{met["step_time_s"]:,.2f} s',
                 "tokens/s": f'{met["tokens_per_s"]:,.0f} ({met["tokens_per_s_per_gpu"]:,.0f} per GPU)',
                 "MFU": f'{met["mfu_pct"]:.1f} %', "pipeline bubble": f'{met["bubble_pct"]:.1f} %'}
+    # as recommend prints them (a 1T budget read '1,000B tokens', a short run '0.0 h (0.0 days)', '$0'),
+    # and without a budget the flag that gives one, as recommend and memory say it
+    from shardwise.cli.output import NO_BUDGET, cost_text, duration_text, token_count
     if met.get("time_to_train_h") is not None:
-        # as recommend prints them (a 1T budget read '1,000B tokens', a short run '0.0 h (0.0 days)', '$0')
-        from shardwise.cli.output import cost_text, duration_text, token_count
         headline[f'time to train {token_count(met["token_budget"])}'] = duration_text(met)
         if met.get("cost") is not None:
             headline["cost"] = cost_text(met["cost"], met["price_per_gpu_hour"])
+    else:
+        headline["time to train"] = NO_BUDGET
     headline["speed checked"] = checked_line(met["checked"]).removeprefix("speed checked: ")
 
     parts = [

@@ -205,3 +205,14 @@ def test_the_report_says_what_dropping_a_costly_house_policy_would_change(tmp_pa
     zero = next(s for s in report.build(job, [str(p)])["settings"] if s["setting"] == "zero")
     assert zero["would_change"][0].startswith(f"ZeRO stage would be 3 instead of {zero['value']} without "
                                               f"house.no-zero3 ({p}:2: ")
+
+
+def test_the_report_gives_the_time_to_train_line_recommend_gives(page):
+    """Without --token-budget recommend and memory say the time to train is not estimated and which
+    flag gives it; the report, the page a budget owner reads, left the line out without a word.
+    With a budget its figure is recommend's, in minutes under an hour."""
+    from shardwise.cli.output import NO_BUDGET
+    assert f"<td>time to train</td><td>{NO_BUDGET}</td>" in page
+    short = report_html.render(report.build(build_job(model="llama-3-8b", gpus=8, token_budget=10e6,
+                                                      price_per_gpu_hour=2.0), []))
+    assert re.search(r"<td>time to train 10M tokens</td><td>[0-9.]+ min</td>", short) and NO_BUDGET not in short
