@@ -1021,3 +1021,14 @@ def test_torchtitan_async_tp_is_counted_only_over_nvlink():
     nbytes = 4096 * 4096 * 2
     per_mb = 32 * 4 * (nbytes / (link.bus_gbps * 1e9) + link.latency_us * 1e-6)
     assert tp_s("l40s") == pytest.approx(16 * per_mb, rel=0.01)
+
+
+def test_an_fsdp_adapter_job_hides_no_tp_behind_async_tp():
+    """Async TP is torchtitan's (--compile.enable_async_tensor_parallel); a LoRA job under
+    --framework fsdp is the user's own FSDP2 script (activations.torchtitan_runs), which runs none,
+    so its TP time is the whole ring even over NVLink, where the same layout pre-training under
+    torchtitan hides part of it."""
+    def tp_s(training):
+        job = build_job(model="llama-3-8b", gpus=8, seq_len=4096, global_batch=64, framework="fsdp", training=training)
+        return run(job, "tp=2,dp=4,mbs=1,recompute=none,sp=on,zero=3").comm_by_kind_s["tp"]
+    assert tp_s("pretrain") == pytest.approx(0.7 * tp_s("lora"), rel=1e-6)

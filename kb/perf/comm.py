@@ -94,7 +94,8 @@ def _gcd(a: int, b):
 def group_link(c: ClusterSpec, size, stride, peers=None) -> Link:
     """The link a group's all-to-all transfers run at: NVLink inside the domain (over the
     size - 1 peers each member sends to, or ``peers``; a bridged pair's own link, on_pair), one
-    NIC per GPU once the group crosses it."""
+    NIC per GPU once the group crosses it -- or the GPU's share of its node's one NIC
+    (ClusterSpec.inter_bus_gbps)."""
     intra = (size <= 1) | c.inside_block(size, stride)
     bw = where(intra, intra_bw(c, size - 1 if peers is None else peers), c.inter_bus_gbps * 1e9)
     return Link(bridged(c, size, stride, bw), where(intra, c.intra.latency_us * 1e-6, c.inter.latency_us * 1e-6))

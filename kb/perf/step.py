@@ -28,7 +28,7 @@ from ..stages import all_stages
 from . import comm
 from . import param_traffic as pt
 from .. import track_record
-from ..memory.activations import experts_cast_by_autocast, routed_copies
+from ..memory.activations import experts_cast_by_autocast, routed_copies, torchtitan_runs
 from ..memory.peft_experts import experts_stay_bf16, merges_experts
 from ..memory.states import deepspeed_bf16_pipeline, lora_params, recipe
 from ..params import layer_params, total_params
@@ -203,7 +203,8 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict, flo
     # multicast handles inside it); Megatron's overlap needs sequence parallelism too, and
     # torchtitan's async TP symmetric memory over NVLink (frameworks.torchtitan_async_tp)
     overlappable = (megatron_tp_overlap(lay, c) if t.framework == "megatron"
-                    else torchtitan_async_tp(lay, c) if t.framework == "fsdp"
+                    # an adapter or RLHF job under fsdp is the user's own FSDP2 script, no async TP
+                    else torchtitan_async_tp(lay, c) & torchtitan_runs(t) if t.framework == "fsdp"
                     else c.inside_block(lay.tp, st["tp"]))
     tp_overlap = where(overlappable, ov["tp"], 0.0)
     kinds["tp"] = layers * n_ar * comm.all_reduce(tp_link, lay.tp, act_bytes) * (1 - tp_overlap)
