@@ -140,6 +140,12 @@ def like_runs(job, estimate: str = "step_time") -> tuple[list[dict], str]:
     return [], f"{has}, {len(same_kind) or 'none'} of them of {kind} models; a range needs {MIN_RUNS}"
 
 
+def hours_rounded(h: float) -> float:
+    """A time to train in hours as the JSON gives it: to 0.01 h, or under an hour to 0.0001 h
+    (0.36 s), so a short run is not rounded to 0 (cli/output.hours shows it so)."""
+    return round(h, 2 if h >= 1 else 4)
+
+
 def checked(job, tokens_per_s: float, hours: float | None) -> dict:
     """The likely range of the job's tokens/s (and time to train) from the runs like it, with
     what they are; ``runs`` 0 and ``unchecked`` where there are none."""
@@ -154,7 +160,7 @@ def checked(job, tokens_per_s: float, hours: float | None) -> dict:
            "error_pct": [lo, hi],
            "tokens_per_s": [round(tokens_per_s / (1 + hi / 100), 1), round(tokens_per_s / (1 + lo / 100), 1)]}
     if hours is not None:
-        out["time_to_train_h"] = [round(h, 2 if h >= 1 else 4) for h in (hours * (1 + lo / 100), hours * (1 + hi / 100))]
+        out["time_to_train_h"] = [hours_rounded(h) for h in (hours * (1 + lo / 100), hours * (1 + hi / 100))]
     return out
 
 

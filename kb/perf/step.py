@@ -93,8 +93,7 @@ def time_and_cost(job: Job, tokens_per_s: float) -> dict:
     if not t.token_budget:
         return {}
     hours = t.token_budget / tokens_per_s / 3600.0
-    # to 0.01 h, or under an hour to 0.0001 h (0.36 s): a short run is not rounded to 0
-    out = {"time_to_train_h": round(hours, 2 if hours >= 1 else 4), "token_budget": t.token_budget}
+    out = {"time_to_train_h": track_record.hours_rounded(hours), "token_budget": t.token_budget}
     if c.price_per_gpu_hour is not None:
         out["cost"] = round(hours * c.gpus * c.price_per_gpu_hour, 2)
         out["price_per_gpu_hour"] = c.price_per_gpu_hour
