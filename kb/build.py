@@ -53,6 +53,8 @@ def resolve_links(gpu_intra: str, interconnect: Optional[str], host_pcie: str = 
     ``host_pcie`` is the GPU's own PCIe generation (GPUSpec.host_pcie): what 'pcie' means for
     an NVLink GPU, and the fastest PCIe link it can be named on."""
     intra_name, inter_name = gpu_intra, "infiniband"
+    # the GPU's own PCIe: a PCIe card's link, else its host interface's generation
+    card_pcie = gpu_intra if gpu_intra.startswith("pcie") else host_pcie
     if interconnect is None:                 # the GPU's own intra-node link, InfiniBand between nodes
         return catalog.link(intra_name), catalog.link(inter_name), False
     word, inter_named = interconnect.strip().lower(), False
@@ -65,12 +67,11 @@ def resolve_links(gpu_intra: str, interconnect: Optional[str], host_pcie: str = 
             raise InputError(f"--interconnect nvlink: this GPU's link inside a node is {gpu_intra}, not NVLink; "
                              f"allowed: {gpu_intra}, pcie, or a link between nodes (infiniband, roce, ethernet)")
     elif word == "pcie":
-        intra_name = gpu_intra if gpu_intra.startswith("pcie") else host_pcie
+        intra_name = card_pcie
     elif word in catalog.raw("links").get("aliases", {}) or word in catalog.link_names():
         ln = catalog.link(word)
         # a PCIe link trains at the lower generation of card and slot: a Gen4 card (kb/data/gpus.yaml
         # intra_link pcie4, or an A100's host_pcie) named on pcie5 would be timed at twice what it carries
-        card_pcie = gpu_intra if gpu_intra.startswith("pcie") else host_pcie
         faster_pcie = ln.name.startswith("pcie") and ln.gbps > catalog.link(card_pcie).gbps
         if ln.kind == "intra" and ln.name != gpu_intra and (not ln.name.startswith("pcie") or faster_pcie):
             # a GPU's own fabric inside a node is what it has (kb/data/gpus.yaml intra_link):
