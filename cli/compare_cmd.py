@@ -214,6 +214,11 @@ def render(rows: list[dict], heads: list[str], markdown: bool, priced: bool = Fa
     return out + (f"\n\n({note})" if note else "")
 
 
+def variant_label(row: dict, heads: list[str]) -> str:
+    """A row as the lines under the table name it: its varied settings, 'gpus=64 gpu=h200'."""
+    return " ".join(f"{k}={row['variant'][k]}" for k in heads)
+
+
 def said_of_rows(rows: list[dict], heads: list[str]) -> list[str]:
     """Each warning once, naming the rows it concerns ('every row' where all decided rows have
     it), then the assumptions that differ between rows, each naming its rows: two rows whose
@@ -224,7 +229,6 @@ def said_of_rows(rows: list[dict], heads: list[str]) -> list[str]:
     In the rows' order, so the same job gives the same lines."""
     from shardwise.kb.resolve import RLHF_SCOPE_TAG
     decided = [i for i, r in enumerate(rows) if not r.get("why", "").startswith("refused: ")]
-    label = lambda i: " ".join(f"{k}={rows[i]['variant'][k]}" for k in heads)  # noqa: E731
     lines = []
     for kind, field in (("warning", "warnings"), ("assumption", "assumptions")):
         where: dict[str, list[int]] = {}
@@ -235,7 +239,8 @@ def said_of_rows(rows: list[dict], heads: list[str]) -> list[str]:
             everywhere = len(idx) == len(decided)
             if kind == "assumption" and everywhere and not text.startswith(RLHF_SCOPE_TAG):
                 continue
-            which = "every row" if everywhere and len(decided) > 1 else ", ".join(label(i) for i in idx)
+            which = ("every row" if everywhere and len(decided) > 1
+                     else ", ".join(variant_label(rows[i], heads) for i in idx))
             lines.append(f"{kind} ({which}): {text}")
     return lines
 
@@ -244,7 +249,6 @@ def best_rows(rows: list[dict], heads: list[str]) -> dict:
     """The fastest row (most tokens/s) and the cheapest (least cost), each with its lead over the
     next row, as {"fastest": (variant or None, line), "cheapest": ...}: the budget question is
     which row, and by how much. Among equal rows the first is named, with the tie said."""
-    label = lambda r: " ".join(f"{k}={r['variant'][k]}" for k in heads)  # noqa: E731
     out = {}
     for name, key, sign in (("fastest", "tokens_per_s", -1), ("cheapest", "cost", 1)):
         ranked = sorted((r for r in rows if r["best"] and r[key] is not None), key=lambda r: sign * r[key])
@@ -259,17 +263,18 @@ def best_rows(rows: list[dict], heads: list[str]) -> dict:
         gap = ((top[key] / nxt[key] - 1 if key == "tokens_per_s" else nxt[key] / top[key] - 1) * 100
                if top[key] else math.inf)
         said = f"{gap:.1f}%" if gap >= 0.05 else "less than 0.1%"
-        lead = (f"tied with {label(nxt)}" if top[key] == nxt[key] else
-                f"the next, {label(nxt)}, costs {dollars(nxt[key])}" if not top[key] else
-                f"{said} faster than the next, {label(nxt)}" if key == "tokens_per_s" else
-                f"the next, {label(nxt)}, costs {said} more")
+        other = variant_label(nxt, heads)
+        lead = (f"tied with {other}" if top[key] == nxt[key] else
+                f"the next, {other}, costs {dollars(nxt[key])}" if not top[key] else
+                f"{said} faster than the next, {other}" if key == "tokens_per_s" else
+                f"the next, {other}, costs {said} more")
         # a lead smaller than the spread of the model's error on runs like the top row (its likely
         # range, track_record) is no lead the estimate can vouch for: said so, not marked as a win
         err = (top.get("checked") or {}).get("error_pct") if (top.get("checked") or {}).get("runs") else None
         if err and top[key] != nxt[key] and gap < err[1] - err[0]:
             lead += (f", less than the {err[1] - err[0]:.1f}-point spread of the step-time model's error on runs "
                      "like it (its likely tokens/s): too close to call")
-        out[name] = (top["variant"], f"{name}: {label(top)} ({value}), {lead}")
+        out[name] = (top["variant"], f"{name}: {variant_label(top, heads)} ({value}), {lead}")
     return out
 
 
