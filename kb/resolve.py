@@ -105,26 +105,27 @@ def rlhf_scope(job: Job) -> list[str]:
         return []
     rollout = ("memory is the training phase's, not rollout generation's (its KV cache; under TRL at ZeRO-3 the "
                "weights gathered for generate, ds3_gather_for_generation)")
+
+    def timed(left_out: str) -> str:
+        return (f"step time, tokens/s, time and cost count the policy's training only -- not {left_out} -- so read "
+                "them as a lower bound on time")
     if t.rl_algorithm == "ppo":
         return [f"{RLHF_SCOPE_TAG} ppo: memory holds the 4 PPO models (policy and value trained, reference and reward "
-                f"frozen); {rollout}; step time, tokens/s, time and cost count the policy's training only -- not the "
-                "critic's training, the reference and reward forwards or rollout generation, which often dominates "
-                "a PPO step -- so read them as a lower bound on time"]
+                f"frozen); {rollout}; " + timed("the critic's training, the reference and reward forwards or rollout "
+                                                "generation, which often dominates a PPO step")]
     if t.rl_algorithm == "grpo":
         # trl/trainer/grpo_config.py beta: "If 0.0 (default), the reference model is not loaded"
         return [f"{RLHF_SCOPE_TAG} grpo: memory holds the policy's training and a frozen reference (TRL's beta > 0: at "
                 "its default 0 none is loaded, one bf16 copy less), the reward a function (a reward model would add "
-                f"a frozen copy); {rollout}; step time, tokens/s, time and cost count the policy's training only -- "
-                "not the reference's forward or the rollout generation of each prompt's group, which often dominates "
-                "a GRPO step -- so read them as a lower bound on time"]
+                f"a frozen copy); {rollout}; " + timed("the reference's forward or the rollout generation of each "
+                                                       "prompt's group, which often dominates a GRPO step")]
     # trl/trainer/dpo_trainer.py DataCollatorForPreference.torch_call: input_ids = prompt_chosen_ids
     # + prompt_rejected_ids, one forward over both; precompute_ref_log_probs or a PEFT policy drops ref_model
     return [f"{RLHF_SCOPE_TAG} dpo: memory holds the policy's training and a frozen reference (none with "
             "precompute_ref_log_probs or a PEFT policy); the batch and micro-batch count sequences, each preference "
             "pair two of them (chosen and rejected in one forward, TRL's DataCollatorForPreference), so a step trains "
-            "half as many pairs; step time, tokens/s, time and cost count the policy's training only -- not the "
-            "reference's forward over the same sequences, about a third more compute -- so read them as a lower "
-            "bound on time"]
+            "half as many pairs; " + timed("the reference's forward over the same sequences, about a third more "
+                                           "compute")]
 
 
 def lora_dropout_scope(job: Job) -> list[str]:
