@@ -43,20 +43,25 @@ from .flops import attention_flops_at, window_keys
 from .unfused import expert_bias_bytes, glu_clamp_bytes, unfused_rope_bytes
 from ..memory.logits import vocab_shards
 
+# The four efficiency constants: fitted (E_GEMM, D0, B0) or measured (E_ATTN) as the module
+# docstring gives, with their rows and error
 E_GEMM = 0.645
 D0 = 195.0
 E_ATTN = 0.55
 B0 = 1000.0
+# Flash attention's backward FLOPs over its forward: the backward runs five matmuls (S = QK^T
+# recomputed, dV, dP, dQ, dK) to the forward's two, 2.5x (Dao-AILab/flash-attention
+# benchmarks/benchmark_flash_attention.py flops(): bwd = 2.5 x fwd, the count its TFLOP/s use)
 FLASH_BWD_OVER_FWD = 2.5
 # FP8 adds memory traffic around every GEMM: each bf16 GEMM input is read for its amax and read
 # again to be written in FP8 (2 + 2 + 1 bytes per element). The GEMM inputs of a layer are about
 # a quarter of the elements the elementwise kernels touch, which with Transformer Engine's fused
 # norm-to-FP8 casts comes to roughly +50% elementwise traffic. Estimated, not fitted;
-# FP8_EFFICIENCY above was fitted with it in place.
+# FP8_EFFICIENCY below was fitted with it in place.
 FP8_ELEMENTWISE_FACTOR = 1.5
 # MoE permutation passes over the routed tokens per layer: permute and unpermute, read + write
 # each, forward and backward (Megatron-Core moe_utils permute/unpermute)
-PERMUTE_PASSES = 8          # FlashAttention-2 paper: backward does 2.5x the forward's matmul work
+PERMUTE_PASSES = 8
 # FP8 GEMMs (Transformer Engine / torchao) reach a smaller share of the doubled FP8 peak than
 # BF16 GEMMs of theirs: amax reductions and casts, and per-tensor scaling overheads. Fitted on
 # the H100 FP8 vs BF16 pairs of published_runs.yaml (same model, layout and source; see
@@ -65,7 +70,10 @@ PERMUTE_PASSES = 8          # FlashAttention-2 paper: backward does 2.5x the for
 FP8_EFFICIENCY = 0.82
 
 
-HBM_EFFICIENCY = 0.8      # streaming kernels reach ~90% of HBM peak (memory-models.md section 10: 3.0 of 3.35 TB/s); 0.8 with launch gaps
+# Share of the datasheet HBM bandwidth memory-bound kernels reach: a large copy reaches 90% on an
+# H100 (docs/reference/memory-models.md section 10: 3.0 of 3.35 TB/s); 0.8 is an assumption that
+# allows for launch gaps between the many small kernels of an optimizer step or loss, not fitted
+HBM_EFFICIENCY = 0.8
 
 def expert_gemm_rate(t: TrainingSpec, lay: Layout, gpu: GPUSpec, m: ModelSpec | None = None):
     """Share of the GEMM peak the routed experts' GEMMs run at: 1, or the GPU's own FP32 over its
@@ -83,10 +91,18 @@ def expert_gemm_rate(t: TrainingSpec, lay: Layout, gpu: GPUSpec, m: ModelSpec | 
 
 
 def gemm_efficiency(d: float) -> float:
+    """Share of the GEMM peak a GEMM reaches whose smallest dimension is ``d``:
+    eta_g(d) = E_GEMM x d / (d + D0) -- a saturating curve, small GEMMs (a TP-sharded FFN, an
+    expert's few tokens) leaving the tensor cores idle. Fitted on
+    benchmarks/calibration/h100_hf_layer_compute.jsonl (module docstring: 24 rows, rms 2.6%)."""
     return E_GEMM * d / (d + D0)
 
 
 def attention_efficiency(blocks: float) -> float:
+    """Share of the BF16 peak a flash-attention kernel reaches with ``blocks`` thread blocks to
+    schedule (micro-batch x heads per rank x local sequence / 128): eta_a(B) = E_ATTN x B / (B + B0).
+    E_ATTN measured (608 / 488 TF of 989 at 32 heads, 8k tokens: docs/reference/memory-models.md
+    section 10), B0 fitted on the Llama 3 8B TP 4/8 rows of h100_hf_layer_compute.jsonl."""
     return E_ATTN * blocks / (blocks + B0)
 
 
@@ -269,6 +285,7 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
         shapes += mlp(tokens, m.ffn / tp)
 
     def gemm_seconds(M: float, N: float, K: float) -> float:
+        """6 M N K / (peak x eta_g(min(M, N, K)) x FP8 factor): forward, dgrad and wgrad GEMMs."""
         return 6.0 * M * N * K / (gemm_peak * gemm_efficiency(minimum(M, N, K)) * fp8)
 
     dense_gemm = sum(gemm_seconds(*s) for s in shapes)
@@ -326,6 +343,7 @@ def fp32_residual_bytes(t: TrainingSpec, lay: Layout):
     return where(fp32_weights_under_autocast(t, lay), FP32_RESIDUAL_BYTES, 0.0)
 
 
+# 38 forward + 74 backward, counted in fp32_residual_bytes' docstring
 FP32_RESIDUAL_BYTES = 112.0
 
 
