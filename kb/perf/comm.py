@@ -68,6 +68,7 @@ def intra_bw(c: ClusterSpec, peers):
 
 @lru_cache(maxsize=None)
 def _pair_bus(name: str) -> float:
+    """Bytes/s of a bridge link (kb/data/links.yaml gbps x efficiency, LinkSpec.bus_gbps)."""
     return catalog.link(name).bus_gbps * 1e9
 
 
@@ -120,10 +121,16 @@ def collective_link(c: ClusterSpec, size, stride) -> Link:
 
 
 def _alpha(link: Link, n):
+    """Latency of an all-reduce or all-to-all over ``n`` ranks: alpha x min(n - 1, 2 ceil(log2 n)),
+    a ring's steps for small groups, a binary tree's up and down beyond (NCCL's Tree algorithm,
+    NCCL docs NCCL_ALGO). The ring's n - 1 is an assumption: Thakur et al. 2005's ring all-reduce
+    (reduce-scatter, then all-gather) takes 2 (n - 1) steps."""
     return link.latency_s * minimum(n - 1, 2 * ceil_log2(n))
 
 
 def all_reduce(link: Link, n, nbytes):
+    """Ring all-reduce of ``nbytes`` per rank: 2 (n-1)/n x S / bw + _alpha (Thakur et al. 2005;
+    nccl-tests PERFORMANCE.md: busbw = algbw x 2 (n-1)/n); 0 for one rank."""
     return where(n <= 1, 0.0, 2 * (n - 1) / n * nbytes / link.bw + _alpha(link, n))
 
 
@@ -142,6 +149,7 @@ reduce_scatter = all_gather
 
 
 def p2p(link: Link, nbytes):
+    """Point-to-point send of ``nbytes``: S / bw + one latency (the alpha-beta model)."""
     return nbytes / link.bw + link.latency_s
 
 
