@@ -90,6 +90,8 @@ def attention_work(m: ModelSpec, seq: int) -> float:
 
 
 def head_flops(m: ModelSpec) -> float:
+    """Forward FLOPs per token of the LM head, one h x V GEMM: 2 h V (the logit term of
+    Megatron-Core's num_floating_point_operations, training.py; counted tied or not)."""
     return 2.0 * m.hidden * m.vocab
 
 
