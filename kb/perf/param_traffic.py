@@ -38,6 +38,9 @@ from ..memory.activations import fp32_weights_under_autocast
 from ..schema import TrainingSpec
 from ..vec import where
 
+# Element accesses per parameter of each optimizer's step, gradient clipping's, DeepSpeed's two
+# bf16 master copies (read 2 + write 2 each) and the fp32-master recipes' fused AdamW bytes: each
+# counted in the module docstring from the source it names
 ACCESSES = {"adamw-fused": 7, "adamw-foreach": 21, "adamw-single": 21, "adafactor": 12, "sgd": 5}
 CLIP_ACCESSES = 3
 DEEPSPEED_BF16_MASTER_COPIES = 2 * (2.0 + 2.0)
@@ -55,6 +58,13 @@ def step_bytes_per_param(t: TrainingSpec, zero=0):
 
 
 def _step_bytes(t: TrainingSpec, framework: str) -> float:
+    """Bytes per updated parameter of ``framework``'s optimizer step (module docstring):
+    fp32-master recipes (megatron, deepspeed; not at pure-bf16): MASTER_RECIPE_FUSED_BYTES, + 4
+    bytes per access an unfused AdamW adds over the fused one's 7; 8-bit AdamW there is taken at
+    30 - 6 = 24 bytes, a figure with no derivation here (counting its 1-byte moments, read and
+    written, in place of the fp32 ones gives 30 - 12 = 18). Otherwise accesses x the parameter
+    dtype (8-bit AdamW: 3 x dtype + 4), + CLIP_ACCESSES x dtype for gradient clipping, +
+    DEEPSPEED_BF16_MASTER_COPIES under DeepSpeed at pure-bf16."""
     name = opt.implementation(t)
     dtype = 2.0 if t.precision == "pure-bf16" else 4.0
     if framework in ("megatron", "deepspeed") and t.precision != "pure-bf16":
