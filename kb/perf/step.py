@@ -356,6 +356,15 @@ def all_experts_flops(m, t, lay: Layout, frozen: bool):
 
 
 def step_time(job: Job, lay: Layout) -> StepTime:
+    """One optimizer step of ``lay`` (module docstring):
+        T = m t_max + (p - 1) t_avg / v                      the pipeline (Narayanan et al. 2021,
+                                                              section 2.2: the 1F1B / interleaved bubble)
+          + _dp_time                                          exposed data-parallel synchronisation
+          + params updated x step bytes / (HBM x HBM_EFFICIENCY)    the optimizer (param_traffic.py)
+          + m x cast params x cast bytes / (HBM x HBM_EFFICIENCY)   autocast's weight casts
+    with t_max / t_avg the slowest / mean stage's micro-batch (_stage_time: compute + exposed
+    communication) and m the micro-batches. MFU = model FLOPs per token (flops.py) x tokens/s per
+    GPU / the datasheet peak; HFU adds recomputation's and the experts' extra FLOPs."""
     m, t, c = job.model, job.training, job.cluster
     stages = all_stages(m, lay)
     t_max = t_sum = compute_mb = dense_rank = expert_rank = cast_rank = kinds_max = host_max = host_sum = None
