@@ -77,6 +77,8 @@ BF16_SOFTMAX_BACKWARD_PER_SCORE = 4.0
 
 
 def _bf16_softmax(m: ModelSpec, t: TrainingSpec, lay: Layout):
+    """Whether eager attention's softmax keeps bf16 (BF16_SOFTMAX_FAMILIES, bf16 weights): with
+    fp32 weights under autocast the sinks promote the scores to fp32 (the comment above)."""
     return where(fp32_weights_under_autocast(t, lay), False, m.family in BF16_SOFTMAX_FAMILIES)
 
 
@@ -507,7 +509,15 @@ def masked_gqa_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, q: float, kv: f
 
 
 def _attention_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, q: float, kv: float, heads: float, s_local: int) -> float:
-    """Per token: what attention keeps (q, kv are per-rank widths; heads per rank)."""
+    """Per token: what attention keeps (q, kv are per-rank widths; heads per rank). Flash / SDPA
+    (module docstring): q, k (after RoPE), v and the output in bf16, 2q + 2kv + 2kv + 2q, and the
+    fp32 log-sum-exp, 4 a head: 4q + 4kv + 4 heads -- measured to 0.1% in
+    h100_hf_activations.jsonl. MLA: k as wide as q, v and the output v_head_dim a head,
+    2q + 2q + 2v + 2v = 4q + 4v, and its two latents at 2 x 2 bytes an element (q_lora_rank,
+    kv_lora_rank + the RoPE key: two bf16 tensors of each, an assumption not measured here).
+    Eager (transformers' eager_attention_forward): no log-sum-exp, the K/V repeat_kv expands to
+    every head, 4 (q - kv), and per score eager_per_score's saved bytes (+2 for a soft-capped
+    score's tanh output), plus gpt-oss's row max index, 8 a head."""
     if m.is_mla:
         latent = 2 * 2 * (m.q_lora_rank or 0) + 2 * 2 * (m.kv_lora_rank + m.qk_rope_dim)
         v = heads * m.v_head_dim
@@ -593,7 +603,11 @@ def query_scale_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout):
 
 
 def _mlp_bytes(m: ModelSpec, prof: str, width: float) -> float:
-    """Per token, one MLP of (per-rank) width F."""
+    """Per token, one MLP of (per-rank) width F: Megatron-Core (TE's fused SwiGLU) fc1's output
+    and fc2's input, 4F + 2F = 6F gated, 4F otherwise; transformers' gated MLP gate out, act out,
+    up out and their product, 8F (4F ungated: fc1's output and the activation's), gpt-oss's
+    clamped GLU CLAMPED_GLU_BYTES x F (module docstring: Korthikanti et al. 2022 Table 2's
+    structure; memory-models.md section 10's measurements)."""
     gated = m.mlp in ("swiglu", "geglu")
     if prof == "megatron":
         return (6.0 if gated else 4.0) * width
@@ -664,6 +678,8 @@ def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool,
         if experts_cast_by_autocast(m):
             routed = routed + where(fp32_w, k * 2.0 * h, 0.0)
             fp32_w = False
+        # 8 bytes a token per expert: the router's scores over all experts, read as fp32 logits
+        # and fp32 probabilities -- an assumption, no measurement or source found for it
         mlp = routed_share * (8.0 * m.experts + where(fp32_w, 2.0, 1.0) * routed)
         mlp += fp32_router_copy(m, t, lay)
         if m.shared_width:
