@@ -41,6 +41,7 @@ from .logits import largest_block_bytes, logits_bytes, logits_forward_bytes
 from .megatron_adapters import megatron_adapter_states
 from ..vec import maximum, minimum, where
 
+# bytes in a GiB, the unit of gpus.yaml memory_gib and of every figure reported
 GIB = 2.0 ** 30
 
 
@@ -86,6 +87,11 @@ PHASES = ("forward", "backward-start", "backward-end", "optimizer-step")
 
 
 def _states(job: Job, lay: Layout, sp) -> st.States:
+    """The parameter-proportional states one rank of stage ``sp`` holds (kb/memory/states.py):
+    a frozen base and adapters (states.adapter_states; Megatron-Bridge's recipe for them,
+    megatron_adapters), or full training's (states.full_training_states, ZeRO-sharded per
+    Rajbhandari et al. 2020); for RLHF the trained models' states times their count and the
+    frozen ones' bf16 weights (states.frozen_bf16)."""
     m, t = job.model, job.training
     group, egroup = lay.shard_group, lay.expert_shard_group
     if t.training in ADAPTERS:
@@ -120,6 +126,8 @@ def _states(job: Job, lay: Layout, sp) -> st.States:
 
 
 def estimate_memory(job: Job, lay: Layout) -> MemoryEstimate:
+    """The peak memory of one GPU for ``job`` under ``lay`` (_peak; the module docstring), against
+    the GPU's memory_gib, with the step's largest tensor (logits.largest_block_bytes)."""
     peak, stage, phase, bd, stages, split = _peak(job, lay)
     capacity = job.cluster.gpu.memory_gib
     block = largest_block_bytes(job.model, job.training, lay) / GIB
@@ -196,6 +204,15 @@ def phase_live(s: st.States, lay, acts, copies, fwd_copies, logits_fwd, logits_p
 
 
 def _peak(job: Job, lay):
+    """Peak GiB over every stage and phase (module docstring):
+        peak = (persistent + held buffers + dequantised copy + dynamic + fragmentation x dynamic)
+               / GiB + CUDA context + NCCL + workspaces
+    persistent: weights, master weights, optimizer states, FP8 cache, frozen models and the
+    gradients a framework keeps (states.py); held: the framework's communication buffers in that
+    phase (overheads.py); dynamic: what phase_live says is live (activations, saved weight
+    copies, logits, backward working set, late gradients, optimizer temporaries). Returns
+    (peak, stage, phase, breakdown, per-stage rows, split peak); for a search's arrays the
+    peaks alone."""
     m, t, c = job.model, job.training, job.cluster
     scalar = isinstance(lay, Layout)
     nccl = ovh.nccl_gib(lay)
