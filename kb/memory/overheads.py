@@ -12,7 +12,7 @@ from ..schema import TrainingSpec
 from .activations import torchtitan_runs
 from .states import NF4_BYTES
 
-GIB = 2.0 ** 30
+GIB = 2.0 ** 30          # bytes in a GiB, the unit the overheads are added in
 
 # NCCL communicator buffers per process group the rank belongs to: 544 MB for 2-rank and
 # 688 MB for larger groups on A100 (NVIDIA/nccl issue #964); 0.6-0.7 GB per communicator on

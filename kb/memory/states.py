@@ -233,10 +233,13 @@ class States:
                                      # accumulated ones before adding them (deepspeed_zero12_grads)
 
     def at_step(self):
+        """Bytes of gradients at the optimizer step: step_grads, or ``grads`` where unset."""
         return self.grads if self.step_grads is None else self.step_grads
 
 
 def _shard(b: float, on, group):
+    """``b`` bytes, or b / group where ``on``: ZeRO's partition of a state over its data-parallel
+    group (Rajbhandari et al. 2020, section 5)."""
     return where(on, b / group, b)
 
 
@@ -255,6 +258,8 @@ def full_training_states(params_rank: float, gemm_rank: float, expert_rank: floa
     bf16_pipe = deepspeed_bf16_pipeline(t, zero, pp)
 
     def per(b_per_param: float, min_stage: int, also=False) -> float:
+        """Bytes of a state of ``b_per_param`` a parameter: dense over ``group``, experts over
+        ``expert_group``, sharded from ZeRO stage ``min_stage`` on (or where ``also``)."""
         on = (zero >= min_stage) | also
         return _shard(params_rank * b_per_param, on, group) + _shard(expert_rank * b_per_param, on, expert_group)
 
