@@ -1032,3 +1032,14 @@ def test_an_fsdp_adapter_job_hides_no_tp_behind_async_tp():
         job = build_job(model="llama-3-8b", gpus=8, seq_len=4096, global_batch=64, framework="fsdp", training=training)
         return run(job, "tp=2,dp=4,mbs=1,recompute=none,sp=on,zero=3").comm_by_kind_s["tp"]
     assert tp_s("pretrain") == pytest.approx(0.7 * tp_s("lora"), rel=1e-6)
+
+
+def test_eight_bit_adamw_step_under_a_master_weight_recipe_saves_its_moments_bytes():
+    """8-bit AdamW under DeepSpeed's fp32-master recipe (the Trainer at ZeRO 1) still reads the fp32
+    main parameter and gradient and writes both copies back; only its two moments shrink, from 4
+    bytes to 1, each read and written: 12 of fused AdamW's 30 bytes a parameter go, 18 remain."""
+    from shardwise.kb.perf.param_traffic import step_bytes_per_param
+    from shardwise.kb.schema import TrainingSpec
+    fused = step_bytes_per_param(TrainingSpec(seq_len=4096, framework="hf", optimizer="adamw-fused"), zero=1)
+    eight = step_bytes_per_param(TrainingSpec(seq_len=4096, framework="hf", optimizer="adamw-8bit"), zero=1)
+    assert (fused, eight) == (30.0, 18.0)

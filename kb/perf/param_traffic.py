@@ -45,6 +45,8 @@ ACCESSES = {"adamw-fused": 7, "adamw-foreach": 21, "adamw-single": 21, "adafacto
 CLIP_ACCESSES = 3
 DEEPSPEED_BF16_MASTER_COPIES = 2 * (2.0 + 2.0)
 MASTER_RECIPE_FUSED_BYTES = 30.0
+# 8-bit AdamW's two moments, each read and written, at 1 byte instead of fp32's 4: 2 x 2 x 3
+EIGHT_BIT_MOMENT_SAVING = 12.0
 
 
 def step_bytes_per_param(t: TrainingSpec, zero=0):
@@ -60,15 +62,16 @@ def step_bytes_per_param(t: TrainingSpec, zero=0):
 def _step_bytes(t: TrainingSpec, framework: str) -> float:
     """Bytes per updated parameter of ``framework``'s optimizer step (module docstring):
     fp32-master recipes (megatron, deepspeed; not at pure-bf16): MASTER_RECIPE_FUSED_BYTES, + 4
-    bytes per access an unfused AdamW adds over the fused one's 7; 8-bit AdamW there is taken at
-    30 - 6 = 24 bytes, a figure with no derivation here (counting its 1-byte moments, read and
-    written, in place of the fp32 ones gives 30 - 12 = 18). Otherwise accesses x the parameter
+    bytes per access an unfused AdamW adds over the fused one's 7; 8-bit AdamW there keeps the
+    recipe's fp32 main parameter and gradient but reads and writes its two moments at 1 byte
+    each instead of 4 (bitsandbytes' blockwise 8-bit state; its per-block scales are a few
+    bytes per 2,048 parameters, not counted): 30 - 2 x 2 x 3 = 18 bytes. Otherwise accesses x the parameter
     dtype (8-bit AdamW: 3 x dtype + 4), + CLIP_ACCESSES x dtype for gradient clipping, +
     DEEPSPEED_BF16_MASTER_COPIES under DeepSpeed at pure-bf16."""
     name = opt.implementation(t)
     dtype = 2.0 if t.precision == "pure-bf16" else 4.0
     if framework in ("megatron", "deepspeed") and t.precision != "pure-bf16":
-        extra = (ACCESSES.get(name, 7) - 7) * 4.0 if name != "adamw-8bit" else -6.0
+        extra = (ACCESSES.get(name, 7) - 7) * 4.0 if name != "adamw-8bit" else -EIGHT_BIT_MOMENT_SAVING
         return MASTER_RECIPE_FUSED_BYTES + extra
     body = 3.0 * dtype + 4.0 if name == "adamw-8bit" else ACCESSES[name] * dtype
     # DeepSpeed at pure-bf16 runs ZeRO 1-3 only (kb/validity.py deepspeed-pure-bf16-zero)
