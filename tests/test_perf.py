@@ -910,6 +910,10 @@ def test_zero3_over_a_thousand_ranks_pays_each_layers_ring_latency():
     link = comm.Link(1e12, 6e-6)
     assert comm.all_gather(link, 1024, 0.0) == pytest.approx(1023 * 6e-6)
     assert comm.all_reduce(link, 1024, 0.0) == pytest.approx(20 * 6e-6)      # NCCL's tree: 2 log2 n
+    # a small group's ring all-reduce is a reduce-scatter then an all-gather: 2 (n - 1) steps
+    assert comm.all_reduce(link, 2, 0.0) == pytest.approx(2 * 6e-6)
+    assert comm.all_reduce(link, 4, 0.0) == pytest.approx(4 * 6e-6)          # 6 ring steps, 4 tree steps
+    assert comm.all_to_all(link, 2, 0.0) == pytest.approx(6e-6)
 
 
 def test_the_trainers_fp32_experts_run_at_each_gpus_own_fp32_rate():

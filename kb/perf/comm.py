@@ -120,18 +120,19 @@ def collective_link(c: ClusterSpec, size, stride) -> Link:
     return Link(minimum(cap, per_domain * link.bw), link.latency_s)
 
 
-def _alpha(link: Link, n):
-    """Latency of an all-reduce or all-to-all over ``n`` ranks: alpha x min(n - 1, 2 ceil(log2 n)),
-    a ring's steps for small groups, a binary tree's up and down beyond (NCCL's Tree algorithm,
-    NCCL docs NCCL_ALGO). The ring's n - 1 is an assumption: Thakur et al. 2005's ring all-reduce
-    (reduce-scatter, then all-gather) takes 2 (n - 1) steps."""
-    return link.latency_s * minimum(n - 1, 2 * ceil_log2(n))
+def _alpha(link: Link, n, ring_steps):
+    """Latency of a collective over ``n`` ranks: alpha x min(ring_steps, 2 ceil(log2 n)), a ring's
+    steps for small groups, a binary tree's up and down beyond (NCCL's Tree algorithm, NCCL docs
+    NCCL_ALGO). A ring all-reduce is a reduce-scatter then an all-gather, 2 (n - 1) steps
+    (Thakur et al. 2005); an all-to-all issues its n - 1 sends at once."""
+    return link.latency_s * minimum(ring_steps, 2 * ceil_log2(n))
 
 
 def all_reduce(link: Link, n, nbytes):
-    """Ring all-reduce of ``nbytes`` per rank: 2 (n-1)/n x S / bw + _alpha (Thakur et al. 2005;
-    nccl-tests PERFORMANCE.md: busbw = algbw x 2 (n-1)/n); 0 for one rank."""
-    return where(n <= 1, 0.0, 2 * (n - 1) / n * nbytes / link.bw + _alpha(link, n))
+    """Ring all-reduce of ``nbytes`` per rank: 2 (n-1)/n x S / bw + _alpha over 2 (n - 1) ring
+    steps (Thakur et al. 2005; nccl-tests PERFORMANCE.md: busbw = algbw x 2 (n-1)/n); 0 for one
+    rank."""
+    return where(n <= 1, 0.0, 2 * (n - 1) / n * nbytes / link.bw + _alpha(link, n, 2 * (n - 1)))
 
 
 def all_gather(link: Link, n, nbytes):
@@ -141,8 +142,8 @@ def all_gather(link: Link, n, nbytes):
 
 
 def all_to_all(link: Link, n, nbytes):
-    """All-to-all: (n-1)/n x S / bw, the sends to every peer issued at once (alpha as all_reduce's)."""
-    return where(n <= 1, 0.0, (n - 1) / n * nbytes / link.bw + _alpha(link, n))
+    """All-to-all: (n-1)/n x S / bw, the sends to every peer issued at once (_alpha over n - 1)."""
+    return where(n <= 1, 0.0, (n - 1) / n * nbytes / link.bw + _alpha(link, n, n - 1))
 
 
 reduce_scatter = all_gather
