@@ -29,6 +29,13 @@ from .torchtitan_build import scales_query_by_position
 # as the estimate sized them; FlashAttention-2 is TE's flash backend (flash-attn). The default
 # stands for "flash" (the cuDNN class) and "sdpa", which Megatron has no kernel of its own for.
 ATTENTION_BACKEND = {"eager": "unfused", "flash2": "flash"}
+# --tp-comm-overlap is Transformer Engine's userbuffers, written for NVLink; ROCm's fork ported it
+# only in 2026 (ROCm/TransformerEngine#367, merged March 2026: "HIP only supports P2P operations",
+# the ring-exchange overlaps), so an AMD GPU's script says what the flag needs.
+ROCM_TP_OVERLAP = ("--tp-comm-overlap on an AMD GPU needs a ROCm Transformer Engine with the userbuffers port "
+                   "(ROCm/TransformerEngine#367, March 2026; P2P ring-exchange overlaps only): in an older ROCm "
+                   "container drop the flag, and TP's all-gather / reduce-scatter then run unhidden, slower than "
+                   "the estimate")
 # flash-attn's head-dimension limit (TE dot_product_attention/utils.py get_attention_backend)
 FLASH_ATTN_MAX_HEAD_DIM = 256
 
@@ -582,6 +589,8 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
         a += ["--sequence-parallel"]
     if megatron_tp_overlap(lay, tg.job.cluster):
         a += ["--tp-comm-overlap"]           # the estimate's `tp` overlap (kb/frameworks.py)
+        if tg.job.cluster.intra.name.startswith("infinity-fabric"):
+            caveats.append(ROCM_TP_OVERLAP)
     a += ["--pipeline-model-parallel-size", lay.pp]
     custom = pipeline_layout(m, lay.pp, lay.vp)
     if custom:

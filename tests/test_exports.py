@@ -530,6 +530,22 @@ def test_megatron_asks_no_tp_overlap_where_the_tp_group_talks_over_pcie():
     assert "--tp-comm-overlap" in script("h100-sxm")
 
 
+def test_megatron_says_what_tp_overlap_needs_on_an_amd_gpu():
+    """--tp-comm-overlap is Transformer Engine's userbuffers, written for NVLink; ROCm's Transformer
+    Engine gained a port only in 2026 (ROCm/TransformerEngine#367, P2P ring-exchange overlaps only),
+    so an MI300X script that asks for it without a word fails in an older ROCm container. The flag
+    stays where the estimate hides TP time, and the script says what it needs; an H100's does not."""
+    def script(gpu):
+        job = build_job(model="llama-3-70b", gpus=8, gpu=gpu, seq_len=4096, global_batch=64)
+        lay = Layout(tp=8, pp=1, dp=1, zero=0, sp=True, mbs=1, grad_accum=64)
+        return export("megatron", Target(job, lay)).files["megatron_pretrain.sh"]
+    amd, nvidia = script("mi300x"), script("h100-sxm")
+    assert "--tp-comm-overlap" in amd and "--tp-comm-overlap" in nvidia
+    said = [line for line in amd.splitlines() if line.startswith("#") and "--tp-comm-overlap" in line]
+    assert len(said) == 1 and "ROCm" in said[0] and "TransformerEngine#367" in said[0], said
+    assert not any(line.startswith("#") and "ROCm" in line for line in nvidia.splitlines())
+
+
 def test_megatron_asks_no_tp_overlap_for_a_tp_group_split_over_two_racks():
     """On 136 GB200 the job takes two racks of 68 (kb/schema.ClusterSpec.domain_block): a TP 8
     group at ranks 64-71 has half its members in each, so TE's userbuffers (one NVLink domain)
