@@ -49,7 +49,11 @@ def evaluate(job: Job, lay: Layout, mem=None, st=None) -> dict:
 
 
 def _intra_kind(name: str) -> str:
-    return "pcie" if name.startswith("pcie") else ("nvlink" if name.startswith("nvlink") else name)
+    # one kind per fabric, whatever its generation (nvlink4, infinity-fabric-4): the kinds a rule may name
+    for kind in ("pcie", "nvlink", "infinity-fabric"):
+        if name.startswith(kind):
+            return kind
+    return name
 
 
 def job_facts(job: Job, global_batch: int) -> dict:

@@ -8,7 +8,7 @@ from shardwise.kb.infer import infer_model
 from shardwise.kb.params import total_params
 
 REQUIRED_GPUS = ["a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h100-nvl", "h200", "b200", "gb200", "l40s",
-                 "mi300x", "mi325x"]
+                 "mi300x", "mi325x", "mi355x"]
 REQUIRED_MODELS = ["llama-3-70b", "llama-3-8b", "llama-3.1-405b", "mixtral-8x7b", "gpt-3-175b", "bloom-176b",
                    "falcon-180b", "llama-2-70b", "deepseek-v3", "qwen2.5-7b"]
 REQUIRED_LINKS = ["nvlink3", "nvlink4", "nvlink5", "pcie4", "pcie5", "infiniband-hdr", "infiniband-ndr",
@@ -57,6 +57,23 @@ def test_the_link_kinds_rules_may_compare_are_those_of_the_catalog():
     links = [catalog.link(n) for n in catalog.link_names()]
     assert set(VALUES["cluster.intra_kind"]) == {_intra_kind(ln.name) for ln in links if ln.kind == "intra"}
     assert set(VALUES["cluster.inter_kind"]) == {ln.name.split("-")[0] for ln in links if ln.kind == "inter"}
+
+
+def test_mi355x_is_cdna4_at_twice_the_mi300x_tensor_rate_on_its_own_fabric():
+    """An MI355X team got 'unknown GPU': the catalog now has it as AMD's datasheet gives it --
+    288 GB, 8 TB/s, dense BF16 2.5 PF and FP8 twice that (256 CUs at 2.4 GHz, against the MI300X's
+    304 at 2.1 GHz and half the matrix rate a CU), on a fourth-generation Infinity Fabric whose
+    seven links are faster than the MI300X's, still a mesh without a switch."""
+    mi355, mi300 = catalog.gpu("mi355x"), catalog.gpu("mi300x")
+    assert mi355.memory_gib > 1.4 * mi300.memory_gib and mi355.hbm_gbps == 8000
+    assert mi355.peak_tflops("fp8") == pytest.approx(2 * mi355.peak_tflops("bf16"))
+    assert mi355.peak_tflops("bf16") / mi300.peak_tflops("bf16") == pytest.approx(256 * 2.4 * 2 / (304 * 2.1), rel=1e-3)
+    fabric = catalog.link(mi355.intra_link)
+    assert fabric.kind == "intra" and fabric.peer_gbps == pytest.approx(153.6 / 2)
+    assert fabric.gbps == pytest.approx(7 * fabric.peer_gbps)
+    assert fabric.peer_gbps > catalog.link(mi300.intra_link).peer_gbps
+    assert not mi355.mxfp8          # the flag gates NVIDIA's Blackwell-only recipes
+    assert not mi355.speed_checked_on and mi355.sustained_share == 1.0
 
 
 def test_unknown_names_suggest_the_nearest():

@@ -229,6 +229,11 @@ BAD = [
     # 'nvlink' on an MI300X was taken silently as its Infinity Fabric
     (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--gpu", "mi300x", "--interconnect", "nvlink"],
      "this GPU's link inside a node is infinity-fabric, not NVLink"),
+    # the MI355X's fourth-generation Infinity Fabric is its own, as the MI300X's is
+    (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--gpu", "mi355x", "--interconnect", "nvlink"],
+     "this GPU's link inside a node is infinity-fabric-4, not NVLink"),
+    (["recommend", "--model", "llama-3-8b", "--gpus", "8", "--gpu", "mi355x", "--interconnect", "infinity-fabric"],
+     "this GPU's link inside a node is infinity-fabric-4; allowed: infinity-fabric-4, pcie (pcie5)"),
     # a node larger than the GPU's NVLink domain would be timed as one NVLink island
     (["recommend", "--model", "llama-3-70b", "--gpus", "32", "--gpu", "h100-sxm", "--gpus-per-node", "16"],
      "h100-sxm's nvlink4 joins at most 8 GPUs"),

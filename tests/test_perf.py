@@ -892,6 +892,20 @@ def test_mi300x_groups_smaller_than_the_node_run_on_their_own_xgmi_links():
     assert comm.collective_link(h100.cluster, 2, 1).bw == pytest.approx(comm.collective_link(h100.cluster, 8, 1).bw)
 
 
+def test_mi355x_groups_run_on_their_own_faster_xgmi_links():
+    """The MI355X is wired as the MI300X, a switchless mesh of eight, at 76.8 GB/s a link each way
+    (kb/data/links.yaml infinity-fabric-4): a TP 2 pair gets one link, the whole node seven, and
+    both are 1.2 times the MI300X's."""
+    from shardwise.kb.perf import comm
+    c = build_job(model="llama-3-70b", gpus=8, gpu="mi355x", seq_len=4096, global_batch=32).cluster
+    old = build_job(model="llama-3-70b", gpus=8, gpu="mi300x", seq_len=4096, global_batch=32).cluster
+    eff = c.intra.efficiency
+    assert comm.collective_link(c, 2, 1).bw == pytest.approx(76.8e9 * eff)
+    assert comm.collective_link(c, 8, 1).bw == pytest.approx(7 * 76.8e9 * eff)
+    for size in (2, 8):
+        assert comm.collective_link(c, size, 1).bw == pytest.approx(1.2 * comm.collective_link(old, size, 1).bw)
+
+
 def test_zero3_over_a_thousand_ranks_pays_each_layers_ring_latency():
     """FSDP and ZeRO-3 gather and reduce-scatter one layer at a time, and NCCL runs those
     collectives on rings only (no tree), so each pays the link's latency on every one of its n - 1
