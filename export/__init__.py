@@ -126,6 +126,7 @@ def _window_kernel_carried(framework: str, job) -> list[str]:
     if framework in WHOLE_RUNS or not window_kernel(job):
         return []
     kernel = ('"flash_attention_2"' if job.training.attention == "flash2" else
+              '"flash_attention_2", ROCm\'s flash-attn having no FlashAttention-3' if job.cluster.gpu.rocm else
               '"flash_attention_3") (or "flash_attention_2", sized by --attention flash2')
     return [f"sliding windows sized for a flash-attn kernel: your script's from_pretrained(..., "
             f"attn_implementation={kernel}), which no key of this file sets; transformers' default, sdpa, masks the "

@@ -589,7 +589,7 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
         a += ["--sequence-parallel"]
     if megatron_tp_overlap(lay, tg.job.cluster):
         a += ["--tp-comm-overlap"]           # the estimate's `tp` overlap (kb/frameworks.py)
-        if tg.job.cluster.intra.name.startswith("infinity-fabric"):
+        if tg.job.cluster.gpu.rocm:
             caveats.append(ROCM_TP_OVERLAP)
     a += ["--pipeline-model-parallel-size", lay.pp]
     custom = pipeline_layout(m, lay.pp, lay.vp)

@@ -194,7 +194,10 @@ def window_kernel(job: Job) -> list[str]:
     if t.attention not in WINDOWED_KERNELS or m.family in NO_SDPA or m.attn_softcap or not m.sliding_layers \
             or not dense_local_mask(m, t.model_copy(update={"attention": "sdpa"})):
         return []
+    # ROCm's flash-attn has no FlashAttention-3 (Dao-AILab/flash-attention#1653): an AMD GPU runs flash-attn 2
     kernel = ("attn_implementation flash_attention_2" if t.attention == "flash2" else
+              "attn_implementation flash_attention_2, ROCm's flash-attn having no FlashAttention-3"
+              if job.cluster.gpu.rocm else
               "attn_implementation flash_attention_3; --attention flash2 for flash_attention_2")
     return [f"attention {t.attention}: {m.name}'s {m.sliding_layers} sliding-window layers ({m.sliding_window:,} "
             f"tokens) are timed and sized as a flash-attn kernel runs them ({kernel}); transformers' "

@@ -305,6 +305,13 @@ class GPUSpec(_Frozen):
     source: str = ""
 
     @property
+    def rocm(self) -> bool:
+        """An AMD Instinct GPU, known by its own Infinity Fabric inside the node (kb/data/gpus.yaml
+        intra_link): it runs ROCm's builds of the kernels, which lack NVIDIA-only ones
+        (FlashAttention-3, Transformer Engine's userbuffers before 2026)."""
+        return self.intra_link.startswith("infinity-fabric")
+
+    @property
     def link_joins(self) -> int:
         """The most GPUs its own fast link joins in one node: its NVLink domain (the 8-GPU
         baseboard of an H100 SXM, an NVL72 rack), else its usual server."""

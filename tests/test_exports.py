@@ -1487,6 +1487,29 @@ def test_flash2_on_sliding_windows_names_flash_attention_2_in_the_answer_and_the
         assert "flash_attention_3" not in carried[0]
 
 
+def test_an_amd_gpu_is_not_told_to_ask_for_flashattention_3_on_sliding_windows():
+    """Gemma 3 12B under the Trainer at 8K on MI300X: the answer and the DeepSpeed / FSDP2 /
+    Accelerate files told the user's from_pretrained to ask for attn_implementation
+    "flash_attention_3" -- flash-attn's Hopper build, which ROCm's flash-attn does not have
+    (Dao-AILab/flash-attention#1653: no flash_attn_interface on MI300X). On an AMD GPU both name
+    flash_attention_2, ROCm's CK / Triton build; an H100 is still told flash_attention_3."""
+    from shardwise.kb.resolve import assumptions
+
+    def said(gpu):
+        job = build_job(model="gemma-3-12b", gpus=16, gpu=gpu, training="finetune", framework="hf", seq_len=8192)
+        answer = [a for a in assumptions(job) if "sliding-window layers" in a]
+        out = export_all(Target(job, Layout(dp=16, zero=3, mbs=1, recompute="full")))
+        files = [c for fw in ("deepspeed", "fsdp", "accelerate") for c in out[fw].get("caveats", [])
+                 if "sliding windows sized for a flash-attn kernel" in c]
+        return answer, files
+    answer, files = said("mi300x")
+    assert len(answer) == 1 and len(files) == 3, (answer, files)
+    for text in answer + files:
+        assert "flash_attention_3" not in text and "flash_attention_2" in text and "ROCm" in text, text
+    answer, files = said("h100-sxm")
+    assert all("flash_attention_3" in text for text in answer + files)
+
+
 def test_torchtitan_cannot_build_ministral3s_position_scaled_query_past_its_original_positions(tmp_path):
     """Ministral 3 multiplies the query by 1 + 0.1 x log(1 + floor(position / 16,384)): 1 below
     16,384 positions, so llama3's attention builds it there, but past them no torchtitan 0.3
