@@ -14,9 +14,9 @@ import re
 import reprlib
 from pathlib import Path
 
-from .errors import InputError, read_input_file, too_long_number
-from .params import total_params
-from .schema import ModelSpec
+from ..errors import InputError, read_input_file, too_long_number
+from ..params import total_params
+from ..schema import ModelSpec
 
 # model_type -> (family, extra fields set on the spec); the MLP's activation is read from the file
 # (_activation: the Gemmas' default GELU gates a GeGLU, the others' SiLU a SwiGLU)
@@ -1261,7 +1261,7 @@ def _mtp_note(cfg: dict, path: str, model: ModelSpec) -> tuple[str, ...]:
     n = _field(cfg, path, "num_nextn_predict_layers", "num_mtp_layers", required=False, default=0)
     if not n:
         return ()
-    from .params import layer_params
+    from ..params import layer_params
     h = model.hidden
     each = layer_params(model, moe=model.is_moe).total + 2 * h * h + 3 * h
     return (f"config.json's num_nextn_predict_layers {n}: the multi-token-prediction module ({n} more decoder "
