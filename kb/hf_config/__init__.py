@@ -5,18 +5,25 @@ is refused with the list. A mistyped field is refused naming the field; a missin
 transformers' config class has a default for it, which is then used (CLASS_DEFAULTS, or the
 generic ones). What the file describes but the estimate does not size is said in the output
 (ModelSpec.reading_notes).
+
+The reading is split by concept, one module each:
+
+- fields.py: one field read and checked; a value as a refusal quotes it
 """
 from __future__ import annotations
 
 import json
 import os
 import re
-import reprlib
 from pathlib import Path
 
 from ..errors import InputError, read_input_file, too_long_number
 from ..params import total_params
 from ..schema import ModelSpec
+from .fields import FIELD_MAX, PARAMS_MAX, _field, _index, _show
+
+__all__ = ["read_hf_config", "MAX_POSITIONS_DEFAULT", "SUPPORTED", "llama4_vision_params", "pixtral_params"]
+
 
 # model_type -> (family, extra fields set on the spec); the MLP's activation is read from the file
 # (_activation: the Gemmas' default GELU gates a GeGLU, the others' SiLU a SwiGLU)
@@ -316,48 +323,6 @@ LLAMA4_TEXT_DEFAULTS = {
 }
 # a top-level gemma3_text config.json takes Gemma3TextConfig's defaults as a wrapped one does
 CLASS_DEFAULTS["gemma3_text"] = {k: GEMMA3_TEXT_DEFAULTS[k] for k in ("num_key_value_heads", "head_dim", "sliding_window")}
-
-
-# No shape field of a real model comes near 2^31 (vocabularies ~2^18, hidden sizes ~2^14); a
-# larger one overflows the estimators' 64-bit products instead of being refused.
-FIELD_MAX = 2 ** 31 - 1
-# The sizes this tool answers for, as for --params (kb/infer.py)
-PARAMS_MAX = 10 ** 13
-
-# A value from the file, as a refusal quotes it: a few levels and items deep and a few dozen
-# characters long, so that a 16 MB list or a deeply nested one still gives one short line
-_REPR = reprlib.Repr()
-_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 2, 4, 3, 40, 40
-
-
-def _show(v) -> str:
-    return _REPR.repr(v)
-
-
-def _field(cfg: dict, path: str, *names: str, required: bool = True, default=None, kind=int, least: int = 0):
-    """The value of the first of ``names`` (one field and its aliases) the file gives, checked.
-    Two aliases with different values are refused: which one transformers keeps depends on the
-    order its config class assigns them (an attribute_map alias is set through
-    PretrainedConfig.__setattr__ after the class's own argument, configuration_utils.py), and
-    taking the first silently sized a Mixtral with num_local_experts 8 and num_experts 16 as 8."""
-    given = [(n, cfg[n]) for n in names if cfg.get(n) is not None]
-    if len({repr(v) for _, v in given}) > 1:
-        (a, va), (b, vb) = given[:2]
-        raise InputError(f"{path}: fields '{a}' ({_show(va)}) and '{b}' ({_show(vb)}) name the same setting with "
-                         f"different values; give one of them, or the same value in both")
-    for n in names:
-        if n in cfg and cfg[n] is not None:
-            v = cfg[n]
-            if kind is int and (isinstance(v, bool) or not isinstance(v, int) or not least <= v <= FIELD_MAX):
-                raise InputError(f"{path}: field '{n}' must be an integer from {least} to {FIELD_MAX}, got {_show(v)}")
-            if kind is bool and not isinstance(v, bool):
-                raise InputError(f"{path}: field '{n}' must be true or false, got {_show(v)}")
-            if kind is float and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1e12):
-                raise InputError(f"{path}: field '{n}' must be a positive number, got {_show(v)}")
-            return v
-    if required:
-        raise InputError(f"{path}: missing field '{names[0]}' needed for a {cfg.get('model_type')} model")
-    return default
 
 
 # Gemma 2's and Gemma 3's config classes' defaults (transformers configuration_gemma2.py,
@@ -1288,14 +1253,6 @@ def _olmoe_checks(cfg: dict, path: str, spec: dict) -> None:
         raise InputError(f"{path}: head_dim {spec['head_dim']} x num_attention_heads {spec['heads']} is not "
                          f"hidden_size {spec['hidden']}; supported for olmoe: heads that span hidden_size (its "
                          "q_norm is hidden_size wide)")
-
-
-def _index(cfg: dict, path: str, name: str, default: int) -> int:
-    """A layer index config.json may give negative (transformers compares it as it is)."""
-    v = cfg.get(name, default)
-    if isinstance(v, bool) or not isinstance(v, int) or abs(v) > FIELD_MAX:
-        raise InputError(f"{path}: field '{name}' must be an integer layer index, got {_show(v)}")
-    return v
 
 
 def _ernie_fields(cfg: dict, path: str, spec: dict) -> dict:
