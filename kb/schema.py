@@ -156,7 +156,7 @@ class ModelSpec(_Frozen):
     source: str = ""
     inferred: bool = False
     # what the model's config.json describes that the estimate does not size (a vision tower, a
-    # quantisation it does not apply), said among the answer's assumptions (kb/hf_config.py)
+    # quantisation it does not apply), said among the answer's assumptions (kb/hf_config/read.py)
     reading_notes: tuple[str, ...] = ()
 
     @field_validator("rope_params", mode="before")
@@ -195,7 +195,7 @@ class ModelSpec(_Frozen):
         least = 2 if self.router_topk_method == "noaux_tc" else 1
         if self.router_topk_method in ("noaux_tc", "group_limited_greedy") and not (
                 g and self.experts % g == 0 and self.experts // g >= least and 0 < k <= g):
-            # the one check for the catalog and config.json (kb/hf_config._router), in both names
+            # the one check for the catalog and config.json (kb/hf_config/moe.py _router), in both names
             raise ValueError(f"n_group ({g}) and topk_group ({k}) must be an n_group that divides the "
                              f"{self.experts} routed experts{' into groups of two or more' if least == 2 else ''} "
                              f"and a topk_group from 1 to n_group, for topk_method "

@@ -1,5 +1,5 @@
 """config.json files of the models in the catalog (kb/data/models.yaml), as their Hugging Face
-repositories publish them, with the fields the reader (kb/hf_config.py) reads. Each catalog entry
+repositories publish them, with the fields the reader (kb/hf_config/) reads. Each catalog entry
 must describe the model read_hf_config builds from its file (tests/test_params.py). Where a file
 is vendored elsewhere, the comment names where it was copied from. rms_norm_eps is written where the
 file's differs from its config class's default (LlamaConfig's and MistralConfig's 1e-6 are not

@@ -1,4 +1,4 @@
-"""Reading a Hugging Face config.json (kb/hf_config.py), as a user review found it: the model's
+"""Reading a Hugging Face config.json (kb/hf_config/), as a user review found it: the model's
 name (never a cache revision hash, the same for the same input wherever it lies), the MLP's
 activation (hidden_act / hidden_activation: read, mapped to the gated MLP it builds, or refused),
 and one-line refusals that say what is wrong in the file's own words."""
@@ -314,7 +314,8 @@ def test_a_left_out_max_position_embeddings_takes_the_config_class_default_and_s
         err = refused(run_cli, "recommend", "--hf-config", path, "--gpus", "8")
         assert "'max_position_embeddings' must be an integer from 1" in err
     # every supported model type has its class's default
-    from shardwise.kb.hf_config import MAX_POSITIONS_DEFAULT, SUPPORTED
+    from shardwise.kb.hf_config.defaults import MAX_POSITIONS_DEFAULT
+    from shardwise.kb.hf_config.model_types import SUPPORTED
     assert set(MAX_POSITIONS_DEFAULT) == set(SUPPORTED)
 
 

@@ -572,7 +572,7 @@ def test_llama4_wrapper_reads_its_text_config_and_sizes_its_vision_tower_in_word
     p.write_text(json.dumps(cfg))
     m = read_hf_config(str(p))
     assert total_params(m) == 400_711_848_960
-    from shardwise.kb.hf_config import llama4_vision_params
+    from shardwise.kb.hf_config.vision import llama4_vision_params
     assert llama4_vision_params(vision, m.hidden) == 401_583_781_376 - 400_711_848_960
     assert any("vision tower" in n and "about 872M" in n for n in m.reading_notes)
     # a text_config that gives only some shapes takes Llama4TextConfig's (Scout's) for the rest
@@ -627,7 +627,7 @@ def test_mistral3_reads_its_mistral_text_config_with_the_checkpoints_untied_head
     language model, 671,088,640 (V x h) fewer -- but
     the checkpoint stores lm_head apart and from_pretrained keeps it (transformers issue #42313), so
     the untied count is the one trained, and the answer says why."""
-    from shardwise.kb.hf_config import pixtral_params
+    from shardwise.kb.hf_config.vision import pixtral_params
     p = tmp_path / "Mistral-Small-3.2-24B-Instruct-2506" / "config.json"
     p.parent.mkdir()
     p.write_text(json.dumps(MISTRAL_SMALL_32))
@@ -650,7 +650,7 @@ def test_mistral3_small_shapes_count_as_transformers_builds_them(tmp_path, tie_a
     ties it) or a wrapper that unties it; the Pixtral tower and projector with biases, a 3 x 3 patch
     merger and two feature layers concatenated: 878,080 either way. A text_config without a
     model_type is MistralConfig's."""
-    from shardwise.kb.hf_config import pixtral_params
+    from shardwise.kb.hf_config.vision import pixtral_params
     text = {"hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4,
             "num_key_value_heads": 2, "head_dim": 96, "vocab_size": 1000}
     if tie_at == "text":

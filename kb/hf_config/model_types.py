@@ -195,6 +195,7 @@ def _sparse_attention(cfg: dict, path: str, mt, supported: str) -> None:
                          f"{', '.join(INDEXER_FIELDS)} (DeepSeek-V3, V3.1, R1: dense multi-latent attention)")
 
 
+# the model_types whose attention is DeepSeek's multi-latent attention (no head_dim of its own)
 MLA_TYPES = ("deepseek_v2", "deepseek_v3")
 
 
