@@ -88,7 +88,7 @@ def shared_projections(m: ModelSpec) -> list[tuple[int, int]]:
     output_linear (FUSED_SHARED_MLP; modeling_granitemoeshared.py GraniteMoeSharedMLP), and
     Qwen2-MoE's shared_expert_gate (h x 1; modeling_qwen2_moe.py Qwen2MoeSparseMoeBlock); none
     without a shared expert. The parameters (shared_adapter_params) and the per-token traffic
-    (perf/compute.lora_bytes_per_token) both read it."""
+    (perf/traffic.lora_bytes_per_token) both read it."""
     if not m.shared_width:
         return []
     mlp = mlp_projections(m, m.shared_width, fused=m.family in FUSED_SHARED_MLP)

@@ -31,16 +31,17 @@ from ..defaults import ADAPTERS
 from ..frameworks import profile as framework_profile
 from ..memory.activations import (RESIDUAL_DROPOUT_SITES, adapter_input_cast, attention_dropout_applied,
                                   dense_local_mask, experts_cast_by_autocast, fp32_weights_under_autocast,
-                                  local_layers, residual_dropout_bytes, routed_copies, sdpa_gets_mask)
-from ..memory.peft_experts import (ADAPTED_EXPERT_FAMILIES, merges_experts, peft_on_transformers,
-                                   shared_projections)
-from ..memory.states import megatron_adapter_linears
+                                  local_layers, residual_dropout_bytes, routed_copies, sdpa_gets_mask,
+                                  tokens_local)
+from ..memory.peft_experts import merges_experts
 from ..layout import Layout
-from ..params import attention_projections, layer_params, mlp_projections
+from ..params import layer_params
 from ..schema import GPUSpec, ModelSpec, TrainingSpec
 from ..vec import maximum, minimum, where
 from .flops import attention_flops_at, window_keys
 from .unfused import expert_bias_bytes, glu_clamp_bytes, unfused_rope_bytes
+from .traffic import (FROZEN_GEMM_SHARE, MERGED_BYTES_PER_PARAM, dropout_traffic, fp32_residual_bytes,
+                      lora_bytes_per_token)
 from ..memory.logits import vocab_shards
 
 # The four efficiency constants: fitted (E_GEMM, D0, B0) or measured (E_ATTN) as the module
@@ -133,15 +134,6 @@ def flash_kernel_rate(t: TrainingSpec, gpu: GPUSpec, blocks: float) -> float:
 # 2 written), the scaling's (2 + 2), dS read for dQ and dK (2 + 2): 32. 58 in all.
 EAGER_FORWARD_BYTES_PER_SCORE = 26.0
 EAGER_BYTES_PER_SCORE = 58.0
-
-
-def dropout_traffic(element: float, forward_only: bool = False) -> float:
-    """Bytes a dropout in training moves per element of ``element`` bytes, through the fused kernel
-    a GPU runs (native_dropout, aten/src/ATen/native/cuda/Dropout.cu): forward it reads the input
-    (e) and writes the output (e) and the bool mask (1); backward native_dropout_backward reads the
-    gradient (e) and the mask (1) and writes the input's gradient (e): 2 e + 1 forward, 4 e + 2 in
-    all. Counted, not fitted."""
-    return 2.0 * element + 1.0 if forward_only else 4.0 * element + 2.0
 
 
 # Config.json's attention_dropout on eager attention's bf16 scores (kb/memory/activations
@@ -250,160 +242,171 @@ class LayerTime:
         return self.gemm + self.attention + self.elementwise
 
 
-def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bool) -> LayerTime:
-    """Forward + backward seconds of one layer for one micro-batch on one rank (no recompute)."""
-    tp = lay.tp
-    tokens = lay.mbs * t.seq_len / lay.cp
-    h = m.hidden
-    gemm_peak = gpu.sustained_tflops(t.precision) * 1e12
+def hbm_seconds(nbytes: float, gpu: GPUSpec) -> float:
+    """Seconds a layer's memory-bound kernels take to move ``nbytes``: nbytes / (hbm_gbps x 1e9),
+    the datasheet bandwidth (kb/data/gpus.yaml) the profiles' elementwise bytes were fitted
+    against (module docstring), not HBM_EFFICIENCY of it."""
+    return nbytes / (gpu.hbm_gbps * 1e9)
+
+
+def gemm_seconds(M: float, N: float, K: float, t: TrainingSpec, gpu: GPUSpec) -> float:
+    """6 M N K / (peak x eta_g(min(M, N, K)) x FP8 factor): forward, dgrad and wgrad GEMMs, at the
+    job's precision's sustained peak; FP8 GEMMs at FP8_EFFICIENCY of it."""
     fp8 = FP8_EFFICIENCY if t.precision == "fp8" else 1.0
-    q, kv, o = m.q_width / tp, maximum(m.kv_width / tp, m.hd), m.attn_out_width / tp
+    return 6.0 * M * N * K / (gpu.sustained_tflops(t.precision) * 1e12 * gemm_efficiency(minimum(M, N, K)) * fp8)
+
+
+def mlp_shapes(m: ModelSpec, M: float, f: float) -> list:
+    """GEMM shapes (M, N, K) of an MLP of width ``f`` on M tokens: gate and up (swiglu, geglu) or
+    up alone, each h -> f, then down f -> h."""
     n_mlp_in = 2 if m.mlp in ("swiglu", "geglu") else 1
+    return [(M, f, m.hidden)] * n_mlp_in + [(M, m.hidden, f)]
 
-    def mlp(M: float, f: float) -> list:
-        return [(M, f, h)] * n_mlp_in + [(M, h, f)]
 
+def attention_shapes(m: ModelSpec, tp: float, tokens: float) -> list:
+    """GEMM shapes (M, N, K) of the attention projections on one TP rank: q, k, v (at least one
+    head's width each, kv heads replicated below TP) and o; MLA's q down/up projections, its
+    joint kv down projection (kv_lora_rank + rope dims), the kv up projection and o."""
+    h = m.hidden
+    q, kv, o = m.q_width / tp, maximum(m.kv_width / tp, m.hd), m.attn_out_width / tp
     if m.is_mla:
         ql = m.q_lora_rank or h
-        shapes = [(tokens, ql, h), (tokens, m.kv_lora_rank + m.qk_rope_dim, h), (tokens, q, ql),
-                  (tokens, m.heads * (m.qk_nope_dim + m.v_head_dim) / tp, m.kv_lora_rank), (tokens, h, o)]
-    else:
-        shapes = [(tokens, q, h), (tokens, kv, h), (tokens, kv, h), (tokens, h, o)]
-    expert_shapes, local_experts = [], 0.0
-    if moe:
-        shapes.append((tokens, m.experts, h))                        # router
-        if m.shared_width:
-            shapes += mlp(tokens, m.shared_width / tp)
-        local_experts = m.experts / lay.ep
-        # balanced routing: each local expert sees tokens x top_k / experts of every EP rank's
-        # tokens; the MoE layer runs on the SP-sharded tokens, re-gathered over expert-TP only
-        # (Megatron-Core MoE: tokens/tp x etp per rank)
-        # (transformers' Llama 4 runs every token through every expert: activations.routed_copies)
-        expert_shapes = mlp(moe_tokens(tokens, lay) * routed_copies(m, t, lay) * lay.ep / m.experts,
-                            m.expert_ffn / lay.etp)
-    else:
-        shapes += mlp(tokens, m.ffn / tp)
+        return [(tokens, ql, h), (tokens, m.kv_lora_rank + m.qk_rope_dim, h), (tokens, q, ql),
+                (tokens, m.heads * (m.qk_nope_dim + m.v_head_dim) / tp, m.kv_lora_rank), (tokens, h, o)]
+    return [(tokens, q, h), (tokens, kv, h), (tokens, kv, h), (tokens, h, o)]
 
-    def gemm_seconds(M: float, N: float, K: float) -> float:
-        """6 M N K / (peak x eta_g(min(M, N, K)) x FP8 factor): forward, dgrad and wgrad GEMMs."""
-        return 6.0 * M * N * K / (gemm_peak * gemm_efficiency(minimum(M, N, K)) * fp8)
 
-    dense_gemm = sum(gemm_seconds(*s) for s in shapes)
-    expert_gemm = local_experts * sum(gemm_seconds(*s) for s in expert_shapes) / expert_gemm_rate(t, lay, gpu, m)
-    gemm = dense_gemm + expert_gemm
-    heads = m.heads / tp
-    blocks = lay.mbs * heads * (t.seq_len / lay.cp) / 128.0
-    attn_fwd = tokens * windowed_attention_flops(m, t, lay) / tp
+def dense_shapes(m: ModelSpec, lay: Layout, tokens: float, moe: bool) -> list:
+    """GEMM shapes every token runs on a rank: the attention projections, then a dense layer's
+    MLP (ffn / tp), or an MoE layer's router (h -> experts) and shared expert (shared_width / tp)."""
+    shapes = attention_shapes(m, lay.tp, tokens)
+    if not moe:
+        return shapes + mlp_shapes(m, tokens, m.ffn / lay.tp)
+    shapes.append((tokens, m.experts, m.hidden))                        # router
+    if m.shared_width:
+        shapes += mlp_shapes(m, tokens, m.shared_width / lay.tp)
+    return shapes
+
+
+def expert_gemm_seconds(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, tokens: float) -> float:
+    """Seconds of the routed experts' GEMMs on a rank: experts / ep local experts, each an MLP of
+    expert_ffn / etp on its share of the tokens, at expert_gemm_rate. Balanced routing: each local
+    expert sees tokens x top_k / experts of every EP rank's tokens; the MoE layer runs on the
+    SP-sharded tokens, re-gathered over expert-TP only (Megatron-Core MoE: tokens/tp x etp per
+    rank) (transformers' Llama 4 runs every token through every expert: activations.routed_copies)."""
+    shapes = mlp_shapes(m, moe_tokens(tokens, lay) * routed_copies(m, t, lay) * lay.ep / m.experts,
+                        m.expert_ffn / lay.etp)
+    local_experts = m.experts / lay.ep
+    return local_experts * sum(gemm_seconds(*s, t, gpu) for s in shapes) / expert_gemm_rate(t, lay, gpu, m)
+
+
+def trained_gemm_seconds(m: ModelSpec, t: TrainingSpec, moe: bool, dense: float, experts: float) -> float:
+    """GEMM seconds with the weight gradients the job computes: all of them, or under LoRA
+    FROZEN_GEMM_SHARE of the frozen base weights'. PEFT's merged expert weights
+    (kb/memory/peft_experts) take the experts' weight gradient: their GEMMs run as trained ones."""
+    if t.training not in ADAPTERS:
+        return dense + experts
+    merged = moe and merges_experts(m, t)
+    return dense * FROZEN_GEMM_SHARE + experts * (1.0 if merged else FROZEN_GEMM_SHARE)
+
+
+def attention_seconds(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec) -> tuple:
+    """(forward + backward, forward) seconds of the attention core on a rank, on attn_fwd =
+    tokens x windowed_attention_flops / tp forward FLOPs: eager attention's GEMMs and score
+    traffic (eager_attention_time, with the attention dropout where it applies), or a flash
+    kernel's (1 + FLASH_BWD_OVER_FWD) x attn_fwd at flash_kernel_rate, its forward 1 of 3.5."""
+    tokens = tokens_local(t, lay)
+    heads = m.heads / lay.tp
+    attn_fwd = tokens * windowed_attention_flops(m, t, lay) / lay.tp
     if t.attention == "eager":
         # a bool, not the per-score bytes, which are an array over a searched space's layouts
         drop = attention_dropout_applied(m, t)
-        attention = eager_attention_time(attn_fwd, tokens * heads * t.seq_len, gpu, dropout=drop)
-        attention_forward = eager_attention_time(attn_fwd, tokens * heads * t.seq_len, gpu, forward_only=True,
-                                                 dropout=drop)
-    else:
-        attention = (1.0 + FLASH_BWD_OVER_FWD) * attn_fwd / flash_kernel_rate(t, gpu, blocks)
-        attention_forward = attention / (1.0 + FLASH_BWD_OVER_FWD)
-    prof = framework_profile(t.framework)
-    seq_shard = where(lay.sp, tp, 1)
-    ew = tokens * (prof["elementwise_bytes"] * h + residual_dropout_traffic(m, t)) / seq_shard / (gpu.hbm_gbps * 1e9)
-    if moe:
-        # token permutation: every token is copied to its k experts and back (permute and
-        # unpermute, each a read and a write of k x h bf16 values), forward and backward
-        ew += moe_tokens(tokens, lay) * PERMUTE_PASSES * routed_copies(m, t, lay) * h * 2.0 / (gpu.hbm_gbps * 1e9)
-    if t.precision == "fp8":
-        ew *= FP8_ELEMENTWISE_FACTOR
-    ew += tokens * fp32_residual_bytes(t, lay) * h / (gpu.hbm_gbps * 1e9)
-    ew += tokens * unfused_rope_bytes(m, t, tp) / (gpu.hbm_gbps * 1e9)
-    if moe:
-        copies = moe_tokens(tokens, lay) * routed_copies(m, t, lay)
-        ew += copies * (expert_bias_bytes(m, t) + glu_clamp_bytes(m, t, lay.etp)) / (gpu.hbm_gbps * 1e9)
-    gemm_forward = gemm / 3.0
-    if t.training in ADAPTERS:
-        # PEFT's merged expert weights (kb/memory/peft_experts) take the experts' weight gradient:
-        # their GEMMs run as trained ones, and the merge and its backward move the weights
-        merged = moe and merges_experts(m, t)
-        gemm = dense_gemm * FROZEN_GEMM_SHARE + expert_gemm * (1.0 if merged else FROZEN_GEMM_SHARE)
-        ew += tokens * lora_bytes_per_token(m, t, moe, adapter_input_cast(t, lay)) / tp / (gpu.hbm_gbps * 1e9)
-        if merged:
-            expert_params = layer_params(m, True).experts / (lay.ep * lay.etp)
-            ew += MERGED_BYTES_PER_PARAM * expert_params / (gpu.hbm_gbps * 1e9)
-    return LayerTime(gemm, attention, ew, gemm_forward, attention_forward, t.attention == "eager")
+        return (eager_attention_time(attn_fwd, tokens * heads * t.seq_len, gpu, dropout=drop),
+                eager_attention_time(attn_fwd, tokens * heads * t.seq_len, gpu, forward_only=True, dropout=drop))
+    blocks = lay.mbs * heads * (t.seq_len / lay.cp) / 128.0
+    attention = (1.0 + FLASH_BWD_OVER_FWD) * attn_fwd / flash_kernel_rate(t, gpu, blocks)
+    return attention, attention / (1.0 + FLASH_BWD_OVER_FWD)
 
 
-def fp32_residual_bytes(t: TrainingSpec, lay: Layout):
-    """Extra elementwise bytes per token per hidden unit when the Trainer runs fp32 weights under
-    bf16 autocast (the residual stream stays fp32, kb/memory/activations.fp32_residual_extra):
-    autocast casts activations on every use, with no cache (it caches weights only), so the
-    norm output feeding q, k and v is cast three times and the one feeding gate and up twice
-    (5 x (4 + 2) = 30) and the two residual adds read and write fp32 (+8): 38 forward. Backward
-    casts the five bf16 input gradients back to fp32 (5 x (2 + 4) = 30), sums them into the two
-    norm outputs' gradients (3 fp32 adds x 12 = 36) and adds the residual gradients in fp32 (+8):
-    74. 112 bytes in all, on top of the 288 of the bf16 layer the profile was fitted on
-    (h100_hf_layer_compute.jsonl). Counted, not fitted."""
-    return where(fp32_weights_under_autocast(t, lay), FP32_RESIDUAL_BYTES, 0.0)
+def framework_traffic_seconds(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec) -> float:
+    """Seconds of the layer's elementwise kernels: tokens x (the framework profile's
+    elementwise_bytes x hidden, kb/data/frameworks.yaml, + residual_dropout_traffic), divided by
+    TP only with sequence parallelism, over the HBM bandwidth."""
+    seq_shard = where(lay.sp, lay.tp, 1)
+    per_token = framework_profile(t.framework)["elementwise_bytes"] * m.hidden + residual_dropout_traffic(m, t)
+    return hbm_seconds(tokens_local(t, lay) * per_token / seq_shard, gpu)
 
 
-# 38 forward + 74 backward, counted in fp32_residual_bytes' docstring
-FP32_RESIDUAL_BYTES = 112.0
+def permutation_seconds(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bool) -> float:
+    """MoE token permutation: every token is copied to its k experts and back (permute and
+    unpermute, each a read and a write of k x h bf16 values), forward and backward:
+    moe_tokens x PERMUTE_PASSES x routed copies x h x 2 bytes (Megatron-Core moe_utils
+    permute/unpermute). 0 on a dense layer."""
+    if not moe:
+        return 0.0
+    copies = routed_copies(m, t, lay)
+    return hbm_seconds(moe_tokens(tokens_local(t, lay), lay) * PERMUTE_PASSES * copies * m.hidden * 2.0, gpu)
 
 
-# LoRA freezes the base weights: their backward computes the input gradient but no weight
-# gradient, 2 of the 3 GEMMs (PEFT: requires_grad=False on the base layer).
-FROZEN_GEMM_SHARE = 2.0 / 3.0
-# PEFT LoRA on a linear layer, bytes per token per input feature and per output feature
-# (peft/tuners/lora/layer.py Linear.forward). With fp32 adapters the input is cast to the adapter
-# dtype (_cast_input_dtype: read 2 + write 4) and back to bf16 by autocast for lora_A (read 4 +
-# write 2), which reads it (2): 14 forward, about twice that backward -> 42 per input feature;
-# with bf16 adapters, or QLoRA's under autocast, which skips that cast (activations.adapter_input_cast),
-# lora_A only reads it (2), about twice that backward -> 6. lora_B writes its
-# output (2), the scaled result is added to the base output (read 2 + 2, write 2): 8 forward,
-# about three times that backward -> 32 per output feature. The rank-r GEMMs are memory-bound at
-# r = 16-64. Counted, not fitted.
-LORA_IN_BYTES_FP32 = 42.0
-LORA_IN_BYTES_BF16 = 6.0
-LORA_OUT_BYTES = 32.0
-# PEFT's lora_dropout > 0, per input feature of each adapter: its dropout's kernel on the adapter's
-# input (dropout_traffic), bf16, or fp32 where fp32 adapters run it on their fp32 cast: 10 and 18
-LORA_DROPOUT_BYTES_BF16 = dropout_traffic(2.0)
-LORA_DROPOUT_BYTES_FP32 = dropout_traffic(4.0)
+def fp8_traffic_factor(t: TrainingSpec) -> float:
+    """FP8_ELEMENTWISE_FACTOR on the elementwise traffic of an FP8 job (amax reads and casts around
+    every GEMM input, see the constant), else 1."""
+    return FP8_ELEMENTWISE_FACTOR if t.precision == "fp8" else 1.0
 
 
-# PEFT's merged expert weights (kb/memory/peft_experts), bytes per routed-expert parameter of a
-# layer per micro-batch: the merge reads W and writes W + B A (2 + 2); backward writes the merged
-# weight's gradient and reads it for B's and A's gradients (2 + 2 + 2). Counted, not fitted.
-MERGED_BYTES_PER_PARAM = 10.0
+def fp32_residual_seconds(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec) -> float:
+    """tokens x fp32_residual_bytes x h over the HBM bandwidth: autocast's casts and the fp32
+    residual adds of fp32 weights under bf16 autocast (kb/perf/traffic.fp32_residual_bytes)."""
+    return hbm_seconds(tokens_local(t, lay) * fp32_residual_bytes(t, lay) * m.hidden, gpu)
 
 
-def megatron_adapter_projections(m: ModelSpec, moe: bool) -> list[tuple[int, int]]:
-    """(in, out) features per token of the adapters Megatron-Bridge's LoRA runs in one layer
-    (states.megatron_adapter_linears): a dense layer's, or an MoE layer's outside its routed
-    experts and the routed experts' shared pair on each of a token's top_k routed copies."""
-    dense, rest, pair = megatron_adapter_linears(m)
-    return rest + pair * m.top_k if moe else dense
+def unfused_rope_seconds(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec) -> float:
+    """tokens x unfused_rope_bytes over the HBM bandwidth: Megatron-Core's eager RoPE where its
+    fused kernel does not apply (kb/perf/unfused.py)."""
+    return hbm_seconds(tokens_local(t, lay) * unfused_rope_bytes(m, t, lay.tp), gpu)
 
 
-def lora_bytes_per_token(m: ModelSpec, t: TrainingSpec, moe: bool, fp32_adapters) -> float:
-    """Memory traffic the adapters add per token of one layer (all-linear targets). Where the
-    adapters are PEFT's (peft_on_transformers) an MoE layer's routed experts run no adapter per
-    token (peft_experts: merged into the weights, or not adapted); its MLP adapters are the
-    shared expert's, where PEFT keeps them (lora_params). Megatron-Bridge's are its own
-    (megatron_adapter_projections). With lora_dropout each adapter's dropout reads and writes
-    its input once more each way (LORA_DROPOUT_BYTES_*)."""
-    if not peft_on_transformers(t):
-        projections = megatron_adapter_projections(m, moe)
-    elif not moe:
-        # PEFT maps gate/up/down_proj onto the fused experts' parameters, so a dense layer's MLP of
-        # those names (DeepSeek's leading layers) keeps no adapter (kb/memory/states.lora_params);
-        # gate and up read the MLP's input each, a fused gate_up_proj once (FUSED_PROJECTIONS)
-        projections = attention_projections(m) + ([] if merges_experts(m, t) else mlp_projections(m, m.ffn))
-    else:
-        # the linears lora_params counts: the shared expert's, GraniteMoeShared's fused input_linear
-        # one adapter, Qwen2-MoE's shared_expert_gate one more (every MoE family PEFT runs fuses its
-        # experts: FUSED_EXPERT_FAMILIES; Llama 4's is refused, PEFT_FAILS)
-        projections = attention_projections(m) + (shared_projections(m) if m.family not in ADAPTED_EXPERT_FAMILIES
-                                                  else [])
-    ins, outs = sum(i for i, _ in projections), sum(o for _, o in projections)
-    per_in = where(fp32_adapters, LORA_IN_BYTES_FP32, LORA_IN_BYTES_BF16)
-    if t.lora_dropout > 0:
-        per_in = per_in + where(fp32_adapters, LORA_DROPOUT_BYTES_FP32, LORA_DROPOUT_BYTES_BF16)
-    return per_in * ins + LORA_OUT_BYTES * outs
+def expert_unfused_seconds(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bool) -> float:
+    """Routed token copies x (expert_bias_bytes + glu_clamp_bytes) over the HBM bandwidth:
+    Megatron-Core's eager expert biases and clamped GLU (kb/perf/unfused.py). 0 on a dense layer."""
+    if not moe:
+        return 0.0
+    copies = moe_tokens(tokens_local(t, lay), lay) * routed_copies(m, t, lay)
+    return hbm_seconds(copies * (expert_bias_bytes(m, t) + glu_clamp_bytes(m, t, lay.etp)), gpu)
+
+
+def lora_traffic_seconds(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bool) -> float:
+    """tokens x lora_bytes_per_token / tp over the HBM bandwidth: the adapters' memory-bound
+    rank-r GEMMs, casts and adds (kb/perf/traffic.py). 0 without adapters."""
+    if t.training not in ADAPTERS:
+        return 0.0
+    nbytes = lora_bytes_per_token(m, t, moe, adapter_input_cast(t, lay))
+    return hbm_seconds(tokens_local(t, lay) * nbytes / lay.tp, gpu)
+
+
+def merged_expert_seconds(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bool) -> float:
+    """MERGED_BYTES_PER_PARAM x the rank's routed-expert parameters (experts / (ep x etp)) over the
+    HBM bandwidth: PEFT's merge of the adapters into the expert weights and its backward
+    (kb/memory/peft_experts). 0 where the experts are not merged."""
+    if t.training not in ADAPTERS or not (moe and merges_experts(m, t)):
+        return 0.0
+    expert_params = layer_params(m, True).experts / (lay.ep * lay.etp)
+    return hbm_seconds(MERGED_BYTES_PER_PARAM * expert_params, gpu)
+
+
+def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bool) -> LayerTime:
+    """Forward + backward seconds of one layer for one micro-batch on one rank (no recompute):
+    the sum of the terms above, the elementwise ones in the order they were always added."""
+    tokens = tokens_local(t, lay)
+    dense_gemm = sum(gemm_seconds(*s, t, gpu) for s in dense_shapes(m, lay, tokens, moe))
+    expert_gemm = expert_gemm_seconds(m, t, lay, gpu, tokens) if moe else 0.0
+    attention, attention_forward = attention_seconds(m, t, lay, gpu)
+    ew = ((framework_traffic_seconds(m, t, lay, gpu) + permutation_seconds(m, t, lay, gpu, moe))
+          * fp8_traffic_factor(t)
+          + fp32_residual_seconds(m, t, lay, gpu)
+          + unfused_rope_seconds(m, t, lay, gpu)
+          + expert_unfused_seconds(m, t, lay, gpu, moe)
+          + lora_traffic_seconds(m, t, lay, gpu, moe)
+          + merged_expert_seconds(m, t, lay, gpu, moe))
+    return LayerTime(trained_gemm_seconds(m, t, moe, dense_gemm, expert_gemm), attention, ew,
+                     (dense_gemm + expert_gemm) / 3.0, attention_forward, t.attention == "eager")
