@@ -616,91 +616,172 @@ def _mlp_bytes(m: ModelSpec, prof: str, width: float) -> float:
     return (8.0 if gated else 4.0) * width
 
 
-def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool, s_local: int,
-                          recompute: str | None = None) -> float:
-    """Bytes kept per token of the local micro-batch by one layer on one rank."""
-    rc = recompute or lay.recompute
-    prof = profile(t)
+def local_widths(m: ModelSpec, lay: Layout) -> tuple:
+    """(q, kv, heads) on one TP rank: q_width / tp, kv_width / tp but at least one head's width
+    (kv heads replicated below TP; MLA has no such floor), heads / tp."""
     tp = lay.tp
+    return m.q_width / tp, maximum(m.kv_width / tp, m.hd if not m.is_mla else 0), m.heads / tp
+
+
+def checkpointed_input_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> float:
+    """Bytes per token a fully recomputed layer keeps: the checkpointed layer input, the residual
+    stream (2 h, or 4 h fp32 with fp32 weights under autocast), / tp with sequence parallelism."""
+    return where(fp32_weights_under_autocast(t, lay), 4.0, 2.0) * m.hidden / where(lay.sp, lay.tp, 1)
+
+
+def residual_norm_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool, rc: str) -> float:
+    """Bytes per token the layer's residual-stream norms keep, / tp with sequence parallelism:
+    n_norms (2, 4 with sandwich norms) x (_norm_bytes + fp32_residual_extra) x h, less what each
+    implementation does not keep, plus autocast's input casts and the residual dropout masks.
+    Megatron FP8: TE keeps the ln outputs in FP8 (1 byte, not 2). --recompute-modules layernorm:
+    CheckpointWithoutOutput frees each norm's output after its consumer saved it and recomputes
+    it in backward (megatron/core/tensor_parallel/random.py CheckpointWithoutOutput,
+    transformer_layer.py): only the input stays. hf with 4 norms: Gemma 2/3's post-attention and
+    post-MLP norms feed the residual add, not a linear: their bf16 output is kept by nothing
+    (measured on a CPU layer, saved-tensor hooks)."""
+    prof = profile(t)
     h = m.hidden
-    seq_shard = where(lay.sp, tp, 1)
-    if rc == "full":
-        # the checkpointed layer input: the residual stream, fp32 with fp32 weights under autocast
-        return where(fp32_weights_under_autocast(t, lay), 4.0, 2.0) * h / seq_shard
-    q, kv, heads = m.q_width / tp, maximum(m.kv_width / tp, m.hd if not m.is_mla else 0), m.heads / tp
     n_norms = 4 if m.sandwich_norm else 2
     norms = n_norms * (_norm_bytes(m, prof) + fp32_residual_extra(m, t, lay)) * h
     norm_out = 2.0
     if prof == "megatron" and t.precision == "fp8":
-        norms -= n_norms * 1.0 * h            # ln outputs kept in FP8 by TE
+        norms -= n_norms * 1.0 * h
         norm_out = 1.0
     if rc == "modules":
-        # --recompute-modules layernorm: CheckpointWithoutOutput frees each norm's output after
-        # its consumer saved it and recomputes it in backward (megatron/core/tensor_parallel/
-        # random.py CheckpointWithoutOutput, transformer_layer.py): only the input stays
         norms -= n_norms * norm_out * h
     if prof == "hf" and n_norms > 2:
-        # Gemma 2/3's post-attention and post-MLP norms feed the residual add, not a linear:
-        # their bf16 output is kept by nothing (measured on a CPU layer, saved-tensor hooks)
         norms -= (n_norms - 2) * 2.0 * h
-    norms = (norms + autocast_input_casts(m, t, lay, moe) + residual_dropout_bytes(m, t)) / seq_shard
-    if m.qk_norm:
-        norms += (q + kv) * (_norm_bytes(m, prof) - 2.0)
-    norms += l2_qk_norm_bytes(m, prof, q, kv) + local_mask_bytes(m, t, lay, s_local)
-    attn_t = t if rc not in ("selective", "modules") else t.model_copy(update={"attention": "flash"})
-    attn = _attention_bytes(m, attn_t, lay, q, kv, heads, s_local)
+    return (norms + autocast_input_casts(m, t, lay, moe) + residual_dropout_bytes(m, t)) / where(lay.sp, lay.tp, 1)
+
+
+def qk_norm_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> float:
+    """Bytes per token q/k norms keep beyond the q and k the attention keeps anyway:
+    (q + kv) x (_norm_bytes - 2) on the rank's widths; 0 without qk_norm."""
+    if not m.qk_norm:
+        return 0.0
+    q, kv, _ = local_widths(m, lay)
+    return (q + kv) * (_norm_bytes(m, profile(t)) - 2.0)
+
+
+def kernel_training(t: TrainingSpec, rc: str) -> TrainingSpec:
+    """The job as the attention its saved tensors are sized for runs: under selective or
+    per-module recomputation (core_attn) the s^2 terms are recomputed, which leaves what a
+    flash kernel keeps (module docstring: Megatron-LM issue #464)."""
+    return t if rc not in ("selective", "modules") else t.model_copy(update={"attention": "flash"})
+
+
+def attention_saved_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, rc: str, s_local: int) -> float:
+    """Bytes per token the attention block keeps: the kernel's tensors (_attention_bytes, at
+    kernel_training's attention), masked GQA's expanded K/V, RoPE's and the query scale's copies;
+    and with hf on a fused-qkv family (FUSED_PROJECTIONS, Phi-3) 2 (q + kv) more: q, k and v are
+    views of one qkv_proj output, so the v the attention keeps holds the whole q + 2 kv storage
+    alive (measured on a CPU layer: +4 h with MHA)."""
+    q, kv, heads = local_widths(m, lay)
+    attn = _attention_bytes(m, kernel_training(t, rc), lay, q, kv, heads, s_local)
     attn += masked_gqa_bytes(m, t, lay, q, kv) + layer_rope_bytes(m, t) + query_scale_bytes(m, t, lay)
-    if prof == "hf" and m.family in FUSED_PROJECTIONS:
-        # q, k and v are views of one qkv_proj output (Phi-3): the v the attention keeps holds
-        # the whole q + 2 kv storage alive (measured on a CPU layer: +4 h with MHA)
+    if profile(t) == "hf" and m.family in FUSED_PROJECTIONS:
         attn += 2.0 * (q + kv)
-    if moe:
-        k = routed_copies(m, t, lay)
-        exp_w = m.expert_ffn / lay.etp
-        # the routed part runs on the tokens this rank routes: with sequence parallelism the MoE
-        # layer takes the SP shard (tokens / tp) gathered over expert-TP only (x etp), as
-        # Megatron-Core's token dispatcher does (kb/perf/compute.moe_tokens, the same rule)
-        routed_share = where(lay.sp, lay.etp / tp, 1.0)
-        # per routed token: the permuted input fc1 keeps (2h), the expert MLP, and the expert
-        # output kept to multiply by the routing probability (2h) -- except in Megatron-Core,
-        # whose grouped experts apply the probabilities inside the activation
-        # (megatron/core/transformer/moe/experts.py: weighted_bias_swiglu_impl), so unpermute
-        # keeps nothing of the output
-        out_kept = 0.0 if prof == "megatron" else 2.0 * h
-        # --recompute-modules moe_act: the expert activation's output (fc2's input, 2 bytes per
-        # unit of the expert width) is freed and recomputed the same way (experts.py)
-        act_out = 2.0 * exp_w if rc == "modules" else 0.0
-        routed = k * (2.0 * h + _mlp_bytes(m, prof, exp_w) - act_out + out_kept) * paged_stash_factor(t)
-        # with fp32 weights under autocast, Mixtral-style experts are fp32 parameters autocast
-        # does not cast for the expert matmuls: their inputs, intermediates and outputs are fp32,
-        # twice the bytes (their GEMMs run at the fp32 rate too, kb/perf/compute.expert_gemm_rate)
-        fp32_w = fp32_weights_under_autocast(t, lay)
-        if experts_cast_by_autocast(m):
-            routed = routed + where(fp32_w, k * 2.0 * h, 0.0)
-            fp32_w = False
-        # 8 bytes a token per expert: the router's scores over all experts, read as fp32 logits
-        # and fp32 probabilities -- an assumption, no measurement or source found for it
-        mlp = routed_share * (8.0 * m.experts + where(fp32_w, 2.0, 1.0) * routed)
-        mlp += fp32_router_copy(m, t, lay)
-        if m.shared_width:
-            mlp += _mlp_bytes(m, prof, m.shared_width / tp)
-            if prof == "hf" and m.shared_gate:
-                # Qwen2-MoE's sigmoid gate multiplies the shared expert's output, which it keeps
-                mlp += 2.0 * h
-    else:
-        mlp = _mlp_bytes(m, prof, m.ffn / tp)
-        if prof == "megatron" and t.precision == "fp8":
-            mlp -= 1.0 * m.ffn / tp               # fc2 input kept in FP8 by TE
-    total = norms + attn + mlp + adapter_saved_bytes(m, t, lay, moe)
-    if rc == "selective" and prof == "torch":
-        # torchtitan op-level SAC: layer input, flash outputs, and every other matmul output
-        gated = m.mlp in ("swiglu", "geglu")
-        mm_out = q + 2 * kv + h + (2 if gated else 1) * (m.ffn / tp) + h
-        total = 2.0 * h + _attention_bytes(m, attn_t, lay, q, kv, heads, s_local) + 1.0 * mm_out
-        # ... and TP's two reduce-scatter outputs a layer, the sequence-sharded bf16 h
-        # (torchtitan's save list keeps _c10d_functional.reduce_scatter_tensor; export/fsdp.py)
-        total = total + where(lay.sp, 2 * 2.0 * h / tp, 0.0)
-    return total
+    return attn
+
+
+def routed_token_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, rc: str) -> float:
+    """Bytes the routed experts keep per token, over its k routed copies: per copy the permuted
+    input fc1 keeps (2h), the expert MLP (_mlp_bytes at expert_ffn / etp) and the expert output
+    kept to multiply by the routing probability (2h) -- except in Megatron-Core, whose grouped
+    experts apply the probabilities inside the activation (megatron/core/transformer/moe/
+    experts.py: weighted_bias_swiglu_impl), so unpermute keeps nothing of the output; less,
+    under --recompute-modules moe_act, the expert activation's output (fc2's input, 2 bytes per
+    unit of the expert width), freed and recomputed (experts.py); x paged_stash_factor. Where
+    autocast casts the experts (experts_cast_by_autocast) but the weights are fp32, 2h more a
+    copy for the cast input."""
+    prof = profile(t)
+    k = routed_copies(m, t, lay)
+    exp_w = m.expert_ffn / lay.etp
+    out_kept = 0.0 if prof == "megatron" else 2.0 * m.hidden
+    act_out = 2.0 * exp_w if rc == "modules" else 0.0
+    routed = k * (2.0 * m.hidden + _mlp_bytes(m, prof, exp_w) - act_out + out_kept) * paged_stash_factor(t)
+    if experts_cast_by_autocast(m):
+        routed = routed + where(fp32_weights_under_autocast(t, lay), k * 2.0 * m.hidden, 0.0)
+    return routed
+
+
+def routed_dtype_factor(m: ModelSpec, t: TrainingSpec, lay: Layout):
+    """2 where the routed experts' activations are fp32, else 1: with fp32 weights under autocast,
+    Mixtral-style experts are fp32 parameters autocast does not cast for the expert matmuls, so
+    their inputs, intermediates and outputs are fp32, twice the bytes (their GEMMs run at the
+    fp32 rate too, kb/perf/compute.expert_gemm_rate); not where autocast casts them
+    (experts_cast_by_autocast, counted in routed_token_bytes)."""
+    if experts_cast_by_autocast(m):
+        return 1.0
+    return where(fp32_weights_under_autocast(t, lay), 2.0, 1.0)
+
+
+def router_score_bytes(m: ModelSpec) -> float:
+    """8 bytes a token per expert: the router's scores over all experts, read as fp32 logits and
+    fp32 probabilities -- an assumption, no measurement or source found for it."""
+    return 8.0 * m.experts
+
+
+def shared_expert_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> float:
+    """The shared expert's MLP (_mlp_bytes at shared_width / tp); 0 without one."""
+    return _mlp_bytes(m, profile(t), m.shared_width / lay.tp) if m.shared_width else 0.0
+
+
+def shared_gate_bytes(m: ModelSpec, t: TrainingSpec) -> float:
+    """2h with hf where a sigmoid gate multiplies the shared expert's output (Qwen2-MoE), which
+    it keeps; else 0."""
+    return 2.0 * m.hidden if m.shared_width and profile(t) == "hf" and m.shared_gate else 0.0
+
+
+def moe_mlp_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, rc: str) -> float:
+    """Bytes per token an MoE layer's MLP keeps: routed_share x (router_score_bytes +
+    routed_dtype_factor x routed_token_bytes) + fp32_router_copy + the shared expert's. The routed
+    part runs on the tokens this rank routes: with sequence parallelism the MoE layer takes the
+    SP shard (tokens / tp) gathered over expert-TP only (x etp), as Megatron-Core's token
+    dispatcher does (kb/perf/compute.moe_tokens, the same rule): routed_share = etp / tp."""
+    routed_share = where(lay.sp, lay.etp / lay.tp, 1.0)
+    routed = routed_dtype_factor(m, t, lay) * routed_token_bytes(m, t, lay, rc)
+    return (routed_share * (router_score_bytes(m) + routed) + fp32_router_copy(m, t, lay)
+            + shared_expert_bytes(m, t, lay) + shared_gate_bytes(m, t))
+
+
+def dense_mlp_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> float:
+    """Bytes per token a dense MLP keeps: _mlp_bytes at ffn / tp, less 1 byte per unit of the
+    rank's ffn with Megatron FP8 (TE keeps fc2's input in FP8)."""
+    mlp = _mlp_bytes(m, profile(t), m.ffn / lay.tp)
+    if profile(t) == "megatron" and t.precision == "fp8":
+        mlp -= 1.0 * m.ffn / lay.tp
+    return mlp
+
+
+def torchtitan_selective_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, s_local: int) -> float:
+    """Bytes per token torchtitan's op-level selective AC keeps: the layer input (2h), the flash
+    outputs (_attention_bytes), every other matmul output (q + 2 kv + h + gate and up or up alone
+    + h, at 1 byte a unit) and TP's two reduce-scatter outputs a layer, the sequence-sharded bf16
+    h (torchtitan's save list keeps _c10d_functional.reduce_scatter_tensor; export/fsdp.py)."""
+    q, kv, heads = local_widths(m, lay)
+    h, tp = m.hidden, lay.tp
+    gated = m.mlp in ("swiglu", "geglu")
+    mm_out = q + 2 * kv + h + (2 if gated else 1) * (m.ffn / tp) + h
+    total = 2.0 * h + _attention_bytes(m, kernel_training(t, "selective"), lay, q, kv, heads, s_local) + 1.0 * mm_out
+    return total + where(lay.sp, 2 * 2.0 * h / tp, 0.0)
+
+
+def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool, s_local: int,
+                          recompute: str | None = None) -> float:
+    """Bytes kept per token of the local micro-batch by one layer on one rank: the checkpointed
+    input under full recomputation, torchtitan's per-op save list under its selective AC, else
+    norms + attention + MLP (dense or MoE) + the adapters' saved tensors."""
+    rc = recompute or lay.recompute
+    if rc == "full":
+        return checkpointed_input_bytes(m, t, lay)
+    if rc == "selective" and profile(t) == "torch":
+        return torchtitan_selective_bytes(m, t, lay, s_local)
+    q, kv, _ = local_widths(m, lay)
+    norms = (residual_norm_bytes(m, t, lay, moe, rc) + qk_norm_bytes(m, t, lay)
+             + (l2_qk_norm_bytes(m, profile(t), q, kv) + local_mask_bytes(m, t, lay, s_local)))
+    mlp = moe_mlp_bytes(m, t, lay, rc) if moe else dense_mlp_bytes(m, t, lay)
+    return norms + attention_saved_bytes(m, t, lay, rc, s_local) + mlp + adapter_saved_bytes(m, t, lay, moe)
 
 
 def tokens_local(t: TrainingSpec, lay: Layout) -> float:
