@@ -203,6 +203,141 @@ def phase_live(s: st.States, lay, acts, copies, fwd_copies, logits_fwd, logits_p
     }
 
 
+def stage_activation_bytes(job: Job, lay, sp):
+    """Activations one rank of stage ``sp`` keeps (act.stage_activations, with Megatron's EP
+    overlap where it runs) + PPO's critic's (act.ppo_critic_activations)."""
+    m, t = job.model, job.training
+    a = act.stage_activations(m, t, lay, sp.dense_layers, sp.moe_layers, sp.stage,
+                              ep_overlap=megatron_ep_overlap_share(lay) > 0 if t.framework == "megatron" else False)
+    return a + act.ppo_critic_activations(m, t, lay, sp.dense_layers, sp.moe_layers)
+
+
+def layer_params_rank(lay, lp):
+    """Parameters of one layer on a rank: tp_sharded / tp + replicated + experts / (ep x etp)."""
+    return lp.tp_sharded / lay.tp + lp.replicated + lp.experts / (lay.ep * lay.etp)
+
+
+def bf16_expert_params(m, t, lay, lp):
+    """The routed experts' parameters on a rank that QLoRA leaves bf16
+    (peft_experts.experts_stay_bf16); 0 elsewhere."""
+    return lp.experts / (lay.ep * lay.etp) if pe.experts_stay_bf16(m, t) else 0.0
+
+
+def dequant_bytes(t, layer_rank, bf16_experts):
+    """QLoRA: one layer's 4-bit weights dequantised to bf16 for its GEMMs, a compute copy:
+    2 x (layer's rank params - its bf16 experts); 0 elsewhere."""
+    return 2.0 * (layer_rank - bf16_experts) if t.training == "qlora" else 0.0
+
+
+def persistent_bytes(s: st.States):
+    """Weights, master weights, optimizer states, FP8 cache, frozen models and the gradients a
+    framework keeps between steps (states.py)."""
+    return s.weights + s.master + s.optimizer + s.fp8_cache + s.frozen + where(s.persistent_grads, s.grads, 0.0)
+
+
+def head_grad_bytes(s: st.States, head_rank, stage_params):
+    """The LM head's gradient, in the recipe's gradient bytes per parameter: grads x head
+    params / the stage's params."""
+    return s.grads * head_rank / maximum(1.0, stage_params)
+
+
+def forward_weight_copies(t, lay, s: st.States, copies):
+    """Weight copies live in the forward: autocast's cache of weight casts lives through the whole
+    forward (torch.autocast clears it on leaving the region: torch/amp/autocast_mode.py __exit__),
+    all of compute_copy with fp32 weights under autocast; else the saved ones (``copies``)."""
+    return where(act.fp32_weights_under_autocast(t, lay), s.compute_copy, copies)
+
+
+def merged_expert_terms(m, t, lay, sp, lp, moe_heavy) -> tuple:
+    """(kept, backward) bytes of PEFT's merged expert weights (peft_experts): kept per MoE layer
+    and micro-batch from its forward to its backward; recomputed otherwise -- under full
+    recomputation, and under FSDP's per-op selective policy, which saves matmul and attention
+    outputs, not baddbmm's (export/fsdp.py) -- only the recomputed layer's, with its backward.
+    The backward adds the down projection's merged-weight gradient (DOWN_SHARE)."""
+    merged = pe.merged_expert_bytes(m, t, lay, lp.experts / (lay.ep * lay.etp)) if moe_heavy else 0.0
+    rebuilt = lay.recompute != "none"
+    kept = where(rebuilt, 0.0, merged * sp.moe_layers * lay.in_flight(sp.stage))
+    return kept, merged * (where(rebuilt, 1.0, 0.0) + pe.DOWN_SHARE)
+
+
+@dataclass(frozen=True)
+class StageMemory:
+    """What one pipeline stage holds, phase by phase (_stage_memory)."""
+    states: st.States
+    phases: dict            # phase_live: each phase's dynamic components
+    persistent: object      # persistent_bytes
+    dequant: object         # dequant_bytes
+    buffers: object         # the framework's communication buffers, before the phase decides
+    layer_rank: object      # layer_params_rank
+    kept_grads: object      # the gradients kept only because of --zero-grad zeros
+    block: object           # the loss's largest tensor, on the last stage
+    last: bool
+
+
+def _stage_memory(job: Job, lay, sp) -> StageMemory:
+    """The components of stage ``sp`` on one rank (module docstring): its states, activations,
+    saved and cached weight copies, logits on the last stage, backward working set and PEFT's
+    merged experts, put into phases by phase_live; its buffers and persistent bytes."""
+    m, t = job.model, job.training
+    s = _states(job, lay, sp)
+    moe_heavy = sp.moe_layers > 0
+    last = sp.stage == lay.pp - 1
+    lp = layer_params(m, moe_heavy and m.is_moe)
+    layer_rank = layer_params_rank(lay, lp)
+    head_rank = m.vocab * m.hidden / lay.tp if last else 0.0
+    bf16_experts = bf16_expert_params(m, t, lay, lp)
+    buffers = (ovh.framework_buffers(t, lay, sp.total, layer_rank, unsharded=s.accumulated_grads > 0,
+                                     bf16_experts_rank=bf16_experts)
+               + ovh.ddp_gradient_buckets(t, lay, s.grads))
+    copies = saved_weight_copies(s, lay, layer_rank, head_rank, sp.total)
+    kept_merged, merged_backward = merged_expert_terms(m, t, lay, sp, lp, moe_heavy)
+    phases = phase_live(s, lay, stage_activation_bytes(job, lay, sp), copies + kept_merged,
+                        forward_weight_copies(t, lay, s, copies) + kept_merged,
+                        logits_forward_bytes(m, t, lay) if last else 0.0,
+                        logits_bytes(m, t, lay)[1] if last else 0.0,
+                        act.backward_transient(m, t, lay, moe_heavy) + merged_backward,
+                        head_grad_bytes(s, head_rank, sp.total))
+    return StageMemory(s, phases, persistent_bytes(s), dequant_bytes(t, layer_rank, bf16_experts), buffers,
+                       layer_rank, where(s.loop_kept_grads, s.grads, 0.0),
+                       largest_block_bytes(m, t, lay) if last else 0.0, last)
+
+
+def phase_buffers(t, lay, sm: StageMemory, stage_params, phase: str):
+    """The communication buffers held in ``phase``: DeepSpeed's and FSDP's by phase
+    (overheads.deepspeed_buffers_in_phase, fsdp_buffers_in_phase)."""
+    held = ovh.deepspeed_buffers_in_phase(t, lay, sm.buffers, stage_params, phase)
+    return ovh.fsdp_buffers_in_phase(t, lay, held, sm.layer_rank, phase, unsharded=sm.states.accumulated_grads > 0)
+
+
+def fragmentation_bytes(t, dynamic, kept_grads):
+    """The allocator's fragmentation allowance: fragmentation_share x (dynamic + kept gradients).
+    A loop's kept gradients (--zero-grad zeros) are made in its first backward among the
+    activations, as freed ones are in every backward: the same allowance, so keeping them never
+    reads lower than freeing them."""
+    return ovh.fragmentation_share(t) * (dynamic + kept_grads)
+
+
+def breakdown_gib(s: st.States, ph: dict, dequant, held, nccl, frag, gpu) -> dict:
+    """The GiB of each component in one phase of one stage, as reported (MemoryEstimate)."""
+    return {
+        "weights": s.weights / GIB,
+        "gradients": ((s.grads if s.persistent_grads else 0.0) + ph["late_grads"]) / GIB,
+        "master_weights": s.master / GIB,
+        "optimizer": s.optimizer / GIB,
+        "frozen_weights": s.frozen / GIB,
+        "fp8_weight_cache": s.fp8_cache / GIB,
+        "compute_copies": (ph["compute_copies"] + dequant) / GIB,
+        "activations": ph["activations"] / GIB,
+        "logits": ph["logits"] / GIB,
+        "backward_working_set": ph["backward_working_set"] / GIB,
+        "optimizer_temporaries": ph["optimizer_temporaries"] / GIB,
+        "comm_buffers": held / GIB + nccl,
+        "cuda_context": gpu.cuda_context_gib,
+        "workspaces": ovh.WORKSPACES_GIB,
+        "fragmentation": frag / GIB,
+    }
+
+
 def _peak(job: Job, lay):
     """Peak GiB over every stage and phase (module docstring):
         peak = (persistent + held buffers + dequantised copy + dynamic + fragmentation x dynamic)
@@ -213,87 +348,27 @@ def _peak(job: Job, lay):
     copies, logits, backward working set, late gradients, optimizer temporaries). Returns
     (peak, stage, phase, breakdown, per-stage rows, split peak); for a search's arrays the
     peaks alone."""
-    m, t, c = job.model, job.training, job.cluster
+    t, c = job.training, job.cluster
     scalar = isinstance(lay, Layout)
     nccl = ovh.nccl_gib(lay)
     fixed = c.gpu.cuda_context_gib + nccl + ovh.WORKSPACES_GIB
     best = None
     per_stage = []
     split = 0.0
-    for sp in all_stages(m, lay):
-        s = _states(job, lay, sp)
-        a = act.stage_activations(m, t, lay, sp.dense_layers, sp.moe_layers, sp.stage,
-                                  ep_overlap=megatron_ep_overlap_share(lay) > 0 if t.framework == "megatron" else False)
-        a = a + act.ppo_critic_activations(m, t, lay, sp.dense_layers, sp.moe_layers)
-        moe_heavy = sp.moe_layers > 0
-        transient = act.backward_transient(m, t, lay, moe_heavy)
-        last = sp.stage == lay.pp - 1
-        spike = logits_bytes(m, t, lay)[1] if last else 0.0
-        logits_fwd = logits_forward_bytes(m, t, lay) if last else 0.0
-        block = largest_block_bytes(m, t, lay) if last else 0.0
-        lp = layer_params(m, moe_heavy and m.is_moe)
-        layer_rank = lp.tp_sharded / lay.tp + lp.replicated + lp.experts / (lay.ep * lay.etp)
-        head_rank = m.vocab * m.hidden / lay.tp if last else 0.0
-        # the routed experts QLoRA leaves bf16 (peft_experts.experts_stay_bf16)
-        bf16_experts = lp.experts / (lay.ep * lay.etp) if pe.experts_stay_bf16(m, t) else 0.0
-        buffers = (ovh.framework_buffers(t, lay, sp.total, layer_rank, unsharded=s.accumulated_grads > 0,
-                                         bf16_experts_rank=bf16_experts)
-                   + ovh.ddp_gradient_buckets(t, lay, s.grads))
-        # QLoRA: one layer's 4-bit weights dequantised to bf16 for its GEMMs, a compute copy
-        dequant = 2.0 * (layer_rank - bf16_experts) if t.training == "qlora" else 0.0
-        persistent = (s.weights + s.master + s.optimizer + s.fp8_cache + s.frozen
-                      + where(s.persistent_grads, s.grads, 0.0))
-        copies = saved_weight_copies(s, lay, layer_rank, head_rank, sp.total)
-        # the LM head's gradient, in the recipe's gradient bytes per parameter
-        head_grads = s.grads * head_rank / maximum(1.0, sp.total)
-        # autocast's cache of weight casts lives through the whole forward (torch.autocast
-        # clears it on leaving the region: torch/amp/autocast_mode.py __exit__)
-        fwd_copies = where(act.fp32_weights_under_autocast(t, lay), s.compute_copy, copies)
-        # PEFT's merged expert weights (peft_experts): kept per MoE layer and micro-batch from its
-        # forward to its backward; recomputed otherwise -- under full recomputation, and under
-        # FSDP's per-op selective policy, which saves matmul and attention outputs, not baddbmm's
-        # (export/fsdp.py) -- only the recomputed layer's, with its backward. The backward adds
-        # the down projection's merged-weight gradient.
-        merged = pe.merged_expert_bytes(m, t, lay, lp.experts / (lay.ep * lay.etp)) if moe_heavy else 0.0
-        rebuilt = lay.recompute != "none"
-        kept_merged = where(rebuilt, 0.0, merged * sp.moe_layers * lay.in_flight(sp.stage))
-        copies, fwd_copies = copies + kept_merged, fwd_copies + kept_merged
-        transient = transient + merged * (where(rebuilt, 1.0, 0.0) + pe.DOWN_SHARE)
-        phases = phase_live(s, lay, a, copies, fwd_copies, logits_fwd, spike, transient, head_grads)
-        # the gradients kept only because of --zero-grad zeros (not a framework's own buffer)
-        kept_grads = where(s.loop_kept_grads, s.grads, 0.0)
-        for name, ph in phases.items():
+    for sp in all_stages(job.model, lay):
+        sm = _stage_memory(job, lay, sp)
+        for name, ph in sm.phases.items():
             dynamic = sum(ph.values())
-            held = ovh.deepspeed_buffers_in_phase(t, lay, buffers, sp.total, name)
-            held = ovh.fsdp_buffers_in_phase(t, lay, held, layer_rank, name, unsharded=s.accumulated_grads > 0)
-            allocated = persistent + held + dequant + dynamic
-            # a loop's kept gradients (--zero-grad zeros) are made in its first backward among the
-            # activations, as freed ones are in every backward: the same allowance, so keeping
-            # them never reads lower than freeing them
-            frag = ovh.fragmentation_share(t) * (dynamic + kept_grads)
+            held = phase_buffers(t, lay, sm, sp.total, name)
+            allocated = sm.persistent + held + sm.dequant + dynamic
+            frag = fragmentation_bytes(t, dynamic, sm.kept_grads)
             peak = (allocated + frag) / GIB + fixed
-            if last:
-                split = maximum(split, _split_candidate(t, ph["logits"], allocated + fixed * GIB, block))
+            if sm.last:
+                split = maximum(split, _split_candidate(t, ph["logits"], allocated + fixed * GIB, sm.block))
             if not scalar:
                 best = peak if best is None else maximum(best, peak)
                 continue
-            bd = {
-                "weights": s.weights / GIB,
-                "gradients": ((s.grads if s.persistent_grads else 0.0) + ph["late_grads"]) / GIB,
-                "master_weights": s.master / GIB,
-                "optimizer": s.optimizer / GIB,
-                "frozen_weights": s.frozen / GIB,
-                "fp8_weight_cache": s.fp8_cache / GIB,
-                "compute_copies": (ph["compute_copies"] + dequant) / GIB,
-                "activations": ph["activations"] / GIB,
-                "logits": ph["logits"] / GIB,
-                "backward_working_set": ph["backward_working_set"] / GIB,
-                "optimizer_temporaries": ph["optimizer_temporaries"] / GIB,
-                "comm_buffers": held / GIB + nccl,
-                "cuda_context": c.gpu.cuda_context_gib,
-                "workspaces": ovh.WORKSPACES_GIB,
-                "fragmentation": frag / GIB,
-            }
+            bd = breakdown_gib(sm.states, ph, sm.dequant, held, nccl, frag, c.gpu)
             per_stage.append({"stage": sp.stage, "phase": name, "peak_gib": round(peak, 2), "breakdown_gib": bd})
             if best is None or peak > best[0] + 1e-9:
                 best = (peak, sp.stage, name, bd)
