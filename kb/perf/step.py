@@ -28,7 +28,7 @@ from ..stages import all_stages
 from . import comm
 from . import param_traffic as pt
 from .. import track_record
-from ..memory.activations import experts_cast_by_autocast, routed_copies, torchtitan_runs
+from ..memory.activations import experts_cast_by_autocast, routed_copies, tokens_local, torchtitan_runs
 from ..memory.peft_experts import experts_stay_bf16, merges_experts
 from ..memory.states import deepspeed_bf16_pipeline, lora_params, recipe
 from ..params import layer_params, total_params
@@ -171,11 +171,10 @@ def ep_hidden_share(t, lay: Layout, ov: dict):
     return ov["ep"] * megatron_ep_overlap_share(lay)
 
 
-def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict, float]:
-    """Seconds of one micro-batch on a stage: compute, exposed communication by kind, and the
-    part of the compute that is MoE host-side time (moe_host_seconds)."""
+def layers_seconds(job: Job, lay: Layout, sp):
+    """Seconds of a stage's layers for one micro-batch: each kind (dense, MoE) n x (layer_time's
+    forward + backward + recompute_seconds)."""
     m, t, c = job.model, job.training, job.cluster
-    ov = framework_profile(t.framework)["overlap"]
     dense_t = layer_time(m, t, lay, c.gpu, False) if sp.dense_layers else None
     moe_t = layer_time(m, t, lay, c.gpu, True) if sp.moe_layers else None
     compute = 0.0
@@ -183,58 +182,106 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict, flo
         if lt is None:
             continue
         compute += n * (lt.total + recompute_seconds(t.framework, lay.recompute, lt))
-    # full recomputation runs each layer's forward -- its dispatch and sync included -- again
-    host = moe_host_seconds(t, lay, sp.moe_layers, m.experts)
-    compute += host
-    tokens = lay.mbs * t.seq_len / lay.cp
-    if last:
-        # the LM head is one GEMM (tokens x V/tp x h) in bf16, at the shape-dependent efficiency
-        peak = c.gpu.sustained_tflops("bf16") * 1e12
-        compute += 3.0 * tokens * head_flops(m) / lay.tp / (peak * gemm_efficiency(minimum(tokens, m.vocab / lay.tp, m.hidden)))
-        compute += loss_time(m, t, lay, c.gpu)
-    st = comm.strides(lay)
-    act_bytes = tokens * m.hidden * 2.0
-    layers = sp.layers
-    kinds = {}
-    tp_link = comm.collective_link(c, lay.tp, st["tp"])
+    return compute
+
+
+def lm_head_seconds(m, t, lay: Layout, gpu) -> float:
+    """The LM head, one GEMM (tokens x V/tp x h) in bf16, forward and backward, at the
+    shape-dependent efficiency: 3 x tokens x head_flops / tp / (bf16 peak x eta_g(min(tokens,
+    V / tp, h)))."""
+    tokens = tokens_local(t, lay)
+    peak = gpu.sustained_tflops("bf16") * 1e12
+    return 3.0 * tokens * head_flops(m) / lay.tp / (peak * gemm_efficiency(minimum(tokens, m.vocab / lay.tp, m.hidden)))
+
+
+def tp_overlappable(t, lay: Layout, c):
+    """Whether the TP collectives can overlap compute: a TP group that leaves the NVLink domain is
+    not overlapped (userbuffers need CUDA IPC / multicast handles inside it); Megatron's overlap
+    needs sequence parallelism too (frameworks.megatron_tp_overlap), and torchtitan's async TP
+    symmetric memory over NVLink (frameworks.torchtitan_async_tp) -- an adapter or RLHF job under
+    fsdp is the user's own FSDP2 script, no async TP."""
+    if t.framework == "megatron":
+        return megatron_tp_overlap(lay, c)
+    if t.framework == "fsdp":
+        return torchtitan_async_tp(lay, c) & torchtitan_runs(t)
+    return c.inside_block(lay.tp, comm.strides(lay)["tp"])
+
+
+def tp_seconds(job: Job, lay: Layout, sp, ov: dict):
+    """Exposed TP/SP collectives of a stage per micro-batch: layers x (4, 6 with full
+    recomputation) all-reduces of s b h bf16 x (1 - the profile's tp overlap where overlappable)."""
+    m, t, c = job.model, job.training, job.cluster
+    act_bytes = tokens_local(t, lay) * m.hidden * 2.0
+    tp_link = comm.collective_link(c, lay.tp, comm.strides(lay)["tp"])
     n_ar = 4 + (2 if lay.recompute == "full" else 0)
-    # a TP group that leaves the NVLink domain is not overlapped (userbuffers need CUDA IPC /
-    # multicast handles inside it); Megatron's overlap needs sequence parallelism too, and
-    # torchtitan's async TP symmetric memory over NVLink (frameworks.torchtitan_async_tp)
-    overlappable = (megatron_tp_overlap(lay, c) if t.framework == "megatron"
-                    # an adapter or RLHF job under fsdp is the user's own FSDP2 script, no async TP
-                    else torchtitan_async_tp(lay, c) & torchtitan_runs(t) if t.framework == "fsdp"
-                    else c.inside_block(lay.tp, st["tp"]))
-    tp_overlap = where(overlappable, ov["tp"], 0.0)
-    kinds["tp"] = layers * n_ar * comm.all_reduce(tp_link, lay.tp, act_bytes) * (1 - tp_overlap)
-    # a recomputed attention runs its CP traffic again: full recomputation, and Megatron's selective
-    # and per-module ones, which checkpoint the core attention (Megatron-Core attention.py
-    # checkpoint_core_attention; TE's CP attention, ring or a2a, inside it) -- not torchtitan's
-    # per-op policy, which saves the attention kernels' outputs
-    again = (lay.recompute == "full") | ((t.framework == "megatron") & (lay.recompute != "none"))
+    tp_overlap = where(tp_overlappable(t, lay, c), ov["tp"], 0.0)
+    return sp.layers * n_ar * comm.all_reduce(tp_link, lay.tp, act_bytes) * (1 - tp_overlap)
+
+
+def attention_recomputed(t, lay: Layout):
+    """Whether a recomputed attention runs its CP traffic again: full recomputation, and
+    Megatron's selective and per-module ones, which checkpoint the core attention (Megatron-Core
+    attention.py checkpoint_core_attention; TE's CP attention, ring or a2a, inside it) -- not
+    torchtitan's per-op policy, which saves the attention kernels' outputs."""
+    return (lay.recompute == "full") | ((t.framework == "megatron") & (lay.recompute != "none"))
+
+
+def cp_seconds(job: Job, lay: Layout, sp, ov: dict):
+    """Exposed CP traffic of a stage per micro-batch: Ulysses all-to-alls (ulysses_seconds) where
+    the framework runs them (frameworks.cp_all_to_all); else the ring, which passes the local K/V
+    (cp - 1) times in forward, K/V and their gradients in backward (3, 4 when the attention is
+    recomputed), x (1 - the profile's cp overlap). 0 without CP."""
+    m, t, c = job.model, job.training, job.cluster
+    tokens = tokens_local(t, lay)
+    again = attention_recomputed(t, lay)
     if cp_all_to_all(t.framework, m, t.seq_len):
-        cp_link = comm.group_link(c, lay.cp, st["cp"])
-        kinds["cp"] = where(lay.cp > 1, layers * ulysses_seconds(m, lay, tokens, cp_link, again), 0.0)
-    else:
-        cp_link = comm.p2p_link(c, lay.cp, st["cp"])
-        kv_bytes = tokens * 2 * maximum(m.kv_width / lay.tp, m.hd) * 2.0
-        # the ring passes K/V (cp - 1) times in forward, K/V and their gradients in backward
-        rings = 3 + where(again, 1, 0)
-        kinds["cp"] = where(lay.cp > 1, layers * rings * (lay.cp - 1) * comm.p2p(cp_link, kv_bytes) * (1 - ov["cp"]), 0.0)
-    if sp.moe_layers:
-        ep_link = comm.group_link(c, lay.ep, st["ep"])
-        a2a = moe_tokens(tokens, lay) * m.top_k * m.hidden * 2.0
-        # dispatch and combine, forward and backward; full recomputation runs the layer's forward,
-        # its dispatch and combine included, again (as the TP collectives above)
-        n_a2a = 4 + where(lay.recompute == "full", 2, 0)
-        kinds["ep"] = sp.moe_layers * n_a2a * comm.all_to_all(ep_link, lay.ep, a2a) * (1 - ep_hidden_share(t, lay, ov))
-    else:
-        kinds["ep"] = 0.0
-    if lay.pp > 1:
-        pp_link = comm.p2p_link(c, lay.pp, st["pp"])
-        kinds["pp"] = 2 * lay.vp * comm.p2p(pp_link, act_bytes / where(lay.sp, lay.tp, 1)) * (1 - ov["pp"])
-    else:
-        kinds["pp"] = 0.0
+        cp_link = comm.group_link(c, lay.cp, comm.strides(lay)["cp"])
+        return where(lay.cp > 1, sp.layers * ulysses_seconds(m, lay, tokens, cp_link, again), 0.0)
+    cp_link = comm.p2p_link(c, lay.cp, comm.strides(lay)["cp"])
+    kv_bytes = tokens * 2 * maximum(m.kv_width / lay.tp, m.hd) * 2.0
+    rings = 3 + where(again, 1, 0)
+    return where(lay.cp > 1, sp.layers * rings * (lay.cp - 1) * comm.p2p(cp_link, kv_bytes) * (1 - ov["cp"]), 0.0)
+
+
+def ep_seconds(job: Job, lay: Layout, sp, ov: dict):
+    """Exposed EP all-to-alls of a stage per micro-batch: MoE layers x (dispatch and combine,
+    forward and backward: 4; full recomputation runs the layer's forward, its dispatch and combine
+    included, again: 6) x all_to_all of the routed tokens' top_k x h bf16 x (1 - ep_hidden_share).
+    0 on a stage without MoE layers."""
+    if not sp.moe_layers:
+        return 0.0
+    m, t, c = job.model, job.training, job.cluster
+    ep_link = comm.group_link(c, lay.ep, comm.strides(lay)["ep"])
+    a2a = moe_tokens(tokens_local(t, lay), lay) * m.top_k * m.hidden * 2.0
+    n_a2a = 4 + where(lay.recompute == "full", 2, 0)
+    return sp.moe_layers * n_a2a * comm.all_to_all(ep_link, lay.ep, a2a) * (1 - ep_hidden_share(t, lay, ov))
+
+
+def pp_seconds(job: Job, lay: Layout, ov: dict):
+    """Exposed PP sends per micro-batch: 2 x vp point-to-point transfers (activations forward,
+    their gradients backward) of s b h bf16 (/ tp with SP) x (1 - the profile's pp overlap).
+    0 without PP."""
+    if lay.pp <= 1:
+        return 0.0
+    m, t, c = job.model, job.training, job.cluster
+    pp_link = comm.p2p_link(c, lay.pp, comm.strides(lay)["pp"])
+    act_bytes = tokens_local(t, lay) * m.hidden * 2.0
+    return 2 * lay.vp * comm.p2p(pp_link, act_bytes / where(lay.sp, lay.tp, 1)) * (1 - ov["pp"])
+
+
+def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict, float]:
+    """Seconds of one micro-batch on a stage: compute (its layers, their MoE host-side time --
+    full recomputation runs each layer's forward, its dispatch and sync included, again -- and on
+    the last stage the LM head and the loss), exposed communication by kind, and the part of the
+    compute that is MoE host-side time (moe_host_seconds)."""
+    m, t, c = job.model, job.training, job.cluster
+    ov = framework_profile(t.framework)["overlap"]
+    host = moe_host_seconds(t, lay, sp.moe_layers, m.experts)
+    compute = layers_seconds(job, lay, sp) + host
+    if last:
+        compute = compute + lm_head_seconds(m, t, lay, c.gpu) + loss_time(m, t, lay, c.gpu)
+    kinds = {"tp": tp_seconds(job, lay, sp, ov), "cp": cp_seconds(job, lay, sp, ov), "ep": ep_seconds(job, lay, sp, ov),
+             "pp": pp_seconds(job, lay, ov)}
     return compute, kinds, host
 
 
