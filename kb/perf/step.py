@@ -30,11 +30,12 @@ from . import param_traffic as pt
 from .. import track_record
 from ..memory.activations import experts_cast_by_autocast, routed_copies, tokens_local, torchtitan_runs
 from ..memory.peft_experts import experts_stay_bf16, merges_experts
-from ..memory.states import deepspeed_bf16_pipeline, lora_params, recipe
+from ..memory.states import deepspeed_bf16_pipeline, lora_params
 from ..params import layer_params, total_params
 from ..frameworks import (cp_all_to_all, megatron_ep_overlap_share, megatron_tp_overlap, profile as framework_profile,
                           torchtitan_async_tp)
 from .compute import HBM_EFFICIENCY, gemm_efficiency, layer_time, loss_time, moe_tokens
+from .dp_sync import dp_collectives, zero0_seconds, zero1_seconds, zero2_seconds, zero3_seconds
 from .flops import hardware_flops_per_token, head_flops, model_flops_per_token
 from ..vec import maximum, minimum, where
 
@@ -285,30 +286,6 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict, flo
     return compute, kinds, host
 
 
-def _group_collectives(c, params, n, ns, stride, grad_bytes, units=1) -> dict:
-    """Seconds of each data-parallel collective over one group: ``params`` per rank, reduced over
-    ``n`` ranks ``stride`` apart and sharded over ``ns`` of them (the rest replicas, HSDP).
-
-    all_reduce: the plain gradient all-reduce; scatter / gather: one reduce-scatter of the
-    gradients / all-gather of the bf16 parameters inside the shard group; replicas: each shard's
-    all-reduce across the replicas; layer_scatter / layer_gather: the same bytes moved as one
-    collective per layer (``units`` of them), each paying its own latency -- how ZeRO-3 and
-    FSDP gather and reduce a layer at a time (FSDP2 fully_shard per transformer block,
-    torchtitan parallelize.py; DeepSpeed ZeRO-3 fetches per submodule, partitioned_param_coordinator.py).
-    """
-    shard_link = comm.collective_link(c, ns, stride)
-    replicas = n // ns
-    times = {"all_reduce": comm.all_reduce(comm.collective_link(c, n, stride), n, params * grad_bytes),
-             "scatter": comm.reduce_scatter(shard_link, ns, params * grad_bytes),
-             "gather": comm.all_gather(shard_link, ns, params * 2.0),
-             "layer_scatter": units * comm.reduce_scatter(shard_link, ns, params * grad_bytes / units),
-             "layer_gather": units * comm.all_gather(shard_link, ns, params * 2.0 / units),
-             "replicas": comm.all_reduce(comm.collective_link(c, replicas, stride * ns), replicas,
-                                         params / ns * grad_bytes)}
-    # a group with nothing to move (a dense model's experts) runs no collective, so no latency
-    return {k: where(params > 0, v, 0.0) for k, v in times.items()}
-
-
 def ulysses_seconds(m, lay: Layout, tokens, link, rerun=None) -> float:
     """Seconds of one layer's Ulysses all-to-alls for one micro-batch (DeepSpeed
     runtime/sequence_parallel/ulysses_sp.py UlyssesSPAttentionHF): forward, q, k and v trade
@@ -339,50 +316,13 @@ def _dp_time(job: Job, lay: Layout, dense_rank: float, expert_rank: float, compu
     so its collectives run on one NIC per rank where a dense group's ring spreads over all of the
     node's NICs: a byte of expert parameter costs up to eight times a dense byte between nodes.
     """
-    t, c = job.training, job.cluster
+    t = job.training
     ov = framework_profile(t.framework)["overlap"]["dp"]
-    # gradients are reduced in the dtype the framework keeps them in (kb/memory/states.recipe): bf16
-    # in Megatron's buffer as NVIDIA's recipes and the export run it (--grad-reduce-in-bf16), and in
-    # DeepSpeed's engine, which the Trainer's ZeRO is; fp32 under FSDP2's reduce dtype and DDP
-    grad_bytes = recipe(t, lay.zero).grads
-    dense = _group_collectives(c, dense_rank, lay.dp * lay.cp, lay.shard_group, lay.tp, grad_bytes, maximum(layers, 1))
-    experts = _group_collectives(c, expert_rank, lay.expert_dp, lay.expert_shard_group, lay.ep * lay.etp, grad_bytes,
-                                 maximum(moe_layers, 1))
-    plain, scatter, gather, rep = (dense[k] + experts[k] for k in ("all_reduce", "scatter", "gather", "replicas"))
-    layer_scatter, layer_gather = (dense[k] + experts[k] for k in ("layer_scatter", "layer_gather"))
-    # ZeRO-0/1: one all-reduce (or reduce-scatter + all-gather) a step, overlapped by bucket with
-    # the last micro-batch's backward (and the next forward for the gather: Megatron's
-    # --overlap-grad-reduce / --overlap-param-gather, DDP's buckets) -- at best the profile's share
-    # of it, and without a pipeline no more than one micro-batch's compute can hide, as for
-    # ZeRO-2/3 below. A pipeline stage reduces each chunk's gradients as its last backward ends,
-    # behind the other chunks' backwards and the cool-down: the profile's share alone.
-    def hidden_behind_one(x):
-        return where(lay.pp > 1, (1 - ov) * x, maximum(x - ov * compute_mb, (1 - ov) * x))
-    # DeepSpeed's BF16_Optimizer (its pipeline engine at ZeRO-0 in bf16, kb/memory/states.py)
-    # all-reduces the gradients and, its master weights being partitioned, all-gathers the bf16
-    # weights after its step (bf16_optimizer.py update_lp_params: all_gather_dp_groups)
-    plain = hidden_behind_one(plain + where(deepspeed_bf16_pipeline(t, lay.zero, lay.pp), gather, 0.0))
-    # ZeRO-3: parameters gathered (bf16) for forward and backward and gradients reduce-scattered,
-    # a layer at a time, every micro-batch -- except under torch pipelining, which keeps the stage's parameters
-    # unsharded across micro-batches (and kb/memory/states.py charges the memory for that)
-    per_mb = 2 * layer_gather + layer_scatter
-    rounds = 1 if (t.framework == "fsdp" and lay.pp > 1) else lay.grad_accum
-    stage3 = rounds * maximum(per_mb - ov * compute_mb, (1 - ov) * per_mb) + rep * (1 - ov)
-    stage1 = hidden_behind_one(scatter + gather) + rep * (1 - ov)
-    # ZeRO-2 keeps only its gradient shard, so every micro-batch's gradients are reduce-scattered
-    # as backward makes them (DeepSpeed stage_1_and_2.py reduces its buckets in every backward;
-    # Megatron-FSDP optim_grads likewise), hidden behind that micro-batch's compute at best --
-    # except under torch pipelining, whose stage turns FSDP's gradient sync off until the last
-    # micro-batch's backward (torch.distributed.pipelining stage.py, as for ZeRO-3 above)
-    per_mb_rs = maximum(scatter - ov * compute_mb, (1 - ov) * scatter)
-    stage2 = rounds * per_mb_rs + (gather + rep) * (1 - ov)
-    if t.framework == "fsdp" and lay.pp == 1:
-        # FSDP2's ZeRO-2 reshards after each backward (reshard_after_backward defaults to True,
-        # _fsdp_param_group.py), so every micro-batch's forward gathers the parameters again --
-        # once, where ZeRO-3 gathers for its backward too; DeepSpeed's and Megatron's ZeRO-2 keep
-        # their parameters whole and gather once a step, after the optimizer
-        stage2 = rounds * hidden_behind_one(layer_gather + layer_scatter) + rep * (1 - ov)
-    return where(lay.zero == 0, plain, where(lay.zero == 3, stage3, where(lay.zero == 2, stage2, stage1)))
+    col = dp_collectives(job, lay, dense_rank, expert_rank, layers, moe_layers)
+    return where(lay.zero == 0, zero0_seconds(t, lay, col, ov, compute_mb),
+                 where(lay.zero == 3, zero3_seconds(t, lay, col, ov, compute_mb),
+                       where(lay.zero == 2, zero2_seconds(t, lay, col, ov, compute_mb),
+                             zero1_seconds(lay, col, ov, compute_mb))))
 
 
 def _uncast(m, sp) -> float:
