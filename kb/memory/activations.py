@@ -618,7 +618,7 @@ def _mlp_bytes(m: ModelSpec, prof: str, width: float) -> float:
 
 def local_widths(m: ModelSpec, lay: Layout) -> tuple:
     """(q, kv, heads) on one TP rank: q_width / tp, kv_width / tp but at least one head's width
-    (kv heads replicated below TP; MLA has no such floor), heads / tp."""
+    (kv heads replicated where TP exceeds their count; no such floor for MLA), heads / tp."""
     tp = lay.tp
     return m.q_width / tp, maximum(m.kv_width / tp, m.hd if not m.is_mla else 0), m.heads / tp
 
@@ -692,8 +692,8 @@ def routed_token_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, rc: str) -> f
     experts.py: weighted_bias_swiglu_impl), so unpermute keeps nothing of the output; less,
     under --recompute-modules moe_act, the expert activation's output (fc2's input, 2 bytes per
     unit of the expert width), freed and recomputed (experts.py); x paged_stash_factor. Where
-    autocast casts the experts (experts_cast_by_autocast) but the weights are fp32, 2h more a
-    copy for the cast input."""
+    autocast casts the experts (experts_cast_by_autocast) and the weights are fp32, 2h more a
+    copy: the fp32 repeat of the norm output each copy keeps (cpu_family_saved_tensors.jsonl)."""
     prof = profile(t)
     k = routed_copies(m, t, lay)
     exp_w = m.expert_ffn / lay.etp

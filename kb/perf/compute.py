@@ -265,8 +265,9 @@ def mlp_shapes(m: ModelSpec, M: float, f: float) -> list:
 
 def attention_shapes(m: ModelSpec, tp: float, tokens: float) -> list:
     """GEMM shapes (M, N, K) of the attention projections on one TP rank: q, k, v (at least one
-    head's width each, kv heads replicated below TP) and o; MLA's q down/up projections, its
-    joint kv down projection (kv_lora_rank + rope dims), the kv up projection and o."""
+    head's width each: kv heads replicated where TP exceeds their count) and o; MLA's q down/up
+    projections, its joint kv down projection (kv_lora_rank + rope dims), the kv up projection
+    and o."""
     h = m.hidden
     q, kv, o = m.q_width / tp, maximum(m.kv_width / tp, m.hd), m.attn_out_width / tp
     if m.is_mla:

@@ -73,8 +73,8 @@ def zero0_seconds(t, lay: Layout, col: dict, ov, compute_mb):
     engine at ZeRO-0 in bf16, kb/memory/states.py) all-reduces the gradients and, its master
     weights being partitioned, all-gathers the bf16 weights after its step (bf16_optimizer.py
     update_lp_params: all_gather_dp_groups)."""
-    return hidden_behind_one(col["all_reduce"] + where(deepspeed_bf16_pipeline(t, lay.zero, lay.pp), col["gather"], 0.0),
-                             lay, ov, compute_mb)
+    gather = where(deepspeed_bf16_pipeline(t, lay.zero, lay.pp), col["gather"], 0.0)
+    return hidden_behind_one(col["all_reduce"] + gather, lay, ov, compute_mb)
 
 
 def zero1_seconds(lay: Layout, col: dict, ov, compute_mb):
