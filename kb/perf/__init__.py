@@ -1,5 +1,7 @@
-"""Time per step: FLOPs (flops.py), shape-dependent compute (compute.py), collectives over the
-links groups span (comm.py), composed with the pipeline schedule (step.py).
+"""Time per step: FLOPs (flops.py), shape-dependent compute (compute.py) and the memory-bound
+traffic around it (traffic.py, unfused.py; the optimizer's and the weight casts' in
+param_traffic.py), collectives over the links groups span (comm.py), the data-parallel
+synchronisation of each ZeRO stage (dp_sync.py), composed with the pipeline schedule (step.py).
 
 ``from shardwise.kb.perf import step_time`` works as before; step.py loads on first use."""
 
