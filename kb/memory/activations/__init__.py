@@ -35,12 +35,12 @@ core_attn layernorm moe_act) also drops each norm's output and the experts' acti
 """
 from __future__ import annotations
 
-from ..defaults import ADAPTERS
-from ..layout import Layout
-from ..params import FUSED_PROJECTIONS
-from ..schema import ModelSpec, TrainingSpec
-from ..stages import layers_in_flight
-from ..vec import floor, maximum, where
+from ...defaults import ADAPTERS
+from ...layout import Layout
+from ...params import FUSED_PROJECTIONS
+from ...schema import ModelSpec, TrainingSpec
+from ...stages import layers_in_flight
+from ...vec import floor, maximum, where
 
 # Bytes per token per hidden unit that the backward pass needs above the saved activations
 # (gradients of the residual stream, fp32 norm gradients): fwdbwd_peak - saved of the
@@ -308,9 +308,9 @@ def adapter_saved_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool):
     if t.training not in ADAPTERS or profile(t) == "torch":
         return 0.0
     if profile(t) == "megatron":
-        from .megatron_adapters import megatron_adapter_saved_bytes
+        from ..megatron_adapters import megatron_adapter_saved_bytes
         return megatron_adapter_saved_bytes(m, t, lay, moe)
-    from .peft_experts import moe_adapter_mlp_bytes  # it imports this module
+    from ..peft_experts import moe_adapter_mlp_bytes  # it imports this module
     fp32 = adapter_input_cast(t, lay)
     mlp = moe_adapter_mlp_bytes(m, t, lay, fp32) if moe else _dense_mlp_adapter_bytes(m, t, lay, fp32)
     return _attention_adapter_bytes(m, t, lay, fp32) + mlp
@@ -348,7 +348,7 @@ def _dense_mlp_adapter_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, fp32) -
     have no MLP adapters: PEFT turns the names gate_proj, up_proj and down_proj into the
     experts' parameters, so their frozen MLP keeps neither the norm's output nor the product
     (2 h + 2 F less; the DeepSeek-V3 dense rows of cpu_lora_saved_tensors.jsonl)."""
-    from .peft_experts import merges_experts
+    from ..peft_experts import merges_experts
     h = m.hidden
     if merges_experts(m, t):
         return -2.0 * (h + m.ffn / lay.tp)
