@@ -105,7 +105,7 @@ def shared_adapter_params(m: ModelSpec, rank: int) -> int:
 
 def moe_adapter_mlp_bytes(m: ModelSpec, t: TrainingSpec, lay, fp32) -> float:
     """What PEFT's LoRA changes in what a transformers 5 MoE block keeps, bytes per token (the
-    attention's part is activations._attention_adapter_bytes):
+    attention's part is activations.adapters._attention_adapter_bytes):
 
     - the post-attention norm's output, 2 h less outside NORM_OUTPUT_KEPT_FAMILIES;
     - routed experts PEFT does not adapt (gpt-oss, Qwen2-MoE: frozen fused parameters) keep
