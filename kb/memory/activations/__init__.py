@@ -60,6 +60,7 @@ from .mlp import (CLAMPED_GLU_BYTES, dense_mlp_bytes, FP32_LINEAR_ROUTER_FAMILIE
                   FP32_ROUTER_FAMILIES, moe_mlp_bytes, PAGED_STASH_FACTOR, paged_stash_factor,
                   routed_dtype_factor, routed_token_bytes, router_score_bytes, shared_expert_bytes,
                   shared_gate_bytes, _mlp_bytes)
+from .layer import (checkpointed_input_bytes, layer_bytes_per_token, torchtitan_selective_bytes)
 
 # Bytes per token per hidden unit that the backward pass needs above the saved activations
 # (gradients of the residual stream, fp32 norm gradients): fwdbwd_peak - saved of the
@@ -68,42 +69,6 @@ BACKWARD_TRANSIENT_H = 16.0
 # With full recomputation the backward also holds the recomputed layer: checkpointed rows
 # show peak - saved = one layer's activations + 8-10 h (same file, ckpt=true rows >= 16k tokens).
 RECOMPUTE_EXTRA_H = 8.0
-
-
-def checkpointed_input_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout) -> float:
-    """Bytes per token a fully recomputed layer keeps: the checkpointed layer input, the residual
-    stream (2 h, or 4 h fp32 with fp32 weights under autocast), / tp with sequence parallelism."""
-    return where(fp32_weights_under_autocast(t, lay), 4.0, 2.0) * m.hidden / where(lay.sp, lay.tp, 1)
-
-
-def torchtitan_selective_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, s_local: int) -> float:
-    """Bytes per token torchtitan's op-level selective AC keeps: the layer input (2h), the flash
-    outputs (_attention_bytes), every other matmul output (q + 2 kv + h + gate and up or up alone
-    + h, at 1 byte a unit) and TP's two reduce-scatter outputs a layer, the sequence-sharded bf16
-    h (torchtitan's save list keeps _c10d_functional.reduce_scatter_tensor; export/fsdp.py)."""
-    q, kv, heads = local_widths(m, lay)
-    h, tp = m.hidden, lay.tp
-    gated = m.mlp in ("swiglu", "geglu")
-    mm_out = q + 2 * kv + h + (2 if gated else 1) * (m.ffn / tp) + h
-    total = 2.0 * h + _attention_bytes(m, kernel_training(t, "selective"), lay, q, kv, heads, s_local) + 1.0 * mm_out
-    return total + where(lay.sp, 2 * 2.0 * h / tp, 0.0)
-
-
-def layer_bytes_per_token(m: ModelSpec, t: TrainingSpec, lay: Layout, moe: bool, s_local: int,
-                          recompute: str | None = None) -> float:
-    """Bytes kept per token of the local micro-batch by one layer on one rank: the checkpointed
-    input under full recomputation, torchtitan's per-op save list under its selective AC, else
-    norms + attention + MLP (dense or MoE) + the adapters' saved tensors."""
-    rc = recompute or lay.recompute
-    if rc == "full":
-        return checkpointed_input_bytes(m, t, lay)
-    if rc == "selective" and profile(t) == "torch":
-        return torchtitan_selective_bytes(m, t, lay, s_local)
-    q, kv, _ = local_widths(m, lay)
-    norms = (residual_norm_bytes(m, t, lay, moe, rc) + qk_norm_bytes(m, t, lay)
-             + (l2_qk_norm_bytes(m, profile(t), q, kv) + local_mask_bytes(m, t, lay, s_local)))
-    mlp = moe_mlp_bytes(m, t, lay, rc) if moe else dense_mlp_bytes(m, t, lay)
-    return norms + attention_saved_bytes(m, t, lay, rc, s_local) + mlp + adapter_saved_bytes(m, t, lay, moe)
 
 
 def tokens_local(t: TrainingSpec, lay: Layout) -> float:
