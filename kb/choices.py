@@ -7,7 +7,7 @@ from typing import Literal
 # Activation recomputation modes of a layout. "modules": Megatron-Core's per-module selective
 # recompute, --recompute-granularity selective --recompute-modules core_attn layernorm moe_act
 # (Megatron-Bridge docs, MoE-specific recomputation: recompute_modules=["moe_act", "layernorm"];
-# kb/memory/activations.py).
+# kb/memory/activations/).
 RECOMPUTE = ("none", "selective", "full", "modules")
 # The same modes from the least recomputed to the most: per-module recomputation reruns the
 # attention core, the norms and the expert activation, full the whole layer.

@@ -1,5 +1,5 @@
 """Memory per GPU: model states (states.py) with the optimizer's states and temporaries
-(optimizers.py), activations (activations.py), logits (logits.py),
+(optimizers.py), activations (activations/), logits (logits.py),
 allowances outside PyTorch's allocator (overheads.py), composed into the step's peak
 (estimate.py).
 

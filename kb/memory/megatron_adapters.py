@@ -91,7 +91,7 @@ def megatron_adapter_saved_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, moe
     - linear_proj and linear_fc2 (TE RowParallelLinear, frozen): TE keeps no input (linear.py
       L303); linear_in keeps the same tensor instead -- the attention output flash attention keeps
       anyway, the SwiGLU output fc2 kept -- so nothing changes in bf16 without dropout. Under FP8
-      TE kept fc2's input in FP8 (1 byte, activations.py), the adapter keeps it bf16: + F/tp. A
+      TE kept fc2's input in FP8 (1 byte, activations/mlp.py), the adapter keeps it bf16: + F/tp. A
       dropout keeps its dropped-out copy and mask (3 bytes an element) and frees fc2's own input,
       which nothing else keeps (Megatron's fused SwiGLU keeps its input, not its output);
     - every adapter: adapter_output_bytes.

@@ -147,7 +147,7 @@ def recompute_seconds(framework: str, recompute: str, lt) -> float:
     26 of its 58 bytes a score) and a third of the elementwise time. selective (Megatron
     core_attn, and transformers'): the attention core's forward. selective under torchtitan
     (fsdp): its per-op checkpointing keeps the attention outputs and every other matmul's output
-    (kb/memory/activations.py sizes the same), so half the forward GEMMs and the forward
+    (kb/memory/activations/ sizes the same), so half the forward GEMMs and the forward
     elementwise work, elementwise / 3, run again, and eager attention's forward, whose bmm and
     softmax are not the SDPA ops the policy keeps (export/fsdp.py _SAVED). modules: core
     attention as selective, plus the norms' and the expert activation's forward, about a quarter

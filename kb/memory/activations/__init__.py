@@ -32,35 +32,54 @@ fp32, with fp32 weights under autocast). Selective recomputation
 (Megatron-LM issue #464). torchtitan's per-op selective AC keeps the attention outputs and
 every other matmul output. Per-module recomputation (``modules``: Megatron's --recompute-modules
 core_attn layernorm moe_act) also drops each norm's output and the experts' activation output.
-"""
-from __future__ import annotations
 
-from ...defaults import ADAPTERS
-from ...layout import Layout
-from ...params import FUSED_PROJECTIONS
-from ...schema import ModelSpec, TrainingSpec
-from ...stages import layers_in_flight
-from ...vec import floor, maximum, where
-from .implementation import (ALL_EXPERTS_FAMILIES, experts_cast_by_autocast, fp32_weights_under_autocast,
-                             profile, routed_copies, torchtitan_runs)
-from .eager_scores import (attention_dropout_applied, BF16_SOFTMAX_BACKWARD_PER_SCORE, BF16_SOFTMAX_FAMILIES,
-                           BF16_SOFTMAX_SAVED_PER_SCORE, EAGER_BACKWARD_PER_SCORE,
-                           EAGER_DROPOUT_COPY_PER_SCORE, EAGER_DROPOUT_MASK_PER_SCORE,
-                           eager_dropout_per_score, eager_per_score, EAGER_SAVED_PER_SCORE, _bf16_softmax)
-from .attention import (attention_saved_bytes, dense_local_mask, kernel_training, LAYER_FP32_ROPE_FAMILIES,
-                        layer_rope_bytes, local_layers, local_mask_bytes, local_widths, masked_gqa_bytes,
-                        query_scale_bytes, QUERY_SCALE_FAMILIES, sdpa_gets_mask, _attention_bytes)
+One module a concept, each importing only the ones before it: implementation.py (who runs the
+job, in which dtypes), eager_scores.py (eager attention's bytes per score, the attention
+dropout's), attention.py, norms.py (with the residual dropout), adapters.py (PEFT's LoRA),
+mlp.py (dense and MoE), layer.py (layer_bytes_per_token) and stage.py (a stage's peak, the PPO
+critic, the backward transient). This file re-exports what the rest of shardwise imports; a
+monkeypatch of a name here does not reach the module that calls it: patch that module.
+"""
+from .implementation import (ALL_EXPERTS_FAMILIES, experts_cast_by_autocast,
+                             fp32_weights_under_autocast, profile, routed_copies, torchtitan_runs)
+from .eager_scores import (attention_dropout_applied, BF16_SOFTMAX_BACKWARD_PER_SCORE,
+                           BF16_SOFTMAX_FAMILIES, BF16_SOFTMAX_SAVED_PER_SCORE,
+                           EAGER_BACKWARD_PER_SCORE, EAGER_DROPOUT_COPY_PER_SCORE,
+                           EAGER_DROPOUT_MASK_PER_SCORE, eager_dropout_per_score, eager_per_score,
+                           EAGER_SAVED_PER_SCORE)
+from .attention import (attention_saved_bytes, dense_local_mask, kernel_training,
+                        LAYER_FP32_ROPE_FAMILIES, layer_rope_bytes, local_layers, local_mask_bytes,
+                        local_widths, masked_gqa_bytes, query_scale_bytes, QUERY_SCALE_FAMILIES,
+                        sdpa_gets_mask)
 from .norms import (autocast_input_casts, fp32_residual_extra, FP32_SCALED_NORMS, FUSED_SHARED_MLP,
                     l2_qk_norm_bytes, POST_NORM_FAMILIES, qk_norm_bytes, residual_dropout_bytes,
-                    RESIDUAL_DROPOUT_MASK_BYTES, RESIDUAL_DROPOUT_SITES, residual_norm_bytes, _linear_inputs,
-                    _normalised_bytes, _norm_bytes)
-from .adapters import (adapters_in_fp32, adapter_input_cast, adapter_saved_bytes, own_input_copies,
-                       _attention_adapter_bytes, _dense_mlp_adapter_bytes, _mla_inner)
+                    RESIDUAL_DROPOUT_MASK_BYTES, RESIDUAL_DROPOUT_SITES, residual_norm_bytes)
+from .adapters import adapter_input_cast, adapter_saved_bytes, adapters_in_fp32, own_input_copies
 from .mlp import (CLAMPED_GLU_BYTES, dense_mlp_bytes, FP32_LINEAR_ROUTER_FAMILIES, fp32_router_copy,
                   FP32_ROUTER_FAMILIES, moe_mlp_bytes, PAGED_STASH_FACTOR, paged_stash_factor,
                   routed_dtype_factor, routed_token_bytes, router_score_bytes, shared_expert_bytes,
-                  shared_gate_bytes, _mlp_bytes)
-from .layer import (checkpointed_input_bytes, layer_bytes_per_token, torchtitan_selective_bytes)
+                  shared_gate_bytes)
+from .layer import checkpointed_input_bytes, layer_bytes_per_token, torchtitan_selective_bytes
 from .stage import (backward_transient, BACKWARD_TRANSIENT_H, forward_mask_bytes, mask_kinds,
                     ppo_critic_activations, RECOMPUTE_EXTRA_H, stage_activations, tokens_local)
 
+# what other modules, tests and benchmarks import from shardwise.kb.memory.activations
+__all__ = ["adapter_input_cast", "adapter_saved_bytes", "adapters_in_fp32", "ALL_EXPERTS_FAMILIES",
+           "attention_dropout_applied", "attention_saved_bytes", "autocast_input_casts",
+           "backward_transient", "BACKWARD_TRANSIENT_H", "BF16_SOFTMAX_BACKWARD_PER_SCORE",
+           "BF16_SOFTMAX_FAMILIES", "BF16_SOFTMAX_SAVED_PER_SCORE", "checkpointed_input_bytes",
+           "CLAMPED_GLU_BYTES", "dense_local_mask", "dense_mlp_bytes", "EAGER_BACKWARD_PER_SCORE",
+           "EAGER_DROPOUT_COPY_PER_SCORE", "EAGER_DROPOUT_MASK_PER_SCORE",
+           "eager_dropout_per_score", "eager_per_score", "EAGER_SAVED_PER_SCORE",
+           "experts_cast_by_autocast", "forward_mask_bytes", "FP32_LINEAR_ROUTER_FAMILIES",
+           "fp32_residual_extra", "fp32_router_copy", "FP32_ROUTER_FAMILIES", "FP32_SCALED_NORMS",
+           "fp32_weights_under_autocast", "FUSED_SHARED_MLP", "kernel_training", "l2_qk_norm_bytes",
+           "layer_bytes_per_token", "LAYER_FP32_ROPE_FAMILIES", "layer_rope_bytes", "local_layers",
+           "local_mask_bytes", "local_widths", "mask_kinds", "masked_gqa_bytes", "moe_mlp_bytes",
+           "own_input_copies", "PAGED_STASH_FACTOR", "paged_stash_factor", "POST_NORM_FAMILIES",
+           "ppo_critic_activations", "profile", "qk_norm_bytes", "query_scale_bytes",
+           "QUERY_SCALE_FAMILIES", "RECOMPUTE_EXTRA_H", "residual_dropout_bytes",
+           "RESIDUAL_DROPOUT_MASK_BYTES", "RESIDUAL_DROPOUT_SITES", "residual_norm_bytes",
+           "routed_copies", "routed_dtype_factor", "routed_token_bytes", "router_score_bytes",
+           "sdpa_gets_mask", "shared_expert_bytes", "shared_gate_bytes", "stage_activations",
+           "tokens_local", "torchtitan_runs", "torchtitan_selective_bytes"]
