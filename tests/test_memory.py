@@ -246,7 +246,9 @@ def test_eager_attention_recomputed_for_backward_counts_its_scores():
     sel = act.backward_transient(job.model, job.training, Layout(mbs=1, recompute="selective"), False)
     none = act.backward_transient(job.model, job.training, Layout(mbs=1, recompute="none"), False)
     scores = 8192 * 8192 * job.model.heads
-    assert sel - none == pytest.approx(act.EAGER_SAVED_PER_SCORE * scores)
+    # the 6 bytes a score eager keeps (h100_hf_activations.jsonl's eager rows), not the constant
+    # itself: a test that read it back could not fail
+    assert sel - none == pytest.approx(6.0 * scores)
 
 
 def test_set_to_none_frameworks_hold_no_gradients_at_the_end_of_forward():

@@ -29,7 +29,7 @@ def dense_local_mask(m: ModelSpec, t: TrainingSpec) -> bool:
     profiles, and "flash" on Llama 4's chunked layers too: transformers' Llama 4 has no
     FlashAttention path (kb/build.py NO_FLASH_ATTENTION_2), where flash-attn's window_size runs a
     sliding window itself. Megatron-Core has no chunked attention (runs the layers causal), and
-    eager masks its score matrix whatever the pattern (eager_mask_bytes)."""
+    eager masks its score matrix whatever the pattern (forward_mask_bytes)."""
     span = m.sliding_window or m.attn_chunk
     sdpa = t.attention == "sdpa" or (t.attention == "flash" and m.chunked_layers > 0)
     return local_layers(m) > 0 and t.framework in ("hf", "deepspeed") and sdpa and t.seq_len >= span
