@@ -17,10 +17,10 @@ from shardwise.kb.memory.activations import PAGED_STASH_FACTOR
 from shardwise.kb.memory.states import megatron_grad_bytes
 from shardwise.kb.stages import layers_on_stage, pipeline_slots
 
-from .optimizer import WHAT, named, runs_instead
-from .target import (Export, Target, allocator_environment, allocator_option, memory_as_run, shell_command,
+from ..optimizer import WHAT, named, runs_instead
+from ..target import (Export, Target, allocator_environment, allocator_option, memory_as_run, shell_command,
                      with_caveats)
-from .torchtitan_build import scales_query_by_position
+from ..torchtitan_build import scales_query_by_position
 
 
 # --attention-backend (megatron/core/transformer/enums.py AttnBackend: flash, fused, unfused,
@@ -651,7 +651,7 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
     elif lay.recompute == "full":
         a += ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", 1]
     elif lay.recompute == "modules":
-        from . import recompute_modules
+        from .. import recompute_modules
         a += ["--recompute-granularity", "selective", "--recompute-modules", *recompute_modules(m)]
         if t.precision == "fp8":
             caveats.append("FP8 with the norms (and the experts' activation) recomputed needs Transformer Engine "
