@@ -88,7 +88,8 @@ def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
     Scout and Maverick, read from config.json, too: its script was refused by TransformerConfig
     ("Please use --moe-router-pre-softmax when topk is 1"); and Mistral Small 3.2 (mistral3: a Mistral text_config under Pixtral, heads of 128 in 5120) and
     dots.llm1 (dots1: DeepSeek-V3's biased sigmoid router under Qwen3's q/k norms) from theirs."""
-    from shardwise.export.megatron import GEMMA_FAMILIES, GROUP_SCORE_TOP
+    from shardwise.export.megatron.family_caveats import GEMMA_FAMILIES
+    from shardwise.export.megatron.moe import GROUP_SCORE_TOP
     from shardwise.kb import catalog
     from shardwise.kb.build import build_job
     from shardwise.kb.layout import Layout
