@@ -20,18 +20,13 @@ from ..optimizer import WHAT, named, runs_instead
 from ..target import (Export, Target, allocator_environment, allocator_option, memory_as_run, shell_command,
                      with_caveats)
 from ..torchtitan_build import scales_query_by_position
+from .attention import attention_backend_args
 from .family_caveats import FAMILY_CAVEATS, GEMMA_FAMILIES, gemma_caveats
 from .llama4 import llama4_args
 from .moe import moe_args, router_group_args
 from .rope import FULL_LAYER_ROPE_SCALING, INTERLEAVED_ROPE, nope_args, rope_args
 
 
-# --attention-backend (megatron/core/transformer/enums.py AttnBackend: flash, fused, unfused,
-# local, auto; auto, the default, picks Transformer Engine's cuDNN fused kernel on Hopper and
-# Blackwell): eager attention is TE's UnfusedDotProductAttention, which materialises the scores
-# as the estimate sized them; FlashAttention-2 is TE's flash backend (flash-attn). The default
-# stands for "flash" (the cuDNN class) and "sdpa", which Megatron has no kernel of its own for.
-ATTENTION_BACKEND = {"eager": "unfused", "flash2": "flash"}
 # --tp-comm-overlap is Transformer Engine's userbuffers, written for NVLink; ROCm's fork ported it
 # only in 2026 (ROCm/TransformerEngine#367, merged March 2026: "HIP only supports P2P operations",
 # the ring-exchange overlaps), so an AMD GPU's script says what the flag needs.
@@ -39,37 +34,6 @@ ROCM_TP_OVERLAP = ("--tp-comm-overlap on an AMD GPU needs a ROCm Transformer Eng
                    "(ROCm/TransformerEngine#367, March 2026; P2P ring-exchange overlaps only): in an older ROCm "
                    "container drop the flag, and TP's all-gather / reduce-scatter then run unhidden, slower than "
                    "the estimate")
-# flash-attn's head-dimension limit (TE dot_product_attention/utils.py get_attention_backend)
-FLASH_ATTN_MAX_HEAD_DIM = 256
-
-
-def flash_attn_refuses(m) -> str | None:
-    """Why Transformer Engine's flash-attn backend cannot run the model's attention, or None. TE
-    disables it for multi-latent attention ("FlashAttention does not support MLA"), for a
-    learned softmax offset ("Disabling FlashAttention for softmax_type = learnable") and past
-    flash-attn's head dimension; with --attention-backend flash the fused and unfused backends
-    are off too, and the launch fails ("No dot product attention backend is available")."""
-    if m.is_mla:
-        return "multi-latent attention"
-    if m.attn_sinks:
-        return "attention sinks (--softmax-type learnable)"
-    if m.hd > FLASH_ATTN_MAX_HEAD_DIM:
-        return f"head dimension {m.hd} > {FLASH_ATTN_MAX_HEAD_DIM}"
-    return None
-
-
-def attention_backend_args(tg: Target) -> tuple[list, list]:
-    """The --attention-backend flag for the job's attention kernel, and a caveat where the model
-    rules it out (FlashAttention-2 on a model TE's flash backend cannot run: Megatron's default
-    fused kernel runs instead, faster than the estimate timed)."""
-    attention = tg.job.training.attention
-    backend = ATTENTION_BACKEND.get(attention)
-    if backend == "flash":
-        why = flash_attn_refuses(tg.job.model)
-        if why:
-            return [], [f"--attention flash2: Transformer Engine's flash-attn backend cannot run {why}; "
-                        "left to Megatron's default (cuDNN fused attention), faster than the estimate timed"]
-    return (["--attention-backend", backend] if backend else []), []
 
 
 def model_args(tg: Target) -> tuple[list[str], list[str]]:
