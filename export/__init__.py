@@ -61,7 +61,7 @@ def training_carried(framework: str, job) -> list[str]:
                    "bnb_4bit_quant_type='nf4', bnb_4bit_quant_storage=torch.bfloat16), the storage dtype that lets "
                    "ZeRO-3 / FSDP shard them)" if qlora else "") + "; this file sets the parallelism"]
     out = []
-    # Megatron's script loads it (export/megatron.checkpoint_args); the others start from random weights
+    # Megatron's script loads it (export/megatron/run.py checkpoint_args); the others start from random weights
     if t.training in ("finetune", "rlhf") and framework in WHOLE_RUNS and framework != "megatron":
         out.append(f"the run starts from random weights: {'fine-tuning' if t.training == 'finetune' else 'RLHF'} "
                    "loads the model's checkpoint (its checkpoint settings)")
@@ -105,7 +105,7 @@ def attention_carried(framework: str, job) -> list[str]:
     through HBM), where the export cannot set it: torchtitan and Nanotron have no unfused path
     (SDPA or FlexAttention; flash-attn), and the files that configure the user's own script
     (DeepSpeed, FSDP2, Accelerate) leave the model's attention to its from_pretrained call.
-    Megatron's launch sets it (export/megatron.attention_backend_args)."""
+    Megatron's launch sets it (export/megatron/attention.py attention_backend_args)."""
     if framework == "megatron":
         return []
     if job.training.attention != "eager":

@@ -14,7 +14,7 @@ import yaml
 
 from shardwise.export import FRAMEWORKS, Target, export, export_all
 from shardwise.export.deepspeed import check as ds_check
-from shardwise.export.megatron import script_args
+from shardwise.export.megatron.run import script_args
 from shardwise.kb.frameworks import RANK_CAPACITY_FACTOR
 from shardwise.kb.memory.activations import PAGED_STASH_FACTOR
 from shardwise.kb.build import build_job

@@ -139,7 +139,7 @@ def test_megatron_builds_the_model_the_estimate_sized(tmp_path):
             assert b["groups"] == ([m.router_groups, m.router_group_topk] if exact else [None, None]), m.name
             assert b["topk_scale"] == (m.router_scale if m.router_scale != 1 else None), m.name
             assert b["probs_on_input"] == (m.family == "llama4" and m.top_k == 1), m.name
-        # a window of at least the 4,096-token sequence is left out (export/megatron.py model_args)
+        # a window of at least the 4,096-token sequence is left out (export/megatron/architecture.py model_args)
         assert (b["window"], b["window_layers"]) == \
             (([m.sliding_window - 1, 0], m.sliding_layers) if m.window_masks(4096) else (None, 0)), m.name
         if not m.learned_pos:

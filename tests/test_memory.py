@@ -364,7 +364,7 @@ def test_zero_over_one_dp_rank_still_shards_an_moe_models_experts():
 
 def test_the_search_and_the_exports_keep_zero_for_an_moe_models_experts_at_one_dp_rank():
     from shardwise.export import Target, export
-    from shardwise.export.megatron import script_args
+    from shardwise.export.megatron.run import script_args
     from shardwise.kb.resolve import global_batch
     from shardwise.search.space import build_space
     job = build_job(model="mixtral-8x7b", gpus=8)
