@@ -147,7 +147,7 @@ def model_dropout_scope(job: Job) -> list[str]:
     the Trainer, DeepSpeed) keep and time it: eager attention's mask a score
     (kb/memory/activations.eager_dropout_per_score), none under SDPA or flash-attn, whose kernel
     keeps its RNG state only, and the residual dropout's masks (residual_dropout_bytes). The
-    Megatron profile sizes none, as its export trains without (export/megatron.py writes
+    Megatron profile sizes none, as its export trains without (export/megatron/architecture.py writes
     --attention-dropout 0.0 --hidden-dropout 0.0); the torch-native one none, as torchtitan's Llama
     has no dropout."""
     from .memory.activations import BF16_SOFTMAX_FAMILIES, profile

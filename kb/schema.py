@@ -78,14 +78,14 @@ class ModelSpec(_Frozen):
     qk_l2_norm_layers: int = Field(0, ge=0)
     # layers (0-based) that apply no rotary embedding: config.json's no_rope_layers zeros (Llama 4,
     # SmolLM3: every fourth layer). No shape changes; the Megatron export builds them
-    # (--no-rope-freq, export/megatron.py nope_args)
+    # (--no-rope-freq, export/megatron/rope.py nope_args)
     nope_layers: tuple[int, ...] = ()
     # the router weighs its top k by their scores over all experts, not renormalised over the k
     # (config.json's norm_topk_prob false): the softmax over all experts (OLMoE, Qwen2-MoE), or
     # each expert's sigmoid (a DeepSeek-V3 / GLM-4.5 file that sets it false); False renormalises,
     # as Mixtral's, Qwen3-MoE's and DeepSeek-V3's do. Memory and time are the same; the Megatron
     # export builds the softmax kind (--moe-router-pre-softmax) and says it cannot build the
-    # sigmoid kind (export/megatron.router_group_args)
+    # sigmoid kind (export/megatron/moe.py router_group_args)
     router_pre_softmax: bool = False
     sandwich_norm: bool = False
     embed_norm: bool = False

@@ -452,7 +452,7 @@ VALIDITY = [
                               f"sdpa/flash"),
     Validity("vp-chunks", "interleaving needs PP > 1 and at least one layer per chunk (PP x VP <= layers, the embedding and "
              "loss counting as one each where they take a place in the split, kb/stages.pipeline_slots; "
-             "uneven chunks as Megatron-Core's --pipeline-model-parallel-layout builds them, export/megatron.py)",
+             "uneven chunks as Megatron-Core's --pipeline-model-parallel-layout builds them, export/megatron/parallel.py)",
              _vp_chunks,
              lambda job, lay: f"pp x vp = {lay.chunks} model chunks exceed the {job.model.layers} layers"
                               f"{' + embedding + loss' if _pipeline_slots(job, {'pp': lay.pp}) > job.model.layers else ''} "

@@ -197,7 +197,7 @@ def local_kernel_keys(m: ModelSpec, t: TrainingSpec, lay: Layout) -> float:
     the other chunks of a chunked layer. Under transformers' SDPA with the dense local mask
     (activations.dense_local_mask) the efficient or cuDNN kernel takes the mask with is_causal
     False and computes every score of the square: seq keys a query. Otherwise the layer runs
-    full causal -- Megatron-Core has no chunked attention (export/megatron.py llama4_args), nor
+    full causal -- Megatron-Core has no chunked attention (export/megatron/llama4.py llama4_args), nor
     has FSDP's torch-native SDPA a window, and SDPA below the window or chunk drops the mask for
     is_causal: seq / 2, as under DeepSpeed's Ulysses, which drops the mask before SDPA
     (activations.sdpa_gets_mask). Eager computes the square anyway (eager_attention_time doubles
