@@ -24,10 +24,15 @@ def module(framework: str):
 
 def recompute_modules(model) -> tuple[str, ...]:
     """Megatron-Core's per-module recomputation (kb/choices.RECOMPUTE "modules"; only Megatron has
-    it): core attention and the norms, and the experts' activation in an MoE model -- which
+    it): core attention and the norms, the experts' activation in an MoE model -- which
     TransformerConfig accepts only with grouped GEMM ("moe_act in recompute_modules is only
-    supported with moe_grouped_gemm"), as the MoE exports run."""
-    return ("core_attn", "layernorm") + (("moe_act",) if model.is_moe else ())
+    supported with moe_grouped_gemm"), as the MoE exports run -- and MLA's up-projections in an
+    MLA model, which it accepts only with multi_latent_attention ("mla_up_proj in
+    recompute_modules is only supported with multi_latent_attention"), as NVIDIA's DeepSeek-V3
+    recipes run them (Megatron-Bridge scripts/performance/configs/deepseek/
+    deepseek_workload_base_configs.py: recompute_modules=["mla_up_proj", ...])."""
+    return (("core_attn", "layernorm") + (("moe_act",) if model.is_moe else ())
+            + (("mla_up_proj",) if model.is_mla else ()))
 
 
 # Exports that are a whole training run with no adapter path: Megatron-LM's pretrain_gpt.py,

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Literal
 
 # Activation recomputation modes of a layout. "modules": Megatron-Core's per-module selective
-# recompute, --recompute-granularity selective --recompute-modules core_attn layernorm moe_act
-# (Megatron-Bridge docs, MoE-specific recomputation: recompute_modules=["moe_act", "layernorm"];
+# recompute, --recompute-granularity selective --recompute-modules core_attn layernorm moe_act,
+# and mla_up_proj on an MLA model (Megatron-Bridge docs, MoE-specific recomputation:
+# recompute_modules=["moe_act", "layernorm"]; its DeepSeek-V3 recipes: ["mla_up_proj", ...];
 # kb/memory/activations/).
 RECOMPUTE = ("none", "selective", "full", "modules")
 # The same modes from the least recomputed to the most: per-module recomputation reruns the

@@ -69,6 +69,8 @@ def layouts():
     graphed_moe = build_job(model="qwen3-30b-a3b", gpus=64, gpu="gb200", precision="fp8", cuda_graphs="full-iteration")
     # eager attention: Megatron's unfused backend, a note for the others
     eager = build_job(model="llama-3-8b", gpus=8, training="finetune", framework="hf", attention="eager")
+    # MLA: per-module recomputation reruns the up-projections too (mla_up_proj)
+    mla = build_job(model="deepseek-v2-lite", gpus=16)
     return [
         Target(big, Layout(tp=4, pp=16, vp=4, dp=4, zero=1, sp=True, mbs=1, grad_accum=192, recompute="none")),
         Target(dense, Layout(tp=4, pp=8, vp=5, dp=2, zero=1, sp=True, mbs=1, grad_accum=64, recompute="none")),
@@ -92,6 +94,7 @@ def layouts():
         Target(trainer_long, Layout(dp=4, cp=4, zero=3, mbs=1, grad_accum=8, recompute="full")),
         # per-module recompute under the graph: Megatron refuses it with dropout, which the export turns off
         Target(graphed_moe, Layout(tp=1, pp=2, vp=2, dp=32, ep=8, zero=1, mbs=1, grad_accum=32, recompute="modules")),
+        Target(mla, Layout(tp=2, pp=1, dp=8, ep=8, zero=1, sp=True, mbs=1, grad_accum=8, recompute="modules")),
         Target(eager, Layout(dp=8, zero=1, mbs=1, grad_accum=4, recompute="full")),
     ]
 
@@ -219,6 +222,7 @@ def test_every_export_carries_the_layout(tg):
         listed = args[args.index("--recompute-modules") + 1:]
         assert tuple(listed[:len(recompute_modules(tg.job.model))]) == recompute_modules(tg.job.model)
         assert ("moe_act" in listed) == ("--moe-grouped-gemm" in args) == tg.job.model.is_moe
+        assert ("mla_up_proj" in listed) == ("--multi-latent-attention" in args) == tg.job.model.is_mla
     else:
         assert (flag("--recompute-granularity") or "none") == lay.recompute
     # torchtitan: the degrees multiply to the world, batch arithmetic holds

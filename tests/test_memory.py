@@ -1081,3 +1081,46 @@ def test_fsdp_holds_its_gathered_layers_and_gradient_buffers_in_the_phases_fsdp2
     assert buf["forward"] == pytest.approx(nccl + 4 * layer, abs=2e-3)
     assert buf["backward-start"] == pytest.approx(nccl + 10 * layer, abs=2e-3)
     assert buf["backward-end"] == buf["backward-start"]
+
+
+def test_per_module_recompute_fits_nvidias_deepseek_v3_layout_on_gb200():
+    """NVIDIA's DeepSeek-V3 layout on 256 GB200 (PP 4 x VP 4, EP 64, micro-batch 1, 4K tokens,
+    MXFP8 under full-iteration CUDA graphs: the NeMo 26.06 and 26.08 rows of published_runs.yaml)
+    ran with the MLA up-projections recomputed (Megatron-Bridge's recipe: recompute_modules
+    ["mla_up_proj"]). Without recomputation it cannot fit; with shardwise's per-module mode,
+    which on an MLA model reruns the up-projections and drops their q, k and v, it must."""
+    job = build_job(model="deepseek-v3", gpus=256, gpu="gb200", seq_len=4096, global_batch=2048, precision="fp8",
+                    cuda_graphs="full-iteration")
+    base = "tp=1,pp=4,vp=4,dp=64,ep=64,zero=1,mbs=1"
+    assert not mem(job, base + ",recompute=none").fits
+    assert mem(job, base + ",recompute=modules").fits
+
+
+def test_mla_up_projection_recompute_drops_exactly_q_k_and_v():
+    """Per token of an MLA layer under per-module recomputation, the up-projected q and k (heads x
+    (nope + rope) each) and v (heads x v_head_dim) leave the saved set, 2 bytes an element, sharded
+    by TP; a model without MLA keeps its attention as under selective recomputation."""
+    from shardwise.kb.memory.activations import layer_bytes_per_token
+    for name, tp in (("deepseek-v3", 1), ("deepseek-v2-lite", 2)):
+        job = build_job(model=name, gpus=16, seq_len=4096)
+        lay, _ = resolve_layout(job, f"tp={tp},dp={16 // tp},ep=8,zero=1,mbs=1,recompute=modules")
+        m = job.model
+        q_k_v = 2 * (2 * m.heads * (m.qk_nope_dim + m.qk_rope_dim) + m.heads * m.v_head_dim) / tp
+        sel = layer_bytes_per_token(m, job.training, lay, True, 4096, recompute="selective")
+        mod = layer_bytes_per_token(m, job.training, lay, True, 4096, recompute="modules")
+        dense = build_job(model="qwen3-30b-a3b", gpus=16, seq_len=4096)
+        d_lay, _ = resolve_layout(dense, "dp=16,ep=8,zero=1,mbs=1,recompute=modules")
+        d_sel = layer_bytes_per_token(dense.model, dense.training, d_lay, True, 4096, recompute="selective")
+        d_mod = layer_bytes_per_token(dense.model, dense.training, d_lay, True, 4096, recompute="modules")
+        # the norms and the expert activation go under both models' per-module mode; q, k, v only under MLA
+        assert (sel - mod) - q_k_v == pytest.approx(_norm_and_act_saving(m, job.training, lay), rel=1e-9)
+        assert d_sel - d_mod == pytest.approx(_norm_and_act_saving(dense.model, dense.training, d_lay), rel=1e-9)
+
+
+def _norm_and_act_saving(m, t, lay):
+    """What per-module recomputation drops besides MLA's q, k and v: the norms' outputs and the
+    expert activation's, read from the same terms the estimate sums."""
+    from shardwise.kb.memory.activations.mlp import moe_mlp_bytes
+    from shardwise.kb.memory.activations.norms import residual_norm_bytes
+    return (residual_norm_bytes(m, t, lay, True, "selective") - residual_norm_bytes(m, t, lay, True, "modules")
+            + moe_mlp_bytes(m, t, lay, "selective") - moe_mlp_bytes(m, t, lay, "modules"))

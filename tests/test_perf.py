@@ -1061,3 +1061,36 @@ def test_eight_bit_adamw_step_under_a_master_weight_recipe_saves_its_moments_byt
     fused = step_bytes_per_param(TrainingSpec(seq_len=4096, framework="hf", optimizer="adamw-fused"), zero=1)
     eight = step_bytes_per_param(TrainingSpec(seq_len=4096, framework="hf", optimizer="adamw-8bit"), zero=1)
     assert (fused, eight) == (30.0, 18.0)
+
+
+def test_mla_attention_gemms_are_the_projections_the_model_has():
+    """The attention GEMMs timed on one rank multiply exactly the attention weights the model has:
+    DeepSeek-V2-Lite has no q LoRA, one q_proj from the hidden state and no q down-projection."""
+    from shardwise.kb.params import attention_projections
+    from shardwise.kb.perf.compute import attention_shapes
+    for name in ("deepseek-v3", "deepseek-v2-lite", "llama-3-8b"):
+        m = catalog.model(name)
+        weights = sum(i * o for i, o in attention_projections(m, fused=False))
+        assert sum(n * k for _, n, k in attention_shapes(m, 1, 1)) == weights, name
+
+
+def test_per_module_recompute_reruns_mlas_up_projections():
+    """On an MLA model per-module recomputation (Megatron's mla_up_proj) reruns the q and kv
+    up-projections' forward: their 2 x (q_lora x heads (nope + rope) + kv_lora x heads (nope + v))
+    FLOPs a token a layer count in HFU, and their forward GEMM time in the step; a model without
+    MLA reruns no GEMM under it."""
+    from shardwise.kb.perf import compute, step
+    m = catalog.model("deepseek-v3")
+    up = 2.0 * (m.q_lora_rank * m.heads * (m.qk_nope_dim + m.qk_rope_dim) + m.kv_lora_rank * m.heads * (m.qk_nope_dim + m.v_head_dim))
+    extra = hardware_flops_per_token(m, 4096, "modules") - hardware_flops_per_token(m, 4096, "selective")
+    assert extra == pytest.approx(m.layers * up)
+    llama = catalog.model("llama-3-8b")
+    assert hardware_flops_per_token(llama, 4096, "modules") == hardware_flops_per_token(llama, 4096, "selective")
+    job = build_job(model="deepseek-v3", gpus=256, gpu="h100-sxm", seq_len=4096, global_batch=2048)
+    lay, _ = resolve_layout(job, "tp=2,pp=8,dp=16,ep=32,zero=1,sp=on,mbs=1,recompute=modules")
+    lt = compute.layer_time(job.model, job.training, lay, job.cluster.gpu, True)
+    shapes = compute.mla_up_shapes(job.model, 2, compute.tokens_local(job.training, lay))
+    forward = sum(compute.gemm_seconds(*s, job.training, job.cluster.gpu) for s in shapes) / 3
+    assert lt.up_proj_forward == pytest.approx(forward) and forward > 0
+    assert step.recompute_seconds("megatron", "modules", lt) == pytest.approx(
+        lt.attention_forward + lt.elementwise / 4 + forward)

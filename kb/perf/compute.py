@@ -236,6 +236,9 @@ class LayerTime:
     # unfused attention (bmm, softmax, bmm): a fused kernel's output is what per-op checkpointing
     # keeps, eager's ops are recomputed (kb/perf/step.recompute_seconds)
     eager: bool
+    # the forward of MLA's up-projections (mla_up_forward_seconds), which per-module
+    # recomputation reruns on an MLA model (kb/perf/step.recompute_seconds); 0 for other models
+    up_proj_forward: float = 0.0
 
     @property
     def total(self) -> float:
@@ -263,17 +266,26 @@ def mlp_shapes(m: ModelSpec, M: float, f: float) -> list:
     return [(M, f, m.hidden)] * n_mlp_in + [(M, m.hidden, f)]
 
 
+def mla_up_shapes(m: ModelSpec, tp: float, tokens: float) -> list:
+    """GEMM shapes (M, N, K) of MLA's up-projections on one TP rank: q_b (q_lora_rank -> heads x
+    (nope + rope)), or the one q_proj from the hidden state of a model without a q LoRA
+    (DeepSeek-V2-Lite), and kv_b (kv_lora_rank -> heads x (nope + v)) -- the GEMMs Megatron-Core's
+    mla_up_proj recomputation reruns (megatron/core/transformer/multi_latent_attention.py,
+    get_query_key_value_tensors: qkv_up_proj_and_rope_apply, checkpointed whole)."""
+    return [(tokens, m.q_width / tp, m.q_lora_rank or m.hidden),
+            (tokens, m.heads * (m.qk_nope_dim + m.v_head_dim) / tp, m.kv_lora_rank)]
+
+
 def attention_shapes(m: ModelSpec, tp: float, tokens: float) -> list:
     """GEMM shapes (M, N, K) of the attention projections on one TP rank: q, k, v (at least one
-    head's width each: kv heads replicated where TP exceeds their count) and o; MLA's q down/up
-    projections, its joint kv down projection (kv_lora_rank + rope dims), the kv up projection
-    and o."""
+    head's width each: kv heads replicated where TP exceeds their count) and o; MLA's q down
+    projection (none without a q LoRA: kb/params.attention_projections), its joint kv down
+    projection (kv_lora_rank + rope dims), the up projections (mla_up_shapes) and o."""
     h = m.hidden
     q, kv, o = m.q_width / tp, maximum(m.kv_width / tp, m.hd), m.attn_out_width / tp
     if m.is_mla:
-        ql = m.q_lora_rank or h
-        return [(tokens, ql, h), (tokens, m.kv_lora_rank + m.qk_rope_dim, h), (tokens, q, ql),
-                (tokens, m.heads * (m.qk_nope_dim + m.v_head_dim) / tp, m.kv_lora_rank), (tokens, h, o)]
+        q_down = [(tokens, m.q_lora_rank, h)] if m.q_lora_rank else []
+        return q_down + [(tokens, m.kv_lora_rank + m.qk_rope_dim, h)] + mla_up_shapes(m, tp, tokens) + [(tokens, h, o)]
     return [(tokens, q, h), (tokens, kv, h), (tokens, kv, h), (tokens, h, o)]
 
 
@@ -299,6 +311,15 @@ def expert_gemm_seconds(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec
                         m.expert_ffn / lay.etp)
     local_experts = m.experts / lay.ep
     return local_experts * sum(gemm_seconds(*s, t, gpu) for s in shapes) / expert_gemm_rate(t, lay, gpu, m)
+
+
+def mla_up_forward_seconds(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, tokens: float) -> float:
+    """Forward seconds of MLA's up-projections on a rank: a third of gemm_seconds (2 of its
+    6 M N K) summed over mla_up_shapes -- what Megatron-Core's mla_up_proj recomputation adds to
+    the backward (kb/perf/step.recompute_seconds); 0 for a model without MLA."""
+    if not m.is_mla:
+        return 0.0
+    return sum(gemm_seconds(*s, t, gpu) for s in mla_up_shapes(m, lay.tp, tokens)) / 3.0
 
 
 def trained_gemm_seconds(m: ModelSpec, t: TrainingSpec, moe: bool, dense: float, experts: float) -> float:
@@ -410,4 +431,5 @@ def layer_time(m: ModelSpec, t: TrainingSpec, lay: Layout, gpu: GPUSpec, moe: bo
           + lora_traffic_seconds(m, t, lay, gpu, moe)
           + merged_expert_seconds(m, t, lay, gpu, moe))
     return LayerTime(trained_gemm_seconds(m, t, moe, dense_gemm, expert_gemm), attention, ew,
-                     (dense_gemm + expert_gemm) / 3.0, attention_forward, t.attention == "eager")
+                     (dense_gemm + expert_gemm) / 3.0, attention_forward, t.attention == "eager",
+                     mla_up_forward_seconds(m, t, lay, gpu, tokens))

@@ -15,7 +15,8 @@ window, and for Llama 4 past its chunk.
 LoRA and QLoRA count 4(N - embedding) + causal attention: the frozen base computes input
 gradients but no weight gradients, so 6N would credit the run with work it never does.
 Hardware FLOPs (HFU) add what recomputation runs again: a whole forward of the layers (full)
-or the attention core's forward (Megatron's selective core_attn).
+or the attention core's forward (Megatron's selective core_attn), and with per-module
+recomputation on an MLA model the up-projections' forward (mla_up_proj).
 """
 from __future__ import annotations
 
@@ -89,6 +90,16 @@ def attention_work(m: ModelSpec, seq: int) -> float:
     return attention_flops_at(m, local_keys(m, seq))
 
 
+def mla_up_flops(m: ModelSpec) -> float:
+    """Forward FLOPs per token of one layer's MLA up-projections, what Megatron-Core's
+    mla_up_proj recomputation reruns: 2 x (q_lora_rank (the hidden size without a q LoRA) x
+    heads (nope + rope) + kv_lora_rank x heads (nope + v)) (kb/perf/compute.mla_up_shapes); 0
+    without MLA."""
+    if not m.is_mla:
+        return 0.0
+    return 2.0 * ((m.q_lora_rank or m.hidden) * m.q_width + m.kv_lora_rank * m.heads * (m.qk_nope_dim + m.v_head_dim))
+
+
 def head_flops(m: ModelSpec) -> float:
     """Forward FLOPs per token of the LM head, one h x V GEMM: 2 h V (the logit term of
     Megatron-Core's num_floating_point_operations, training.py; counted tied or not)."""
@@ -108,10 +119,12 @@ def model_flops_per_token(m: ModelSpec, seq: int, frozen: bool = False) -> float
 
 def hardware_flops_per_token(m: ModelSpec, seq: int, recompute: str, frozen: bool = False) -> float:
     """Model FLOPs plus what recomputation repeats (full: the layers' forward; selective:
-    the attention core's forward)."""
+    the attention core's forward; modules: that, and MLA's up-projections, mla_up_flops)."""
     base = model_flops_per_token(m, seq, frozen)
     if recompute == "full":
         return base + model_flops_per_token(m, seq) / 3.0 - head_flops(m)
-    if recompute in ("selective", "modules"):       # modules adds only elementwise work
+    if recompute == "modules":      # and elementwise work, which counts no FLOPs
+        return base + m.layers * (attention_work(m, seq) + mla_up_flops(m))
+    if recompute == "selective":
         return base + m.layers * attention_work(m, seq)
     return base

@@ -152,7 +152,9 @@ def recompute_seconds(framework: str, recompute: str, lt) -> float:
     softmax are not the SDPA ops the policy keeps (export/fsdp.py _SAVED). modules: core
     attention as selective, plus the norms' and the expert activation's forward, about a quarter
     of the layer's elementwise traffic (its forward half is norms, activation, RoPE and residual
-    adds) -- estimated, not fitted."""
+    adds) -- estimated, not fitted -- and on an MLA model the up-projections' forward GEMMs
+    (lt.up_proj_forward: mla_up_proj reruns them before the attention's backward; their RoPE is
+    in that quarter)."""
     if recompute == "full":
         return lt.gemm_forward + lt.attention_forward + lt.elementwise / 3.0
     if recompute == "selective" and framework == "fsdp":
@@ -160,7 +162,7 @@ def recompute_seconds(framework: str, recompute: str, lt) -> float:
     if recompute == "selective":
         return lt.attention_forward
     if recompute == "modules":
-        return lt.attention_forward + lt.elementwise / 4.0
+        return lt.attention_forward + lt.elementwise / 4.0 + lt.up_proj_forward
     return 0.0
 
 

@@ -31,7 +31,8 @@ fp32, with fp32 weights under autocast). Selective recomputation
 (Megatron core_attn) only drops the s^2 attention terms, which flash attention never keeps
 (Megatron-LM issue #464). torchtitan's per-op selective AC keeps the attention outputs and
 every other matmul output. Per-module recomputation (``modules``: Megatron's --recompute-modules
-core_attn layernorm moe_act) also drops each norm's output and the experts' activation output.
+core_attn layernorm moe_act, and mla_up_proj on an MLA model) also drops each norm's output, the
+experts' activation output and MLA's up-projected q, k and v.
 
 One module a concept, each importing only the ones before it: implementation.py (who runs the
 job, in which dtypes), eager_scores.py (eager attention's bytes per score, the attention

@@ -146,14 +146,32 @@ def kernel_training(t: TrainingSpec, rc: str) -> TrainingSpec:
     return t if rc not in ("selective", "modules") else t.model_copy(update={"attention": "flash"})
 
 
+def mla_up_proj_bytes(m: ModelSpec, lay: Layout) -> float:
+    """Per token on one rank: MLA's up-projected q, k (after RoPE) and v in bf16, 2q + 2q + 2v
+    (k as wide as q, v v_head_dim a head; _attention_bytes). Megatron-Core's mla_up_proj
+    recomputation (part of "modules" on an MLA model) checkpoints the up-projections and RoPE
+    without their outputs and discards those once the core attention has run, restoring them
+    before its backward (megatron/core/transformer/multi_latent_attention.py:
+    qkv_up_checkpoint = CheckpointWithoutOutput around qkv_up_proj_and_rope_apply, then
+    qkv_up_checkpoint.discard_output_and_register_recompute(core_attn_out)): the latents it reruns
+    from, the attention output and the log-sum-exp stay. 0 for a model without MLA."""
+    if not m.is_mla:
+        return 0.0
+    q, _, heads = local_widths(m, lay)
+    return 4.0 * q + 2.0 * heads * m.v_head_dim
+
+
 def attention_saved_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, rc: str, s_local: int) -> float:
     """Bytes per token the attention block keeps: the kernel's tensors (_attention_bytes, at
-    kernel_training's attention), masked GQA's expanded K/V, RoPE's and the query scale's copies;
+    kernel_training's attention) less what mla_up_proj recomputes under "modules"
+    (mla_up_proj_bytes), masked GQA's expanded K/V, RoPE's and the query scale's copies;
     and with hf on a fused-qkv family (FUSED_PROJECTIONS, Phi-3) 2 (q + kv) more: q, k and v are
     views of one qkv_proj output, so the v the attention keeps holds the whole q + 2 kv storage
     alive (measured on a CPU layer: +4 h with MHA)."""
     q, kv, heads = local_widths(m, lay)
     attn = _attention_bytes(m, kernel_training(t, rc), lay, q, kv, heads, s_local)
+    if rc == "modules":
+        attn -= mla_up_proj_bytes(m, lay)
     attn += masked_gqa_bytes(m, t, lay, q, kv) + layer_rope_bytes(m, t) + query_scale_bytes(m, t, lay)
     if profile(t) == "hf" and m.family in FUSED_PROJECTIONS:
         attn += 2.0 * (q + kv)

@@ -7,7 +7,7 @@ from ...layout import Layout
 from ...schema import ModelSpec, TrainingSpec
 from ...stages import layers_in_flight
 from ...vec import floor, where
-from .attention import dense_local_mask, local_layers
+from .attention import dense_local_mask, local_layers, mla_up_proj_bytes
 from .eager_scores import eager_per_score
 from .implementation import fp32_weights_under_autocast, profile
 from .layer import layer_bytes_per_token
@@ -104,7 +104,8 @@ def backward_transient(m: ModelSpec, t: TrainingSpec, lay: Layout, moe_heavy: bo
     """Bytes the backward of one layer needs on top of the kept activations (see the constants'
     sources above); with full recomputation that includes the recomputed layer itself, and with
     selective or per-module recomputation, which do not keep the attention scores
-    (layer_bytes_per_token), eager attention's scores recomputed for that layer's backward."""
+    (layer_bytes_per_token), eager attention's scores recomputed for that layer's backward, and
+    under per-module recomputation an MLA layer's rerun up-projections (mla_up_proj_bytes)."""
     s_local = floor(t.seq_len / lay.cp)
     tok = tokens_local(t, lay)
     seq_shard = where(lay.sp, lay.tp, 1)
@@ -112,6 +113,9 @@ def backward_transient(m: ModelSpec, t: TrainingSpec, lay: Layout, moe_heavy: bo
     saved_per_score, backward_per_score = eager_per_score(m, t, lay)
     eager = backward_per_score * scores if profile(t) != "megatron" else 0.0
     recomputed = where((lay.recompute == "selective") | (lay.recompute == "modules"), saved_per_score * scores, 0.0)
+    # MLA's up-projected q, k and v, discarded under per-module recomputation, are back for the
+    # layer whose backward runs (attention.mla_up_proj_bytes)
+    recomputed = recomputed + where(lay.recompute == "modules", mla_up_proj_bytes(m, lay), 0.0)
     base = tok * (BACKWARD_TRANSIENT_H * m.hidden / seq_shard + eager + recomputed)
     if lay.recompute == "full":
         one = layer_bytes_per_token(m, t, lay, moe_heavy and m.is_moe, s_local, recompute="none")
