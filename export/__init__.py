@@ -125,14 +125,14 @@ def attention_carried(framework: str, job) -> list[str]:
 def _window_kernel_carried(framework: str, job) -> list[str]:
     """--attention flash or flash2 on a transformers model with sliding windows past them: the
     estimate sized flash-attn's windowed kernel, which the script's from_pretrained must ask for
-    (flash_attention_3, or flash_attention_2 under flash2); transformers'
-    default, sdpa, masks the windows densely (kb/resolve.window_kernel says the same in the answer)."""
-    from shardwise.kb.resolve import window_kernel
-    if framework in WHOLE_RUNS or not window_kernel(job):
+    (the build kb/resolve.window_flash_build names, as the answer does); transformers' default,
+    sdpa, masks the windows densely."""
+    from shardwise.kb.resolve import window_flash_build
+    build = None if framework in WHOLE_RUNS else window_flash_build(job)
+    if build is None:
         return []
-    kernel = ('"flash_attention_2"' if job.training.attention == "flash2" else
-              '"flash_attention_2", ROCm\'s flash-attn having no FlashAttention-3' if job.cluster.gpu.rocm else
-              '"flash_attention_3") (or "flash_attention_2", sized by --attention flash2')
+    kernel = f'"{build.impl}"' + (f", {build.no_fa3}" if build.no_fa3 else "") \
+        + (f') (or "{build.other}", sized by --attention flash2' if build.other else "")
     return [f"sliding windows sized for a flash-attn kernel: your script's from_pretrained(..., "
             f"attn_implementation={kernel}), which no key of this file sets; transformers' default, sdpa, masks the "
             "windows densely, slower and larger"]

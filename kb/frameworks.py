@@ -2,6 +2,8 @@
 how much communication it hides. One place answers "does this framework have X"."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from .package_data import package_yaml
 from .vec import where
 
@@ -57,6 +59,28 @@ def autoep_preset(family: str) -> str | None:
 def autoep_families() -> tuple[str, ...]:
     """The model families DeepSpeed AutoEP has a preset for, sorted."""
     return tuple(sorted(package_yaml("frameworks")["autoep"]["presets"]))
+
+
+class FlashBuild(NamedTuple):
+    """The flash-attn build a transformers script asks for (flash_attn_build)."""
+    impl: str     # from_pretrained's attn_implementation
+    no_fa3: str   # why not flash_attention_3, where the GPU's software lacks it ("" elsewhere)
+    other: str    # the other build, which --attention flash2 sizes, where the user has the choice ("" elsewhere)
+
+
+def flash_attn_build(attention: str, gpu) -> FlashBuild:
+    """Which flash-attn build transformers runs --attention flash or flash2 with on this GPU, the
+    one place that decides it (the answer's kb/resolve.window_kernel and the scripts' caveat,
+    export._window_kernel_carried, word it): flash2 is flash-attn 2 (attn_implementation
+    "flash_attention_2"); flash is FlashAttention-3 ("flash_attention_3"), with flash-attn 2 the
+    user's other choice -- except on an AMD GPU (GPUSpec.rocm), whose ROCm flash-attn has no
+    FlashAttention-3 (Dao-AILab/flash-attention#1653: no flash_attn_interface on MI300X) and runs
+    flash-attn 2, its CK / Triton build."""
+    if attention == "flash2":
+        return FlashBuild("flash_attention_2", "", "")
+    if gpu.rocm:
+        return FlashBuild("flash_attention_2", "ROCm's flash-attn having no FlashAttention-3", "")
+    return FlashBuild("flash_attention_3", "", "flash_attention_2")
 
 
 def megatron_tp_overlap(lay, cluster):

@@ -178,13 +178,14 @@ def model_dropout_scope(job: Job) -> list[str]:
     return [f"{what}: {'; '.join(parts)}"]
 
 
-def window_kernel(job: Job) -> list[str]:
-    """Where the answer rests on which kernel transformers runs sliding windows with: --attention
-    flash (the default) and flash2 time and size them as flash-attn's window_size runs them
-    (attn_implementation flash_attention_3 / _2), while the Trainer's own default, sdpa, builds a
-    dense mask past the window and computes the whole square (memory.activations.dense_local_mask);
-    --attention sdpa sizes that."""
+def window_flash_build(job: Job):
+    """Where the answer rests on which kernel transformers runs sliding windows with, the
+    flash-attn build it sized them for (kb/frameworks.flash_attn_build); None elsewhere. --attention
+    flash (the default) and flash2 time and size them as flash-attn's window_size runs them, while
+    the Trainer's own default, sdpa, builds a dense mask past the window and computes the whole
+    square (memory.activations.dense_local_mask); --attention sdpa sizes that."""
     from .build import NO_SDPA
+    from .frameworks import flash_attn_build
     from .memory.activations import dense_local_mask
     from .perf.compute import WINDOWED_KERNELS
     m, t = job.model, job.training
@@ -193,12 +194,19 @@ def window_kernel(job: Job) -> list[str]:
     # flash2 sizes flash-attn 2's window as flash does flash-attn 3's (compute.WINDOWED_KERNELS)
     if t.attention not in WINDOWED_KERNELS or m.family in NO_SDPA or m.attn_softcap or not m.sliding_layers \
             or not dense_local_mask(m, t.model_copy(update={"attention": "sdpa"})):
+        return None
+    return flash_attn_build(t.attention, job.cluster.gpu)
+
+
+def window_kernel(job: Job) -> list[str]:
+    """The answer's line for the flash-attn build its sliding windows were sized for
+    (window_flash_build); [] where the answer does not rest on one."""
+    build = window_flash_build(job)
+    if build is None:
         return []
-    # ROCm's flash-attn has no FlashAttention-3 (Dao-AILab/flash-attention#1653): an AMD GPU runs flash-attn 2
-    kernel = ("attn_implementation flash_attention_2" if t.attention == "flash2" else
-              "attn_implementation flash_attention_2, ROCm's flash-attn having no FlashAttention-3"
-              if job.cluster.gpu.rocm else
-              "attn_implementation flash_attention_3; --attention flash2 for flash_attention_2")
+    m, t = job.model, job.training
+    kernel = f"attn_implementation {build.impl}" + (f", {build.no_fa3}" if build.no_fa3 else "") \
+        + (f"; --attention flash2 for {build.other}" if build.other else "")
     return [f"attention {t.attention}: {m.name}'s {m.sliding_layers} sliding-window layers ({m.sliding_window:,} "
             f"tokens) are timed and sized as a flash-attn kernel runs them ({kernel}); transformers' "
             f"default, sdpa, masks them with a dense {t.seq_len:,} x {t.seq_len:,} mask and computes the whole "

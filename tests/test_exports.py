@@ -1514,6 +1514,36 @@ def test_an_amd_gpu_is_not_told_to_ask_for_flashattention_3_on_sliding_windows()
     assert all("flash_attention_3" in text for text in answer + files)
 
 
+def test_the_answer_and_the_scripts_name_one_flash_attn_build_on_every_catalog_gpu():
+    """Which flash-attn build a sliding-window model asks for was decided twice, in the answer's
+    line and in the DeepSpeed / FSDP2 / Accelerate caveat, each branching on the GPU itself; now
+    kb/frameworks.flash_attn_build decides it and both word it. On every catalog GPU, under flash
+    and flash2, both name the build it returns -- flash_attention_2 on the AMD GPUs and under
+    flash2, flash_attention_3 otherwise -- and neither names the other build except as the
+    --attention flash2 choice."""
+    from shardwise.kb import catalog
+    from shardwise.kb.frameworks import flash_attn_build
+    from shardwise.kb.resolve import assumptions
+    from shardwise.export import attention_carried
+    builds = set()
+    for name in catalog.gpu_names():
+        for attention in ("flash", "flash2"):
+            job = build_job(model="gemma-3-12b", gpus=8, gpu=name, training="finetune", framework="hf",
+                            seq_len=8192, attention=attention)
+            build = flash_attn_build(attention, job.cluster.gpu)
+            builds.add((job.cluster.gpu.rocm, attention, build.impl))
+            answer = [a for a in assumptions(job) if "sliding-window layers" in a]
+            assert len(answer) == 1 and f"(attn_implementation {build.impl}" in answer[0], (name, answer)
+            for fw in ("deepspeed", "fsdp", "accelerate"):
+                carried = attention_carried(fw, job)
+                assert len(carried) == 1 and f'attn_implementation="{build.impl}"' in carried[0], (name, fw, carried)
+            for text in answer + carried:
+                assert ("--attention flash2" in text) == (build.impl == "flash_attention_3"), (name, text)
+                assert ("ROCm" in text) == (job.cluster.gpu.rocm and attention == "flash"), (name, text)
+    assert builds == {(False, "flash", "flash_attention_3"), (False, "flash2", "flash_attention_2"),
+                      (True, "flash", "flash_attention_2"), (True, "flash2", "flash_attention_2")}
+
+
 def test_torchtitan_cannot_build_ministral3s_position_scaled_query_past_its_original_positions(tmp_path):
     """Ministral 3 multiplies the query by 1 + 0.1 x log(1 + floor(position / 16,384)): 1 below
     16,384 positions, so llama3's attention builds it there, but past them no torchtitan 0.3
