@@ -282,6 +282,9 @@ class GPUSpec(_Frozen):
     """One accelerator: memory, dense tensor throughput per precision, memory bandwidth."""
 
     name: str
+    # required, no default: a GPU of another vendor taken as NVIDIA would be told NVIDIA-only kernels
+    vendor: Literal["nvidia", "amd"] = Field(description=(
+        "the GPU's maker (kb/data/gpus.yaml vendor): which builds of the kernels it runs (rocm)"))
     memory_gib: float = Field(gt=0)
     tflops_bf16: float = Field(gt=0)
     tflops_fp8: Optional[float] = None
@@ -306,10 +309,10 @@ class GPUSpec(_Frozen):
 
     @property
     def rocm(self) -> bool:
-        """An AMD Instinct GPU, known by its own Infinity Fabric inside the node (kb/data/gpus.yaml
-        intra_link): it runs ROCm's builds of the kernels, which lack NVIDIA-only ones
-        (FlashAttention-3, Transformer Engine's userbuffers before 2026)."""
-        return self.intra_link.startswith("infinity-fabric")
+        """An AMD GPU (kb/data/gpus.yaml vendor): it runs ROCm's builds of the kernels, which lack
+        NVIDIA-only ones (FlashAttention-3, Transformer Engine's userbuffers before 2026). Its
+        vendor, not its link: an AMD card on PCIe runs ROCm too."""
+        return self.vendor == "amd"
 
     @property
     def link_joins(self) -> int:

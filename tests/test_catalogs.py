@@ -76,6 +76,38 @@ def test_mi355x_is_cdna4_at_twice_the_mi300x_tensor_rate_on_its_own_fabric():
     assert not mi355.speed_checked_on and mi355.sustained_share == 1.0
 
 
+def test_a_gpus_vendor_is_its_makers_and_decides_whether_it_runs_rocm():
+    """GPUSpec.rocm knew an AMD GPU by its Infinity Fabric link name; a GPU's vendor is a fact
+    about the GPU (kb/data/gpus.yaml vendor), which the part's name carries. Every catalog GPU has
+    one, the AMD ones are the three Instinct parts that ran ROCm before, and an AMD card on PCIe
+    (an MI210, say) runs ROCm's kernels too, where the link name had it take NVIDIA's."""
+    for n in catalog.gpu_names():
+        vendor, part = catalog.gpu(n).vendor, catalog.raw("gpus")["gpus"][n]["name"]
+        assert part.startswith({"nvidia": "NVIDIA ", "amd": "AMD "}[vendor]), (n, vendor, part)
+    assert {n for n in catalog.gpu_names() if catalog.gpu(n).rocm} == {"mi300x", "mi325x", "mi355x"}
+    on_pcie = catalog.gpu("mi300x").model_copy(update={"intra_link": "pcie5"})
+    assert on_pcie.rocm and not catalog.gpu("h100-pcie").rocm
+
+
+@pytest.mark.parametrize("vendor", ["intel", "NVIDIA", "", None])
+def test_a_gpu_of_no_known_vendor_is_refused_not_taken_as_nvidia(vendor):
+    """The schema takes nvidia or amd and nothing else, and has no default: a GPU entry without
+    one, or with another maker, would otherwise be told NVIDIA-only kernels."""
+    from pydantic import ValidationError
+    from shardwise.kb.schema import GPUSpec
+    d = catalog.gpu("h100-sxm").model_dump()
+    if vendor is None:
+        del d["vendor"]
+    else:
+        d["vendor"] = vendor
+    with pytest.raises(ValidationError) as refused:
+        GPUSpec.model_validate(d)
+    assert [(e["loc"], e["type"]) for e in refused.value.errors()] == \
+        [(("vendor",), "missing" if vendor is None else "literal_error")], refused.value.errors()
+    if vendor is not None:
+        assert "'nvidia' or 'amd'" in refused.value.errors()[0]["msg"]
+
+
 def test_unknown_names_suggest_the_nearest():
     with pytest.raises(InputError, match="did you mean .*h100-sxm"):
         catalog.gpu("h100-sxn")
