@@ -47,7 +47,7 @@ def link_names() -> list[str]:
 def gpu(name: str, flag: str = "--gpu") -> GPUSpec:
     key, d = _lookup(_load("gpus")["gpus"], name, "gpu", flag)
     t = d["tflops"]
-    return GPUSpec(name=key, vendor=d["vendor"], memory_gib=d["memory_gib"], tflops_bf16=t["bf16"], tflops_fp8=t.get("fp8"),
+    return GPUSpec(name=key, vendor=d["vendor"], arch=d["arch"], memory_gib=d["memory_gib"], tflops_bf16=t["bf16"], tflops_fp8=t.get("fp8"),
                    tflops_fp32=t["fp32"],
                    hbm_gbps=d["hbm_gbps"], intra_link=d["intra_link"], pair_link=d.get("pair_link"), gpus_per_node=d["gpus_per_node"],
                    host_pcie=d.get("host_pcie", d["intra_link"] if d["intra_link"].startswith("pcie") else "pcie5"),

@@ -72,14 +72,25 @@ def flash_attn_build(attention: str, gpu) -> FlashBuild:
     """Which flash-attn build transformers runs --attention flash or flash2 with on this GPU, the
     one place that decides it (the answer's kb/resolve.window_kernel and the scripts' caveat,
     export._window_kernel_carried, word it): flash2 is flash-attn 2 (attn_implementation
-    "flash_attention_2"); flash is FlashAttention-3 ("flash_attention_3"), with flash-attn 2 the
-    user's other choice -- except on an AMD GPU (GPUSpec.rocm), whose ROCm flash-attn has no
-    FlashAttention-3 (Dao-AILab/flash-attention#1653: no flash_attn_interface on MI300X) and runs
-    flash-attn 2, its CK / Triton build."""
+    "flash_attention_2"); flash is the FlashAttention-3 / cuDNN class the estimate times, which is
+    FlashAttention-3 ("flash_attention_3") on a Hopper GPU (GPUSpec.arch), with flash-attn 2 the
+    user's other choice. FlashAttention-3 is built for Hopper alone (flash-attn README, "FlashAttention-3
+    ... Requirements: H100 / H800 GPU"; hopper/setup.py compiles sm_90a only), so:
+    on Blackwell the class is FlashAttention-4 ("flash_attention_4", transformers' FA4 backend;
+    flash-attn README: "FlashAttention-4 is written in CuTeDSL and optimized for Hopper and
+    Blackwell GPUs (e.g. H100, B200)"), flash-attn 2 again the other choice; on Ampere and Ada
+    it is flash-attn 2 itself, where flash and flash2 time alike (kb/perf/compute.FLASH2_TFLOPS);
+    on an AMD GPU (GPUSpec.rocm) ROCm's flash-attn has no FlashAttention-3
+    (Dao-AILab/flash-attention#1653: no flash_attn_interface on MI300X) and runs flash-attn 2,
+    its CK / Triton build."""
     if attention == "flash2":
         return FlashBuild("flash_attention_2", "", "")
     if gpu.rocm:
         return FlashBuild("flash_attention_2", "ROCm's flash-attn having no FlashAttention-3", "")
+    if gpu.arch == "blackwell":
+        return FlashBuild("flash_attention_4", "FlashAttention-3 being built for Hopper alone", "flash_attention_2")
+    if gpu.arch != "hopper":
+        return FlashBuild("flash_attention_2", "FlashAttention-3 being built for Hopper alone", "")
     return FlashBuild("flash_attention_3", "", "flash_attention_2")
 
 

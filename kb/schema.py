@@ -285,6 +285,9 @@ class GPUSpec(_Frozen):
     # required, no default: a GPU of another vendor taken as NVIDIA would be told NVIDIA-only kernels
     vendor: Literal["nvidia", "amd"] = Field(description=(
         "the GPU's maker (kb/data/gpus.yaml vendor): which builds of the kernels it runs (rocm)"))
+    # required too: an architecture taken as Hopper would be told Hopper-only kernels (FlashAttention-3)
+    arch: Literal["ampere", "ada", "hopper", "blackwell", "cdna3", "cdna4"] = Field(description=(
+        "its architecture (kb/data/gpus.yaml arch): which kernel builds it runs (kb/frameworks.flash_attn_build)"))
     memory_gib: float = Field(gt=0)
     tflops_bf16: float = Field(gt=0)
     tflops_fp8: Optional[float] = None

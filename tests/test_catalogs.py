@@ -89,6 +89,21 @@ def test_a_gpus_vendor_is_its_makers_and_decides_whether_it_runs_rocm():
     assert on_pcie.rocm and not catalog.gpu("h100-pcie").rocm
 
 
+def test_a_gpus_architecture_is_its_parts_and_agrees_with_what_else_the_catalog_knows():
+    """kb/data/gpus.yaml arch decides the kernel builds a GPU runs (FlashAttention-3 on Hopper
+    alone). Each entry's architecture is its part's: the H100 / H200 / H800 parts are Hopper, the
+    B / GB parts Blackwell -- exactly the GPUs with microscaled FP8 tensor cores (mxfp8) -- the
+    A100 and A10 Ampere, the L4 / L40S / RTX ones Ada, and the AMD parts CDNA."""
+    by_part = {"hopper": ("H100", "H200", "H800"), "blackwell": ("B200", "B300", "GB200", "GB300"),
+               "ampere": ("A100", "A10 "), "ada": ("L40S", "L4 ", "RTX"), "cdna3": ("MI300X", "MI325X"),
+               "cdna4": ("MI355X",)}
+    for n in catalog.gpu_names():
+        g, part = catalog.gpu(n), catalog.raw("gpus")["gpus"][n]["name"]
+        assert any(p in part for p in by_part[g.arch]), (n, g.arch, part)
+        assert g.mxfp8 == (g.arch == "blackwell"), n
+        assert g.rocm == g.arch.startswith("cdna"), n
+
+
 @pytest.mark.parametrize("vendor", ["intel", "NVIDIA", "", None])
 def test_a_gpu_of_no_known_vendor_is_refused_not_taken_as_nvidia(vendor):
     """The schema takes nvidia or amd and nothing else, and has no default: a GPU entry without

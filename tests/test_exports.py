@@ -1518,8 +1518,9 @@ def test_the_answer_and_the_scripts_name_one_flash_attn_build_on_every_catalog_g
     """Which flash-attn build a sliding-window model asks for was decided twice, in the answer's
     line and in the DeepSpeed / FSDP2 / Accelerate caveat, each branching on the GPU itself; now
     kb/frameworks.flash_attn_build decides it and both word it. On every catalog GPU, under flash
-    and flash2, both name the build it returns -- flash_attention_2 on the AMD GPUs and under
-    flash2, flash_attention_3 otherwise -- and neither names the other build except as the
+    and flash2, both name the build it returns -- flash_attention_2 under flash2, on the AMD GPUs
+    and on Ampere and Ada; flash_attention_3 on Hopper alone, the only GPUs its build runs on;
+    flash_attention_4 on Blackwell -- and neither names the other build except as the
     --attention flash2 choice."""
     from shardwise.kb import catalog
     from shardwise.kb.frameworks import flash_attn_build
@@ -1531,17 +1532,21 @@ def test_the_answer_and_the_scripts_name_one_flash_attn_build_on_every_catalog_g
             job = build_job(model="gemma-3-12b", gpus=8, gpu=name, training="finetune", framework="hf",
                             seq_len=8192, attention=attention)
             build = flash_attn_build(attention, job.cluster.gpu)
-            builds.add((job.cluster.gpu.rocm, attention, build.impl))
+            builds.add((job.cluster.gpu.arch, attention, build.impl))
             answer = [a for a in assumptions(job) if "sliding-window layers" in a]
             assert len(answer) == 1 and f"(attn_implementation {build.impl}" in answer[0], (name, answer)
             for fw in ("deepspeed", "fsdp", "accelerate"):
                 carried = attention_carried(fw, job)
                 assert len(carried) == 1 and f'attn_implementation="{build.impl}"' in carried[0], (name, fw, carried)
+            gpu = job.cluster.gpu
             for text in answer + carried:
-                assert ("--attention flash2" in text) == (build.impl == "flash_attention_3"), (name, text)
-                assert ("ROCm" in text) == (job.cluster.gpu.rocm and attention == "flash"), (name, text)
-    assert builds == {(False, "flash", "flash_attention_3"), (False, "flash2", "flash_attention_2"),
-                      (True, "flash", "flash_attention_2"), (True, "flash2", "flash_attention_2")}
+                assert ("--attention flash2" in text) == (build.impl in ("flash_attention_3", "flash_attention_4")), (name, text)
+                assert ("ROCm" in text) == (gpu.rocm and attention == "flash"), (name, text)
+                assert ("built for Hopper alone" in text) == (attention == "flash" and not gpu.rocm
+                                                             and gpu.arch != "hopper"), (name, text)
+    flash = {("ampere", "flash_attention_2"), ("ada", "flash_attention_2"), ("hopper", "flash_attention_3"),
+             ("blackwell", "flash_attention_4"), ("cdna3", "flash_attention_2"), ("cdna4", "flash_attention_2")}
+    assert builds == {(a, "flash", impl) for a, impl in flash} | {(a, "flash2", "flash_attention_2") for a, _ in flash}
 
 
 def test_torchtitan_cannot_build_ministral3s_position_scaled_query_past_its_original_positions(tmp_path):
