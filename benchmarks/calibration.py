@@ -841,5 +841,16 @@ def published_megatron_memory_rows() -> list[dict]:
                     "model": _MODEL.get(r["model_key"]), "gpu_name": _row_gpu(r), "gpus": r["num_gpus"],
                     "off_record": _off_record(r),
                     "peak_gib": e.peak_gib, "capacity_gib": e.capacity_gib, "fits": e.fits, "phase": e.phase,
-                    "activations_gib": e.breakdown_gib["activations"], "unmodelled": _unmodelled(r, c["layout"])})
+                    "activations_gib": e.breakdown_gib["activations"], "unmodelled": _unmodelled(r, c["layout"]),
+                    "modules_peak_gib": _per_module_peak(c, r)})
     return out
+
+
+def _per_module_peak(case: dict, r: dict) -> float | None:
+    """The peak of a row whose recipe recomputes modules the row does not record (DeepSeek-V3's
+    mla_up_proj, with mlp or moe_act in some recipes) under shardwise's per-module mode, which
+    recomputes those and the norms and core attention: a lower bound on what the recipe needs,
+    not like for like. None for the other rows."""
+    if r["model_key"] != "deepseek-v3":
+        return None
+    return estimate_memory(case["job"], case["layout"].with_(recompute="modules")).peak_gib

@@ -19,6 +19,8 @@ def main() -> None:
     for r in sorted(rows, key=lambda r: r["peak_gib"] / r["capacity_gib"]):
         if not r["fits"]:
             why = f"  [{r['unmodelled']}]" if r["unmodelled"] else ""
+            if r["modules_peak_gib"] is not None:
+                why += f" {100 * r['modules_peak_gib'] / r['capacity_gib']:.1f}% with --recompute modules"
             print(f"  {r['id']:<52} {100 * r['peak_gib'] / r['capacity_gib']:6.1f}%  act {r['activations_gib']:6.1f} GiB"
                   f"  {r['layout']}{why}")
     by = defaultdict(list)
