@@ -63,8 +63,10 @@ def variants(job: Job) -> list[tuple[str, Job]]:
                     Job(job.model, c, t.model_copy(update={"seq_len": t.seq_len // 2}))))
     # twice the GPUs off a single whole node: two nodes or more, or part of a node, which
     # kb/build.py records as a node of the job's own size (sizing.node_size: the server's)
+    # Part of a node doubles only while it stays inside the node: 6 of an 8-GPU server doubled
+    # to 12 is one and a half servers, which the job flags refuse (and Cluster.domain_block fails on)
     node = node_size(c)
-    if c.gpus >= 2 * node or c.gpus < node:
+    if c.gpus >= 2 * node or 2 * c.gpus <= node:
         out.append((f"there were {c.gpus * 2} GPUs", with_cluster(job, c.gpus * 2)))
     if allocator(t) == "caching":
         # the one what-if a launch line changes: its fragmentation allowance and split peak

@@ -234,3 +234,18 @@ def test_tp_stays_inside_the_jobs_share_of_an_nvl72_rack(run_cli):
     assert "only the 68 GPUs this job has in one domain" in text
     eight = [a for a in whole["alternatives"] if a["value"] == 8]
     assert whole["value"] == 8 or (eight and "tp.inside-nvlink-domain" not in eight[0]["ruled_out_by"])
+
+
+def test_why_on_part_of_a_node_does_not_double_it_into_part_nodes(run_cli):
+    """`explain` on 6 of an 8-GPU server (a100-80gb-pcie) ended in 'internal error (ValueError:
+    max() arg is an empty sequence)', status 1: its 'twice the GPUs' what-if built 12 GPUs in
+    8-GPU nodes, a count the job flags refuse (not whole nodes). It now answers, and tries no
+    what-if that is not whole nodes, while 3 of 8 still tries 6."""
+    job = ("explain", "--model", "qwen3-4b", "--gpu", "a100-80gb-pcie", "--seq-len", "2048", "--why", "dp",
+           "--format", "json")
+    code, out, err = run_cli(*job, "--gpus", "6")
+    assert code == 0, err
+    assert not any("GPUs" in t for t in json.loads(out)["what_ifs_tried"])
+    code, out, err = run_cli(*job, "--gpus", "3")
+    assert code == 0, err
+    assert "there were 6 GPUs" in json.loads(out)["what_ifs_tried"]
