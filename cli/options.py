@@ -188,7 +188,14 @@ def job_options(f=None, *, raw: bool = False):
                     # which may vary the training type into one that takes it, and a job without a
                     # model for a --vary that names one (compare_variants refuses it if none does)
                     if any(k in settings for k in EXCLUSIVE[0]):
-                        build_job(**{k: v for k, v in settings.items() if k not in ("lora_rank", "lora_dropout")})
+                        base = {k: v for k, v in settings.items() if k not in ("lora_rank", "lora_dropout")}
+                        try:
+                            build_job(**base)
+                        except InputError:
+                            # refused for a default a --vary replaces (the 8 GPUs of `--gpus-per-node
+                            # 6 --vary gpus=6,12`): not the job's fault while some variant builds
+                            if not _some_variant_builds(base, kwargs.get("vary") or ()):
+                                raise
                     kwargs["settings"] = settings
                     # where each setting was given, as a refusal names it: its flag, or the job file's key
                     kwargs["given"] = {k: f"{job_file}: {k} {v}" if k in from_file else
@@ -202,6 +209,27 @@ def job_options(f=None, *, raw: bool = False):
     for o in reversed(opts):
         wrapper = o(wrapper)
     return wrapper
+
+
+def _some_variant_builds(base: dict, vary: tuple) -> bool:
+    """Whether some combination of the --vary values (compare) makes ``base`` a job build_job
+    takes; a --vary that does not parse builds none (its refusal comes after the base job's)."""
+    import itertools
+
+    from shardwise.kb.build import build_job
+    try:
+        varied = parse_vary(vary)
+    except InputError:
+        return False
+    for combo in itertools.product(*[values for _, values in varied]):
+        job = dict(base)
+        override(job, dict(zip([k for k, _ in varied], combo)))
+        try:
+            build_job(**job)
+            return True
+        except InputError:
+            continue
+    return False
 
 
 def named_in_file(e: InputError, path: str | None, from_file: set) -> InputError:

@@ -815,3 +815,20 @@ def test_the_readmes_sample_answer_is_what_the_quick_start_prints(run_cli):
     printed = out.splitlines()
     assert code == 0, err
     assert len(quoted) >= 10 and all(q in printed for q in quoted), [q for q in quoted if q not in printed]
+
+
+def test_compare_of_gpu_counts_in_nodes_of_six(run_cli):
+    """`compare --gpus-per-node 6 --vary gpus=6,12` was refused with '--gpus 8 is not a multiple
+    of --gpus-per-node 6': the job was first checked with the default 8 GPUs, which the varied
+    counts replace and the user never gave (nor may give beside --vary gpus). Each count is now
+    its own row; a row the nodes do not take is still refused on its own."""
+    code, out, err = run_cli("compare", "--model", "qwen3-0.6b", "--gpus-per-node", "6", "--seq-len", "1024",
+                             "--vary", "gpus=6,12,16", "--format", "json")
+    assert code == 0, err
+    rows = {r["variant"]["gpus"]: r for r in json.loads(out)["variants"]}
+    assert rows[6]["best"] and rows[12]["best"]
+    assert rows[16]["best"] is None and "--gpus 16 is not a multiple of --gpus-per-node 6" in rows[16]["why"]
+    # a setting every row shares that no row can take is still refused once, for the job
+    code, out, err = run_cli("compare", "--model", "qwen3-0.6b", "--gpus-per-node", "6", "--gpu", "nope",
+                             "--vary", "gpus=6,12")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "nope" in err
