@@ -202,6 +202,10 @@ def parse_layout(text: str, gpus: Optional[int] = None, framework: Optional[str]
         if min(tp, pp, cp) < 1 or gpus % (tp * pp * cp):
             raise InputError(f"--layout: tp x pp x cp = {tp * pp * cp} does not divide --gpus {gpus}")
         given["dp"] = gpus // (tp * pp * cp)
+    if given.get("shard") and given["shard"] == given.get("dp", 1) * cp:
+        # a shard group of every dp x cp rank is the default's, no HSDP: what the JSON's
+        # shard_group reads for such a layout, so pasting it back means the same layout
+        given["shard"] = 0
     from .frameworks import has_sequence_parallel     # the profiles load only when parsing
     has_sp = framework is None or has_sequence_parallel(framework)
     if "sp" not in given:

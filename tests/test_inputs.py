@@ -946,3 +946,17 @@ def test_torchtitan_has_no_expert_tensor_parallelism(run_cli):
     assert "[torchtitan-no-etp]" in err and "use etp=1" in err
     code, _, err = run_cli(*job, "--layout", "tp=2,ep=4,dp=8,zero=3,mbs=1")
     assert code == 0, err
+
+
+def test_a_shard_group_of_every_data_parallel_rank_pasted_back_is_the_same_layout(run_cli):
+    """The JSON's layout.shard_group reads dp x cp where there is no HSDP group; a user who pastes
+    it back as shard=N gets the layout the answer described, not an HSDP refusal."""
+    code, out, err = run_cli("memory", "--model", "llama-3-8b", "--gpus", "64", "--format", "json",
+                             "--layout", "dp=64,zero=3,mbs=1,recompute=full")
+    assert code == 0, err
+    first = json.loads(out)
+    assert first["layout"]["shard_group"] == 64
+    code, out, err = run_cli("memory", "--model", "llama-3-8b", "--gpus", "64", "--format", "json",
+                             "--layout", "dp=64,zero=3,shard=64,mbs=1,recompute=full")
+    assert code == 0, err
+    assert json.loads(out) == first
