@@ -68,7 +68,15 @@ class FlashBuild(NamedTuple):
     other: str    # the other build, which --attention flash2 sizes, where the user has the choice ("" elsewhere)
 
 
-def flash_attn_build(attention: str, gpu) -> FlashBuild:
+# The largest head size FlashAttention-4 runs a sliding window at on Blackwell: its SM100 kernels
+# take head sizes 8-128 (and DeepSeek's 192 / 128), while 256 runs only in the dedicated 2-CTA
+# kernel, which refuses local attention forward and backward (flash-attn flash_attn/cute/
+# interface.py _validate_head_dims; sm100_hd256_2cta_fmha_forward.py "does not support local
+# attention yet", sm100_hd256_2cta_fmha_backward.py "does not support local attention")
+FA4_WINDOW_MAX_HEAD_DIM = 128
+
+
+def flash_attn_build(attention: str, gpu, head_dim: int) -> FlashBuild:
     """Which flash-attn build transformers runs --attention flash or flash2 with on this GPU, the
     one place that decides it (the answer's kb/resolve.window_kernel and the scripts' caveat,
     export._window_kernel_carried, word it): flash2 is flash-attn 2 (attn_implementation
@@ -78,7 +86,9 @@ def flash_attn_build(attention: str, gpu) -> FlashBuild:
     ... Requirements: H100 / H800 GPU"; hopper/setup.py compiles sm_90a only), so:
     on Blackwell the class is FlashAttention-4 ("flash_attention_4", transformers' FA4 backend;
     flash-attn README: "FlashAttention-4 is written in CuTeDSL and optimized for Hopper and
-    Blackwell GPUs (e.g. H100, B200)"), flash-attn 2 again the other choice; on Ampere and Ada
+    Blackwell GPUs (e.g. H100, B200)"), flash-attn 2 again the other choice -- but only up to
+    FA4_WINDOW_MAX_HEAD_DIM (head_dim: the model's, for its sliding windows): past it FA4 runs no
+    window, and the build is flash-attn 2, which --attention flash2 times; on Ampere and Ada
     it is flash-attn 2 itself, where flash and flash2 time alike (kb/perf/compute.FLASH2_TFLOPS);
     on an AMD GPU (GPUSpec.rocm) ROCm's flash-attn has no FlashAttention-3
     (Dao-AILab/flash-attention#1653: no flash_attn_interface on MI300X) and runs flash-attn 2,
@@ -87,6 +97,10 @@ def flash_attn_build(attention: str, gpu) -> FlashBuild:
         return FlashBuild("flash_attention_2", "", "")
     if gpu.rocm:
         return FlashBuild("flash_attention_2", "ROCm's flash-attn having no FlashAttention-3", "")
+    if gpu.arch == "blackwell" and head_dim > FA4_WINDOW_MAX_HEAD_DIM:
+        return FlashBuild("flash_attention_2", "FlashAttention-3 being built for Hopper alone and FlashAttention-4 "
+                          f"running no sliding window at head size {head_dim} on Blackwell: --attention flash2 "
+                          "times flash-attn 2", "")
     if gpu.arch == "blackwell":
         return FlashBuild("flash_attention_4", "FlashAttention-3 being built for Hopper alone", "flash_attention_2")
     if gpu.arch != "hopper":

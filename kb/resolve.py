@@ -195,7 +195,7 @@ def window_flash_build(job: Job):
     if t.attention not in WINDOWED_KERNELS or m.family in NO_SDPA or m.attn_softcap or not m.sliding_layers \
             or not dense_local_mask(m, t.model_copy(update={"attention": "sdpa"})):
         return None
-    return flash_attn_build(t.attention, job.cluster.gpu)
+    return flash_attn_build(t.attention, job.cluster.gpu, m.hd)
 
 
 def window_kernel(job: Job) -> list[str]:

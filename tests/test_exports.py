@@ -1521,7 +1521,8 @@ def test_the_answer_and_the_scripts_name_one_flash_attn_build_on_every_catalog_g
     and flash2, both name the build it returns -- flash_attention_2 under flash2, on the AMD GPUs
     and on Ampere and Ada; flash_attention_3 on Hopper alone, the only GPUs its build runs on;
     flash_attention_4 on Blackwell -- and neither names the other build except as the
-    --attention flash2 choice."""
+    --attention flash2 choice. (Mistral 7B's head size, 128, is one FlashAttention-4 runs windows
+    at; at 256 see the test below.)"""
     from shardwise.kb import catalog
     from shardwise.kb.frameworks import flash_attn_build
     from shardwise.kb.resolve import assumptions
@@ -1529,9 +1530,9 @@ def test_the_answer_and_the_scripts_name_one_flash_attn_build_on_every_catalog_g
     builds = set()
     for name in catalog.gpu_names():
         for attention in ("flash", "flash2"):
-            job = build_job(model="gemma-3-12b", gpus=8, gpu=name, training="finetune", framework="hf",
+            job = build_job(model="mistral-7b", gpus=8, gpu=name, training="finetune", framework="hf",
                             seq_len=8192, attention=attention)
-            build = flash_attn_build(attention, job.cluster.gpu)
+            build = flash_attn_build(attention, job.cluster.gpu, job.model.hd)
             builds.add((job.cluster.gpu.arch, attention, build.impl))
             answer = [a for a in assumptions(job) if "sliding-window layers" in a]
             assert len(answer) == 1 and f"(attn_implementation {build.impl}" in answer[0], (name, answer)
@@ -1717,3 +1718,29 @@ def test_torchtitan_keeps_a_pipelined_stage_unsharded_as_the_estimate_sized_it()
     module = export("fsdp", Target(job, Layout(tp=8, pp=4, dp=2, zero=3, sp=True, mbs=1, grad_accum=64,
                                                 recompute="full"))).files["fsdp2_sharding.py"]
     assert "RESHARD_AFTER_FORWARD = False" in module
+
+
+def test_a_blackwell_gpu_is_told_flash_attention_2_for_sliding_windows_at_head_size_256():
+    """FlashAttention-4 on Blackwell runs head size 256 only in its dedicated kernel, which
+    refuses local attention forward and backward (flash-attn flash_attn/cute/
+    sm100_hd256_2cta_fmha_forward.py: "does not support local attention yet";
+    sm100_hd256_2cta_fmha_backward.py). Gemma 3 12B (head_dim 256) on B200, B300, GB200 and
+    GB300 was told attn_implementation flash_attention_4, which fails on its first sliding-window
+    layer; it is told flash-attn 2, which runs windows at 256 there, and that --attention flash2
+    times it. Mistral 7B (head_dim 128), which FA4 runs, keeps flash_attention_4."""
+    from shardwise.kb import catalog
+    from shardwise.kb.resolve import assumptions
+    from shardwise.export import attention_carried
+    blackwell = [n for n in catalog.gpu_names() if catalog.gpu(n).arch == "blackwell"]
+    assert len(blackwell) >= 4
+    for name in blackwell:
+        for model, impl in (("gemma-3-12b", "flash_attention_2"), ("mistral-7b", "flash_attention_4")):
+            job = build_job(model=model, gpus=8, gpu=name, training="finetune", framework="hf", seq_len=16384,
+                            attention="flash")
+            answer = [a for a in assumptions(job) if "sliding-window layers" in a]
+            carried = [c for fw in ("deepspeed", "fsdp", "accelerate") for c in attention_carried(fw, job)]
+            assert len(answer) == 1 and len(carried) == 3, (name, model, answer, carried)
+            for text in answer + carried:
+                assert impl in text and (impl == "flash_attention_4") == ("flash_attention_4" in text), (name, text)
+                assert "--attention flash2" in text, (name, text)
+                assert ("head size 256" in text) == (model == "gemma-3-12b"), (name, text)
