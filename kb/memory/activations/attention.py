@@ -161,33 +161,17 @@ def mla_up_proj_bytes(m: ModelSpec, lay: Layout) -> float:
     return 4.0 * q + 2.0 * heads * m.v_head_dim
 
 
-def mla_up_proj_freed_bytes(m: ModelSpec, lay: Layout) -> float:
-    """Per token on one rank: what mla_up_proj's discard takes off the saved set -- all of
-    mla_up_proj_bytes where the attention keeps the checkpoint's own q, k and v (Transformer
-    Engine's FusedAttnFunc saves its inputs), but q alone, 2q, under context parallelism: Megatron
-    runs TE's P2P ring there (its default cp_comm_type; an MLA model needs no all-to-all,
-    kb/frameworks), which saves q as given and, for k and v, the ring's last KV buffer, a copy
-    (transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py,
-    AttnFuncWithCPAndKVP2P.forward: kv = p2p_comm_buffers[-1], the first one
-    torch.cat((k.view(-1), v.view(-1)))), which the discard leaves; the k and v it frees were kept
-    by nothing else."""
-    if not m.is_mla:
-        return 0.0
-    q, _, _ = local_widths(m, lay)
-    return where(lay.cp > 1, 2.0 * q, mla_up_proj_bytes(m, lay))
-
-
 def attention_saved_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, rc: str, s_local: int) -> float:
     """Bytes per token the attention block keeps: the kernel's tensors (_attention_bytes, at
-    kernel_training's attention) less what mla_up_proj's discard frees under "modules"
-    (mla_up_proj_freed_bytes), masked GQA's expanded K/V, RoPE's and the query scale's copies;
+    kernel_training's attention) less what mla_up_proj recomputes under "modules"
+    (mla_up_proj_bytes), masked GQA's expanded K/V, RoPE's and the query scale's copies;
     and with hf on a fused-qkv family (FUSED_PROJECTIONS, Phi-3) 2 (q + kv) more: q, k and v are
     views of one qkv_proj output, so the v the attention keeps holds the whole q + 2 kv storage
     alive (measured on a CPU layer: +4 h with MHA)."""
     q, kv, heads = local_widths(m, lay)
     attn = _attention_bytes(m, kernel_training(t, rc), lay, q, kv, heads, s_local)
     if rc == "modules":
-        attn -= mla_up_proj_freed_bytes(m, lay)
+        attn -= mla_up_proj_bytes(m, lay)
     attn += masked_gqa_bytes(m, t, lay, q, kv) + layer_rope_bytes(m, t) + query_scale_bytes(m, t, lay)
     if profile(t) == "hf" and m.family in FUSED_PROJECTIONS:
         attn += 2.0 * (q + kv)
