@@ -191,11 +191,12 @@ def job_options(f=None, *, raw: bool = False):
                         base = {k: v for k, v in settings.items() if k not in ("lora_rank", "lora_dropout")}
                         try:
                             build_job(**base)
-                        except InputError:
+                        except InputError as e:
                             # refused for a default a --vary replaces (the 8 GPUs of `--gpus-per-node
                             # 6 --vary gpus=6,12`): not the job's fault while some variant builds
-                            if not _some_variant_builds(base, kwargs.get("vary") or ()):
-                                raise
+                            refusal = _refusal_no_variant_escapes(base, kwargs.get("vary") or (), e)
+                            if refusal is not None:
+                                raise refusal from None
                     kwargs["settings"] = settings
                     # where each setting was given, as a refusal names it: its flag, or the job file's key
                     kwargs["given"] = {k: f"{job_file}: {k} {v}" if k in from_file else
@@ -211,25 +212,30 @@ def job_options(f=None, *, raw: bool = False):
     return wrapper
 
 
-def _some_variant_builds(base: dict, vary: tuple) -> bool:
-    """Whether some combination of the --vary values (compare) makes ``base`` a job build_job
-    takes; a --vary that does not parse builds none (its refusal comes after the base job's)."""
+def _refusal_no_variant_escapes(base: dict, vary: tuple, refused: InputError) -> InputError | None:
+    """None where some combination of the --vary values (compare) makes ``base``, which build_job
+    refused, a job it takes; else the job's refusal, worded as the first combination's: a value
+    the user varied, not the default it replaces (`--gpus-per-node 6 --vary gpus=7,9` is refused
+    for --gpus 7, not for the 8 GPUs the user never gave), and a setting no value varies the same
+    either way. A --vary that does not parse builds none: its own refusal, which names what the
+    user typed (the base job's, ``refused``, may name a default the --vary was to replace)."""
     import itertools
 
     from shardwise.kb.build import build_job
     try:
         varied = parse_vary(vary)
-    except InputError:
-        return False
+    except InputError as bad:
+        return bad
+    first = None
     for combo in itertools.product(*[values for _, values in varied]):
         job = dict(base)
         override(job, dict(zip([k for k, _ in varied], combo)))
         try:
             build_job(**job)
-            return True
-        except InputError:
-            continue
-    return False
+            return None
+        except InputError as e:
+            first = first or e
+    return first or refused
 
 
 def named_in_file(e: InputError, path: str | None, from_file: set) -> InputError:

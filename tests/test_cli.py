@@ -832,3 +832,16 @@ def test_compare_of_gpu_counts_in_nodes_of_six(run_cli):
     code, out, err = run_cli("compare", "--model", "qwen3-0.6b", "--gpus-per-node", "6", "--gpu", "nope",
                              "--vary", "gpus=6,12")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "nope" in err
+
+
+def test_compare_refused_for_every_varied_gpu_count_names_the_counts_given(run_cli):
+    """`compare --gpus-per-node 6 --vary gpus=7,9`: no row can run, so the job is refused once --
+    but it was refused as '--gpus 8 is not a multiple of --gpus-per-node 6', the default every row
+    replaces and the user never gave. The refusal now names a count the user varied."""
+    code, out, err = run_cli("compare", "--model", "qwen3-0.6b", "--gpus-per-node", "6", "--seq-len", "1024",
+                             "--vary", "gpus=7,9")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "--gpus 7 is not a multiple of --gpus-per-node 6" in err and "--gpus 8" not in err, err
+    # a --vary that does not parse is refused for itself, not for the default it was to replace
+    code, out, err = run_cli("compare", "--model", "qwen3-0.6b", "--gpus-per-node", "6", "--vary", "gpus=7,x")
+    assert code == 2 and "--vary gpus" in err and "--gpus 8" not in err, err
