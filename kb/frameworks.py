@@ -82,9 +82,12 @@ def flash_attn_build(attention: str, gpu, head_dim: int) -> FlashBuild:
     export._window_kernel_carried, word it): flash2 is flash-attn 2 (attn_implementation
     "flash_attention_2"); flash is the FlashAttention-3 / cuDNN class the estimate times, which is
     FlashAttention-3 ("flash_attention_3") on a Hopper GPU (GPUSpec.arch), with flash-attn 2 the
-    user's other choice. FlashAttention-3 is built for Hopper alone (flash-attn README, "FlashAttention-3
-    ... Requirements: H100 / H800 GPU"; hopper/setup.py compiles sm_90a only), so:
-    on Blackwell the class is FlashAttention-4 ("flash_attention_4", transformers' FA4 backend;
+    user's other choice. FlashAttention-3 is released for Hopper alone (flash-attn README, "FlashAttention-3
+    ... Requirements: H100 / H800 GPU"; its hopper/ build has compiled SM80 kernels too since
+    7bc3f031, January 2025, which the README does not offer, and for Blackwell one hdim-128 forward,
+    instantiations/flash_fwd_hdim128_bf16_sm100.cu, no backward), so:
+    on Blackwell the class is FlashAttention-4 ("flash_attention_4", transformers' FA4 backend,
+    huggingface/transformers#42435 "[FA4] Initial support", which imports flash_attn.cute;
     flash-attn README: "FlashAttention-4 is written in CuTeDSL and optimized for Hopper and
     Blackwell GPUs (e.g. H100, B200)"), flash-attn 2 again the other choice -- but only up to
     FA4_WINDOW_MAX_HEAD_DIM (head_dim: the model's, for its sliding windows): past it FA4 runs no
