@@ -42,6 +42,16 @@ def norms_per_layer(m: ModelSpec) -> int:
 FUSED_PROJECTIONS = ("phi3",)
 
 
+def mla_up_projections(m: ModelSpec) -> list[tuple[int, int]]:
+    """(in, out) features of MLA's up-projections: q_b (q_lora_rank -> heads x (nope + rope)), or
+    the one q_proj from the hidden state of a model without a q LoRA (DeepSeek-V2-Lite), and kv_b
+    (kv_lora_rank -> heads x (nope + v)) (modeling_deepseek_v3.py) -- the linears Megatron-Core's
+    mla_up_proj recomputation reruns (megatron/core/transformer/multi_latent_attention.py,
+    get_query_key_value_tensors: qkv_up_proj_and_rope_apply, checkpointed whole)."""
+    return [(m.q_lora_rank or m.hidden, m.heads * (m.qk_nope_dim + m.qk_rope_dim)),
+            (m.kv_lora_rank, m.heads * (m.qk_nope_dim + m.v_head_dim))]
+
+
 def attention_projections(m: ModelSpec, fused: bool | None = None) -> list[tuple[int, int]]:
     """(in, out) features of each linear of one attention block, as transformers builds them:
     q, k, v, o; with ``fused`` one qkv linear and o (default: the family's, FUSED_PROJECTIONS'
@@ -50,10 +60,9 @@ def attention_projections(m: ModelSpec, fused: bool | None = None) -> list[tuple
     (adapter_params)."""
     h = m.hidden
     if m.is_mla:
-        qk = m.heads * (m.qk_nope_dim + m.qk_rope_dim)
-        q = [(h, m.q_lora_rank), (m.q_lora_rank, qk)] if m.q_lora_rank else [(h, qk)]
-        return q + [(h, m.kv_lora_rank + m.qk_rope_dim), (m.kv_lora_rank, m.heads * (m.qk_nope_dim + m.v_head_dim)),
-                    (m.heads * m.v_head_dim, h)]
+        q_up, kv_up = mla_up_projections(m)
+        q_down = [(h, m.q_lora_rank)] if m.q_lora_rank else []
+        return q_down + [q_up, (h, m.kv_lora_rank + m.qk_rope_dim), kv_up, (m.heads * m.v_head_dim, h)]
     if m.family in FUSED_PROJECTIONS if fused is None else fused:
         return [(h, m.q_width + 2 * m.kv_width), (m.attn_out_width, h)]
     return [(h, m.q_width), (h, m.kv_width), (h, m.kv_width), (m.attn_out_width, h)]

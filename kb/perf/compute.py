@@ -35,7 +35,7 @@ from ..memory.activations import (RESIDUAL_DROPOUT_SITES, adapter_input_cast, at
                                   tokens_local)
 from ..memory.peft_experts import merges_experts
 from ..layout import Layout
-from ..params import layer_params
+from ..params import layer_params, mla_up_projections
 from ..schema import GPUSpec, ModelSpec, TrainingSpec
 from ..vec import maximum, minimum, where
 from .flops import attention_flops_at, window_keys
@@ -267,13 +267,10 @@ def mlp_shapes(m: ModelSpec, M: float, f: float) -> list:
 
 
 def mla_up_shapes(m: ModelSpec, tp: float, tokens: float) -> list:
-    """GEMM shapes (M, N, K) of MLA's up-projections on one TP rank: q_b (q_lora_rank -> heads x
-    (nope + rope)), or the one q_proj from the hidden state of a model without a q LoRA
-    (DeepSeek-V2-Lite), and kv_b (kv_lora_rank -> heads x (nope + v)) -- the GEMMs Megatron-Core's
-    mla_up_proj recomputation reruns (megatron/core/transformer/multi_latent_attention.py,
-    get_query_key_value_tensors: qkv_up_proj_and_rope_apply, checkpointed whole)."""
-    return [(tokens, m.q_width / tp, m.q_lora_rank or m.hidden),
-            (tokens, m.heads * (m.qk_nope_dim + m.v_head_dim) / tp, m.kv_lora_rank)]
+    """GEMM shapes (M, N, K) of MLA's up-projections (kb/params.mla_up_projections: q_b or q_proj,
+    and kv_b, what Megatron-Core's mla_up_proj recomputation reruns) on one TP rank, their output
+    features sharded by TP."""
+    return [(tokens, out / tp, inp) for inp, out in mla_up_projections(m)]
 
 
 def attention_shapes(m: ModelSpec, tp: float, tokens: float) -> list:

@@ -20,7 +20,7 @@ recomputation on an MLA model the up-projections' forward (mla_up_proj).
 """
 from __future__ import annotations
 
-from ..params import layer_params
+from ..params import layer_params, mla_up_projections
 from ..schema import ModelSpec
 
 
@@ -93,11 +93,11 @@ def attention_work(m: ModelSpec, seq: int) -> float:
 def mla_up_flops(m: ModelSpec) -> float:
     """Forward FLOPs per token of one layer's MLA up-projections, what Megatron-Core's
     mla_up_proj recomputation reruns: 2 x (q_lora_rank (the hidden size without a q LoRA) x
-    heads (nope + rope) + kv_lora_rank x heads (nope + v)) (kb/perf/compute.mla_up_shapes); 0
+    heads (nope + rope) + kv_lora_rank x heads (nope + v)), over kb/params.mla_up_projections; 0
     without MLA."""
     if not m.is_mla:
         return 0.0
-    return 2.0 * ((m.q_lora_rank or m.hidden) * m.q_width + m.kv_lora_rank * m.heads * (m.qk_nope_dim + m.v_head_dim))
+    return 2.0 * sum(inp * out for inp, out in mla_up_projections(m))
 
 
 def head_flops(m: ModelSpec) -> float:
