@@ -5,14 +5,13 @@ values is a job of its own, decided as `recommend` decides it; the row shows its
 """
 from __future__ import annotations
 
-import itertools
 import math
 
 import click
 
 from shardwise.kb.errors import InputError
 
-from .options import job_options, override, parse_vary
+from .options import job_options, parse_vary, variant_settings
 from .output import dollars, emit, format_option, hours, table
 
 
@@ -74,11 +73,7 @@ def compare_variants(settings: dict, vary: list, rules: list, prices: dict | Non
 
     from .progress import hook
     rows, refused = [], []
-    keys = [k for k, _ in vary]
-    for combo in itertools.product(*[vals for _, vals in vary]):
-        variant = dict(zip(keys, combo))
-        given = dict(settings)
-        override(given, variant)
+    for variant, given in variant_settings(settings, vary):
         if prices and given.get("gpu"):
             from shardwise.kb import catalog
             own = prices.get(catalog.gpu(given["gpu"]).name)

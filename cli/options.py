@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import itertools
 import math
 import os
 import re
@@ -93,6 +94,17 @@ def override(settings: dict, given: dict) -> None:
                 for other in group:
                     settings.pop(other, None)
     settings.update(given)
+
+
+def variant_settings(settings: dict, varied: list):
+    """Each combination of the parsed --vary values (parse_vary), in the order compare's rows take
+    them: (the combination, a copy of ``settings`` with it put over them by override)."""
+    keys = [k for k, _ in varied]
+    for combo in itertools.product(*[values for _, values in varied]):
+        variant = dict(zip(keys, combo))
+        given = dict(settings)
+        override(given, variant)
+        yield variant, given
 
 
 def job_options(f=None, *, raw: bool = False):
@@ -219,17 +231,13 @@ def _refusal_no_variant_escapes(base: dict, vary: tuple, refused: InputError) ->
     for --gpus 7, not for the 8 GPUs the user never gave), and a setting no value varies the same
     either way. A --vary that does not parse builds none: its own refusal, which names what the
     user typed (the base job's, ``refused``, may name a default the --vary was to replace)."""
-    import itertools
-
     from shardwise.kb.build import build_job
     try:
         varied = parse_vary(vary)
     except InputError as bad:
         return bad
     first = None
-    for combo in itertools.product(*[values for _, values in varied]):
-        job = dict(base)
-        override(job, dict(zip([k for k, _ in varied], combo)))
+    for _, job in variant_settings(base, varied):
         try:
             build_job(**job)
             return None
