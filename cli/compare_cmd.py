@@ -65,6 +65,18 @@ def priced_rows(prices: dict, settings: dict, varied: list) -> None:
                          f"--gpu-price {unpriced[0]}=PRICE, or --price-per-gpu-hour for the GPUs it does not name")
 
 
+def custom_figures_one_gpu(given: dict, varied: list) -> None:
+    """Refuse --vary gpu beside a GPU's own TFLOP/s or bandwidth (kb/custom_gpu.py): the figures
+    describe one GPU, and every row would take them whatever GPU it names, an H100 and a B200
+    timed alike. (--gpu-memory still goes with it, as the memory each row's GPU is given.)"""
+    from shardwise.kb.custom_gpu import SPEED_FIGURES
+    figures = [given[k] for k in SPEED_FIGURES if k in given]
+    if figures and any(k == "gpu" for k, _ in varied):
+        raise InputError(f"{figures[0]} and --vary gpu: the figures describe one GPU, which every row would take "
+                         "whatever GPU it names; compare GPU types from the catalog, or vary gpu_tflops / "
+                         "gpu_hbm_gbps on one --gpu")
+
+
 def compare_variants(settings: dict, vary: list, rules: list, prices: dict | None = None) -> list[dict]:
     from shardwise.decision.run import decide
     from shardwise.kb.build import build_job
@@ -147,6 +159,7 @@ def compare(settings, given, vary, rules, gpu_prices, fmt):
         if key in given:
             raise InputError(f"{given[key]} and --vary {key}={','.join(map(str, values))}: give one (each row "
                              f"takes its --vary value in place of the job's own)")
+    custom_figures_one_gpu(given, varied)
     adapter_only(given, varied)
     rows = compare_variants(settings, varied, list(rules), prices)
     priced = settings.get("price_per_gpu_hour") is not None or any(k == "price_per_gpu_hour" for k, _ in varied) \

@@ -29,7 +29,8 @@ from shardwise.kb.errors import InputError
 from .progress import search_progress
 
 JOB_KEYS = {
-    "model": str, "hf_config": str, "params": str, "gpu": str, "gpu_memory": float, "gpus": int,
+    "model": str, "hf_config": str, "params": str, "gpu": str, "gpu_memory": float, "gpu_tflops": float,
+    "gpu_fp8_tflops": float, "gpu_hbm_gbps": float, "gpus": int,
     "gpus_per_node": int, "interconnect": str, "seq_len": str, "mbs": int, "global_batch": int,
     "global_batch_tokens": str, "training": str, "precision": str, "optimizer": str, "recompute": str,
     "attention": str, "cuda_graphs": str, "framework": str, "token_budget": str, "price_per_gpu_hour": float,
@@ -122,6 +123,10 @@ def job_options(f=None, *, raw: bool = False):
         click.option("--params", help="parameter count, e.g. 70B (a standard shape is inferred)"),
         click.option("--gpu", help="catalog GPU, e.g. h100-sxm (shardwise kb gpus; default h100-sxm)"),
         click.option("--gpu-memory", type=PLAIN_FLOAT, help="override GPU memory, GiB: the total nvidia-smi reports in MiB, divided by 1024 (8-320)"),
+        click.option("--gpu-tflops", type=PLAIN_FLOAT, help="a GPU the catalog lacks, built on --gpu: its dense BF16 "
+                     "TFLOP/s (10-10000; FP8 and FP32 follow in --gpu's ratio unless --gpu-fp8-tflops is given)"),
+        click.option("--gpu-fp8-tflops", type=PLAIN_FLOAT, help="its dense FP8 TFLOP/s (10-20000)"),
+        click.option("--gpu-hbm-gbps", type=PLAIN_FLOAT, help="its memory bandwidth, GB/s (100-20000; 4.8 TB/s = 4800)"),
         click.option("--gpus", type=PLAIN_INT, help="GPU count (1-16384; default 8)"),
         click.option("--gpus-per-node", type=PLAIN_INT, help="GPUs per node (default: the GPU's usual server)"),
         click.option("--interconnect", help="infiniband|roce|ethernet: the link between nodes; nvlink|pcie: the "

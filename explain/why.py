@@ -9,6 +9,7 @@ from __future__ import annotations
 from shardwise.decision.reasons import SETTINGS, alternatives, reasons, without_costly
 from shardwise.decision.text import signed_pct
 from shardwise.decision.run import Decision, decide
+from shardwise.kb.custom_gpu import named
 from shardwise.kb.errors import InputError, NoLayout
 from shardwise.kb.fact_schema import SETTING_NAMES, shown_setting
 from shardwise.kb.job import Job
@@ -44,7 +45,8 @@ def _with_memory(job: Job, gib: float) -> Job:
     memory ('on 8 x h100-sxm (24.0 GiB)' for a GPU of 14.4, 'it would fit on 16 x h100-sxm').
     """
     c = job.cluster
-    gpu = c.gpu.model_copy(update={"memory_gib": gib, "name": f"{catalog_gpu(c.gpu.name)} ({gib:.1f} GiB)"})
+    gpu = named(c.gpu.model_copy(update={"memory_gib": gib, "custom": tuple(dict.fromkeys(("gpu_memory",) + c.gpu.custom))}),
+                catalog_gpu(c.gpu.name), f"{gib:.1f} GiB")
     return Job(job.model, c.model_copy(update={"gpu": gpu}), job.training)
 
 

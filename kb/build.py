@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 from pydantic import ValidationError
 
-from . import catalog
+from . import catalog, custom_gpu
 from .errors import InputError
 from .hf_config import read_hf_config
 from .counts import parse_count, parse_seq_len
@@ -129,7 +129,7 @@ def check_setting(key: str, value) -> None:
 
 
 # _in_range's (low, high[, integer, unit]) of the cluster sizes a value is checked against on its own
-RANGES = {"gpus": (1, 16384), "gpus_per_node": (1, 72), "gpu_memory": (8, 320, False, "GiB")}
+RANGES = {"gpus": (1, 16384), "gpus_per_node": (1, 72), **custom_gpu.RANGES}
 
 # Settings a user may leave out whose default build_job states (kb/defaults.py).
 STATED = ("gpu", "gpus", "interconnect", "seq_len", "precision", "optimizer", "attention", "lora_rank",
@@ -154,18 +154,17 @@ NO_SDPA = {"gpt_oss": "modeling_gpt_oss.py GptOssPreTrainedModel: _supports_sdpa
 QLORA_FRAMEWORKS = ("hf", "deepspeed", "fsdp")
 
 
-def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=None, gpus=None,
-              gpus_per_node=None, interconnect=None, price_per_gpu_hour=None, **training: Any) -> Job:
+def build_job(*, model=None, hf_config=None, params=None, gpu=None, gpu_memory=None, gpu_tflops=None,
+              gpu_fp8_tflops=None, gpu_hbm_gbps=None, gpus=None, gpus_per_node=None, interconnect=None,
+              price_per_gpu_hour=None, **training: Any) -> Job:
     """The Job for these settings. Settings left out get their defaults (per training type for
     the framework and the batch, kb/defaults.py), recorded in ``TrainingSpec.defaulted`` so that
     kb/resolve.assumptions can state each one; token counts are read binary for the batch and
     the sequence length, decimal for the budget (kb/counts.py)."""
     given = {k for k, v in dict(training, gpu=gpu, gpus=gpus, interconnect=interconnect).items() if v is not None}
     m = resolve_model(model, hf_config, params)
-    g = catalog.gpu("h100-sxm" if gpu is None else gpu)
-    if gpu_memory is not None:
-        _in_range("--gpu-memory", gpu_memory, *RANGES["gpu_memory"])
-        g = g.model_copy(update={"memory_gib": float(gpu_memory), "name": f"{g.name} ({gpu_memory} GiB)"})
+    g = custom_gpu.custom_gpu(catalog.gpu("h100-sxm" if gpu is None else gpu), gpu_memory, gpu_tflops,
+                              gpu_fp8_tflops, gpu_hbm_gbps)
     gpus = _in_range("--gpus", 8 if gpus is None else gpus, *RANGES["gpus"])
     gpn = _in_range("--gpus-per-node", g.gpus_per_node if gpus_per_node is None else gpus_per_node,
                     *RANGES["gpus_per_node"])

@@ -43,6 +43,7 @@ JOB = {
     "cluster.gpu": S, "cluster.gpus": N, "cluster.gpus_per_node": N, "cluster.nodes": N,
     "cluster.nvlink_domain": N, "cluster.gpu_memory_gib": N, "cluster.intra": S, "cluster.intra_kind": S,
     "cluster.inter": S, "cluster.inter_kind": S, "cluster.mxfp8": B, "cluster.speed_checked": B,
+    "cluster.custom_speed": B,
     "train.seq_len": N, "train.global_batch": N, "train.training": S, "train.precision": S,
     "train.framework": S, "train.attention": S, "train.cuda_graphs": S, "train.optimizer": S, "train.zero_grad": S,
     "train.allocator": S,
@@ -111,6 +112,8 @@ DESCRIPTIONS = {
     "cluster.mxfp8": "the GPU's tensor cores run microscaled FP8 (Blackwell)",
     "cluster.speed_checked": "measured or published training runs on this GPU (or its silicon) check the step time "
                              "(kb/data/gpus.yaml speed_checked_on)",
+    "cluster.custom_speed": "the GPU's TFLOP/s or memory bandwidth are the user's own figures (--gpu-tflops, "
+                            "--gpu-fp8-tflops, --gpu-hbm-gbps; kb/custom_gpu.py), not the catalog's",
     "train.seq_len": "tokens per sequence", "train.global_batch": "sequences per optimizer step",
     "train.training": "pretrain, finetune, lora, qlora or rlhf", "train.precision": "bf16, pure-bf16 or fp8",
     "train.framework": "megatron, deepspeed, fsdp or hf", "train.attention": "flash, sdpa, flash2 or eager",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .batch import default_batch, from_tokens
+from .custom_gpu import custom_gpu_figures
 from .defaults import ADAPTERS, default_texts
 from .errors import InputError
 from .job import Job, divisors
@@ -53,7 +54,8 @@ def assumptions(job: Job, layout: Layout | None = None) -> list[str]:
     for global_batch."""
     texts = default_texts(job)
     framework = texts[:1] if "framework" in job.training.defaulted else []
-    return (framework + global_batch(job, layout=layout)[1] + texts[len(framework):] + sustained_peak(job)
+    return (framework + global_batch(job, layout=layout)[1] + texts[len(framework):]
+            + custom_gpu_figures(job.cluster.gpu) + sustained_peak(job)
             + cuda_graph_terms(job) + rlhf_scope(job) + lora_dropout_scope(job) + model_dropout_scope(job)
             + window_kernel(job)
             + list(job.model.reading_notes))

@@ -305,6 +305,9 @@ class GPUSpec(_Frozen):
     sustained_share: float = Field(1.0, gt=0, le=2, description=(
         "share of the datasheet peak the tensor cores hold through a training step, relative to "
         "the H100 SXM the compute efficiencies were measured on (kb/perf/compute.py)"))
+    custom: tuple[str, ...] = Field((), description=(
+        "the figures the user gave in place of the catalog's (kb/custom_gpu.py: gpu_memory, gpu_tflops, "
+        "gpu_fp8_tflops, gpu_hbm_gbps); empty for a catalog GPU"))
     speed_checked_on: str = Field("", description=(
         "the measured or published training runs on this GPU (or its silicon at another clock or "
         "memory) that the step-time model is checked against; empty where none is"))
