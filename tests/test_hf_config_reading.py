@@ -191,6 +191,26 @@ def test_a_missing_model_type_says_it_is_missing_and_lists_the_supported(run_cli
     assert "None" not in err
 
 
+LLAMA3_8B = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+             "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256}
+
+
+@pytest.mark.parametrize("typo, field", [("num_key_value_head", "num_key_value_heads"),
+                                         ("num_hiden_layers", "num_hidden_layers"),
+                                         ("intermediate_sise", "intermediate_size"),
+                                         ("tie_word_embedding", "tie_word_embeddings")])
+def test_a_misspelt_field_is_refused_naming_the_one_meant(run_cli, tmp_path, typo, field):
+    """A hand-written config.json with num_key_value_head (one letter short) was read as Llama 3 8B
+    with 32 KV heads, the config class's default: 8.8B parameters, and no word of it. A key a typo
+    away from a field the file leaves out is refused, naming the field meant."""
+    cfg = {(typo if k == field else k): v for k, v in LLAMA3_8B.items()}
+    cfg.setdefault(typo, False)
+    err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / "config.json", cfg), "--gpus", "8")
+    assert f"field '{typo}' is not a llama config field" in err and f"did you mean '{field}'?" in err
+    # written right, the same file reads as Llama 3 8B
+    assert read_hf_config(write(tmp_path / "ok" / "config.json", LLAMA3_8B)).kv_heads == 8
+
+
 def test_inconsistent_heads_are_named_in_the_files_words(run_cli, tmp_path):
     path = write(tmp_path / "config.json", dict(QWEN, num_key_value_heads=5))
     err = refused(run_cli, "recommend", "--hf-config", path, "--gpus", "8")

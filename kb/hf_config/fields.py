@@ -3,6 +3,7 @@ bounds a shape is checked against, and a value from the file as a refusal quotes
 """
 from __future__ import annotations
 
+import difflib
 import reprlib
 
 from ..errors import InputError
@@ -57,3 +58,30 @@ def _index(cfg: dict, path: str, name: str, default: int) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or abs(v) > FIELD_MAX:
         raise InputError(f"{path}: field '{name}' must be an integer layer index, got {_show(v)}")
     return v
+
+
+# The fields every supported model_type is read by (read_hf_config, defaults.py): a key the file
+# writes one letter off one of these, while leaving that one out, is a typo whose field would
+# silently take its config class's default -- 'num_key_value_head' sized Llama 3 8B with 32 KV
+# heads, 8.8B parameters, without a word.
+COMMON_FIELDS = ("hidden_size", "num_hidden_layers", "intermediate_size", "num_attention_heads",
+                 "num_key_value_heads", "head_dim", "vocab_size", "tie_word_embeddings",
+                 "max_position_embeddings", "rms_norm_eps", "rope_theta", "hidden_act", "sliding_window")
+# Close enough for a typo (a letter dropped, doubled or swapped: 'num_hiden_layers' 0.97), not for
+# real fields that share most of a name (v_head_dim / head_dim 0.89, moe_intermediate_size /
+# intermediate_size 0.89, use_sliding_window / sliding_window 0.88)
+_TYPO_CUTOFF = 0.9
+
+
+def refuse_misspelt(written: dict, path: str, mt: str, skip: tuple[str, ...] = ()) -> None:
+    """Refuse a key of ``written`` (the object the file wrote the language model in) that is not
+    a COMMON_FIELDS name but is within a typo of one the file leaves out (``skip``: fields this
+    model_type does not read, such as head_dim under multi-latent attention)."""
+    absent = [f for f in COMMON_FIELDS if f not in written and f not in skip]
+    for key in written:
+        if not isinstance(key, str) or key in COMMON_FIELDS:
+            continue
+        near = difflib.get_close_matches(key, absent, n=1, cutoff=_TYPO_CUTOFF)
+        if near:
+            raise InputError(f"{path}: field {_show(key)} is not a {mt} config field, and the file gives no "
+                             f"'{near[0]}': did you mean '{near[0]}'?")

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import InputError, read_input_file
 from ..params import total_params
 from ..schema import ModelSpec
-from .fields import PARAMS_MAX, _field, _show
+from .fields import PARAMS_MAX, _field, _show, refuse_misspelt
 from .json_file import _locate, _parse_json
 from .naming import _name, _size_name
 from .model_types import ALIASES, HYBRIDS, MLA_TYPES, SUPPORTED, _alias, _check_architectures, _sparse_attention
@@ -49,6 +49,7 @@ def read_hf_config(path: str) -> ModelSpec:
                          f"softmax-attention decoder layers; supported: {supported}")
     if not isinstance(mt, str) or mt not in SUPPORTED:
         raise InputError(f"{path}: model_type {_show(mt)} is not supported; supported: {supported}")
+    refuse_misspelt(written, path, mt, skip=("head_dim",) if mt in MLA_TYPES else ())
     max_positions, positions_note = _max_positions(written, path, mt)
     defaulted = sorted(k for k in CLASS_DEFAULTS.get(mt, {}) if k not in cfg)
     cfg = {**CLASS_DEFAULTS.get(mt, {}), **cfg}
