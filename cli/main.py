@@ -177,6 +177,15 @@ def _stray_word_hint(e: click.UsageError) -> str:
     return f": a flag's value is one word after it{f' ({shown})' if shown else ''}; {where} lists what it takes"
 
 
+def _other_name_message(e: click.NoSuchOption) -> str:
+    """click's 'No such option' with its similarity guess, unless the flag is another tool's
+    name for a setting (cli/other_names.py): --micro-batch was offered --global-batch."""
+    from .other_names import other_name_hint
+    takes = {p.name for p in (e.ctx.command.params if e.ctx else [])}
+    hint = other_name_hint(e.option_name, takes, as_flag=True)
+    return f"No such option '{e.option_name}'; {hint}" if hint else e.format_message()
+
+
 def _main(argv) -> None:
     argv = list(sys.argv[1:] if argv is None else argv) or ["--help"]
     try:
@@ -191,6 +200,8 @@ def _main(argv) -> None:
         p = e.param
         said = p is None or not p.help or isinstance(p.type, click.Choice)
         _fail(e.format_message() + ("" if said else f" ({p.opts[0]}: {' '.join(p.help.split())})"))
+    except click.NoSuchOption as e:
+        _fail(_other_name_message(e))
     except click.UsageError as e:
         _fail(e.format_message() + _stray_word_hint(e))
     except click.exceptions.Abort:

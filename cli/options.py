@@ -26,6 +26,7 @@ from shardwise.kb.choices import (RECOMPUTE_CHOICES, Attention, CudaGraphs, Fram
 from shardwise.kb.counts import exponent_refusal
 from shardwise.kb.errors import InputError
 
+from .other_names import other_name_hint
 from .progress import search_progress
 
 JOB_KEYS = {
@@ -286,7 +287,8 @@ def job_settings(data: dict, path: str, where: str | None = None) -> dict:
         key = str(k).replace("-", "_")
         if key not in JOB_KEYS:
             near = difflib.get_close_matches(key, list(JOB_KEYS), n=3, cutoff=0.6)
-            hint = f"did you mean {', '.join(near)}?" if near else f"allowed: {', '.join(sorted(JOB_KEYS))}"
+            hint = other_name_hint(key, JOB_KEYS, as_flag=False) or \
+                (f"did you mean {', '.join(near)}?" if near else f"allowed: {', '.join(sorted(JOB_KEYS))}")
             raise InputError(f"{where}: unknown setting '{k}'; {hint}")
         if key in out:          # seq_len and seq-len name one setting: the second would win silently
             raise InputError(f"{where}: '{k}' given twice (as {key} and {key.replace('_', '-')} are one setting)")

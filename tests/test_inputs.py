@@ -291,6 +291,34 @@ def test_a_seq_len_that_is_no_count_is_shown_a_sequence_length_to_type(run_cli, 
     assert "e.g. 8192 or 32k" in err and "4M" not in err
 
 
+@pytest.mark.parametrize("typed, told", [
+    (["--micro-batch", "2"], "type --mbs (the micro-batch size"),              # was: did you mean --global-batch?
+    (["--per-device-train-batch-size", "2"], "type --mbs (the micro-batch size"),
+    (["--batch-size", "128"], "type --global-batch (the global batch in sequences"),
+    (["--grad-accum", "16"], "so give --global-batch (and --mbs"),
+    (["--zero", "3"], "with --layout 'tp=1,zero=3,mbs=1'"),                 # was: did you mean --zero-grad?
+    (["--nodes", "2"], "type --gpus (the GPU count over all nodes, with --gpus-per-node)"),   # was: --model?
+    (["--lora"], "type --training lora (the training type"),
+])
+def test_another_tools_name_for_a_flag_is_told_the_flag_to_type(run_cli, typed, told):
+    """A newcomer types the Trainer's or DeepSpeed's name for a setting; click's similarity guess
+    offered --global-batch for --micro-batch and --zero-grad for --zero, and nothing for
+    --grad-accum. The refusal names what shardwise takes instead."""
+    err = refused(run_cli, "recommend", "--model", "llama-3-8b", *typed)
+    assert f"No such option '{typed[0]}'; " in err and told in err, err
+
+
+def test_another_tools_name_for_a_job_file_key_is_told_the_key(run_cli, tmp_path):
+    f = tmp_path / "job.yaml"
+    f.write_text("model: llama-3-8b\nmicro_batch: 2\n")
+    assert "unknown setting 'micro_batch'; type mbs (the micro-batch size" in refused(run_cli, "recommend", "-f", str(f))
+    f.write_text("model: llama-3-8b\ngradient_accumulation_steps: 16\n")
+    assert "so give global_batch (and mbs" in refused(run_cli, "recommend", "-f", str(f))
+    # a flag another command lacks keeps click's own answer: kb has no --gpus
+    code, _, err = run_cli("kb", "gpus", "--nodes", "2")
+    assert code == 2 and "--gpus" not in err
+
+
 def test_a_mistyped_job_file_key_gets_a_did_you_mean(run_cli, tmp_path):
     f = tmp_path / "job.yaml"
     f.write_text("model: llama-3-8b\nseq_lenn: 8192\n")
