@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 
 from .errors import InputError
 from .package_data import package_yaml
@@ -17,6 +18,25 @@ def _bare(name: str) -> str:
     return name.translate(str.maketrans("", "", "-_."))
 
 
+def _same_lead(typed: str, table: dict) -> list[str]:
+    """The names that share the most leading words with the typed one (at least its first),
+    most alike first: '--gpu a100-sxm' begins no name, and string similarity offered h100-sxm
+    and a10 before any A100; its first word names the A100s."""
+    words = re.split(r"[-_.]", typed)
+    def lead(name):
+        n = 0
+        for a, b in zip(words, re.split(r"[-_.]", name)):
+            if a != b:
+                break
+            n += 1
+        return n
+    most = max((lead(n) for n in table), default=0)
+    if not most:
+        return []
+    return sorted((n for n in table if lead(n) == most),
+                  key=lambda n: (-difflib.SequenceMatcher(None, _bare(typed), _bare(n)).ratio(), n))
+
+
 def _lookup(table: dict, key: str, what: str, flag: str):
     k = key.strip().lower()
     if k in table:
@@ -27,7 +47,7 @@ def _lookup(table: dict, key: str, what: str, flag: str):
     bare = {_bare(n): n for n in table}
     starts = sorted(n for b, n in bare.items() if _bare(k) and b.startswith(_bare(k)))
     close = difflib.get_close_matches(_bare(k), list(bare), n=3, cutoff=0.5)
-    near = list(dict.fromkeys(starts + [bare[b] for b in close]))[:5]
+    near = list(dict.fromkeys(starts + _same_lead(k, table) + [bare[b] for b in close]))[:5]
     hint = f"did you mean {', '.join(near)}?" if near else f"known: {', '.join(sorted(table))}"
     raise InputError(f"{flag}: unknown {what} '{key}'; {hint} (list them with `shardwise kb {what}s`)")
 

@@ -195,3 +195,13 @@ def test_every_catalog_model_names_its_norm_epsilon():
     entries = catalog.raw("models")["models"]
     assert [n for n, e in entries.items() if "norm_eps" not in e] == []
     assert catalog.model("qwen3-8b").norm_eps == 1e-6 and catalog.model("llama-3.1-8b").norm_eps == 1e-5
+
+
+@pytest.mark.parametrize("typed", ["a100-sxm", "a100-sxm4", "A100-80G"])
+def test_an_unknown_gpu_suggests_the_cards_of_its_first_word_first(typed):
+    """'--gpu a100-sxm', as an A100 SXM owner types it, begins no catalog name, and string
+    similarity offered h100-sxm and a10 first. The names sharing its leading words come first."""
+    with pytest.raises(InputError) as e:
+        catalog.gpu(typed)
+    said = str(e.value).split("did you mean ")[1].split("?")[0].split(", ")
+    assert set(said[:3]) == {"a100-40gb", "a100-80gb", "a100-80gb-pcie"}, said
