@@ -130,7 +130,8 @@ def job_options(f=None, *, raw: bool = False):
         click.option("--gpu-hbm-gbps", type=PLAIN_FLOAT, help="its memory bandwidth, GB/s (100-20000; 4.8 TB/s = 4800)"),
         click.option("--gpus", type=PLAIN_INT, help="GPU count (1-16384; default 8)"),
         click.option("--gpus-per-node", type=PLAIN_INT, help="GPUs per node (default: the GPU's usual server)"),
-        click.option("--interconnect", help="infiniband|roce|ethernet: the link between nodes; nvlink|pcie: the "
+        click.option("--interconnect", help="infiniband|roce|ethernet: the link between nodes (infiniband is NDR, "
+                                             "400 Gb/s a GPU; 200 Gb/s HDR is infiniband-hdr); nvlink|pcie: the "
                                              "link inside a node (between nodes then stays InfiniBand NDR); or a "
                                              "link of `kb links` (inside a node: the GPU's own, or PCIe); "
                                              "default: the GPU's own link inside a node, InfiniBand NDR between"),

@@ -85,7 +85,8 @@ def resolve_links(gpu_intra: str, interconnect: Optional[str], host_pcie: str = 
             inter_name, inter_named = ln.name, True
     else:
         raise InputError(f"--interconnect: unknown '{interconnect}'; allowed: {', '.join(INTERCONNECTS)} "
-                         f"or a link of `shardwise kb links`")
+                         f"(infiniband is NDR, 400 Gb/s a GPU) or a link of `shardwise kb links`: "
+                         f"{', '.join(catalog.link_names())}")
     return catalog.link(intra_name), catalog.link(inter_name), inter_named
 
 

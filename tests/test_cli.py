@@ -254,6 +254,10 @@ BAD = [
     (["memory", "--model", "llama-3-70b", "--gpus", "8", "--seq-len", "0", "--layout", "tp=8"], "seq-len"),
     (["memory", "--model", "llama-3-70b", "--gpus", "8", "--gpu", "a100-80gb", "--precision", "fp8", "--layout", "tp=8"], "FP8"),
     (["memory", "--model", "llama-3-70b", "--gpus", "8", "--interconnect", "carrier-pigeon", "--layout", "tp=8"], "--interconnect"),
+    # '200gb/s' was sent to `shardwise kb links` to find the name; the names are in the line
+    (["recommend", "--model", "llama-3-8b", "--gpus", "16", "--interconnect", "200gb/s"],
+     "(infiniband is NDR, 400 Gb/s a GPU) or a link of `shardwise kb links`: ethernet-100g, ethernet-100g-node, "
+     "infiniband-hdr, infiniband-ndr"),
     (["memory", "--model", "llama-3-70b", "--gpus", "8", "--gpu-memory", "4", "--layout", "tp=8"], "from 8 to 320"),
     (["memory", "--model", "llama-3-8b", "--gpus", "8", "--layout", "dp=8,ep=2"], "no experts"),
     (["memory", "--model", "llama-3-70b", "--gpus", "8", "--layout", "tp=8", "--global-batch", "3", "--mbs", "2"], "does not divide"),
@@ -618,6 +622,8 @@ def test_json_is_strict_json_and_a_policy_worth_everything_does_not_break_the_an
     ("--gpu", "default h100-sxm"),
     ("--gpus", "default 8"),
     ("--interconnect", "InfiniBand NDR between"),
+    # a newcomer with 200 Gb/s InfiniBand typed 'infiniband' and was timed on NDR's 400 Gb/s unwarned
+    ("--interconnect", "infiniband is NDR, 400 Gb/s a GPU; 200 Gb/s HDR is infiniband-hdr"),
     ("--global-batch", "128 sequences otherwise"),
     ("--price-per-gpu-hour", "in dollars"),
 ])
