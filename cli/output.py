@@ -58,12 +58,15 @@ def token_count(n: float) -> str:
 
 
 def duration_text(mt: dict) -> str:
-    """The time to train a run's metrics give: hours and days ('916.5 h (38.2 days)'), or under an
-    hour in minutes, from the budget and tokens/s themselves -- time_to_train_h is rounded to
-    0.01 h, and a short fine-tune read '0.0 h (0.0 days)'."""
+    """The time to train a run's metrics give: hours and days ('916.5 h (38.2 days)'), under a day
+    in hours alone (a two-hour fine-tune read '1.0 h (0.0 days)'), or under an hour in minutes,
+    from the budget and tokens/s themselves -- time_to_train_h is rounded to 0.01 h, and a short
+    fine-tune read '0.0 h (0.0 days)'."""
     hours = mt["token_budget"] / mt["tokens_per_s"] / 3600.0
     if hours < 1:
         return f"{hours * 60:,.1f} min"
+    if hours < 24:
+        return f"{hours:,.1f} h"
     return f"{hours:,.1f} h ({hours / 24:,.1f} days)"
 
 

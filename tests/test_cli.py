@@ -547,6 +547,19 @@ def test_memory_and_recommend_write_time_and_cost_alike(run_cli):
     assert "time to train 500B tokens" in out and " at $2.00 per GPU-hour" in out
 
 
+def test_a_run_of_hours_reads_in_hours_without_a_zero_days(run_cli):
+    """200M tokens of Llama 3 8B fine-tuned on 16 A100s is about an hour: it read '1.0 h (0.0 days)'.
+    Under a day it reads in hours alone; a run of days keeps both."""
+    job = ["--model", "llama-3-8b", "--gpu", "a100-80gb", "--gpus", "16", "--training", "finetune"]
+    code, out, err = run_cli("recommend", *job, "--token-budget", "200M")
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if x.startswith("time to train 200M tokens: "))
+    assert line.endswith(" h") and "days" not in line, line
+    code, out, err = run_cli("recommend", *job, "--token-budget", "20B")
+    line = next(x for x in out.splitlines() if x.startswith("time to train 20B tokens: "))
+    assert line.endswith(" days)"), line
+
+
 def test_a_short_run_reads_in_minutes_and_cents_not_as_zero(run_cli):
     """10M tokens on 8 H100s is under two minutes and under a dollar: it read 'time to train 10M
     tokens: 0.0 h (0.0 days), $0' in recommend, 0.0 and $0 in compare."""
