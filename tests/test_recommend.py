@@ -378,3 +378,17 @@ def test_a_batch_that_leaves_gpus_without_a_sequence_of_their_own_is_said(run_cl
     assert f"(tp {lay['tp']}, cp {lay['cp']}, pp {lay['pp']})" in note and "--global-batch" in note
     code, out, err = run_cli("recommend", *job, "--gpus", "64")
     assert code == 0 and not any("gives each of the DP" in n for n in json.loads(out)["notes"]), err
+
+
+def test_a_global_batch_given_in_tokens_where_sequences_are_asked_is_warned_of(run_cli):
+    """`--global-batch 524288` (512K, meant as tokens) at 4K tokens was decided silently as 2.1B
+    tokens a step: gradient accumulation 65,536 and a 23-hour step. A batch past the largest
+    published one (DeepSeek-V3's 15,360 sequences of 4K) is warned of, naming the flag for tokens."""
+    job = ["--model", "llama-3-8b", "--gpus", "8", "--seq-len", "4k", "--layout", "tp=1,dp=8,mbs=1,zero=3"]
+    code, out, err = run_cli("memory", *job, "--global-batch", "524288")
+    assert code == 0, err
+    assert "warning: the global batch, 524288 sequences of 4096 tokens, is more than 64M tokens a step" in out
+    assert "a batch in tokens is --global-batch-tokens" in out
+    for published in ("15360", "128"):
+        code, out, err = run_cli("memory", *job, "--global-batch", published)
+        assert code == 0 and "--global-batch-tokens" not in out, (err, out)
