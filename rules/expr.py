@@ -133,7 +133,7 @@ class _Parser:
     def parse(self) -> Node:
         node = self.or_()
         if self.peek()[0] != "end":
-            raise ExprError(f"unexpected {self.peek()[1]!r} after a complete expression")
+            raise ExprError(f"unexpected {self.peek()[1]!r} after a complete expression; operators: {OPERATORS}")
         return node
 
     def or_(self):
@@ -226,7 +226,7 @@ class _Parser:
             if text in ("true", "false"):
                 return Node("bool", value=text == "true")
             if text in KEYWORDS:
-                raise ExprError(f"unexpected keyword {text!r}")
+                raise ExprError(f"unexpected keyword {text!r}; {_values()}")
             if self.peek()[1] == "(":
                 if text not in FUNCTIONS:
                     raise ExprError(f"unknown function {text!r}; allowed: {', '.join(sorted(FUNCTIONS))}")
@@ -243,7 +243,13 @@ class _Parser:
                     raise ExprError(f"{text}() takes {lo}{'' if lo == hi else f' to {hi}'} arguments, got {len(args)}")
                 return Node("call", tuple(args), text)
             return Node("path", value=text)
-        raise ExprError(f"unexpected {text or 'end of expression'!r}")
+        raise ExprError(f"unexpected {text or 'end of expression'!r}; {_values()}")
+
+
+def _values() -> str:
+    """What may stand where a value is expected: said where a rule puts something else there."""
+    return ("expected a value: a number, 'text', true/false, a fact (`shardwise rules facts`), "
+            f"a function ({', '.join(sorted(FUNCTIONS))}) or ( ... )")
 
 
 def parse(text: str) -> Node:

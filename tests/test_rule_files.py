@@ -64,6 +64,16 @@ BAD = [
     (GOOD.replace("layout.tp < 2", "(lambda: 1)() == 1"), ":2", "unexpected character ':'"),
     (GOOD.replace("layout.tp < 2", "open('x') == 1"), ":2", "unknown function 'open'"),
     (GOOD.replace("layout.tp < 2", "2 ** 99999 > 1"), ":2", "unexpected"),
+    # a misplaced token said only "unexpected '*'" (or '[', 'end of expression', 'if'): the
+    # writer of `layout.tp ** 2`, a list comprehension or a dangling `and` learnt nothing of
+    # what the language has; the message names what may stand there
+    (GOOD.replace("layout.tp < 2", "layout.tp ** 2 <= 16"), ":2",
+     "unexpected '*'; expected a value: a number, 'text', true/false, a fact"),
+    (GOOD.replace("layout.tp < 2", "[x for x in [1]] == [1]"), ":2", "unexpected '['; expected a value"),
+    (GOOD.replace("layout.tp < 2", "layout.tp < 2 and"), ":2",
+     "unexpected 'end of expression'; expected a value"),
+    (GOOD.replace("layout.tp < 2", "layout.tp if true else 1"), ":2",
+     "after a complete expression; operators: == != <"),
     (GOOD.replace("layout.tp < 2", "1e999 > 1"), ":2", "out of range"),
     (GOOD.replace('"a test"', '"{layout.tp.__class__}"'), ":2", "placeholder"),
     (GOOD.replace('"a test"', '"{layout.tpx}"'), ":2", "unknown fact 'layout.tpx'"),
