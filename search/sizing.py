@@ -12,6 +12,8 @@ smallest count it found.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from shardwise.kb import catalog
 from shardwise.kb.build import check_training
 from shardwise.kb.errors import InputError
@@ -58,7 +60,11 @@ def fits_somewhere(job: Job, constraints, pins=None, rules=None) -> bool:
     gb, _ = global_batch(job)
     t = scored_table(job, gb, pins, fit_only=True)
     t.facts = job_facts(job, gb).__getitem__
-    return bool(len(t)) and bool((apply_constraints(t, constraints)[0] & (t.peak_gib <= t.capacity)).any())
+    # judged only where the layout fits the GPU: the probe leaves the speed of the rest at 0
+    # (search/score.score, fit_only), so a policy reading it -- a budget dividing by
+    # metrics.tokens_per_s -- had no value there and refused the job as a faulty rule
+    rows = np.flatnonzero(t.peak_gib <= t.capacity)
+    return bool(len(rows)) and bool(apply_constraints(t, constraints, rows)[0].any())
 
 
 def fits_with(job: Job, update: dict, constraints=(), pins=None, rules=None) -> bool:

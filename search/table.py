@@ -129,12 +129,20 @@ def scored_table(job: Job, gb: int, pins: dict | None = None, fit_only: bool = F
     return Table(job, gb, *built)
 
 
-def apply_constraints(t: Table, constraints: list) -> tuple[np.ndarray, list]:
+def apply_constraints(t: Table, constraints: list, rows: np.ndarray | None = None) -> tuple[np.ndarray, list]:
     """(allowed, masks): which layouts meet every hard constraint, and per constraint which
     layouts it allows. ``constraints`` have ``allows(columns, n)`` (rules/constraints.Constraint);
-    ``t.facts`` must answer the job facts they read."""
-    n = len(t)
-    masks = [c.allows(t.column, n, t.describe_row) for c in constraints]
+    ``t.facts`` must answer the job facts they read. ``rows``: the indices of the only layouts
+    judged (the masks are over them), for a sizing probe whose other layouts have no speed."""
+    if rows is None:
+        n, column, row = len(t), t.column, t.describe_row
+    else:
+        n, row = len(rows), (lambda i: t.describe_row(rows[i]))
+
+        def column(path):
+            v = t.column(path)
+            return v[rows] if isinstance(v, np.ndarray) and v.shape == (len(t),) else v
+    masks = [c.allows(column, n, row) for c in constraints]
     allowed = np.ones(n, dtype=bool)
     for m in masks:
         allowed &= m

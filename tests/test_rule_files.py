@@ -210,6 +210,21 @@ def test_a_policy_that_allows_nothing_names_the_rule_in_the_way(tmp_path):
     assert d.layout is None and "house.hard" in d.nothing_allowed
 
 
+def test_a_budget_policy_reading_the_speed_sizes_a_job_that_fits_nowhere(tmp_path):
+    """A cap on GPU-hours per billion tokens (cluster.gpus / metrics.tokens_per_s) refused
+    Llama 3 70B on 8 H100s -- fits nowhere, so sized -- as a faulty rule with no value for
+    every layout of a 16-GPU probe, whose layouts over the GPU's memory are never timed:
+    the job is answered NO LAYOUT with the GPU count that fits, and that count keeps the cap."""
+    cap = write(tmp_path, HARD.replace("cluster.gpus > 1", "true").replace(
+        "layout.tp <= 4", "cluster.gpus * 1000000000 / metrics.tokens_per_s / 3600 <= 2000"))
+    d = decide(build_job(model="llama-3-70b", gpus=8, seq_len=8192), [str(cap)])
+    assert d.layout is None and d.sizing["smallest_gpus"] > 8
+    n = d.sizing["smallest_gpus"]
+    sized = decide(build_job(model="llama-3-70b", gpus=n, seq_len=8192), [str(cap)])
+    assert sized.layout is not None
+    assert n * 1e9 / sized.step.tokens_per_s / 3600 <= 2000
+
+
 def test_override_of_a_playbook_rule_shows_in_the_trace_and_changes_the_answer(tmp_path):
     job = build_job(**SMALL)
     base = decide(job)
