@@ -64,9 +64,10 @@ def setting_line(name: str, s: dict) -> str:
     else:
         a = min(alts, key=lambda a: (a.get("hard_broken", 0), a.get("peak_gib", 0.0), -a["delta_pct"])) if alts else None
     if lead and lead.get("costly"):
-        # what the hard rule that leads the line costs: the value it rules out, with its speed
-        a = max((a for a in alts if a["ruled_out_by"].startswith(f"{lead['rule']} (")),
-                key=lambda a: a["delta_pct"], default=a)
+        # what the rule that leads the line costs: the value it rules out (a hard rule) or whose
+        # layout breaks it (a preference), with its speed
+        a = max((a for a in alts if a["ruled_out_by"].startswith(f"{lead['rule']} (")
+                 or f"breaks {lead['rule']} (" in a["ruled_out_by"]), key=lambda a: a["delta_pct"], default=a)
     if a:
         why = re.sub(r"^(\d+(\.\d+)?% slower|as fast, to 0\.01%)(; )?", "", a["ruled_out_by"])     # the delta says it already
         if why.startswith("breaks "):      # the whole alternative layout breaks it, maybe through another setting

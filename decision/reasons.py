@@ -72,11 +72,24 @@ def reasons(d: Decision, setting: str) -> list[dict]:
                 # another mbs, where no near pp=1 divides the batch). Not where this value honours
                 # it elsewhere: dp.zero3-at-scale reads CP, but dp x cp stays at its TP and PP
                 binding |= direct and bool((d.allowed & differs).any()) and not bool((d.allowed & mine & differs).any())
+                costly = False
             else:
-                binding = any(side.any() and bool(differs[side].all()) for side in (below, above))
+                # costly, as a hard rule's: without its worth the choice would have taken a layout
+                # with another value of this setting (a house preference against ZeRO-3 that the
+                # 3.7% faster ZeRO-3 layout breaks explains ZeRO 1)
+                costly = bool((d.allowed & (col != value) & mask & (_score_without(d, p.worth, mask)
+                                                                   > d.choice.objective[d.index])).any())
+                binding = costly or any(side.any() and bool(differs[side].all()) for side in (below, above))
             out.append(dict(_entry(d, p.rule, "soft", status, f"{p.kind} '{p.text}' (worth {p.worth:g}%)"),
-                            direct=direct, binding=binding))
+                            direct=direct, binding=binding, costly=costly))
     return out
+
+
+def _score_without(d: Decision, worth: float, mask: np.ndarray) -> np.ndarray:
+    """Each layout's objective (search/choice.py) were one preference, of ``worth`` percent,
+    broken by ``mask``, not in the rules."""
+    c = d.choice
+    return d.table.tokens_per_s * np.clip(1 - (c.penalty - worth / 100 * mask), 0, None)
 
 
 def without_costly(d: Decision, setting: str) -> list[dict]:

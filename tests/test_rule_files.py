@@ -889,3 +889,30 @@ def test_the_choice_line_shows_the_products_where_a_preference_weighs_in_both_la
     assert int(head.replace(",", "")) >= int(fast.replace(",", ""))
     s = json.loads(run_cli("recommend", *job, "--format", "json")[1])["search"]
     assert (s["best"]["worth_broken_pct"], s["headline_worth_broken_pct"]) == (32, 30)
+
+
+def test_a_house_preference_that_made_the_choice_leads_its_settings_line(run_cli, tmp_path):
+    """A preference against ZeRO-3 (worth 20) that the fastest layout, ZeRO-3 at 3.7% more
+    tokens/s, breaks is why the answer is ZeRO 1: the zero line names it and what it cost, as it
+    names a hard rule's price. It read 'zero.lowest-that-fits (honoured) ... with zero=2', a rule
+    that chose nothing here (a review meeting's finding)."""
+    p = write(tmp_path, """rules:
+  - id: house.zero1-over-zero3
+    title: Prefer ZeRO-1 over ZeRO-3 wherever some ZeRO-1 layout fits
+    priority: 600
+    when: "fit.min_zero <= 1"
+    then:
+      - avoid: "layout.zero == 3"
+        worth: 20
+    because: "ZeRO-3 checkpoints cannot be resharded by our tools"
+""")
+    code, out, err = run_cli("recommend", "--model", "llama-3-70b", "--gpus", "64", "--rules", str(p))
+    assert code == 0, err
+    line = " ".join(out.split("\nzero", 1)[1].split("\nmbs", 1)[0].split())
+    assert line.startswith("1 house.zero1-over-zero3 (honoured)"), line
+    assert re.search(r"with zero=3: \+\d+(\.\d+)?% tokens/s, that layout breaks house.zero1-over-zero3 \(worth 20%\)",
+                     line), line
+    reasons = json.loads(run_cli("recommend", "--model", "llama-3-70b", "--gpus", "64", "--rules", str(p),
+                                 "--format", "json")[1])["settings"]["zero"]["reasons"]
+    house = next(r for r in reasons if r["rule"] == "house.zero1-over-zero3")
+    assert house["costly"] and house["binding"]
