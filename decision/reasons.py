@@ -242,9 +242,13 @@ def alternatives(d: Decision, setting: str) -> list[dict]:
                     # one-line why where no other value is allowed: the hard rules it breaks, its peak
                     "hard_broken": len(d.broken_at(i)), "peak_gib": round(float(t.peak_gib[i]), 2),
                     "ruled_out_by": _ruled_out(d, i, head_tps)})
-    for v, rule in sorted(t.space.blocked.get(setting, {}).items(), key=lambda x: str(x[0])):
+    for v, rule in t.space.blocked.get(setting, {}).items():
         out.append({"value": _shown(setting, v), "layout": None, "tokens_per_s": None, "delta_pct": None,
                     "objective_delta_pct": None, "ruled_out_by": f"validity: {rule}"})
+    # in the setting's own order (vp 2, 3 ... 10, not as strings sort; recompute as RECOMPUTE
+    # lists it), the values no layout has among the others; the sort is stable, so the priced
+    # values keep their order and the one-line why its ties
+    out.sort(key=lambda a: RECOMPUTE.index(a["value"]) if setting == "recompute" else a["value"])
     return out
 
 

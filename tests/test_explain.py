@@ -68,11 +68,11 @@ def test_a_value_without_a_valid_layout_says_what_the_framework_cannot_run(run_c
                              "--why", "recompute")
     assert code == 0, err
     lines = out.splitlines()
-    at = lines.index("  recompute=modules: no valid layout (validity: recompute-framework)")
+    at = lines.index("  recompute=selective: no valid layout (validity: recompute-framework)")
     assert lines[at + 1].startswith("      recompute-framework: each framework runs only its own recomputation modes")
     assert "a transformers model under the Trainer or DeepSpeed none or full" in lines[at + 1]
-    # selective is ruled out by the same rule: said once, not twice
-    assert "  recompute=selective: no valid layout (validity: recompute-framework)" in lines
+    # modules is ruled out by the same rule: said once, not twice
+    assert "  recompute=modules: no valid layout (validity: recompute-framework)" in lines
     assert sum(line.startswith("      recompute-framework:") for line in lines) == 1
 
 
@@ -249,3 +249,14 @@ def test_why_on_part_of_a_node_does_not_double_it_into_part_nodes(run_cli):
     code, out, err = run_cli(*job, "--gpus", "3")
     assert code == 0, err
     assert "there were 6 GPUs" in json.loads(out)["what_ifs_tried"]
+
+
+def test_other_values_are_listed_in_the_settings_order():
+    """Llama 3.2 1B on one GPU: no valid layout interleaves, and explain listed the values no layout
+    has as strings sort ('vp=10 ... vp=16, vp=2, vp=3 ...'), the recompute modes the hf Trainer
+    cannot run after 'full' ('full, modules, selective'). A reviewer reads them in the setting's
+    own order: numbers ascending, recompute none, selective, full, modules."""
+    r = as_dict(decide(build_job(model="llama-3.2-1b", gpus=1, seq_len=2048, training="finetune", framework="hf")))
+    vp = [a["value"] for a in r["settings"]["vp"]["alternatives"]]
+    assert vp == sorted(vp) and vp[:3] == [2, 3, 4], vp
+    assert [a["value"] for a in r["settings"]["recompute"]["alternatives"]] == ["selective", "full", "modules"]
