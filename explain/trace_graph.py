@@ -25,10 +25,11 @@ def _short(text: str, n: int = 48) -> str:
     return text if len(text) <= n else text[:n - 1] + "…"
 
 
-def _wrap(text: str, width: int = 30, lines: int = 3) -> str:
-    """A label in short lines, so that the graph stays narrow enough to read at page width."""
+def _wrap(text: str, width: int = 30, lines: int | None = 3) -> str:
+    """A label in short lines, so that the graph stays narrow enough to read at page width; past
+    ``lines`` lines it is cut (None: never -- a rule's condition, which a PNG shows nowhere else)."""
     out = textwrap.wrap(" ".join(str(text).split()), width) or [""]
-    if len(out) > lines:
+    if lines is not None and len(out) > lines:
         out = out[:lines]
         out[-1] = out[-1][:width - 1] + "…"
     return "\n".join(out)
@@ -67,7 +68,8 @@ def trace_graph(result: dict, only: str | None = None) -> graphviz.Digraph:
             status = ("broken" if "broken" in statuses.values() else "honoured") if a["kind"] in ("prefer", "avoid") \
                 else "pin" if a["kind"] == "pin" else "hard" if a["kind"] in ("require", "forbid") else "info"
             label = (f"pin {a['setting']} = {a['value']}" if a["kind"] == "pin" else
-                     _wrap(f"{a['kind']}: {a['text']}") + (f"\nworth {a['worth']:g}% — {status}" if "worth" in a else ""))
+                     _wrap(f"{a['kind']}: {a['text']}", lines=None if status in ("hard", "honoured", "broken") else 3)
+                     + (f"\nworth {a['worth']:g}% — {status}" if "worth" in a else ""))
             g.node(aid, label, shape="box", style="filled", fillcolor=_COLOR[status], penwidth="2" if status == "broken" else "1")
             g.edge(rid, aid)
             if a["kind"] not in ("warn", "note", "disabled", "overridden"):

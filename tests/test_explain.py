@@ -87,6 +87,20 @@ def test_graph_reads_left_to_right_facts_rules_constraints_search_settings():
         assert "fastest, not taken" in src
 
 
+def test_graph_shows_each_constraint_and_preference_whole():
+    """The graph is what a review meeting reads of the rules, and a PNG has no tooltip: the
+    constraint boxes were cut at three lines, so cp.long-sequences read 'train.seq_len /
+    layout.cp <...' without the 4096 tokens a CP rank keeps, and tp.inside-nvlink-domain lost
+    '% layout.tp == 0'. Every hard and soft rule's condition is drawn in full."""
+    r = as_dict(decide(build_job(model="llama-3-70b", gpus=32, seq_len=8192)))
+    src = " ".join(trace_graph(r).source.replace("\\n", " ").split())
+    for t in r["trace"]:
+        for a in t["added"]:
+            if a["kind"] in ("require", "forbid", "prefer", "avoid"):
+                assert f"{a['kind']}: {' '.join(a['text'].split())}" in src, a
+    assert "train.seq_len / layout.cp < 4096" in src
+
+
 def test_graph_refuses_an_unknown_format(run_cli, tmp_path):
     code, out, err = run_cli("explain", "--model", "llama-3-8b", "--why", "tp", "--graph", str(tmp_path / "t.pdf"))
     assert code == 2 and ".dot, .svg, .png" in err
