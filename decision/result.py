@@ -92,7 +92,11 @@ def search_summary(d: Decision) -> dict:
     # the worths each breaks, summed: the choice compares tokens/s x (1 - these) (search/choice.py)
     s["best"] = {"layout": t.layout(f).describe(), "tokens_per_s": round(float(t.tokens_per_s[f]), 1),
                  "peak_gib": round(float(t.peak_gib[f]), 2),
-                 "worth_broken_pct": round(100 * float(d.choice.penalty[f]), 6)}
+                 "worth_broken_pct": round(100 * float(d.choice.penalty[f]), 6),
+                 # the preferences in that sum which the headline breaks too (the departures are the
+                 # others): the choice line names them, else its sum reads larger than its names
+                 "breaks_as_headline": [{"rule": p.rule.id, "worth_pct": p.worth} for p, m in
+                                        zip(d.preferences, d.broken) if m[f] and m[d.index]]}
     s["headline_gap_pct"] = pct_value(100 * (1 - float(t.tokens_per_s[d.index]) / float(t.tokens_per_s[f])))
     s["headline_tokens_per_s"] = round(float(t.tokens_per_s[d.index]), 1)
     s["headline_worth_broken_pct"] = round(100 * float(d.choice.penalty[d.index]), 6)

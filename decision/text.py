@@ -66,5 +66,8 @@ def departure(s: dict, fastest: str = "the fastest") -> str:
     """The sentence both renderers (text and HTML) give a choice that left the fastest layout:
     which layout that was, how much faster, the preferences it breaks and how they were weighed."""
     names = ", ".join(f"{d['rule']} (worth {d['worth_pct']:g}%)" for d in s["departures"])
+    shared = s["best"].get("breaks_as_headline") or []
+    if shared:      # weighed() then shows the worths each layout breaks: every one is named
+        names += " and, as the headline, " + ", ".join(f"{d['rule']} (worth {d['worth_pct']:g}%)" for d in shared)
     return (f"{fastest} ({s['best']['layout']}, {s['best']['tokens_per_s']:,.0f} tokens/s) is "
             f"{faster(s['departures'][0]['cost_pct'])} but breaks {names}: {weighed(s)}")
