@@ -184,8 +184,9 @@ def render(r: dict) -> str:
         '<h2 id="decision-trace">Decision trace</h2>',
         '<p class="muted">Left to right: the facts each rule read &rarr; the rules that fired (stratum 1: job '
         'facts, 2: feasibility, 3: the answer) &rarr; what they added (grey: hard constraints, blue: pins, green: '
-        'preferences honoured, red: broken) &rarr; the search &rarr; one row per setting. The dashed box is the '
-        'fastest layout, when the headline is not it.</p>',
+        'preferences honoured, red: broken; yellow: warnings and notes, which do not constrain the search) '
+        '&rarr; the search &rarr; one row per setting. The dashed box is the fastest layout, when the headline '
+        'is not it.</p>',
         f'<div class="figure" id="trace">{r["trace_svg"]}</div>',
         _table([[t["seq"], t["rule"], location(t["file"], t["line"]), t["stratum"],
                  "; ".join(f"{k} = {shown_value(v)}" for k, v in t["facts"].items()),

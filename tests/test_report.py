@@ -216,3 +216,13 @@ def test_the_report_gives_the_time_to_train_line_recommend_gives(page):
     short = report_html.render(report.build(build_job(model="llama-3-8b", gpus=8, token_budget=10e6,
                                                       price_per_gpu_hour=2.0), []))
     assert re.search(r"<td>time to train 10M tokens</td><td>[0-9.]+ min</td>", short) and NO_BUDGET not in short
+
+
+def test_the_trace_legend_names_every_colour_the_graph_fills(page):
+    """The trace draws warnings and notes in yellow (explain/trace_graph._COLOR 'info'), and the
+    legend above it named grey, blue, green and red only: a reviewer could not tell a yellow box
+    from a constraint it added."""
+    legend = page[page.index('<h2 id="decision-trace">'):page.index('<div class="figure" id="trace">')]
+    for words in ("grey: hard constraints", "blue: pins", "green: preferences honoured", "red: broken",
+                  "yellow: warnings and notes"):
+        assert words in legend, words
