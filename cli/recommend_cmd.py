@@ -59,8 +59,10 @@ def setting_line(name: str, s: dict) -> str:
     # comes nearest to being allowed -- fewest hard rules broken, then the lowest peak (mbs=2
     # over by 16 GiB, not mbs=32 over by 850 GiB because it would be faster)
     if allowed:
+        # (the JSON's percents are rounded to what the text shows: where two values tie on them,
+        # the faster layout, not the first value, as Llama 3 8B's vp=7 was named beside a faster vp=8)
         a = max(allowed, key=lambda a: (a["objective_delta_pct"] if a["objective_delta_pct"] is not None
-                                        else float("-inf"), a["delta_pct"]))
+                                        else float("-inf"), a["delta_pct"], a["tokens_per_s"]))
     else:
         a = min(alts, key=lambda a: (a.get("hard_broken", 0), a.get("peak_gib", 0.0), -a["delta_pct"])) if alts else None
     if lead and lead.get("costly"):
