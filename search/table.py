@@ -111,7 +111,8 @@ def _any_memory(job: Job) -> Job:
     """The job with its GPU's memory, and the memory its name carries ('h100-sxm (24.0 GiB)',
     kb/build.py), taken out: the key of tables a memory what-if reuses."""
     c = job.cluster
-    gpu = c.gpu.model_copy(update={"memory_gib": 0.0, "name": catalog_gpu(c.gpu.name)})
+    gpu = c.gpu.model_copy(update={"memory_gib": 0.0, "name": catalog_gpu(c.gpu.name),
+                                   "custom": tuple(k for k in c.gpu.custom if k != "gpu_memory")})
     return Job(job.model, c.model_copy(update={"gpu": gpu}), job.training)
 
 

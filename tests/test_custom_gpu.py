@@ -82,3 +82,15 @@ def test_compare_refuses_one_gpus_figures_for_every_gpu_type(run_cli):
     assert code == 0, err
     rows = json.loads(out)["variants"]
     assert rows[0]["tokens_per_s"] < 0.2 * rows[1]["tokens_per_s"]
+
+
+def test_a_memory_what_if_keeps_the_gpus_own_figures_and_reuses_its_table():
+    """explain's 'if memory per GPU were ...' is the same custom GPU with other memory: named with
+    its TFLOP/s still, timed at them, and keyed like the job for the scored table it reuses."""
+    from shardwise.explain.why import _with_memory
+    from shardwise.search.table import _any_memory
+    job = build_job(model="llama-3-8b", gpus=8, gpu="h100-sxm", gpu_tflops=148.0)
+    what_if = _with_memory(job, 120.0)
+    assert what_if.cluster.gpu.name == "h100-sxm (120.0 GiB, 148 TFLOP/s)"
+    assert what_if.cluster.gpu.tflops_bf16 == 148.0 and what_if.cluster.gpu.memory_gib == 120.0
+    assert _any_memory(what_if) == _any_memory(job)
