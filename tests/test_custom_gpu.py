@@ -94,3 +94,13 @@ def test_a_memory_what_if_keeps_the_gpus_own_figures_and_reuses_its_table():
     assert what_if.cluster.gpu.name == "h100-sxm (120.0 GiB, 148 TFLOP/s)"
     assert what_if.cluster.gpu.tflops_bf16 == 148.0 and what_if.cluster.gpu.memory_gib == 120.0
     assert _any_memory(what_if) == _any_memory(job)
+
+
+def test_its_likely_range_says_no_run_was_on_it(run_cli):
+    # the H100's runs do not check a GPU timed at the user's figures: the range beside the
+    # warning that no run checks its speed must not read as checked on h100-sxm
+    d = answer(run_cli, "--model", "llama-3-8b", "--gpus", "8", *H20)
+    against = d["metrics"]["checked"]["against"]
+    assert against.endswith("; none on h100-sxm (96.0 GiB, 148 TFLOP/s, 4000 GB/s))"), against
+    mem = answer(run_cli, "--model", "llama-3-8b", "--gpus", "8", "--gpu-memory", "96")
+    assert "none on" not in mem["metrics"]["checked"]["against"]
