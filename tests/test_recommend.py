@@ -383,12 +383,15 @@ def test_a_batch_that_leaves_gpus_without_a_sequence_of_their_own_is_said(run_cl
 def test_a_global_batch_given_in_tokens_where_sequences_are_asked_is_warned_of(run_cli):
     """`--global-batch 524288` (512K, meant as tokens) at 4K tokens was decided silently as 2.1B
     tokens a step: gradient accumulation 65,536 and a 23-hour step. A batch past the largest
-    published one (DeepSeek-V3's 15,360 sequences of 4K) is warned of, naming the flag for tokens."""
+    published one (Kimi K2's 67M tokens, 16,384 sequences of 4K) is warned of, naming the flag for tokens."""
     job = ["--model", "llama-3-8b", "--gpus", "8", "--seq-len", "4k", "--layout", "tp=1,dp=8,mbs=1,zero=3"]
     code, out, err = run_cli("memory", *job, "--global-batch", "524288")
     assert code == 0, err
     assert "warning: the global batch, 524288 sequences of 4096 tokens, is more than 64M tokens a step" in out
     assert "a batch in tokens is --global-batch-tokens" in out
-    for published in ("15360", "128"):
+    # the largest published batch is Kimi K2's (arXiv 2507.20534, section 2.5: 67M tokens), not
+    # DeepSeek-V3's 63M, which the warning called the largest
+    assert "Kimi K2's 67M tokens, about 16,384 sequences of 4K, the largest" in out
+    for published in ("16384", "15360", "128"):
         code, out, err = run_cli("memory", *job, "--global-batch", published)
         assert code == 0 and "--global-batch-tokens" not in out, (err, out)
