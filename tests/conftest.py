@@ -14,6 +14,15 @@ def fuzz(n: int) -> int:
     return max(1, int(n * SCALE))
 
 
+def refused(run_cli, *args) -> str:
+    """A command's refusal (stderr), asserted to be what bad input gets: exit 2, nothing on
+    stdout, one line on stderr, no traceback."""
+    code, out, err = run_cli(*args)
+    assert code == 2 and out == "", (code, out, err)
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
 @pytest.fixture
 def run_cli(capsys):
     """Run the shardwise command in-process; returns (exit status, stdout, stderr)."""

@@ -8,6 +8,8 @@ from shardwise.kb.build import build_job
 from shardwise.kb.perf import step_time
 from shardwise.kb.layout import Layout
 
+from conftest import refused
+
 H20 = ("--gpu", "h100-sxm", "--gpu-memory", "96", "--gpu-tflops", "148", "--gpu-hbm-gbps", "4000")
 
 
@@ -15,13 +17,6 @@ def answer(run_cli, *args) -> dict:
     code, out, err = run_cli("recommend", "--format", "json", *args)
     assert code == 0, err
     return json.loads(out)
-
-
-def refused(run_cli, *args) -> str:
-    code, out, err = run_cli(*args)
-    assert code == 2 and out == "", (code, out, err)
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
-    return err
 
 
 def test_a_gpu_with_a_seventh_of_the_compute_trains_about_a_seventh_as_fast():

@@ -14,6 +14,8 @@ from shardwise.kb.build import build_job
 from shardwise.kb.errors import InputError
 from shardwise.kb.resolve import assumptions, global_batch
 
+from conftest import refused
+
 L405 = ["--model", "llama-3.1-405b", "--gpus", "16384", "--seq-len", "8192"]
 
 
@@ -21,13 +23,6 @@ def memory(run_cli, *args):
     code, out, err = run_cli("memory", *args, "--format", "json")
     assert code == 0, err
     return json.loads(out)
-
-
-def refused(run_cli, *args) -> str:
-    code, out, err = run_cli(*args)
-    assert code == 2 and out == "", (code, out, err)
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
-    return err
 
 
 # --- token batches --------------------------------------------------------------------------
