@@ -45,13 +45,19 @@ def setting_line(name: str, s: dict) -> str:
     out."""
     direct = [r for r in s["reasons"] if r.get("direct")]
     bears = [r for r in direct if r["status"] == "pinned" or r.get("binding", True)]
-    # a pin, then a broken rule, then a hard rule without which the choice would have taken
-    # another value (a house policy's price), then the setting's own rule file (cp.* for cp)
-    rank = lambda r: (r["status"] != "pinned", r["status"] != "broken", not r.get("costly"),
+    alts = [a for a in s["alternatives"] if a["delta_pct"] is not None]
+    priced = lambda r: [a for a in alts if a["ruled_out_by"].startswith(f"{r['rule']} (")  # noqa: E731
+                        or f"breaks {r['rule']} (" in a["ruled_out_by"]]
+    # a pin, then a broken rule, then a rule without which the choice would have taken another
+    # value (a house policy's price), then the setting's own rule file (cp.* for cp). A costly
+    # preference leads only where an alternative shows its price: the best layout of each value
+    # may keep it (a rule on zero 3 with tp 2, where the best tp=2 layout is ZeRO 1), and the
+    # line would then give it beside an alternative it has nothing to do with
+    costly = lambda r: r.get("costly") and (r["kind"] != "soft" or bool(priced(r)))  # noqa: E731
+    rank = lambda r: (r["status"] != "pinned", r["status"] != "broken", not costly(r),  # noqa: E731
                       not r["rule"].startswith(f"{name}."))
     lead = min(bears, key=rank) if bears else None
     parts = [f"{lead['rule']} ({lead['status']}): {lead['title']}"] if lead else []
-    alts = [a for a in s["alternatives"] if a["delta_pct"] is not None]
     allowed = [a for a in alts if not a["ruled_out_by"].startswith(("memory", "validity")) and "(require" not in
                a["ruled_out_by"] and "(forbid" not in a["ruled_out_by"]]
     # the value whose best layout comes nearest the headline by the objective the choice ranks
@@ -65,11 +71,10 @@ def setting_line(name: str, s: dict) -> str:
                                         else float("-inf"), a["delta_pct"], a["tokens_per_s"]))
     else:
         a = min(alts, key=lambda a: (a.get("hard_broken", 0), a.get("peak_gib", 0.0), -a["delta_pct"])) if alts else None
-    if lead and lead.get("costly"):
+    if lead and costly(lead):
         # what the rule that leads the line costs: the value it rules out (a hard rule) or whose
         # layout breaks it (a preference), with its speed
-        a = max((a for a in alts if a["ruled_out_by"].startswith(f"{lead['rule']} (")
-                 or f"breaks {lead['rule']} (" in a["ruled_out_by"]), key=lambda a: a["delta_pct"], default=a)
+        a = max(priced(lead), key=lambda a: a["delta_pct"], default=a)
     if a:
         why = re.sub(r"^(\d+(\.\d+)?% slower|as fast, to 0\.01%)(; )?", "", a["ruled_out_by"])     # the delta says it already
         if why.startswith("breaks "):      # the whole alternative layout breaks it, maybe through another setting

@@ -190,3 +190,23 @@ def test_a_preference_the_fastest_layout_honours_cost_nothing():
     near = max((a for a in z["alternatives"] if a["objective_delta_pct"] is not None),
                key=lambda a: (a["objective_delta_pct"], a["delta_pct"], a["tokens_per_s"]))
     assert f"with zero={near['value']}: " in setting_line("zero", z)
+
+
+def test_a_costly_preference_leads_the_line_only_beside_the_price_it_cost():
+    """A preference that kept a faster layout with another value out leads its setting's line with
+    that layout's speed; where no listed alternative breaks it (each value's best layout keeps it:
+    a rule on ZeRO 3 with TP 2, where the best tp=2 layout is ZeRO 1), the line would give it beside
+    an alternative it has nothing to do with, and the setting's own rule leads instead."""
+    from shardwise.cli.recommend_cmd import setting_line
+    own = {"rule": "zero.lowest-that-fits", "title": "own", "kind": "soft", "status": "honoured",
+           "direct": True, "binding": True, "costly": False}
+    house = {"rule": "house.z3", "title": "house", "kind": "soft", "status": "honoured",
+             "direct": True, "binding": True, "costly": True}
+    unrelated = {"value": 2, "delta_pct": -2.6, "objective_delta_pct": -2.6, "tokens_per_s": 97.4,
+                 "ruled_out_by": "2.6% slower"}
+    priced = {"value": 3, "delta_pct": 3.7, "objective_delta_pct": -17.0, "tokens_per_s": 103.7,
+              "ruled_out_by": "breaks house.z3 (worth 20%)"}
+    line = setting_line("zero", {"reasons": [own, house], "alternatives": [unrelated]})
+    assert line.startswith("zero.lowest-that-fits (honoured)"), line
+    line = setting_line("zero", {"reasons": [own, house], "alternatives": [unrelated, priced]})
+    assert line.startswith("house.z3 (honoured)") and "with zero=3: +3.7% tokens/s" in line, line
