@@ -598,6 +598,23 @@ def test_megatron_fp8_uses_a_recipe_that_can_recompute_modules():
     assert "--fp8-recipe tensorwise" in text and "moe_act" in text and "delayed" not in text
 
 
+def test_megatron_says_what_its_flags_need_without_calling_it_inexpressible():
+    """A Transformer Engine version the flags need (FP8 with the norms and the experts' activation
+    recomputed: TransformerConfig refuses it below TE 2.6; --tp-comm-overlap on ROCm) is something
+    the script runs, not something Megatron cannot express: the export printed it as 'note:
+    megatron cannot express: FP8 with the norms ... needs Transformer Engine >= 2.6', so a user
+    took the launch for incomplete. It is said once, in the script, as what the run needs."""
+    job = build_job(model="mixtral-8x7b", gpus=64, seq_len=4096, global_batch=256, precision="fp8")
+    ex = export("megatron", Target(job, Layout(dp=64, ep=8, zero=1, mbs=1, grad_accum=4, recompute="modules")))
+    text = ex.files["megatron_pretrain.sh"]
+    assert not any("Transformer Engine" in c for c in ex.caveats), ex.caveats
+    said = [line for line in text.splitlines() if "Transformer Engine >= 2.6" in line]
+    assert len(said) == 1 and said[0].startswith("# needs: ") and "cannot express" not in said[0], said
+    amd = build_job(model="llama-3-70b", gpus=8, gpu="mi300x", seq_len=4096, global_batch=64)
+    ex = export("megatron", Target(amd, Layout(tp=8, pp=1, dp=1, zero=0, sp=True, mbs=1, grad_accum=64)))
+    assert not any("ROCm" in c for c in ex.caveats), ex.caveats
+
+
 def test_megatron_runs_full_iteration_cuda_graphs_as_the_estimate_times_them():
     """--cuda-graphs full-iteration: the script captures the step in one graph (without the NaN
     check validate_args refuses beside it), and for MoE pads each rank to the capacity and keeps

@@ -75,8 +75,6 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
         a += ["--sequence-parallel"]
     if megatron_tp_overlap(lay, tg.job.cluster):
         a += ["--tp-comm-overlap"]           # the estimate's `tp` overlap (kb/frameworks.py)
-        if tg.job.cluster.gpu.rocm:
-            caveats.append(ROCM_TP_OVERLAP)
     a += ["--pipeline-model-parallel-size", lay.pp]
     custom = pipeline_layout(m, lay.pp, lay.vp)
     if custom:
@@ -139,7 +137,21 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
     elif lay.recompute == "modules":
         from .. import recompute_modules
         a += ["--recompute-granularity", "selective", "--recompute-modules", *recompute_modules(m)]
-        if t.precision == "fp8":
-            caveats.append("FP8 with the norms (and the experts' activation) recomputed needs Transformer Engine "
-                           ">= 2.6 (TransformerConfig checks it)")
     return a, caveats
+
+
+def needs_lines(tg: Target) -> list[str]:
+    """What the flags parallel_args writes need installed, as comment lines of the script: the
+    run can be launched as written, so these are not caveats (which say what Megatron cannot
+    express). FP8 with the norms and the experts' activation recomputed: TransformerConfig
+    refuses it below Transformer Engine 2.6 (transformer_config.py __post_init__: "moe_act and
+    layernorm recompute for fp8 needs transformer-engine>=2.6.0dev0"); --tp-comm-overlap on ROCm
+    (ROCM_TP_OVERLAP)."""
+    lay, t = tg.layout, tg.job.training
+    needs = []
+    if megatron_tp_overlap(lay, tg.job.cluster) and tg.job.cluster.gpu.rocm:
+        needs.append(ROCM_TP_OVERLAP)
+    if lay.recompute == "modules" and t.precision == "fp8":
+        needs.append("Transformer Engine >= 2.6, for FP8 with the norms (and the experts' activation) recomputed "
+                     "(TransformerConfig checks it)")
+    return [f"# needs: {n}" for n in needs]

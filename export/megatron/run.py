@@ -11,7 +11,7 @@ from ..optimizer import WHAT, named, runs_instead
 from ..target import Export, Target, allocator_environment, shell_command, with_caveats
 from .architecture import model_args
 from .cuda_graphs import cuda_graph_args, graph_environment
-from .parallel import parallel_args
+from .parallel import needs_lines, parallel_args
 
 
 def optimizer_args(tg: Target) -> tuple[list, list[str]]:
@@ -132,7 +132,7 @@ def export(tg: Target) -> Export:
         f"# learning rate: {' '.join(SCHEDULE)}, placeholders that shardwise does not size: set your own"
         + (" (a fine-tune usually runs a lower one)" if loads_checkpoint(tg) else ""),
         connections_line(tg),
-    ] + allocator_environment(tg.job) + graph_environment(tg) + (
+    ] + needs_lines(tg) + allocator_environment(tg.job) + graph_environment(tg) + (
         [f"# {c.nodes} nodes: run this on every node, with HEAD_NODE the first node's address (torchrun's c10d "
          "rendezvous gives each node its rank)"] if c.nodes > 1 else []) + shell_command(
         f"torchrun --nnodes {c.nodes} --nproc-per-node {c.gpus_per_node}"
