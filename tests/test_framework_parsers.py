@@ -183,3 +183,30 @@ def test_megatron_hides_the_expert_all_to_all_where_it_can(pp, vp, recompute, ov
     assert ("--overlap-moe-expert-parallel-comm" in text) == overlapped
     r = validate("megatron", tg, tmp_path)
     assert r.returncode == 0 and "OK " in r.stdout, (r.stdout[-2000:], r.stderr[-3000:])
+
+
+@pytest.mark.parametrize("model,gpu,gpus,seq,gbs,lay", [
+    # NVIDIA's published MoE layouts (benchmarks/calibration/published_runs.yaml): Qwen3-235B-A22B on
+    # 256 H100 in FP8-CS (TP 2 with SP, 94 + 2 slots over 8 x 4 virtual stages, ETP 1), DeepSeek-V3 on
+    # 256 B300 at PP 16 (61 layers, three dense, a --pipeline-model-parallel-layout), DeepSeek-V3 on 256
+    # GB200 at PP 4 x VP 4 (uneven chunks), Mixtral 8x22B at 64K with CP 8 inside PP 4 x VP 14
+    ("qwen3-235b-a22b", "h100-sxm", 256, 4096, 8192, dict(tp=2, pp=8, vp=4, dp=16, ep=32, zero=1, sp=True, mbs=1,
+                                                          grad_accum=512, recompute="modules")),
+    ("deepseek-v3", "b200", 256, 4096, 4096, dict(pp=16, dp=16, ep=8, zero=1, mbs=1, grad_accum=256,
+                                                  recompute="modules")),
+    ("deepseek-v3", "gb200", 256, 4096, 4096, dict(pp=4, vp=4, dp=64, ep=64, zero=1, mbs=1, grad_accum=64,
+                                                   recompute="modules")),
+    ("mixtral-8x22b", "b200", 256, 65536, 64, dict(tp=2, pp=4, vp=14, cp=8, dp=4, ep=8, zero=1, sp=True, mbs=1,
+                                                   grad_accum=16, recompute="none")),
+])
+def test_megatron_accepts_nvidias_fp8_moe_layouts(model, gpu, gpus, seq, gbs, lay, tmp_path):
+    """The layouts NVIDIA publishes for its FP8 MoE runs, exported to Megatron, pass parse_args,
+    validate_args and TransformerConfig -- per-module recompute with FP8 (which TransformerConfig
+    allows from Transformer Engine 2.6), MLA's up-projections, the first dense layers in an uneven
+    pipeline, CP with EP."""
+    from shardwise.kb.build import build_job
+    from shardwise.kb.layout import Layout
+    job = build_job(model=model, gpu=gpu, gpus=gpus, seq_len=seq, global_batch=gbs, precision="fp8")
+    tg = Target(job, Layout(**lay))
+    r = validate("megatron", tg, tmp_path)
+    assert r.returncode == 0 and "OK " in r.stdout, (r.stdout[-2000:], r.stderr[-3000:])

@@ -25,6 +25,14 @@ def parse(script: str, world: str):
     os.environ.pop("CUDA_DEVICE_MAX_CONNECTIONS", None)
     if "export CUDA_DEVICE_MAX_CONNECTIONS=1" in text:
         os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
+    if "--fp8-format" in text:
+        # any FP8 script runs on Transformer Engine: TransformerConfig refuses MoE FP8 below TE 1.7
+        # and the norms' recompute in FP8 below 2.6, and TE does not install on CPU (its version
+        # reads 0.0.0 here), so the checks are told the TE of NVIDIA's container for Hopper's FP8-CS
+        # runs as for Blackwell's MXFP8 ones (NeMo 26.06: TE 2.16)
+        import megatron.core.utils as U
+        from packaging.version import Version
+        U._te_version = Version("2.16")
     if "--fp8-recipe mxfp8" in text:
         # an MXFP8 script is for Blackwell, where NVIDIA runs it with Transformer Engine 2.16 (NeMo
         # 26.06, Megatron-Bridge docs/releases/software-versions.md); TE does not install on CPU, so
