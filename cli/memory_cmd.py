@@ -14,7 +14,8 @@ def render_memory(result: dict) -> str:
     head = (f"{job['model']} ({job['params_b']}B{', shape inferred' if job['shape_inferred'] else ''}) on "
             f"{job['gpus']} x {job['gpu']}  seq {job['seq_len']}  {job['training']} {job['precision']} ({job['framework']})\n"
             f"layout: tp={lay['tp']} pp={lay['pp']} vp={lay['vp']} dp={lay['dp']} cp={lay['cp']} ep={lay['ep']} "
-            f"zero={lay['zero_stage']} sp={'on' if lay['sp'] else 'off'} mbs={lay['mbs']} ga={lay['grad_accum']} "
+            + (f"etp={lay['etp']} " if lay.get("etp", 1) != 1 else "")
+            + f"zero={lay['zero_stage']} sp={'on' if lay['sp'] else 'off'} mbs={lay['mbs']} ga={lay['grad_accum']} "
             f"gbs={lay['global_batch']} recompute={lay['recompute']}")
     rows = [[k.replace("_", " "), f"{v:.2f}"] for k, v in mem["breakdown_gib"].items() if v > 0.0005]
     rows.append(["peak (stage %d, %s)" % (mem["worst_stage"], mem["peak_phase"]), f"{mem['peak_gib']:.2f}"])

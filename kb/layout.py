@@ -139,6 +139,9 @@ class Layout(Derived):
             parts.append(f"cp={self.cp}")
         if self.ep > 1:
             parts.append(f"ep={self.ep}")
+        if self.etp != 1:
+            # only a --layout sets it (the search keeps etp=1); it changes memory and speed
+            parts.append(f"etp={self.etp}")
         parts.append(f"zero={self.zero}")
         if self.shard:
             parts.append(f"shard={self.shard}")
