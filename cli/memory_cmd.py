@@ -16,10 +16,13 @@ def render_memory(result: dict) -> str:
             f"layout: tp={lay['tp']} pp={lay['pp']} vp={lay['vp']} dp={lay['dp']} cp={lay['cp']} ep={lay['ep']} "
             + (f"etp={lay['etp']} " if lay.get("etp", 1) != 1 else "")
             + f"zero={lay['zero_stage']} sp={'on' if lay['sp'] else 'off'} mbs={lay['mbs']} ga={lay['grad_accum']} "
-            f"gbs={lay['global_batch']} recompute={lay['recompute']}")
+            f"gbs={lay['global_batch']} recompute={lay['recompute']}"
+            + (f" offload={lay['offload']}" if lay.get("offload") else ""))
     rows = [[k.replace("_", " "), f"{v:.2f}"] for k, v in mem["breakdown_gib"].items() if v > 0.0005]
     rows.append(["peak (stage %d, %s)" % (mem["worst_stage"], mem["peak_phase"]), f"{mem['peak_gib']:.2f}"])
     rows.append(["capacity", f"{mem['capacity_gib']:.2f}"])
+    if mem.get("host_offload_gib"):
+        rows.append([f"in host memory ({lay['offload']} layers offloaded)", f"{mem['host_offload_gib']:.2f}"])
     broken = mem.get("broken_rules", [])
     verdict = "DOES NOT FIT" if not mem["fits"] else "fits only within the estimate's error" if broken else "fits"
     lines = [head, "", table(rows, ["memory per GPU", "GiB"]), "",
@@ -33,7 +36,9 @@ def render_memory(result: dict) -> str:
         ["tokens/s per GPU", f"{mt['tokens_per_s_per_gpu']:,.0f}"],
         ["model TFLOP/s per GPU", f"{mt['model_tflops_per_gpu']:.0f}"],
         ["MFU / HFU", f"{mt['mfu_pct']:.1f}% / {mt['hfu_pct']:.1f}%"],
-        ["communication (exposed)", f"{mt['comm_overhead_pct']:.1f}% of the step"],
+        ["communication (exposed)", f"{mt['comm_overhead_pct']:.1f}% of the step"
+                                    + (f", {100 * mt['comm_exposed_s']['offload'] / mt['step_time_s']:.1f}% of it "
+                                       "host copies" if "offload" in mt["comm_exposed_s"] else "")],
         ["pipeline bubble", f"{mt['bubble_pct']:.1f}% of the step"],
     ] + ([["time to train", f"{duration_text(mt)} for "
                              f"{token_count(mt['token_budget'])}"]]

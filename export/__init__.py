@@ -197,6 +197,12 @@ def export(framework: str, target):
         lay = lay.with_(recompute="selective")
         carried.append(f"per-module recomputation ({' '.join(recompute_modules(target.job.model))}) is "
                        "Megatron-Core's --recompute-modules; exported as selective recomputation, the nearest")
+    if framework != "megatron" and lay.offload:
+        from .target import memory_as_run
+        carried.append(f"offload={lay.offload}: activation offloading to host memory is Megatron-Core's "
+                       f"(--cpu-offloading-num-layers); this runs without it, "
+                       f"{memory_as_run(type(target)(target.job, lay), offload=0)}")
+        lay = lay.with_(offload=0)
     ex = module(framework).export(type(target)(target.job, lay, tuple(carried)))
     ex.caveats[:0] = carried
     return ex

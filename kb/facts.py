@@ -38,7 +38,8 @@ def job_summary(job: Job) -> dict:
 def layout_dict(lay: Layout) -> dict:
     return {"tp": lay.tp, "pp": lay.pp, "vp": lay.vp, "dp": lay.dp, "cp": lay.cp, "ep": lay.ep, "etp": lay.etp,
             "zero_stage": lay.zero, "shard_group": lay.shard_group, "sp": lay.sp, "mbs": lay.mbs,
-            "grad_accum": lay.grad_accum, "global_batch": lay.global_batch, "recompute": lay.recompute}
+            "grad_accum": lay.grad_accum, "global_batch": lay.global_batch, "recompute": lay.recompute,
+            "offload": lay.offload}
 
 
 def evaluate(job: Job, lay: Layout, mem=None, st=None) -> dict:
@@ -89,7 +90,8 @@ def layout_facts(lay: Layout) -> dict:
     """layout.*: one layout's settings as facts (kb/fact_schema.LAYOUT)."""
     return {"layout.tp": lay.tp, "layout.pp": lay.pp, "layout.vp": lay.vp, "layout.dp": lay.dp, "layout.cp": lay.cp,
             "layout.ep": lay.ep, "layout.zero": lay.zero, "layout.sp": lay.sp, "layout.mbs": lay.mbs,
-            "layout.ga": lay.grad_accum, "layout.recompute": lay.recompute, "layout.global_batch": lay.global_batch}
+            "layout.ga": lay.grad_accum, "layout.recompute": lay.recompute, "layout.global_batch": lay.global_batch,
+            "layout.offload": lay.offload}
 
 
 def memory_facts(mem) -> dict:

@@ -97,12 +97,24 @@ class Layout(Derived):
     mbs: int = 1                # micro-batch, sequences
     grad_accum: int = 1         # micro-batches per replica per optimizer step
     recompute: str = "none"     # none | selective | full | modules
+    offload: int = 0            # layers whose activations go to host memory (Megatron --cpu-offloading-num-layers)
 
     def __post_init__(self):
         for f in ("tp", "pp", "vp", "dp", "cp", "ep", "etp", "mbs", "grad_accum"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise InputError(f"layout: {f}={v!r} must be a positive integer")
+        if isinstance(self.offload, bool) or not isinstance(self.offload, int) or self.offload < 0:
+            raise InputError(f"layout: offload={self.offload!r} must be a non-negative integer (layers)")
+        if self.offload and self.pp > 1:
+            # Megatron-Core transformer_config.py __post_init__: "Currently there is no support for
+            # Pipeline parallelism with CPU offloading"
+            raise InputError(f"layout: offload={self.offload} needs pp=1 (Megatron offloads no activations "
+                             "under pipeline parallelism)")
+        if self.offload and self.recompute != "none":
+            # same place: "CPU offloading does not work when activation recomputation is enabled"
+            raise InputError(f"layout: offload={self.offload} needs recompute=none (Megatron offloads no "
+                             "activations under recomputation)")
         if self.zero not in (0, 1, 2, 3):
             raise InputError(f"layout: zero={self.zero!r}; allowed: 0, 1, 2, 3")
         if self.recompute not in RECOMPUTE:
@@ -147,6 +159,8 @@ class Layout(Derived):
             parts.append(f"shard={self.shard}")
         parts += [f"sp={'on' if self.sp else 'off'}", f"mbs={self.mbs}",
                   f"ga={self.grad_accum}", f"recompute={self.recompute}"]
+        if self.offload:
+            parts.append(f"offload={self.offload}")
         return " ".join(parts)
 
 
@@ -196,8 +210,9 @@ def parse_layout(text: str, gpus: Optional[int] = None, framework: Optional[str]
             if not re.fullmatch(r"[+-]?[0-9]+", v):         # int() would take '1_6' and other scripts' digits
                 raise InputError(f"--layout: {k}={v!r} must be an integer in the digits 0-9")
             given[k] = int(v)
-            if given[k] < (0 if k in ("zero", "shard") else 1):
-                raise InputError(f"--layout: {k}={v} must be a {'non-negative' if k in ('zero', 'shard') else 'positive'} "
+            zeroable = k in ("zero", "shard", "offload")
+            if given[k] < (0 if zeroable else 1):
+                raise InputError(f"--layout: {k}={v} must be a {'non-negative' if zeroable else 'positive'} "
                                  "integer")
     keys = set(given)
     tp, pp, cp = given.get("tp", 1), given.get("pp", 1), given.get("cp", 1)
@@ -218,4 +233,10 @@ def parse_layout(text: str, gpus: Optional[int] = None, framework: Optional[str]
         have = ", ".join(f for f in get_args(Framework) if has_sequence_parallel(f))
         raise InputError(f"--layout: sp=on but --framework {framework} has no sequence parallelism; "
                          f"use sp=off, or a framework with it ({have})")
+    if given.get("offload") and framework not in (None, "megatron"):
+        # Megatron-Core's cpu_offloading (Transformer Engine's get_cpu_offload_context); the other
+        # frameworks' exports have no such setting
+        raise InputError(f"--layout: offload={given['offload']} is Megatron's activation offloading "
+                         f"(--cpu-offloading-num-layers); --framework {framework} has none: use offload=0, "
+                         "or --framework megatron")
     return Layout(**given), keys

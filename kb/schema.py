@@ -298,6 +298,9 @@ class GPUSpec(_Frozen):
         "a link joining only the two GPUs of a bridged pair (links.yaml), faster than intra_link"))
     host_pcie: str = Field("pcie5", description=(
         "the PCIe generation of its host interface (links.yaml): what --interconnect pcie times a node at"))
+    host_link_gbps: Optional[float] = Field(None, gt=0, description=(
+        "one-direction GB/s between the GPU and its host CPU's memory where that is not its host PCIe "
+        "link (NVLink-C2C to a Grace CPU): what activation offloading copies at (kb/perf/offload.py)"))
     gpus_per_node: int = Field(8, gt=0)
     nvlink_domain: int = Field(0, ge=0, description="GPUs in one NVLink domain; 0 = the node")
     cuda_context_gib: float = Field(0.6, ge=0)

@@ -303,6 +303,29 @@ def _recompute_framework(job, a):
     return np.isin(a["rc"], allowed)
 
 
+def _offload(job, a):
+    """Megatron-Core's activation offloading (TransformerConfig.cpu_offloading, Transformer
+    Engine's get_cpu_offload_context): Megatron only; its __post_init__ refuses it with pipeline
+    parallelism, with recomputation, with CUDA graphs, and unless cpu_offloading_num_layers <
+    num_layers (transformer_config.py; Megatron-Bridge docs/training/cpu-offloading.md)."""
+    off = a.get("offload", 0)
+    allowed = (job.training.framework == "megatron") & (job.training.cuda_graphs == "none")
+    return (off == 0) | (allowed & (a["pp"] == 1) & (a["rc"] == 0) & (off < job.model.layers))
+
+
+def _offload_refusal(job, lay):
+    t = job.training
+    if t.framework != "megatron":
+        return (f"offload={lay.offload} is Megatron's activation offloading (--cpu-offloading-num-layers); "
+                f"--framework {t.framework} has none: use offload=0, or --framework megatron")
+    if t.cuda_graphs != "none":
+        return (f"offload={lay.offload} with --cuda-graphs {t.cuda_graphs}: Megatron refuses CUDA graphs with CPU "
+                "offloading; use offload=0, or --cuda-graphs none")
+    return (f"offload={lay.offload}: Megatron offloads fewer layers than the {job.model.layers} of "
+            f"{job.model.name} (cpu_offloading_num_layers < num_layers), with pp=1 and recompute=none; "
+            f"use offload from 1 to {job.model.layers - 1}")
+
+
 def _hsdp(job, a):
     n = a["dp"] * a["cp"]
     s = a["shard"]
@@ -560,6 +583,9 @@ VALIDITY = [
              _recompute_framework,
              lambda job, lay: f"recompute={lay.recompute} but --framework {job.training.framework} runs only "
                               f"{', '.join(recompute_modes(job.training.framework))}"),
+    Validity("offload-megatron", "activation offloading to host memory is Megatron-Core's (cpu_offloading, "
+             "Transformer Engine's CPU offload): it needs pp=1, no recomputation, no CUDA graphs and fewer offloaded "
+             "layers than the model has (transformer_config.py __post_init__)", _offload, _offload_refusal),
     Validity("hsdp-shard-group", "an HSDP shard group (the ranks of one node) needs ZeRO-3, must "
              "divide DP x CP into more than one replica, and with TP must hold whole expert-parallel groups "
              "(shard x tp a multiple of ep x etp)", _hsdp,

@@ -137,6 +137,11 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
     elif lay.recompute == "modules":
         from .. import recompute_modules
         a += ["--recompute-granularity", "selective", "--recompute-modules", *recompute_modules(m)]
+    if lay.offload:
+        # activation offloading to host memory (kb/perf/offload.py): the first N layers' saved
+        # tensors; a positive count turns cpu_offloading on (megatron/training/arguments.py
+        # validate_args: "if args.cpu_offloading_num_layers > 0: args.cpu_offloading = True")
+        a += ["--cpu-offloading-num-layers", lay.offload]
     return a, caveats
 
 

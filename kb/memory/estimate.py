@@ -31,7 +31,7 @@ from ..frameworks import megatron_ep_overlap_share
 from ..job import Job
 from ..layout import Layout
 from ..params import layer_params
-from ..stages import all_stages
+from ..stages import all_stages, layers_on_stage
 from . import activations as act
 from . import optimizers as opt
 from . import overheads as ovh
@@ -57,8 +57,11 @@ class MemoryEstimate:
     allocator: str = "caching"
     largest_block_gib: float = 0.0
     split_peak_gib: float = 0.0
+    host_offload_gib: float = 0.0     # activations Megatron keeps in host memory (offload > 0)
 
     def as_dict(self) -> dict:
+        # host_offload_gib only where a layout offloads: every other answer reads as before
+        host = {"host_offload_gib": round(self.host_offload_gib, 2)} if self.host_offload_gib else {}
         return {"peak_gib": round(self.peak_gib, 2), "capacity_gib": round(self.capacity_gib, 2),
                 "fits": self.fits, "headroom_gib": round(self.capacity_gib - self.peak_gib, 2),
                 "worst_stage": self.stage, "peak_phase": self.phase, "phase": self.phase,
@@ -66,7 +69,7 @@ class MemoryEstimate:
                 "phases": self.phases(),
                 "stages": [{k: r[k] for k in ("stage", "phase", "peak_gib")} for r in self.stage_peaks()],
                 "allocator": self.allocator, "largest_block_gib": round(self.largest_block_gib, 2),
-                "split_peak_gib": round(self.split_peak_gib, 2)}
+                "split_peak_gib": round(self.split_peak_gib, 2), **host}
 
     def phases(self) -> dict:
         """The worst stage in every phase: its peak and what is live then (components > 0)."""
@@ -131,8 +134,9 @@ def estimate_memory(job: Job, lay: Layout) -> MemoryEstimate:
     peak, stage, phase, bd, stages, split = _peak(job, lay)
     capacity = job.cluster.gpu.memory_gib
     block = largest_block_bytes(job.model, job.training, lay) / GIB
+    host = act.offloaded_bytes(job.model, job.training, lay, *layers_on_stage(job.model, 1, 0)) / GIB
     return MemoryEstimate(peak, capacity, peak <= capacity, stage, phase, bd, stages, ovh.allocator(job.training),
-                          block, split)
+                          block, split, host)
 
 
 def peak_gib(job: Job, lay) -> object:

@@ -8,7 +8,9 @@ Per micro-batch, each pipeline stage spends (Narayanan et al. 2021, Korthikanti 
         backward per layer, +2 with full recompute), CP ring exchange of K/V (forward sends the
         local K/V chunk c-1 times, backward K/V and their gradients), EP all-to-all (dispatch and
         combine, forward and backward, +2 with full recompute), PP activations and gradients to the neighbour stage --
-        each times (1 - overlap) of the framework profile (kb/data/frameworks.yaml).
+        each times (1 - overlap) of the framework profile (kb/data/frameworks.yaml) -- and the
+        copies of offloaded activations to and from host memory that outlast the compute beside
+        them (kb/perf/offload.py);
 The pipeline runs m micro-batches: T_pipe = m t_max + (p - 1) t_avg / v (the bubble: (p-1)/m of
 the ideal time for 1F1B, (p-1)/(v m) interleaved). Once per step: data-parallel gradient
 reduction (all-reduce, or reduce-scatter + all-gather with ZeRO/distributed optimizer -- ZeRO-2
@@ -21,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..defaults import ADAPTERS
 from ..job import Job
 from ..layout import Layout
@@ -28,13 +32,15 @@ from ..stages import all_stages
 from . import comm
 from . import param_traffic as pt
 from .. import track_record
-from ..memory.activations import experts_cast_by_autocast, routed_copies, tokens_local, torchtitan_runs
+from ..memory.activations import (experts_cast_by_autocast, offloaded_bytes, routed_copies, tokens_local,
+                                  torchtitan_runs)
 from ..memory.peft_experts import experts_stay_bf16, merges_experts
 from ..memory.states import deepspeed_bf16_pipeline, lora_params
 from ..params import layer_params, total_params
 from ..frameworks import (cp_all_to_all, megatron_ep_overlap_share, megatron_tp_overlap, profile as framework_profile,
                           torchtitan_async_tp)
 from .compute import HBM_EFFICIENCY, gemm_efficiency, layer_time, loss_time, moe_tokens
+from .offload import offload_seconds
 from .dp_sync import dp_collectives, zero0_seconds, zero1_seconds, zero2_seconds, zero3_seconds
 from .flops import hardware_flops_per_token, head_flops, model_flops_per_token
 from ..vec import maximum, minimum, where
@@ -285,6 +291,9 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict, flo
         compute = compute + lm_head_seconds(m, t, lay, c.gpu) + loss_time(m, t, lay, c.gpu)
     kinds = {"tp": tp_seconds(job, lay, sp, ov), "cp": cp_seconds(job, lay, sp, ov), "ep": ep_seconds(job, lay, sp, ov),
              "pp": pp_seconds(job, lay, ov)}
+    if np.any(lay.offload):     # a kind of its own only where a layout offloads: other answers read as before
+        moved = offloaded_bytes(m, t, lay, sp.dense_layers, sp.moe_layers)
+        kinds["offload"] = offload_seconds(lay, sp.layers, moved, compute, c.gpu)
     return compute, kinds, host
 
 

@@ -1,5 +1,5 @@
 """Activation bytes a pipeline stage's rank holds at its peak: its layers' saved bytes times the
-micro-batches in flight, the token ids and the forward's masks held under recomputation, a PPO
+micro-batches in flight (less the layers Megatron offloads to host memory), the token ids and the forward's masks held under recomputation, a PPO
 critic's layers beside the policy's, and the transient one layer's backward needs on top."""
 from __future__ import annotations
 
@@ -71,14 +71,33 @@ def stage_activations(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: 
     s_local = floor(t.seq_len / lay.cp)
     tok = tokens_local(t, lay)
     layers = max(1, dense_layers + moe_layers)
-    per_layer = tok * (dense_layers * layer_bytes_per_token(m, t, lay, False, s_local)
-                       + moe_layers * (layer_bytes_per_token(m, t, lay, True, s_local) if m.is_moe else 0.0)) / layers
+    per_layer = mean_layer_bytes(m, t, lay, dense_layers, moe_layers)
     ids = 8.0 * tok if stage == 0 else 0.0
     ids = ids + forward_mask_bytes(m, t, lay, tok, s_local)
     held = layers_in_flight(m, lay, stage)
     if lay.pp > 1:
         held = held + where(ep_overlap, layers / lay.vp, 0.0)
-    return held * per_layer + lay.in_flight(stage) * ids
+    return (held - lay.offload) * per_layer + lay.in_flight(stage) * ids
+
+
+def mean_layer_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: int, moe_layers: int):
+    """Saved activation bytes of one micro-batch in one of a stage's layers, the mean over its
+    dense and MoE layers: tokens x layer_bytes_per_token."""
+    s_local = floor(t.seq_len / lay.cp)
+    layers = max(1, dense_layers + moe_layers)
+    return tokens_local(t, lay) * (dense_layers * layer_bytes_per_token(m, t, lay, False, s_local)
+                                   + moe_layers * (layer_bytes_per_token(m, t, lay, True, s_local)
+                                                   if m.is_moe else 0.0)) / layers
+
+
+def offloaded_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: int, moe_layers: int):
+    """Activation bytes a rank keeps in host memory under Megatron's activation offloading: the
+    first ``offload`` layers' saved tensors of the micro-batch in flight (pp = 1: one), which
+    leave the GPU as they are saved and come back for that layer's backward. Transformer Engine
+    keeps "at most (model_layers - num_layers) sets of activations on GPU at any time"
+    (docs/features/other_optimizations/cpu_offloading, Default Offloading Scheduling), which is
+    what stage_activations subtracts: offload x mean_layer_bytes. 0 without offloading."""
+    return lay.offload * mean_layer_bytes(m, t, lay, dense_layers, moe_layers)
 
 
 def ppo_critic_activations(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: int, moe_layers: int) -> float:
