@@ -82,7 +82,7 @@ def lint(paths, playbook_dir):
 
 # what a case may expect: the headline's settings (kb/facts.layout_dict), zero for zero_stage, and fits
 EXPECT_KEYS = {"tp", "pp", "vp", "dp", "cp", "ep", "etp", "zero", "zero_stage", "shard_group", "sp", "mbs",
-               "grad_accum", "global_batch", "recompute", "fits"}
+               "grad_accum", "global_batch", "recompute", "offload", "fits"}
 
 
 def _case(path: str, i: int, case) -> str:
@@ -101,7 +101,7 @@ def _expect_value(where: str, key: str, v) -> None:
     elif key in ("zero", "zero_stage"):
         ok, allowed = isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 3, "a stage 0-3"
     else:
-        least = 0 if key == "shard_group" else 1
+        least = 0 if key in ("shard_group", "offload") else 1
         ok, allowed = isinstance(v, int) and not isinstance(v, bool) and v >= least, f"a whole number from {least}"
     if not ok:
         raise InputError(f"{where}: expect {key}: {v!r} is not a value the headline can have; allowed: {allowed}")

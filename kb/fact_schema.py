@@ -27,9 +27,10 @@ from .choices import (RECOMPUTE, Attention, CudaGraphs, Framework, Optimizer, Pr
 N, S, B = "num", "str", "bool"
 
 # The settings a decision explains, in the order people read them (explain --why takes these)
-SETTINGS = ("tp", "pp", "vp", "dp", "cp", "ep", "zero", "sp", "mbs", "recompute")
+SETTINGS = ("tp", "pp", "vp", "dp", "cp", "ep", "zero", "sp", "mbs", "recompute", "offload")
 SETTING_NAMES = {"tp": "TP", "pp": "PP", "vp": "VP", "dp": "DP", "cp": "CP", "ep": "EP", "zero": "ZeRO stage",
-                 "sp": "SP", "mbs": "micro-batch", "recompute": "recomputation"}
+                 "sp": "SP", "mbs": "micro-batch", "recompute": "recomputation",
+                 "offload": "offloaded layers"}
 
 
 def shown_setting(value) -> str:
@@ -53,7 +54,7 @@ JOB = {
 LAYOUT = {
     "layout.tp": N, "layout.pp": N, "layout.vp": N, "layout.dp": N, "layout.cp": N, "layout.ep": N,
     "layout.zero": N, "layout.sp": B, "layout.mbs": N, "layout.ga": N, "layout.recompute": S,
-    "layout.global_batch": N,
+    "layout.global_batch": N, "layout.offload": N,
 }
 ESTIMATE = {
     "memory.peak_gib": N, "memory.capacity_gib": N, "memory.used_pct": N, "memory.headroom_gib": N,
@@ -67,7 +68,7 @@ FEASIBILITY = {
     "best.tokens_per_s": N, "best.pp1.tokens_per_s": N, "best.cp1.tokens_per_s": N,
 }
 NEIGHBOUR = {"same.min_zero": N, "same.min_recompute": S, "same.pp1_fits": B, "same.pp1_dp": N,
-             "same.pp1_batch_divides": B}
+             "same.pp1_batch_divides": B, "same.min_offload": N}
 
 # The values a string fact takes where they are a closed set (kb/choices.py): a rule that
 # compares one with anything else ('ful', 'Megatron') can never match it, a typo that
@@ -129,6 +130,8 @@ DESCRIPTIONS = {
     "layout.sp": "sequence parallelism on", "layout.mbs": "micro-batch, sequences",
     "layout.ga": "micro-batches per replica per step (gradient accumulation)",
     "layout.recompute": "recomputation: none, selective, full or modules",
+    "layout.offload": ("layers whose activations Megatron keeps in host memory between forward and backward "
+                       "(--cpu-offloading-num-layers; 0 = none)"),
     "layout.global_batch": "sequences per step (mbs x ga x dp)",
     "memory.peak_gib": "the estimated peak per GPU, GiB (worst stage and phase)",
     "memory.capacity_gib": "the GPU's memory, GiB", "memory.headroom_gib": "capacity less the peak, GiB",
@@ -161,6 +164,8 @@ DESCRIPTIONS = {
     "same.min_recompute": "the least recomputation with which this layout, otherwise unchanged, meets every hard constraint",
     "same.pp1_fits": ("a layout with PP = 1 and this layout's TP and CP, its EP inside the NVLink domain or no wider "
                       "than this layout's, meets every hard constraint"),
+    "same.min_offload": ("the fewest offloaded layers with which this layout, otherwise unchanged but at any "
+                         "micro-batch, meets every hard constraint"),
     "same.pp1_dp": "the data-parallel degree a layout with PP = 1 and this layout's TP and CP has (DP x PP)",
     "same.pp1_batch_divides": "the global batch is a multiple of same.pp1_dp (mbs x DP must divide it)",
     "memory.fits": "the estimated peak is at most the GPU's memory",

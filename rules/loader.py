@@ -48,7 +48,7 @@ ACTIONS = ("require", "forbid", "pin", "prefer", "avoid", "warn", "note")
 HARD, SOFT = ("require", "forbid", "pin"), ("prefer", "avoid")
 # Settings a pin may fix, with the type of value (dp is what remains, ga follows from the batch)
 SETTINGS = {"tp": "num", "pp": "num", "vp": "num", "cp": "num", "ep": "num", "zero": "num", "sp": "bool",
-            "mbs": "num", "recompute": "str"}
+            "mbs": "num", "recompute": "str", "offload": "num"}
 MAX_WORTH = 100.0
 # What each place in a rule may read (kb/fact_schema.py groups)
 _PREDICATE = {"require": {"job", "layout", "estimate"}, "forbid": {"job", "layout", "estimate"},

@@ -19,7 +19,7 @@ from .compiler import compile_rules
 from .loader import Rule, expand, load_rulebook
 
 PLAYBOOK = ["memory.yaml", "tp.yaml", "sp.yaml", "pp.yaml", "dp.yaml", "zero.yaml", "recompute.yaml",
-            "cp.yaml", "ep.yaml", "warnings.yaml"]
+            "cp.yaml", "ep.yaml", "offload.yaml", "warnings.yaml"]
 ORIGIN = "shardwise:rules"
 STRATA = (1, 2, 3)
 _BOOKS: dict = {}

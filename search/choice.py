@@ -1,5 +1,6 @@
 """The choice: among the allowed layouts, the one that maximises predicted tokens/s x (1 - the
-worths of the preferences it breaks); ties go to more memory headroom, then fewer moving parts,
+worths of the preferences it breaks); ties go to fewer layers offloaded to host memory, then more
+memory headroom, then fewer moving parts,
 then the smaller settings (a total order: the same job always gives the same answer)."""
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def moving_parts(t: Table, idx: np.ndarray) -> np.ndarray:
 
 def order_by(t: Table, value: np.ndarray, mask: np.ndarray, first: int = 1) -> np.ndarray:
     """The ``first`` best of ``mask``'s layouts (more when they tie), best first: higher value,
-    then lower peak, then fewer moving parts, then smaller settings. Only the layouts that can be
+    then fewer offloaded layers, then lower peak, then fewer moving parts, then smaller settings. Only the layouts that can be
     among the first are sorted: a decision over millions of layouts asks for one or a few."""
     idx = np.flatnonzero(mask)
     if not len(idx):
@@ -45,7 +46,9 @@ def order_by(t: Table, value: np.ndarray, mask: np.ndarray, first: int = 1) -> n
         idx, v = idx[keep], v[keep]
     a = t.space.arrays
     keys = [a[k][idx] for k in reversed(("tp", "pp", "vp", "cp", "ep", "zero", "shard", "sp", "mbs", "rc"))]
-    keys += [moving_parts(t, idx), t.peak_gib[idx], -v]
+    # fewer offloaded layers before more headroom: what offloading frees it pays for in host
+    # copies and pinned host memory that the estimate leaves out (rules/offload.yaml)
+    keys += [moving_parts(t, idx), t.peak_gib[idx], a["offload"][idx], -v]
     return idx[np.lexsort(keys)]
 
 

@@ -16,7 +16,7 @@ from shardwise.kb.choices import RECOMPUTE_BY_COST, RECOMPUTE_COST_RANK
 from .table import Table
 
 # the settings that make "the same layout": all but the one a neighbour fact varies
-_KEY = ("tp", "pp", "vp", "cp", "ep", "zero", "shard", "sp", "mbs", "rc")
+_KEY = ("tp", "pp", "vp", "cp", "ep", "zero", "shard", "sp", "mbs", "rc", "offload")
 # above every degree: "no such layout" for a group minimum
 _NONE = 1 << 40
 
@@ -74,7 +74,8 @@ class Feasibility:
         if path not in self._columns:
             self._columns[path] = {"same.min_zero": self._min_zero, "same.min_recompute": self._min_recompute,
                                    "same.pp1_fits": self._pp1_fits, "same.pp1_dp": self._pp1_dp,
-                                   "same.pp1_batch_divides": self._pp1_batch_divides}[path]()
+                                   "same.pp1_batch_divides": self._pp1_batch_divides,
+                                   "same.min_offload": self._min_offload}[path]()
         return self._columns[path]
 
     def _groups(self, fields) -> np.ndarray:
@@ -123,6 +124,14 @@ class Feasibility:
         cost = np.array(RECOMPUTE_COST_RANK)[a["rc"]]
         low = self._group_min([f for f in _KEY if f != "rc"], cost, 99)
         return np.array(RECOMPUTE_BY_COST)[np.where(low == 99, cost, low)]
+
+    def _min_offload(self) -> np.ndarray:
+        """The fewest offloaded layers with which the same layout, at any micro-batch, is allowed
+        (its own if none). Any micro-batch: a larger one always "needs" more offloading, and
+        judged at its own micro-batch every layout would need what it offloads."""
+        a = self.table.space.arrays
+        low = self._group_min([f for f in _KEY if f not in ("offload", "mbs")], a["offload"], _NONE)
+        return np.where(low == _NONE, a["offload"], low)
 
     def _pp1_fits(self) -> np.ndarray:
         """Whether a PP = 1 layout with the same TP and CP is allowed whose expert all-to-all

@@ -23,7 +23,7 @@ from shardwise.kb.choices import MBS_MAX
 from shardwise.kb.job import Job, divisors
 from shardwise.kb.layout import RECOMPUTE, Derived, Layout
 from shardwise.kb.validity import VALIDITY, first_failure
-FIELDS = ("tp", "pp", "vp", "dp", "cp", "ep", "zero", "shard", "sp", "mbs", "grad_accum", "rc")
+FIELDS = ("tp", "pp", "vp", "dp", "cp", "ep", "zero", "shard", "sp", "mbs", "grad_accum", "rc", "offload")
 # VP up to 16 covers NVIDIA's tuned layouts (published_runs.yaml: VP up to 14, Mixtral 8x22B)
 VP_MAX = 16
 
@@ -43,6 +43,7 @@ class LayoutArrays(Derived):
     mbs: np.ndarray
     grad_accum: np.ndarray
     recompute: str
+    offload: np.ndarray
 
     def __len__(self) -> int:
         return len(self.tp)
@@ -67,7 +68,7 @@ class Space:
         a = {k: int(v[i]) for k, v in self.arrays.items()}
         return Layout(tp=a["tp"], pp=a["pp"], vp=a["vp"], dp=a["dp"], cp=a["cp"], ep=a["ep"], zero=a["zero"],
                       shard=a["shard"], sp=bool(a["sp"]), mbs=a["mbs"], grad_accum=a["grad_accum"],
-                      recompute=RECOMPUTE[a["rc"]])
+                      recompute=RECOMPUTE[a["rc"]], offload=a["offload"])
 
     def groups(self):
         """(indices, LayoutArrays) for each (pp, recompute) that occurs."""
@@ -83,7 +84,7 @@ class Space:
                 tp=a["tp"][idx], pp=int(a["pp"][i0]), vp=a["vp"][idx], dp=a["dp"][idx], cp=a["cp"][idx],
                 ep=a["ep"][idx], etp=np.ones(len(idx), dtype=np.int64), zero=a["zero"][idx], shard=a["shard"][idx],
                 sp=a["sp"][idx].astype(bool), mbs=a["mbs"][idx], grad_accum=a["grad_accum"][idx],
-                recompute=RECOMPUTE[int(a["rc"][i0])])
+                recompute=RECOMPUTE[int(a["rc"][i0])], offload=a["offload"][idx])
 
 
 def index_of(space: Space, lay: Layout, moe: bool = False) -> int | None:
@@ -100,7 +101,7 @@ def index_of(space: Space, lay: Layout, moe: bool = False) -> int | None:
 
 
 SETTING_FIELDS = {"tp": "tp", "pp": "pp", "vp": "vp", "cp": "cp", "ep": "ep", "zero": "zero", "sp": "sp",
-                  "mbs": "mbs", "recompute": "rc"}
+                  "mbs": "mbs", "recompute": "rc", "offload": "offload"}
 
 
 def pinned(values: list, setting: str, pins: dict) -> list:
@@ -119,6 +120,27 @@ def micro_batches(gb: int) -> list[int]:
     of it up to MBS_MAX. gb = mbs x grad_accum x dp, so no other micro-batch can divide it; a
     batch of 96 on 32 ranks runs mbs 3 x grad_accum 1, which powers of two alone would miss."""
     return [m for m in range(1, min(gb, MBS_MAX) + 1) if gb % m == 0]
+
+
+# eighths of the layers: NVIDIA's Megatron-Bridge recipes offload 5 to 40 of Llama 3 70B's 80
+# (scripts/performance/configs/llama/llama3_workload_base_configs.py before c8327cfc2)
+OFFLOAD_STEPS = 8
+
+
+def offload_steps(job: Job) -> list[int]:
+    """The offloaded layer counts the search tries (Layout.offload): 0, and under Megatron without
+    CUDA graphs, on a GPU with its own chip-to-chip link to the host (GPUSpec.host_link_gbps:
+    NVLink-C2C on GB200/GB300), k/8 of the layers for k = 1..7, no more than L - 2 -- Transformer
+    Engine warns that L - 1 leaves one set of activations on the GPU, where "compute and transfers
+    cannot overlap" (docs/features/other_optimizations/cpu_offloading). Only pp=1 without
+    recomputation keeps any (validity rule offload-megatron). Not over PCIe: there the copies of a
+    node's GPUs share its switches' uplinks and the host's memory, which kb/perf/offload.py does not
+    price (the same docs: PCIe "limits offloading benefits"); a --layout with offload=N is still
+    estimated on any GPU."""
+    t, layers = job.training, job.model.layers
+    if t.framework != "megatron" or t.cuda_graphs != "none" or not job.cluster.gpu.host_link_gbps:
+        return [0]
+    return sorted({0} | {n for k in range(1, OFFLOAD_STEPS) if 1 <= (n := round(k * layers / OFFLOAD_STEPS)) <= layers - 2})
 
 
 def build_space(job: Job, gb: int, pins: dict | None = None, fit_only: bool = False) -> Space:
@@ -146,6 +168,7 @@ def build_space(job: Job, gb: int, pins: dict | None = None, fit_only: bool = Fa
         "sp": pinned([0, 1], "sp", pins),
         "mbs": pinned(mbs, "mbs", pins),
         "rc": pinned(list(range(len(RECOMPUTE))), "recompute", pins),
+        "offload": pinned(offload_steps(job), "offload", pins),
     }
     # The candidates are the product (triple, vp, ep, zero, hsdp, sp, mbs, rc), kept as one
     # axis per setting (a sparse grid) rather than millions of rows: a validity rule reads two or

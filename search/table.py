@@ -19,7 +19,8 @@ from .score import score
 from .space import Space, build_space
 
 _LAYOUT = {"layout.tp": "tp", "layout.pp": "pp", "layout.vp": "vp", "layout.dp": "dp", "layout.cp": "cp",
-           "layout.ep": "ep", "layout.zero": "zero", "layout.mbs": "mbs", "layout.ga": "grad_accum"}
+           "layout.ep": "ep", "layout.zero": "zero", "layout.mbs": "mbs", "layout.ga": "grad_accum",
+           "layout.offload": "offload"}
 _METRICS = {"metrics.step_time_s": "step_time_s", "metrics.tokens_per_s": "tokens_per_s",
             "metrics.mfu_pct": "mfu_pct", "metrics.bubble_pct": "bubble_pct",
             "metrics.comm_overhead_pct": "comm_overhead_pct", "metrics.moe_host_pct": "moe_host_pct"}

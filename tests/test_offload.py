@@ -1,0 +1,111 @@
+"""Megatron's activation offloading to host memory (Layout.offload, --cpu-offloading-num-layers):
+the memory it frees, the copies it adds where the host link is slow, the layouts Megatron
+refuses, the search's use of it, and the export. NVIDIA's own Llama 3 70B layout on 64 GB200
+(Megatron-FSDP, 20 of 80 layers offloaded, no recomputation: Megatron-Bridge
+llama3_workload_base_configs.py LLAMA3_70B_PRETRAIN_CONFIG_GB200_BF16_V1) is the example."""
+import json
+
+import pytest
+
+from shardwise.kb.build import build_job
+from shardwise.kb.errors import InputError
+from shardwise.kb.layout import Layout, parse_layout
+from shardwise.kb.memory import estimate_memory
+from shardwise.kb.perf import step_time
+
+from conftest import refused
+
+JOB = ("--model", "llama-3-70b", "--gpu", "gb200", "--gpus", "64", "--seq-len", "8192", "--global-batch", "128",
+       "--framework", "megatron")
+NVIDIA = Layout(dp=64, zero=3, mbs=1, grad_accum=2, recompute="none", offload=20)
+
+
+def gb200_job(gpu="gb200"):
+    return build_job(model="llama-3-70b", gpu=gpu, gpus=64, seq_len=8192, global_batch=128, framework="megatron")
+
+
+def test_nvidias_offloading_layout_fits_and_would_not_without_it():
+    # it ran; without the 20 layers in host memory its 80 layers' activations do not fit in 185 GiB
+    job = gb200_job()
+    assert estimate_memory(job, NVIDIA).fits
+    assert not estimate_memory(job, NVIDIA.with_(offload=0)).fits
+
+
+def test_the_offloaded_layers_leave_the_gpu_and_are_what_host_memory_holds():
+    # Transformer Engine keeps at most (layers - offloaded) sets of activations on the GPU
+    job = gb200_job()
+    none, some = estimate_memory(job, NVIDIA.with_(offload=0)), estimate_memory(job, NVIDIA.with_(offload=40))
+    freed = none.breakdown_gib["activations"] - some.breakdown_gib["activations"]
+    assert freed == pytest.approx(some.host_offload_gib, rel=1e-9)
+    # 40 of 80 layers: half of the layers' activations (the token ids stay)
+    assert freed == pytest.approx(none.breakdown_gib["activations"] / 2, rel=0.01)
+    assert none.host_offload_gib == 0 and "host_offload_gib" not in none.as_dict()
+
+
+def test_copies_hide_behind_compute_over_nvlink_c2c_but_not_over_pcie():
+    # the same layout: on GB200 (NVLink-C2C, 450 GB/s a direction) the copies hide behind the
+    # compute; on an H100 (PCIe Gen5, 64 GB/s) 70 layers' copies outlast the forward
+    lay = NVIDIA.with_(offload=70)
+    fast = step_time(gb200_job(), lay).comm_by_kind_s["offload"]
+    slow = step_time(gb200_job("h100-sxm"), lay).comm_by_kind_s["offload"]
+    assert fast == 0.0 and slow > 0.5
+    assert "offload" not in step_time(gb200_job(), NVIDIA.with_(offload=0)).comm_by_kind_s
+
+
+def test_all_but_one_layer_offloaded_overlaps_nothing():
+    # Transformer Engine: with layers - 1 offloaded "compute and transfers cannot overlap"
+    job = gb200_job()
+    last = step_time(job, NVIDIA.with_(offload=79))
+    assert last.comm_by_kind_s["offload"] > 0
+    assert last.step_time_s > step_time(job, NVIDIA.with_(offload=78)).step_time_s
+
+
+@pytest.mark.parametrize("text,framework,says", [
+    ("dp=64,zero=3,offload=20", "fsdp", "offload=20 is Megatron's activation offloading"),
+    ("pp=2,dp=32,offload=20", "megatron", "needs pp=1"),
+    ("dp=64,recompute=full,offload=20", "megatron", "needs recompute=none"),
+    ("dp=64,offload=-1", "megatron", "non-negative"),
+])
+def test_layouts_megatron_refuses_are_refused_with_the_reason(text, framework, says):
+    with pytest.raises(InputError, match=says):
+        parse_layout(text, gpus=64, framework=framework)
+
+
+def test_offloading_every_layer_is_refused_on_the_command_line(run_cli):
+    # Megatron's TransformerConfig: "CPU offloading can be done only for layers less than 80"
+    err = refused(run_cli, "memory", *JOB, "--layout", "dp=64,zero=3,mbs=1,offload=80")
+    assert "offload-megatron" in err and "from 1 to 79" in err
+
+
+def test_offloading_is_refused_with_cuda_graphs(run_cli):
+    err = refused(run_cli, "memory", *JOB, "--cuda-graphs", "full-iteration", "--layout", "dp=64,zero=3,mbs=1,offload=20")
+    assert "CUDA graphs" in err
+
+
+def test_the_search_offloads_on_gb200_as_nvidia_does(run_cli):
+    # NVIDIA runs Llama 3 70B on GB200 without TP, PP or recomputation, with activations offloaded
+    # over NVLink-C2C; offloading is what makes room for that layout, and the answer says so
+    code, out, err = run_cli("recommend", "--format", "json", *JOB)
+    assert code == 0, err
+    d = json.loads(out)
+    lay = d["layout"]
+    assert lay["offload"] > 0 and lay["tp"] == 1 and lay["pp"] == 1 and lay["recompute"] == "none"
+    assert d["memory"]["host_offload_gib"] > 0
+    code, out, err = run_cli("recommend", *JOB)
+    assert f"offload     {lay['offload']}" in out
+
+
+def test_no_offloading_where_the_framework_has_none(run_cli):
+    code, out, err = run_cli("search", "--format", "json", *JOB[:-2], "--framework", "fsdp", "--top", "20")
+    assert code == 0, err
+    rows = json.loads(out)["top"]
+    assert len(rows) == 20 and all(r["layout"]["offload"] == 0 for r in rows)
+
+
+def test_a_house_rule_can_forbid_offloading(run_cli, tmp_path):
+    policy = tmp_path / "no-offload.yaml"
+    policy.write_text("rules:\n  - id: house.no-offload\n    title: never offload\n    priority: 900\n"
+                      "    then:\n      - require: \"layout.offload == 0\"\n    because: our hosts are small\n")
+    code, out, err = run_cli("recommend", "--format", "json", *JOB, "--rules", str(policy))
+    assert code == 0, err
+    assert json.loads(out)["layout"]["offload"] == 0
