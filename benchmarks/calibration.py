@@ -499,6 +499,16 @@ def _cuda_graphs(r: dict) -> str:
     return "full-iteration" if newer and mxfp8 and (r["model_key"], r["gpu_type"]) in FULL_ITERATION_GRAPHS else "none"
 
 
+# Layers whose activations NVIDIA's Megatron-FSDP Llama recipes offload to host memory
+# (cpu_offloading_num_layers), by (model, GPU, precision, micro-batch): Megatron-Bridge
+# scripts/performance/configs/llama/llama3_workload_base_configs.py at c8327cfc2^ (the V1 and V2
+# presets agree), before the presets moved to src/megatron/bridge/perf_recipes. A row at another
+# micro-batch ran another preset, whose count is not published: it stays unmodelled.
+RECIPE_OFFLOAD = {("llama3-70b", "GB300", "bf16", 2): 30, ("llama3-70b", "GB300", "fp8", 2): 20,
+                  ("llama3-70b", "GB200", "bf16", 1): 20, ("llama3-70b", "GB200", "fp8", 2): 40,
+                  ("llama3-70b", "B200", "fp8", 1): 5}
+
+
 def throughput_cases() -> list[dict]:
     """Every full-model published row with a layout we can rebuild, as (job, layout, measured)."""
     from shardwise.kb.job import Job
@@ -557,6 +567,8 @@ def throughput_cases() -> list[dict]:
                          grad_accum=r["global_batch_size"] // (mbs * dp), recompute=rc)
         except Exception:
             continue
+        if pp == 1 and rc == "none" and zero == 3:
+            lay = lay.with_(offload=RECIPE_OFFLOAD.get((r["model_key"], r["gpu_type"], t.precision, mbs), 0))
         cases.append({"row": r, "job": Job(model=m, cluster=cluster, training=t), "layout": lay,
                       "measured_tps": meas_tps, "measured_tflops": meas_tf})
     return cases
@@ -811,7 +823,8 @@ def _unmodelled(r: dict, lay) -> str | None:
     NVIDIA's recipe for the run does that the row does not record."""
     if _shard_group_unpublished(r):
         return "FSDP shard group not published (the loader assumes one node)"
-    if lay.zero == 3 and r["gpu_type"] in ("GB200", "GB300") and r["model_key"] in ("llama3-70b", "llama3.1-405b"):
+    if (lay.zero == 3 and not lay.offload and r["gpu_type"] in ("GB200", "GB300")
+            and r["model_key"] in ("llama3-70b", "llama3.1-405b")):
         # Megatron-Bridge scripts/performance/configs/llama/llama3*_workload_base_configs.py:
         # use_megatron_fsdp=True with cpu_offloading_num_layers=20-92
         return "activations offloaded to CPU in NVIDIA's recipe (cpu_offloading_num_layers)"
@@ -835,7 +848,11 @@ def published_megatron_memory_rows() -> list[dict]:
     for c in throughput_cases():
         if c["job"].training.framework != "megatron":
             continue
-        e = estimate_memory(c["job"], c["layout"])
+        # NVIDIA's performance scripts launch with expandable segments (Megatron-Bridge
+        # scripts/performance/utils/executors.py PERF_ENV_VARS: "PYTORCH_CUDA_ALLOC_CONF":
+        # "expandable_segments:True"), so each run is judged under --allocator expandable
+        job = replace(c["job"], training=c["job"].training.model_copy(update={"allocator": "expandable"}))
+        e = estimate_memory(job, c["layout"])
         r = c["row"]
         out.append({"id": r["id"], "gpu": r["gpu_type"], "moe": c["job"].model.is_moe, "layout": c["layout"].describe(),
                     "model": _MODEL.get(r["model_key"]), "gpu_name": _row_gpu(r), "gpus": r["num_gpus"],

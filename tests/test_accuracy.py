@@ -242,9 +242,13 @@ def test_published_megatron_layouts_fit():
     layers Megatron splits with the embedding and the loss as a layer each, on GB200 also read
     against a capacity 12 GiB short of what nvidia-smi reports). Nine interleaved MoE runs on
     Blackwell are judged apart: their recipes leave the EP overlap off, which the export turns
-    on at the cost of one more warm-up forward."""
+    on at the cost of one more warm-up forward. The ten Llama 3 70B runs on GB200 and GB300 whose
+    recipes offload activations to host memory (20 or 40 of 80 layers) are judged with it: they
+    read 123-184% of memory without it, 90% and 97% with it, under the expandable segments
+    NVIDIA's performance scripts launch with."""
     rows = [r for r in calibration.published_megatron_memory_rows() if not r["unmodelled"]]
-    assert len(rows) >= 185
+    assert len(rows) >= 195
+    assert sum(1 for r in rows if "offload=" in r["layout"]) == 10
     assert [r["id"] for r in rows if not r["fits"]] == []
 
 
