@@ -24,7 +24,10 @@ def render_memory(result: dict) -> str:
     if mem.get("host_offload_gib"):
         rows.append([f"in host memory ({lay['offload']} layers offloaded)", f"{mem['host_offload_gib']:.2f}"])
     broken = mem.get("broken_rules", [])
-    verdict = "DOES NOT FIT" if not mem["fits"] else "fits only within the estimate's error" if broken else "fits"
+    # a rule on host memory (offload.fits-host-memory) is no matter of the estimate's error
+    near = [b for b in broken if not b.startswith("offload.")]
+    verdict = ("DOES NOT FIT" if not mem["fits"] else "fits only within the estimate's error" if near
+               else "fits on the GPU" if broken else "fits")
     lines = [head, "", table(rows, ["memory per GPU", "GiB"]), "",
              f"{verdict}: {mem['peak_gib']:.1f} of {mem['capacity_gib']:.1f} GiB ({100 * mem['peak_gib'] / mem['capacity_gib']:.0f}%)"]
     lines += [f"the recommendation would refuse it: {b}" for b in broken if mem["fits"]]

@@ -3,9 +3,10 @@
 
 The estimate fits a layout whose peak is at most the GPU's memory; the playbook's hard memory
 rules (rules/memory.yaml memory.fit-margin: at most 95%, for the estimate's own error) are
-stricter, and a house policy may be stricter still. Only unconditional rules (``when: true``)
-whose every fact one layout's estimate gives are judged here: a conditional one, or one that
-reads the search's feasibility or neighbour facts, needs the decision.
+stricter, and a house policy may be stricter still. Only rules whose condition (if any) and
+constraint read facts one layout's estimate gives are judged here (offload.fits-host-memory on a
+GPU whose host the catalog knows): one that reads the search's feasibility or neighbour facts
+needs the decision.
 
 The warnings and notes the recommendation would print for the layout are given the same way
 (layout_texts): those whose condition and text read only the job's, the layout's and its
@@ -24,12 +25,12 @@ from shardwise.rules.constraints import Constraint
 
 def broken_memory_rules(job: Job, lay: Layout, mem, st, rules: list[str] | None = None,
                         playbook: str | None = None) -> list[str]:
-    """One line for each unconditional hard rule on memory.* facts that the layout breaks;
-    ``mem`` and ``st`` are its memory estimate and step time."""
+    """One line for each hard rule on memory.* facts, its condition holding, that the layout
+    breaks; ``mem`` and ``st`` are its memory estimate and step time."""
     facts = {**job_facts(job, lay.global_batch), **layout_facts(lay), **estimate_facts(job, mem, st)}
     out = []
     for r in pb.load(rules or [], playbook).rules:
-        if r.kind != "hard" or r.when_text.strip() != "true":
+        if r.kind != "hard" or not expr.paths(r.when) <= facts.keys() or not expr.evaluate(r.when, facts.get):
             continue
         for a in r.actions:
             if a.kind not in ("require", "forbid"):

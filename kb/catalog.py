@@ -71,7 +71,7 @@ def gpu(name: str, flag: str = "--gpu") -> GPUSpec:
                    tflops_fp32=t["fp32"],
                    hbm_gbps=d["hbm_gbps"], intra_link=d["intra_link"], pair_link=d.get("pair_link"), gpus_per_node=d["gpus_per_node"],
                    host_pcie=d.get("host_pcie", d["intra_link"] if d["intra_link"].startswith("pcie") else "pcie5"),
-                   host_link_gbps=d.get("host_link_gbps"),
+                   host_link_gbps=d.get("host_link_gbps"), host_memory_gib=d.get("host_memory_gib"),
                    nvlink_domain=d.get("nvlink_domain", 0), cuda_context_gib=d["cuda_context_gib"],
                    sustained_share=d.get("sustained_share", 1.0), mxfp8=d.get("mxfp8", False),
                    speed_checked_on=d.get("speed_checked_on", ""), source=d["source"])

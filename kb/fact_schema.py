@@ -44,7 +44,7 @@ JOB = {
     "cluster.gpu": S, "cluster.gpus": N, "cluster.gpus_per_node": N, "cluster.nodes": N,
     "cluster.nvlink_domain": N, "cluster.gpu_memory_gib": N, "cluster.intra": S, "cluster.intra_kind": S,
     "cluster.inter": S, "cluster.inter_kind": S, "cluster.mxfp8": B, "cluster.speed_checked": B,
-    "cluster.custom_speed": B,
+    "cluster.custom_speed": B, "cluster.host_memory_gib": N,
     "train.seq_len": N, "train.global_batch": N, "train.training": S, "train.precision": S,
     "train.framework": S, "train.attention": S, "train.cuda_graphs": S, "train.optimizer": S, "train.zero_grad": S,
     "train.allocator": S,
@@ -58,7 +58,7 @@ LAYOUT = {
 }
 ESTIMATE = {
     "memory.peak_gib": N, "memory.capacity_gib": N, "memory.used_pct": N, "memory.headroom_gib": N,
-    "memory.fits": B, "memory.split_peak_pct": N, "memory.largest_block_gib": N,
+    "memory.fits": B, "memory.split_peak_pct": N, "memory.largest_block_gib": N, "memory.host_offload_gib": N,
     "metrics.step_time_s": N, "metrics.tokens_per_s": N, "metrics.tokens_per_s_per_gpu": N,
     "metrics.mfu_pct": N, "metrics.bubble_pct": N, "metrics.comm_overhead_pct": N, "metrics.moe_host_pct": N,
 }
@@ -113,6 +113,9 @@ DESCRIPTIONS = {
     "cluster.mxfp8": "the GPU's tensor cores run microscaled FP8 (Blackwell)",
     "cluster.speed_checked": "measured or published training runs on this GPU (or its silicon) check the step time "
                              "(kb/data/gpus.yaml speed_checked_on)",
+    "cluster.host_memory_gib": ("host memory per GPU where the GPU comes with its host (a Grace superchip: "
+                                "kb/data/gpus.yaml host_memory_gib); 0 where the server decides"),
+    "memory.host_offload_gib": "activations a rank keeps in host memory under offloading (layout.offload)",
     "cluster.custom_speed": "the GPU's TFLOP/s or memory bandwidth are the user's own figures (--gpu-tflops, "
                             "--gpu-fp8-tflops, --gpu-hbm-gbps; kb/custom_gpu.py), not the catalog's",
     "train.seq_len": "tokens per sequence", "train.global_batch": "sequences per optimizer step",

@@ -75,6 +75,7 @@ def job_facts(job: Job, global_batch: int) -> dict:
         "cluster.intra": c.intra.name, "cluster.intra_kind": _intra_kind(c.intra.name), "cluster.inter": c.inter.name,
         "cluster.inter_kind": c.inter.name.split("-")[0], "cluster.mxfp8": c.gpu.mxfp8,
         "cluster.speed_checked": bool(c.gpu.speed_checked_on),
+        "cluster.host_memory_gib": c.gpu.host_memory_gib or 0.0,
         "cluster.custom_speed": any(k in c.gpu.custom for k in SPEED_FIGURES),
         "train.seq_len": t.seq_len, "train.global_batch": global_batch, "train.training": t.training,
         "train.precision": t.precision, "train.framework": t.framework, "train.attention": t.attention,
@@ -100,7 +101,7 @@ def memory_facts(mem) -> dict:
             "memory.used_pct": 100 * mem.peak_gib / mem.capacity_gib,
             "memory.headroom_gib": mem.capacity_gib - mem.peak_gib, "memory.fits": bool(mem.fits),
             "memory.split_peak_pct": 100 * mem.split_peak_gib / mem.capacity_gib,
-            "memory.largest_block_gib": mem.largest_block_gib}
+            "memory.largest_block_gib": mem.largest_block_gib, "memory.host_offload_gib": mem.host_offload_gib}
 
 
 def estimate_facts(job: Job, mem, st) -> dict:

@@ -301,6 +301,9 @@ class GPUSpec(_Frozen):
     host_link_gbps: Optional[float] = Field(None, gt=0, description=(
         "one-direction GB/s between the GPU and its host CPU's memory where that is not its host PCIe "
         "link (NVLink-C2C to a Grace CPU): what activation offloading copies at (kb/perf/offload.py)"))
+    host_memory_gib: Optional[float] = Field(None, gt=0, description=(
+        "host memory per GPU where the GPU comes with its host (a Grace superchip's LPDDR5X over its two "
+        "GPUs): what activation offloading may fill at most; None where the server decides"))
     gpus_per_node: int = Field(8, gt=0)
     nvlink_domain: int = Field(0, ge=0, description="GPUs in one NVLink domain; 0 = the node")
     cuda_context_gib: float = Field(0.6, ge=0)

@@ -9,14 +9,14 @@ from __future__ import annotations
 import numpy as np
 
 from shardwise.kb.job import Job
-from shardwise.kb.memory.estimate import GIB, peak_and_split_gib
+from shardwise.kb.memory.estimate import GIB, host_offload_gib, peak_and_split_gib
 from shardwise.kb.memory.logits import largest_block_bytes
 from shardwise.kb.perf.step import step_time
 
 from .space import Space
 
 SCORES = ("peak_gib", "step_time_s", "tokens_per_s", "mfu_pct", "bubble_pct", "comm_overhead_pct", "moe_host_pct",
-          "split_peak_gib", "largest_block_gib")
+          "split_peak_gib", "largest_block_gib", "host_offload_gib")
 
 
 def score(job: Job, space: Space, progress=None, fit_only: bool = False) -> dict:
@@ -29,6 +29,7 @@ def score(job: Job, space: Space, progress=None, fit_only: bool = False) -> dict
     for idx, lay in space.groups():
         out["peak_gib"][idx], out["split_peak_gib"][idx] = peak_and_split_gib(job, lay)
         out["largest_block_gib"][idx] = largest_block_bytes(job.model, job.training, lay) / GIB
+        out["host_offload_gib"][idx] = host_offload_gib(job, lay)
         if not fit_only or (out["peak_gib"][idx] <= job.cluster.gpu.memory_gib).any():
             st = step_time(job, lay)
             out["step_time_s"][idx] = st.step_time_s

@@ -87,6 +87,8 @@ class Table:
             v = 100 * sc["split_peak_gib"] / self.capacity
         elif path == "memory.largest_block_gib":
             v = sc["largest_block_gib"]
+        elif path == "memory.host_offload_gib":
+            v = sc["host_offload_gib"]
         elif path in _METRICS:
             v = sc[_METRICS[path]]
         elif path == "metrics.tokens_per_s_per_gpu":

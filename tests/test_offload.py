@@ -109,3 +109,31 @@ def test_a_house_rule_can_forbid_offloading(run_cli, tmp_path):
     code, out, err = run_cli("recommend", "--format", "json", *JOB, "--rules", str(policy))
     assert code == 0, err
     assert json.loads(out)["layout"]["offload"] == 0
+
+
+def test_no_offloading_over_pcie(run_cli):
+    # an H100's host link is PCIe Gen5, which a node's GPUs share and the model does not price:
+    # the search leaves offloading out there (a --layout with it is still estimated)
+    args = ("--model", "llama-3-70b", "--gpus", "32", "--seq-len", "8192", "--framework", "megatron")
+    code, out, err = run_cli("search", "--format", "json", *args, "--top", "50")
+    assert code == 0, err
+    assert all(r["layout"]["offload"] == 0 for r in json.loads(out)["top"])
+    code, out, err = run_cli("memory", "--format", "json", *args, "--layout", "tp=8,dp=4,zero=1,mbs=1,offload=40")
+    assert code == 0 and json.loads(out)["memory"]["host_offload_gib"] > 0, err
+
+
+LLAMA_405B = ("--model", "llama-3.1-405b", "--gpu", "gb200", "--gpus", "256", "--seq-len", "8192",
+              "--global-batch", "512", "--framework", "megatron")
+
+
+def test_offloading_stays_within_the_grace_cpus_memory(run_cli):
+    # a Grace CPU's 480 GB over its two GPUs: 223.5 GiB a GPU. Llama 3.1 405B without TP offloads
+    # 110 of 126 layers to fit (437 GiB a GPU): the headline must not, and a --layout that does is
+    # told the recommendation would refuse it
+    code, out, err = run_cli("recommend", "--format", "json", *LLAMA_405B)
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["layout"]["offload"] > 0 and 0 < d["memory"]["host_offload_gib"] <= 223.5
+    code, out, err = run_cli("memory", *LLAMA_405B, "--layout", "dp=256,zero=3,mbs=1,offload=110")
+    assert code == 0, err
+    assert "fits on the GPU" in out and "would refuse it: offload.fits-host-memory" in out

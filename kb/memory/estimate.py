@@ -134,9 +134,14 @@ def estimate_memory(job: Job, lay: Layout) -> MemoryEstimate:
     peak, stage, phase, bd, stages, split = _peak(job, lay)
     capacity = job.cluster.gpu.memory_gib
     block = largest_block_bytes(job.model, job.training, lay) / GIB
-    host = act.offloaded_bytes(job.model, job.training, lay, *layers_on_stage(job.model, 1, 0)) / GIB
     return MemoryEstimate(peak, capacity, peak <= capacity, stage, phase, bd, stages, ovh.allocator(job.training),
-                          block, split, host)
+                          block, split, host_offload_gib(job, lay))
+
+
+def host_offload_gib(job: Job, lay) -> object:
+    """GiB of activations a rank keeps in host memory (act.offloaded_bytes; offloading runs at
+    pp = 1 only, so stage 0 holds every layer), for a Layout or the search's LayoutArrays."""
+    return act.offloaded_bytes(job.model, job.training, lay, *layers_on_stage(job.model, 1, 0)) / GIB
 
 
 def peak_gib(job: Job, lay) -> object:
