@@ -11,7 +11,7 @@ what is derived from a given figure is stated in the answer (kb/resolve.custom_g
 from __future__ import annotations
 
 from .errors import InputError
-from .schema import GPUSpec
+from .schema import SPEED_FIGURES, GPUSpec
 from .track_record import catalog_gpu
 
 # (low, high, integer, unit) of each figure, as kb/build._in_range takes them: memory from a small
@@ -20,9 +20,8 @@ from .track_record import catalog_gpu
 RANGES = {"gpu_memory": (8, 320, False, "GiB"), "gpu_tflops": (10, 10000, False, "TFLOP/s"),
           "gpu_fp8_tflops": (10, 20000, False, "TFLOP/s"), "gpu_hbm_gbps": (100, 20000, False, "GB/s")}
 
-# the figures that change how fast the GPU runs, not only what fits: a GPU given any of them was
-# not timed against a run on it (GPUSpec.speed_checked_on)
-SPEED_FIGURES = ("gpu_tflops", "gpu_fp8_tflops", "gpu_hbm_gbps")
+# SPEED_FIGURES (kb/schema.py, beside GPUSpec.custom_speed): the figures that change how fast the
+# GPU runs, not only what fits
 
 
 def _number(value: float) -> str:
@@ -80,7 +79,7 @@ def custom_gpu_figures(g: GPUSpec) -> list[str]:
     """What the answer says of a custom GPU: which figures are the user's and which follow from
     them or stay those of the catalog GPU it is built on. Empty for a catalog GPU, or one given
     only its memory (the name says it, and its speed is the catalog's)."""
-    if not any(k in g.custom for k in SPEED_FIGURES):
+    if not g.custom_speed:
         return []
     from . import catalog
     base = catalog.gpu(catalog_gpu(g.name))

@@ -14,7 +14,6 @@ from .memory.overheads import allocator
 from .params import active_params, total_params
 from .perf import step_time
 from . import track_record
-from .custom_gpu import SPEED_FIGURES
 
 
 def job_summary(job: Job) -> dict:
@@ -76,7 +75,7 @@ def job_facts(job: Job, global_batch: int) -> dict:
         "cluster.inter_kind": c.inter.name.split("-")[0], "cluster.mxfp8": c.gpu.mxfp8,
         "cluster.speed_checked": bool(c.gpu.speed_checked_on),
         "cluster.host_memory_gib": c.gpu.host_memory_gib or 0.0,
-        "cluster.custom_speed": any(k in c.gpu.custom for k in SPEED_FIGURES),
+        "cluster.custom_speed": c.gpu.custom_speed,
         "train.seq_len": t.seq_len, "train.global_batch": global_batch, "train.training": t.training,
         "train.precision": t.precision, "train.framework": t.framework, "train.attention": t.attention,
         "train.cuda_graphs": t.cuda_graphs, "train.optimizer": t.optimizer, "train.zero_grad": t.zero_grad,

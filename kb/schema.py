@@ -278,6 +278,11 @@ class ModelSpec(_Frozen):
         return self.shared_ffn or self.expert_ffn * self.shared_experts
 
 
+# the figures of a custom GPU (kb/custom_gpu.py) that change how fast it runs, not only what fits:
+# a GPU given any of them was not timed against a run on it (GPUSpec.speed_checked_on)
+SPEED_FIGURES = ("gpu_tflops", "gpu_fp8_tflops", "gpu_hbm_gbps")
+
+
 class GPUSpec(_Frozen):
     """One accelerator: memory, dense tensor throughput per precision, memory bandwidth."""
 
@@ -325,6 +330,14 @@ class GPUSpec(_Frozen):
         NVIDIA-only ones (FlashAttention-3, Transformer Engine's userbuffers before 2026). Its
         vendor, not its link: an AMD card on PCIe runs ROCm too."""
         return self.vendor == "amd"
+
+    @property
+    def custom_speed(self) -> bool:
+        """Whether the user gave this GPU its own speed: any of SPEED_FIGURES (dense BF16 or FP8
+        TFLOP/s, HBM GB/s) in ``custom`` (kb/custom_gpu.custom_gpu). Such a GPU is not the catalog
+        GPU it is built on for step time: no published run ran at its figures. A GPU given only
+        its memory keeps the catalog's speed, and this is False."""
+        return any(k in self.custom for k in SPEED_FIGURES)
 
     @property
     def link_joins(self) -> int:

@@ -118,8 +118,7 @@ def like_runs(job, estimate: str = "step_time") -> tuple[list[dict], str]:
     """The runs most like ``job`` (the groups of the module docstring) and what they are, or no
     runs and why none; ``estimate``: the record's section, step_time, memory or ran."""
     fw, moe, gpu = job.training.framework, job.model.is_moe, catalog_gpu(job.cluster.gpu.name)
-    from .custom_gpu import SPEED_FIGURES     # (it imports this module)
-    if estimate == "step_time" and any(k in job.cluster.gpu.custom for k in SPEED_FIGURES):
+    if estimate == "step_time" and job.cluster.gpu.custom_speed:
         # a GPU given its own TFLOP/s or bandwidth (kb/custom_gpu.py) is not the catalog GPU it
         # is built on for speed: no run on that one ran at its figures, and the range says so
         gpu = job.cluster.gpu.name
