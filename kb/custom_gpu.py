@@ -6,7 +6,8 @@ vendor, links and node, which decide the kernels and the communication) with the
 gives in place of the catalog's (--gpu-memory, --gpu-tflops, --gpu-fp8-tflops, --gpu-hbm-gbps):
 an NVIDIA H20 is `--gpu h100-sxm --gpu-memory 96 --gpu-tflops 148 --gpu-fp8-tflops 296
 --gpu-hbm-gbps 4000` (NVIDIA H20 datasheet). What the user does not give is the catalog's, and
-what is derived from a given figure is stated in the answer (kb/resolve.custom_gpu_figures).
+what is derived from a given figure is stated in the answer (custom_gpu_figures below, one of the
+answer's assumptions: kb/resolve.assumptions).
 """
 from __future__ import annotations
 
