@@ -501,7 +501,12 @@ def _finite(x):
     return x
 
 
-_PLACEHOLDER = re.compile(r"\{([A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)*)(?::([<>^]?\d{0,3}(?:\.\d{1,2})?[dfgs%]?))?\}")
+# {fact.path}, {fact.path:fmt}, and a count with its noun, {fact.path|noun} or {fact.path|noun|plural}:
+# '1 GPU', '8 GPUs' (the plural is the noun + s unless given), so that a text reads right for one
+# ("the 1 GPUs" was what '{cluster.nvlink_domain} GPUs' printed on a one-GPU node)
+_NOUN = r"[A-Za-z](?:[A-Za-z -]{0,38}[A-Za-z])?"
+_PLACEHOLDER = re.compile(r"\{([A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)*)(?::([<>^]?\d{0,3}(?:\.\d{1,2})?[dfgs%]?))?"
+                          rf"(?:\|({_NOUN})(?:\|({_NOUN}))?)?\}}")
 
 
 def template_paths(text: str) -> set[str]:
@@ -515,9 +520,13 @@ def check_template(text: str, schema: dict[str, str]) -> None:
         raise ExprError("a 'because' text is limited to 2000 characters")
     for m in re.finditer(r"\{[^}]*\}?", text):
         if not _PLACEHOLDER.fullmatch(m.group()):
-            raise ExprError(f"placeholder {m.group()!r} must be {{fact.path}} or {{fact.path:.1f}}")
+            raise ExprError(f"placeholder {m.group()!r} must be {{fact.path}}, {{fact.path:.1f}} or, for a count "
+                            "and its noun, {fact.path|GPU} or {fact.path|batch|batches}")
     for m in _PLACEHOLDER.finditer(text):
         kind = typecheck(Node("path", value=m.group(1)), schema)
+        if m.group(3) and kind != "num":
+            raise ExprError(f"placeholder {m.group()!r}: {m.group(1)} is {'true or false' if kind == 'bool' else 'a ' + _name(kind)}, "
+                            "not a count to give a noun; allowed: a number fact, e.g. {cluster.gpus|GPU}")
         if m.group(2) and _spec_misfit(m.group(2), kind):
             # render() would print the raw value in its place ({memory.used_pct:d} as 87.23456),
             # and only for the job that reached this text
@@ -538,9 +547,18 @@ def _spec_misfit(spec: str, kind: str) -> bool:
 
 
 def render(text: str, facts: Callable[[str], Any]) -> str:
-    """Fill {path} and {path:fmt} placeholders. Only a fact's value is formatted (with a
-    validated numeric/string spec); the user text itself is never passed to str.format."""
+    """Fill {path}, {path:fmt} and {path|noun|plural} placeholders. Only a fact's value is
+    formatted (with a validated numeric/string spec); the user text itself is never passed to
+    str.format."""
     def sub(m):
+        shown = value(m)
+        if not m.group(3):
+            return shown
+        # the number as printed decides: a 0.96 shown as '1' reads '1 GPU'
+        one = re.fullmatch(r"\s*1(?:\.0*)?\s*", shown)
+        return f"{shown} {m.group(3) if one else m.group(4) or m.group(3) + 's'}"
+
+    def value(m):
         v = facts(m.group(1))
         spec = m.group(2) or ""
         try:

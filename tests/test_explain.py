@@ -1,6 +1,7 @@
 """explain --why: the rules that bear on a setting, the layout with each other value, the what-ifs,
 and the decision trace graph."""
 import json
+import re
 
 from shardwise.decision.result import as_dict
 from shardwise.decision.run import decide
@@ -274,3 +275,27 @@ def test_other_values_are_listed_in_the_settings_order():
     vp = [a["value"] for a in r["settings"]["vp"]["alternatives"]]
     assert vp == sorted(vp) and vp[:3] == [2, 3, 4], vp
     assert [a["value"] for a in r["settings"]["recompute"]["alternatives"]] == ["selective", "full", "modules"]
+
+
+def test_rule_texts_read_right_for_one_gpu_one_sequence_one_micro_batch(run_cli):
+    """A count of one printed as a plural: on one B200, or eight H100s one to a node,
+    tp.inside-nvlink-domain read 'only the 1 GPUs this job has in one domain'; a global batch of
+    one sequence gave dp.batch-bounds-replicas' 'the global batch of 1 sequences ... DP 1 ranks';
+    warn.large-bubble's reason said '1 micro-batches'. Counts now carry their noun
+    ({path|noun}), singular for one and plural otherwise."""
+    for job in (("--gpu", "b200", "--gpus", "1"), ("--gpu", "h100-sxm", "--gpus", "8", "--gpus-per-node", "1")):
+        code, out, err = run_cli("explain", "--model", "llama-3-8b", *job, "--why", "tp")
+        assert code == 0, err
+        assert "only the 1 GPU this job has in one domain" in out and "1 GPUs" not in out
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpu", "b200", "--gpus", "8", "--global-batch", "1")
+    assert code == 0, err
+    assert "the global batch of 1 sequence gives each DP rank (DP 1)" in out
+    assert not re.search(r"\b1 (GPUs|sequences|ranks|micro-batches)\b", out)
+    # the plural still reads as one for the counts that are many
+    code, out, err = run_cli("explain", "--model", "llama-3-70b", "--gpu", "gb200", "--gpus", "136", "--why", "tp")
+    assert code == 0, err
+    assert "only the 68 GPUs this job has in one domain" in out and "the 64 attention heads" in out
+    from shardwise.rules import expr, playbook
+    rule = next(r for r in playbook.load().rules if r.id == "warn.large-bubble")
+    for ga, said in ((1, "and 1 micro-batch per step"), (16, "and 16 micro-batches per step")):
+        assert said in expr.render(rule.because, {"layout.pp": 4, "layout.vp": 1, "layout.ga": ga}.__getitem__)

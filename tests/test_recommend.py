@@ -374,10 +374,10 @@ def test_a_batch_that_leaves_gpus_without_a_sequence_of_their_own_is_said(run_cl
     d = json.loads(out)
     lay = d["layout"]
     assert lay["dp"] == 64 and lay["mbs"] == 1
-    note = next(n for n in d["notes"] if n.startswith("the global batch of 64 sequences gives each of the DP 64"))
+    note = next(n for n in d["notes"] if n.startswith("the global batch of 64 sequences gives each DP rank (DP 64)"))
     assert f"(tp {lay['tp']}, cp {lay['cp']}, pp {lay['pp']})" in note and "--global-batch" in note
     code, out, err = run_cli("recommend", *job, "--gpus", "64")
-    assert code == 0 and not any("gives each of the DP" in n for n in json.loads(out)["notes"]), err
+    assert code == 0 and not any("gives each DP rank" in n for n in json.loads(out)["notes"]), err
 
 
 def test_a_global_batch_given_in_tokens_where_sequences_are_asked_is_warned_of(run_cli):

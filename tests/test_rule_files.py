@@ -83,6 +83,9 @@ BAD = [
     (GOOD.replace('"a test"', '"{cluster.gpu:.1f}"'), ":2", "cluster.gpu is a string, which ':.1f' does not format"),
     (GOOD.replace('"a test"', '"{cluster.gpus:s}"'), ":2", "cluster.gpus is a number, which ':s' does not format"),
     (_warn('- warn: "{memory.fits:>5}"'), ":6", "memory.fits is true or false"),
+    # a noun is given to a count, {cluster.gpus|GPU}: a string or true/false has no number to agree with
+    (GOOD.replace('"a test"', '"{cluster.gpu|GPU}"'), ":2", "cluster.gpu is a string, not a count to give a noun"),
+    (GOOD.replace('"a test"', '"{cluster.gpus|GPU|}"'), ":2", "placeholder"),
     (_warn('- exec: "rm -rf /"'), ":6", "unknown action 'exec'"),
     (GOOD.replace("id: house.small", "id: House Small"), ":2", "lower-case"),
     (GOOD.replace("    because: \"a test\"\n", ""), ":2", "missing 'because'"),
