@@ -211,6 +211,99 @@ def test_a_misspelt_field_is_refused_naming_the_one_meant(run_cli, tmp_path, typ
     assert read_hf_config(write(tmp_path / "ok" / "config.json", LLAMA3_8B)).kv_heads == 8
 
 
+# Published config.json files, as their Hugging Face repositories give them: mistralai/Mixtral-8x7B-v0.1,
+# Qwen/Qwen3-30B-A3B, deepseek-ai/DeepSeek-V3 (auto_map and quantization_config left out: the reader
+# reads neither's keys), openai/gpt-oss-120b (quantization_config left out)
+MIXTRAL_8X7B = {"architectures": ["MixtralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2,
+                "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
+                "max_position_embeddings": 32768, "model_type": "mixtral", "num_attention_heads": 32,
+                "num_experts_per_tok": 2, "num_hidden_layers": 32, "num_key_value_heads": 8, "num_local_experts": 8,
+                "output_router_logits": False, "rms_norm_eps": 1e-05, "rope_theta": 1000000.0,
+                "router_aux_loss_coef": 0.02, "sliding_window": None, "tie_word_embeddings": False,
+                "torch_dtype": "bfloat16", "transformers_version": "4.36.0.dev0", "use_cache": True, "vocab_size": 32000}
+QWEN3_30B_A3B = {"architectures": ["Qwen3MoeForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+                 "bos_token_id": 151643, "decoder_sparse_step": 1, "eos_token_id": 151645, "head_dim": 128,
+                 "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 6144,
+                 "max_position_embeddings": 40960, "max_window_layers": 48, "mlp_only_layers": [],
+                 "model_type": "qwen3_moe", "moe_intermediate_size": 768, "norm_topk_prob": True,
+                 "num_attention_heads": 32, "num_experts": 128, "num_experts_per_tok": 8, "num_hidden_layers": 48,
+                 "num_key_value_heads": 4, "output_router_logits": False, "rms_norm_eps": 1e-06, "rope_scaling": None,
+                 "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001, "sliding_window": None,
+                 "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.51.0",
+                 "use_cache": True, "use_sliding_window": False, "vocab_size": 151936}
+DEEPSEEK_V3 = {"architectures": ["DeepseekV3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+               "aux_loss_alpha": 0.001, "bos_token_id": 0, "eos_token_id": 1, "ep_size": 1, "first_k_dense_replace": 3,
+               "hidden_act": "silu", "hidden_size": 7168, "initializer_range": 0.02, "intermediate_size": 18432,
+               "kv_lora_rank": 512, "max_position_embeddings": 163840, "model_type": "deepseek_v3",
+               "moe_intermediate_size": 2048, "moe_layer_freq": 1, "n_group": 8, "n_routed_experts": 256,
+               "n_shared_experts": 1, "norm_topk_prob": True, "num_attention_heads": 128, "num_experts_per_tok": 8,
+               "num_hidden_layers": 61, "num_key_value_heads": 128, "num_nextn_predict_layers": 1, "q_lora_rank": 1536,
+               "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "rms_norm_eps": 1e-06,
+               "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                "original_max_position_embeddings": 4096, "type": "yarn"},
+               "rope_theta": 10000, "routed_scaling_factor": 2.5, "scoring_func": "sigmoid", "seq_aux": True,
+               "tie_word_embeddings": False, "topk_group": 4, "topk_method": "noaux_tc", "torch_dtype": "bfloat16",
+               "transformers_version": "4.33.1", "use_cache": True, "v_head_dim": 128, "vocab_size": 129280}
+GPT_OSS_120B = {"architectures": ["GptOssForCausalLM"], "attention_bias": True, "attention_dropout": 0.0,
+                "eos_token_id": 200002, "experts_per_token": 4, "head_dim": 64, "hidden_act": "silu", "hidden_size": 2880,
+                "initial_context_length": 4096, "initializer_range": 0.02, "intermediate_size": 2880,
+                "layer_types": ["sliding_attention", "full_attention"] * 18, "max_position_embeddings": 131072,
+                "model_type": "gpt_oss", "num_attention_heads": 64, "num_experts_per_tok": 4, "num_hidden_layers": 36,
+                "num_key_value_heads": 8, "num_local_experts": 128, "output_router_logits": False,
+                "pad_token_id": 199999, "rms_norm_eps": 1e-05,
+                "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
+                                 "original_max_position_embeddings": 4096, "rope_type": "yarn", "truncate": False},
+                "rope_theta": 150000, "router_aux_loss_coef": 0.9, "sliding_window": 128, "swiglu_limit": 7.0,
+                "tie_word_embeddings": False, "transformers_version": "4.55.0.dev0", "use_cache": True,
+                "vocab_size": 201088}
+
+
+def _maverick():
+    from catalog_configs import CATALOG_CONFIGS
+    return CATALOG_CONFIGS["llama-4-maverick"]
+
+
+def _misspell(cfg: dict, field: str, typo: str) -> dict:
+    """``cfg`` with ``field`` written as ``typo`` (in its text_config where it has one)."""
+    if "text_config" in cfg:
+        return dict(cfg, text_config=_misspell(cfg["text_config"], field, typo))
+    return {(typo if k == field else k): v for k, v in cfg.items()}
+
+
+@pytest.mark.parametrize("base, field, typo", [
+    # each was read without a word: Maverick with the default 16 experts (not 128), DeepSeek-V3
+    # with a full-rank query (q_lora_rank 0) and its router's default groups, a Qwen3 whose
+    # sliding layers started at the default 28th; or refused as a missing field without the
+    # typo that was its cause
+    (_maverick, "num_local_experts", "num_local_expert"),
+    (lambda: DEEPSEEK_V3, "q_lora_rank", "q_lora_rnak"),
+    (lambda: DEEPSEEK_V3, "topk_group", "topk_groups"),
+    (lambda: DEEPSEEK_V3, "n_routed_experts", "n_routed_expert"),
+    (lambda: QWEN3_30B_A3B, "num_experts_per_tok", "num_experts_per_tokk"),
+    (lambda: QWEN3_30B_A3B, "norm_topk_prob", "norm_topk_prb"),
+    (lambda: MIXTRAL_8X7B, "num_local_experts", "num_local_expert"),
+    (lambda: dict(QWEN, use_sliding_window=True, sliding_window=4096, max_window_layers=14), "max_window_layers",
+     "max_window_layer"),
+])
+def test_a_misspelt_moe_mla_or_window_field_is_refused_naming_the_one_meant(run_cli, tmp_path, base, field, typo):
+    """refuse_misspelt checked only the fields every model_type shares, so a typo of an expert,
+    router, multi-latent-attention or sliding-window field was ignored and its config class's
+    default taken (or, for a required one, refused as missing without naming the typo)."""
+    cfg = _misspell(base(), field, typo)
+    err = refused(run_cli, "recommend", "--hf-config", write(tmp_path / "config.json", cfg), "--gpus", "8")
+    assert f"field '{typo}' is not a" in err and f"did you mean '{field}'?" in err, err
+
+
+@pytest.mark.parametrize("cfg, experts, top_k", [(MIXTRAL_8X7B, 8, 2), (QWEN3_30B_A3B, 128, 8), (DEEPSEEK_V3, 256, 8),
+                                                 (GPT_OSS_120B, 128, 4)])
+def test_published_moe_configs_are_read_not_taken_for_typos(tmp_path, cfg, experts, top_k):
+    """The typo check leaves every field of a published file alone: experts_per_token beside
+    num_experts_per_tok (gpt-oss), qk_nope_head_dim beside qk_rope_head_dim (DeepSeek-V3),
+    use_sliding_window beside sliding_window (Qwen3)."""
+    model = read_hf_config(write(tmp_path / "config.json", cfg))
+    assert (model.experts, model.top_k) == (experts, top_k)
+
+
 def test_inconsistent_heads_are_named_in_the_files_words(run_cli, tmp_path):
     path = write(tmp_path / "config.json", dict(QWEN, num_key_value_heads=5))
     err = refused(run_cli, "recommend", "--hf-config", path, "--gpus", "8")

@@ -21,6 +21,7 @@ The reading is split by concept, one module each:
 - vision.py: vision towers' parameters (not sized, said)
 - wrappers.py: multimodal wrappers' text_config and head tie
 - family_fields.py: Gemma, Llama 4, ERNIE 4.5 and OLMoE's own fields
+- type_fields.py: the fields one model_type reads beyond the common ones (for the typo check)
 - read.py: read_hf_config, assembling the ModelSpec
 """
 from __future__ import annotations

@@ -73,13 +73,19 @@ COMMON_FIELDS = ("hidden_size", "num_hidden_layers", "intermediate_size", "num_a
 _TYPO_CUTOFF = 0.9
 
 
-def refuse_misspelt(written: dict, path: str, mt: str, skip: tuple[str, ...] = ()) -> None:
+def refuse_misspelt(written: dict, path: str, mt: str, skip: tuple[str, ...] = (),
+                    own: tuple[tuple[str, ...], ...] = ()) -> None:
     """Refuse a key of ``written`` (the object the file wrote the language model in) that is not
-    a COMMON_FIELDS name but is within a typo of one the file leaves out (``skip``: fields this
-    model_type does not read, such as head_dim under multi-latent attention)."""
-    absent = [f for f in COMMON_FIELDS if f not in written and f not in skip]
+    a field this model_type reads but is within a typo of one the file leaves out: a COMMON_FIELDS
+    name (``skip``: those this model_type does not read, such as head_dim under multi-latent
+    attention), or one of ``own``, the fields only this model_type reads (its experts, router,
+    MLA and sliding layers: type_fields.type_fields), each with its aliases, left out only where
+    the file gives none of them."""
+    known = set(COMMON_FIELDS).union(*own)
+    absent = [f for f in COMMON_FIELDS if f not in written and f not in skip] + \
+        [f for names in own if not any(n in written for n in names) for f in names]
     for key in written:
-        if not isinstance(key, str) or key in COMMON_FIELDS:
+        if not isinstance(key, str) or key in known:
             continue
         near = difflib.get_close_matches(key, absent, n=1, cutoff=_TYPO_CUTOFF)
         if near:

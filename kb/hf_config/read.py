@@ -23,6 +23,7 @@ from .moe import EXPERT_FIELDS, ROUTED_DEFAULTS, ROUTER_DEFAULTS, SHARED_EXPERT_
 from .vision import VISION_PARAMS, WRAPPER_VISION_PARAMS, vision_params
 from .wrappers import TEXT_OWNS_HEAD, WRAPPERS, _text_config
 from .family_fields import GEMMA_DEFAULTS, _ernie_fields, _gemma_fields, _llama4_fields, _olmoe_checks
+from .type_fields import type_fields
 
 
 def read_hf_config(path: str) -> ModelSpec:
@@ -49,7 +50,7 @@ def read_hf_config(path: str) -> ModelSpec:
                          f"softmax-attention decoder layers; supported: {supported}")
     if not isinstance(mt, str) or mt not in SUPPORTED:
         raise InputError(f"{path}: model_type {_show(mt)} is not supported; supported: {supported}")
-    refuse_misspelt(written, path, mt, skip=("head_dim",) if mt in MLA_TYPES else ())
+    refuse_misspelt(written, path, mt, skip=("head_dim",) if mt in MLA_TYPES else (), own=type_fields(mt))
     max_positions, positions_note = _max_positions(written, path, mt)
     defaulted = sorted(k for k in CLASS_DEFAULTS.get(mt, {}) if k not in cfg)
     cfg = {**CLASS_DEFAULTS.get(mt, {}), **cfg}
