@@ -211,9 +211,10 @@ def test_a_misspelt_field_is_refused_naming_the_one_meant(run_cli, tmp_path, typ
     assert read_hf_config(write(tmp_path / "ok" / "config.json", LLAMA3_8B)).kv_heads == 8
 
 
-# Published config.json files, as their Hugging Face repositories give them: mistralai/Mixtral-8x7B-v0.1,
-# Qwen/Qwen3-30B-A3B, deepseek-ai/DeepSeek-V3 (auto_map and quantization_config left out: the reader
-# reads neither's keys), openai/gpt-oss-120b (quantization_config left out)
+# Written after the published config.json files of mistralai/Mixtral-8x7B-v0.1, Qwen/Qwen3-30B-A3B,
+# deepseek-ai/DeepSeek-V3 (auto_map and quantization_config left out: the reader reads neither's keys)
+# and openai/gpt-oss-120b (quantization_config left out) -- typed by hand, not downloaded (no access
+# to the Hub here), so a key the published file has and these lack would go unchecked
 MIXTRAL_8X7B = {"architectures": ["MixtralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2,
                 "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
                 "max_position_embeddings": 32768, "model_type": "mixtral", "num_attention_heads": 32,
