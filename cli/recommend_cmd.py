@@ -6,7 +6,7 @@ import textwrap
 
 import click
 
-from shardwise.decision.text import departure, signed_pct, slower_or_faster
+from shardwise.decision.text import departure, signed_pct, slower_or_faster, was_an_option
 from shardwise.kb.track_record import checked_line, memory_checked_line
 
 from .options import job_options
@@ -114,9 +114,8 @@ def render(result: dict, markdown: bool = False) -> str:
         return "\n".join(lines)
     lay = dict(result["layout"], zero=result["layout"]["zero_stage"])
     rows = [(k, _value(lay[k]), setting_line(k, result["settings"][k])) for k in ORDER]
-    off = result["settings"].get("offload")
-    if off and (off["value"] or off["alternatives"]):
-        # a row only where offloading was an option (Megatron at pp=1 without recomputation)
+    off = result["settings"]["offload"]
+    if was_an_option(off):
         rows.append(("offload", _value(off["value"]), setting_line("offload", off)))
     if lay["zero"] >= 1 and lay["shard_group"] < lay["dp"] * lay["cp"]:
         # an HSDP group is part of the zero choice: said beside it, as the layout string does (shard=N)

@@ -71,3 +71,10 @@ def departure(s: dict, fastest: str = "the fastest") -> str:
         names += " and, as the headline, " + ", ".join(f"{d['rule']} (worth {d['worth_pct']:g}%)" for d in shared)
     return (f"{fastest} ({s['best']['layout']}, {s['best']['tokens_per_s']:,.0f} tokens/s) is "
             f"{faster(s['departures'][0]['cost_pct'])} but breaks {names}: {weighed(s)}")
+
+
+def was_an_option(info: dict) -> bool:
+    """Whether a setting of the answer (its ``settings.<name>``) is worth a line: offloading,
+    which only Megatron on a GPU with a chip-to-chip host link offers, is left out of the table
+    and the report where it was 0 with no other value tried (search/space.offload_steps)."""
+    return bool(info["value"] or info["alternatives"])

@@ -176,7 +176,10 @@ def render(r: dict) -> str:
         '<h2 id="memory">Memory per GPU</h2>', _stages_note(r["stages"], rec["layout"]["pp"]),
         '<div class="row"><div class="figure">',
         chart(r["stages"], mem["capacity_gib"], mem["worst_stage"]), "</div>",
-        _table([[human(k), f"{v:.2f}"] for k, v in mem["breakdown_gib"].items() if v],
+        _table([[human(k), f"{v:.2f}"] for k, v in mem["breakdown_gib"].items() if v]
+               # what offloading keeps off the GPU, as `memory` says it (not part of the peak)
+               + ([[f"in host memory ({rec['layout']['offload']} layers offloaded)", f"{mem['host_offload_gib']:.2f}"]]
+                  if mem.get("host_offload_gib") else []),
                [f'at the peak (stage {mem["worst_stage"]}, {mem["peak_phase"]})', "GiB"]), "</div>",
         '<h2 id="rationale">Why each setting</h2>',
         f'<p class="muted">What-ifs tried: {_e("; ".join("if " + w for w in r["what_ifs_tried"]))}.</p>',
