@@ -306,11 +306,22 @@ def _recompute_framework(job, a):
 def _offload(job, a):
     """Megatron-Core's activation offloading (TransformerConfig.cpu_offloading, Transformer
     Engine's get_cpu_offload_context): Megatron only; its __post_init__ refuses it with pipeline
-    parallelism, with recomputation, with CUDA graphs, and unless cpu_offloading_num_layers <
-    num_layers (transformer_config.py; Megatron-Bridge docs/training/cpu-offloading.md)."""
+    parallelism, with recomputation, with CUDA graphs other than a full-iteration one ("if
+    self.cpu_offloading and self.cuda_graph_impl != 'full_iteration'"), with the paged stash a
+    graphed MoE layer runs on ("moe_paged_stash cannot be enabled with cpu_offloading";
+    export/megatron/cuda_graphs.py), and unless cpu_offloading_num_layers < num_layers
+    (megatron-core 0.19.2 transformer_config.py; Megatron-Bridge docs/training/cpu-offloading.md,
+    written before the full-iteration exception, says CUDA graphs of any kind)."""
     off = a.get("offload", 0)
-    allowed = (job.training.framework == "megatron") & (job.training.cuda_graphs == "none")
+    allowed = (job.training.framework == "megatron") & (not graphed_moe(job))
     return (off == 0) | (allowed & (a["pp"] == 1) & (a["rc"] == 0) & (off < job.model.layers))
+
+
+def graphed_moe(job) -> bool:
+    """A MoE model under a full-iteration CUDA graph: Megatron runs its routed activations in the
+    paged stash (export/megatron/cuda_graphs.cuda_graph_args: --moe-paged-stash), which
+    TransformerConfig refuses with cpu_offloading."""
+    return job.model.is_moe and job.training.cuda_graphs == "full-iteration"
 
 
 def _offload_refusal(job, lay):
@@ -318,9 +329,10 @@ def _offload_refusal(job, lay):
     if t.framework != "megatron":
         return (f"offload={lay.offload} is Megatron's activation offloading (--cpu-offloading-num-layers); "
                 f"--framework {t.framework} has none: use offload=0, or --framework megatron")
-    if t.cuda_graphs != "none":
-        return (f"offload={lay.offload} with --cuda-graphs {t.cuda_graphs}: Megatron refuses CUDA graphs with CPU "
-                "offloading; use offload=0, or --cuda-graphs none")
+    if graphed_moe(job):
+        return (f"offload={lay.offload} with --cuda-graphs {t.cuda_graphs}: {job.model.name}'s graphed MoE layers "
+                "keep their routed activations in Megatron's paged stash, which it refuses with CPU offloading; "
+                "use offload=0, or --cuda-graphs none")
     return (f"offload={lay.offload}: Megatron offloads fewer layers than the {job.model.layers} of "
             f"{job.model.name} (cpu_offloading_num_layers < num_layers), with pp=1 and recompute=none; "
             f"use offload from 1 to {job.model.layers - 1}")
@@ -584,8 +596,8 @@ VALIDITY = [
              lambda job, lay: f"recompute={lay.recompute} but --framework {job.training.framework} runs only "
                               f"{', '.join(recompute_modes(job.training.framework))}"),
     Validity("offload-megatron", "activation offloading to host memory is Megatron-Core's (cpu_offloading, "
-             "Transformer Engine's CPU offload): it needs pp=1, no recomputation, no CUDA graphs and fewer offloaded "
-             "layers than the model has (transformer_config.py __post_init__)", _offload, _offload_refusal),
+             "Transformer Engine's CPU offload): it needs pp=1, no recomputation, no CUDA graphs but a dense model's "
+             "full-iteration one, and fewer offloaded layers than the model has (transformer_config.py __post_init__)", _offload, _offload_refusal),
     Validity("hsdp-shard-group", "an HSDP shard group (the ranks of one node) needs ZeRO-3, must "
              "divide DP x CP into more than one replica, and with TP must hold whole expert-parallel groups "
              "(shard x tp a multiple of ep x etp)", _hsdp,

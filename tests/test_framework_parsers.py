@@ -185,15 +185,21 @@ def test_megatron_hides_the_expert_all_to_all_where_it_can(pp, vp, recompute, ov
     assert r.returncode == 0 and "OK " in r.stdout, (r.stdout[-2000:], r.stderr[-3000:])
 
 
-def test_megatron_accepts_activation_offloading(tmp_path):
+@pytest.mark.parametrize("graphs", ["none", "full-iteration"])
+def test_megatron_accepts_activation_offloading(graphs, tmp_path):
     """NVIDIA's Llama 3 70B layout on 64 GB200 (Megatron-FSDP, 20 of 80 layers' activations in host
     memory: Megatron-Bridge llama3_workload_base_configs.py LLAMA3_70B_PRETRAIN_CONFIG_GB200_BF16_V1)
     exported to Megatron passes parse_args, validate_args and TransformerConfig, whose
-    __post_init__ checks the offloaded layers against the model's, PP and recomputation."""
+    __post_init__ checks the offloaded layers against the model's, PP, recomputation and CUDA
+    graphs (all but --cuda-graph-impl full_iteration refused), which the tool admits alike
+    (validity rule offload-megatron)."""
     from shardwise.kb.build import build_job
     from shardwise.kb.layout import Layout
-    job = build_job(model="llama-3-70b", gpu="gb200", gpus=64, seq_len=8192, global_batch=128)
+    from shardwise.kb.validity import check_layout
+    job = build_job(model="llama-3-70b", gpu="gb200", gpus=64, seq_len=8192, global_batch=128,
+                    framework="megatron", cuda_graphs=graphs)
     tg = Target(job, Layout(dp=64, zero=3, mbs=1, grad_accum=2, recompute="none", offload=20))
+    check_layout(job, tg.layout)     # raises InputError where the tool refuses it
     text = export("megatron", tg).files["megatron_pretrain.sh"]
     assert "--cpu-offloading-num-layers 20" in text
     r = validate("megatron", tg, tmp_path)

@@ -77,9 +77,33 @@ def test_offloading_every_layer_is_refused_on_the_command_line(run_cli):
     assert "offload-megatron" in err and "from 1 to 79" in err
 
 
-def test_offloading_is_refused_with_cuda_graphs(run_cli):
-    err = refused(run_cli, "memory", *JOB, "--cuda-graphs", "full-iteration", "--layout", "dp=64,zero=3,mbs=1,offload=20")
-    assert "CUDA graphs" in err
+def test_offloading_runs_under_a_dense_models_full_iteration_graph(run_cli):
+    # Megatron-Core 0.19.2 TransformerConfig refuses CUDA graphs with CPU offloading only where
+    # cuda_graph_impl != "full_iteration" (Transformer Engine's docs recommend capturing the whole
+    # forward and backward in one graph); its parser takes this export (test_framework_parsers)
+    code, out, err = run_cli("memory", "--format", "json", *JOB, "--cuda-graphs", "full-iteration",
+                             "--layout", "dp=64,zero=3,mbs=1,offload=20")
+    assert code == 0, err
+    assert json.loads(out)["memory"]["host_offload_gib"] > 0
+
+
+def test_offloading_is_refused_with_a_graphed_moe_models_paged_stash(run_cli):
+    # a MoE layer under a full-iteration graph runs Megatron's paged stash (the export's
+    # --moe-paged-stash), which TransformerConfig refuses with cpu_offloading
+    err = refused(run_cli, "memory", "--model", "qwen3-30b-a3b", "--gpu", "gb200", "--gpus", "64",
+                  "--precision", "fp8", "--framework", "megatron", "--cuda-graphs", "full-iteration",
+                  "--layout", "dp=64,ep=8,zero=1,mbs=1,offload=12")
+    assert "offload-megatron" in err and "paged stash" in err
+
+
+def test_the_search_offloads_under_a_dense_models_full_iteration_graph():
+    from shardwise.search.space import offload_steps
+    job = build_job(model="llama-3-70b", gpu="gb200", gpus=64, seq_len=8192, global_batch=128,
+                    framework="megatron", cuda_graphs="full-iteration")
+    assert offload_steps(job) == [0, 10, 20, 30, 40, 50, 60, 70]
+    moe = build_job(model="qwen3-30b-a3b", gpu="gb200", gpus=64, precision="fp8", framework="megatron",
+                    cuda_graphs="full-iteration")
+    assert offload_steps(moe) == [0]
 
 
 def test_the_search_offloads_on_gb200_as_nvidia_does(run_cli):

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from shardwise.kb.frameworks import RANK_CAPACITY_FACTOR
 from shardwise.kb.memory.activations import PAGED_STASH_FACTOR
+from shardwise.kb.validity import graphed_moe as validity_graphed_moe
 
 from ..target import Target, allocator_environment, allocator_option
 
 
 def graphed_moe(tg: Target) -> bool:
-    """A MoE job on full-iteration CUDA graphs (kb/build.py admits it with MXFP8 on Blackwell only)."""
-    return tg.job.model.is_moe and tg.job.training.cuda_graphs == "full-iteration"
+    """A MoE job on full-iteration CUDA graphs (kb/build.py admits it with MXFP8 on Blackwell only;
+    kb/validity.graphed_moe, which refuses offloading beside its paged stash)."""
+    return validity_graphed_moe(tg.job)
 
 
 def cuda_graph_args(tg: Target) -> list:
