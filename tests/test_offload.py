@@ -161,3 +161,18 @@ def test_offloading_stays_within_the_grace_cpus_memory(run_cli):
     code, out, err = run_cli("memory", *LLAMA_405B, "--layout", "dp=256,zero=3,mbs=1,offload=110")
     assert code == 0, err
     assert "fits on the GPU" in out and "would refuse it: offload.fits-host-memory" in out
+
+
+@pytest.mark.parametrize("model", ["deepseek-v2-lite", "glm-4.5-air"])
+def test_the_offloaded_layers_are_the_first_ones_dense_or_moe(model):
+    # Megatron offloads the FIRST N layers (Transformer Engine: "First num_layers layers are
+    # offloaded"); these models open with one dense layer whose MLP keeps less than a routed
+    # MoE layer's, so offloading it frees less than offloading the MoE layer after it -- not
+    # the mean of all the layers each time
+    job = build_job(model=model, gpu="gb200", gpus=64, seq_len=4096, global_batch=64, framework="megatron")
+    lay = Layout(dp=64, ep=8, zero=1, mbs=1, grad_accum=1, recompute="none")
+    act = [estimate_memory(job, lay.with_(offload=n)).breakdown_gib["activations"] for n in (0, 1, 2)]
+    host = [estimate_memory(job, lay.with_(offload=n)).host_offload_gib for n in (1, 2)]
+    first, second = act[0] - act[1], act[1] - act[2]
+    assert first < 0.85 * second
+    assert host[0] == pytest.approx(first, rel=1e-9) and host[1] == pytest.approx(first + second, rel=1e-9)

@@ -31,7 +31,7 @@ from ..frameworks import megatron_ep_overlap_share
 from ..job import Job
 from ..layout import Layout
 from ..params import layer_params
-from ..stages import all_stages, layers_on_stage
+from ..stages import all_stages
 from . import activations as act
 from . import optimizers as opt
 from . import overheads as ovh
@@ -140,8 +140,8 @@ def estimate_memory(job: Job, lay: Layout) -> MemoryEstimate:
 
 def host_offload_gib(job: Job, lay) -> object:
     """GiB of activations a rank keeps in host memory (act.offloaded_bytes; offloading runs at
-    pp = 1 only, so stage 0 holds every layer), for a Layout or the search's LayoutArrays."""
-    return act.offloaded_bytes(job.model, job.training, lay, *layers_on_stage(job.model, 1, 0)) / GIB
+    pp = 1 only), for a Layout or the search's LayoutArrays."""
+    return act.offloaded_bytes(job.model, job.training, lay) / GIB
 
 
 def peak_gib(job: Job, lay) -> object:

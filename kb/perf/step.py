@@ -292,7 +292,7 @@ def _stage_time(job: Job, lay: Layout, sp, last: bool) -> tuple[float, dict, flo
     kinds = {"tp": tp_seconds(job, lay, sp, ov), "cp": cp_seconds(job, lay, sp, ov), "ep": ep_seconds(job, lay, sp, ov),
              "pp": pp_seconds(job, lay, ov)}
     if np.any(lay.offload):     # a kind of its own only where a layout offloads: other answers read as before
-        moved = offloaded_bytes(m, t, lay, sp.dense_layers, sp.moe_layers)
+        moved = offloaded_bytes(m, t, lay)
         kinds["offload"] = offload_seconds(lay, sp.layers, moved, compute, c.gpu)
     return compute, kinds, host
 

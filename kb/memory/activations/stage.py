@@ -1,12 +1,12 @@
 """Activation bytes a pipeline stage's rank holds at its peak: its layers' saved bytes times the
-micro-batches in flight (less the layers Megatron offloads to host memory), the token ids and the forward's masks held under recomputation, a PPO
+micro-batches in flight (less the first layers Megatron offloads to host memory), the token ids and the forward's masks held under recomputation, a PPO
 critic's layers beside the policy's, and the transient one layer's backward needs on top."""
 from __future__ import annotations
 
 from ...layout import Layout
 from ...schema import ModelSpec, TrainingSpec
 from ...stages import layers_in_flight
-from ...vec import floor, where
+from ...vec import floor, maximum, where
 from .attention import dense_local_mask, local_layers, mla_up_proj_bytes
 from .eager_scores import eager_per_score
 from .implementation import fp32_weights_under_autocast, profile
@@ -77,7 +77,7 @@ def stage_activations(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: 
     held = layers_in_flight(m, lay, stage)
     if lay.pp > 1:
         held = held + where(ep_overlap, layers / lay.vp, 0.0)
-    return (held - lay.offload) * per_layer + lay.in_flight(stage) * ids
+    return held * per_layer - offloaded_bytes(m, t, lay) + lay.in_flight(stage) * ids
 
 
 def mean_layer_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: int, moe_layers: int):
@@ -90,14 +90,26 @@ def mean_layer_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: i
                                                    if m.is_moe else 0.0)) / layers
 
 
-def offloaded_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: int, moe_layers: int):
+def offloaded_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout):
     """Activation bytes a rank keeps in host memory under Megatron's activation offloading: the
-    first ``offload`` layers' saved tensors of the micro-batch in flight (pp = 1: one), which
-    leave the GPU as they are saved and come back for that layer's backward. Transformer Engine
-    keeps "at most (model_layers - num_layers) sets of activations on GPU at any time"
-    (docs/features/other_optimizations/cpu_offloading, Default Offloading Scheduling), which is
-    what stage_activations subtracts: offload x mean_layer_bytes. 0 without offloading."""
-    return lay.offload * mean_layer_bytes(m, t, lay, dense_layers, moe_layers)
+    saved tensors of the micro-batch in flight (pp = 1: one) in the model's FIRST ``offload``
+    layers -- Transformer Engine: "First num_layers layers are offloaded to CPU" -- which leave
+    the GPU as they are saved and come back for that layer's backward, and keeps "at most
+    (model_layers - num_layers) sets of activations on GPU at any time"
+    (docs/features/other_optimizations/cpu_offloading, Default Offloading Scheduling), so
+    stage_activations subtracts this. The first layers are dense or MoE as the model places
+    them (ModelSpec.moe_layers_before: leading dense layers, or every Nth MoE): tokens x
+    (dense x layer_bytes_per_token(dense) + MoE x layer_bytes_per_token(MoE)). 0 without offloading."""
+    off = lay.offload
+    if not m.is_moe:
+        moe = 0
+    elif m.moe_every > 1:
+        moe = off // m.moe_every
+    else:
+        moe = maximum(0, off - m.first_dense)       # moe_layers_before, for arrays of counts too
+    s_local = floor(t.seq_len / lay.cp)
+    return tokens_local(t, lay) * ((off - moe) * layer_bytes_per_token(m, t, lay, False, s_local)
+                                   + (moe * layer_bytes_per_token(m, t, lay, True, s_local) if m.is_moe else 0.0))
 
 
 def ppo_critic_activations(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: int, moe_layers: int) -> float:
