@@ -140,7 +140,10 @@ def render(result: dict, markdown: bool = False) -> str:
     lines += ["", f"memory per GPU: {mem['peak_gib']:.1f} of {mem['capacity_gib']:.1f} GiB "
                   f"({100 * mem['peak_gib'] / mem['capacity_gib']:.0f}%; peak on stage {mem['worst_stage']}, "
                   f"{mem['peak_phase']}): " + ", ".join(f"{k.replace('_', ' ')} {v:.1f}"
-                                                        for k, v in mem["breakdown_gib"].items() if v >= 0.05),
+                                                        for k, v in mem["breakdown_gib"].items() if v >= 0.05)
+              # what offloading keeps off the GPU (not in the peak), as `memory` and the report say it
+              + (f"; in host memory {mem['host_offload_gib']:.1f} ({lay['offload']} layers offloaded)"
+                 if mem.get("host_offload_gib") else ""),
               memory_checked_line(mem["checked"]),
               f"throughput: {mt['tokens_per_s']:,.0f} tokens/s ({mt['tokens_per_s_per_gpu']:,.0f} per GPU), "
               f"MFU {mt['mfu_pct']:.1f}%, step {mt['step_time_s']:.2f} s, of which exposed communication "
