@@ -202,6 +202,9 @@ def test_megatron_accepts_activation_offloading(graphs, tmp_path):
     check_layout(job, tg.layout)     # raises InputError where the tool refuses it
     text = export("megatron", tg).files["megatron_pretrain.sh"]
     assert "--cpu-offloading-num-layers 20" in text
+    # a captured graph replays its copies into the same pinned buffers: Transformer Engine's docs
+    # (CPU Offloading and CUDA Graphs) need them retained before PyTorch 2.11
+    assert ("--cpu-offloading-retain-pinned-cpu-buffers" in text) == (graphs == "full-iteration")
     r = validate("megatron", tg, tmp_path)
     assert r.returncode == 0 and "OK " in r.stdout, (r.stdout[-2000:], r.stderr[-3000:])
 

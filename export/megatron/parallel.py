@@ -142,6 +142,12 @@ def parallel_args(tg: Target) -> tuple[list, list[str]]:
         # tensors; a positive count turns cpu_offloading on (megatron/training/arguments.py
         # validate_args: "if args.cpu_offloading_num_layers > 0: args.cpu_offloading = True")
         a += ["--cpu-offloading-num-layers", lay.offload]
+        if tg.job.training.cuda_graphs == "full-iteration":
+            # a graph replays its copies to the addresses it captured: Transformer Engine's docs
+            # (cpu_offloading.rst, CPU Offloading and CUDA Graphs) need retain_pinned_cpu_buffers
+            # before PyTorch 2.11 (pytorch#167507); Megatron passes it to get_cpu_offload_context
+            # (transformer_block.py), and reusing the buffers costs no more host memory
+            a += ["--cpu-offloading-retain-pinned-cpu-buffers"]
     return a, caveats
 
 
