@@ -594,7 +594,7 @@ def test_the_space_holds_exactly_the_valid_candidates_in_grid_order(kw):
     from shardwise.kb.choices import MBS_MAX
     from shardwise.kb.job import divisors
     from shardwise.kb.validity import VALIDITY
-    from shardwise.search.space import VP_MAX
+    from shardwise.search.space import VP_MAX, offload_steps
     job = build_job(**kw)
     gb, _ = global_batch(job)
     space = build_space(job, gb)
@@ -614,7 +614,8 @@ def test_the_space_holds_exactly_the_valid_candidates_in_grid_order(kw):
         s = dict(tp=tp, pp=pp, vp=int(rng.choice([1, rng.integers(1, VP_MAX + 1)])), dp=dp, cp=cp,
                  ep=int(rng.choice(divisors(m.experts) if m.is_moe else [1])), zero=int(rng.integers(0, 4)),
                  shard=int(rng.choice([0, max(1, c.gpus_per_node // tp)])) if kw["framework"] == "fsdp" else 0,
-                 sp=int(rng.integers(0, 2)), mbs=int(rng.integers(1, MBS_MAX + 1)), rc=int(rng.integers(0, 4)))
+                 sp=int(rng.integers(0, 2)), mbs=int(rng.integers(1, MBS_MAX + 1)), rc=int(rng.integers(0, 4)),
+                 offload=int(rng.choice(offload_steps(job))))
         s["grad_accum"] = gb // (s["mbs"] * dp)
         valid = all(bool(r.ok(job, dict(s, gb=gb))) for r in VALIDITY)
         single = s["zero"] > 0 and dp * cp == 1 and (not m.is_moe or tp * cp * dp == s["ep"])
