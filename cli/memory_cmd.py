@@ -9,6 +9,14 @@ from .options import job_options
 from .output import NO_BUDGET, cost_text, duration_text, emit, format_option, table, token_count
 
 
+def _host_copies(mt: dict) -> str:
+    """What of the exposed communication is offloading's host copies, where any is exposed."""
+    share = 100 * mt["comm_exposed_s"].get("offload", 0.0) / mt["step_time_s"]
+    if share < 0.05:
+        return ""
+    return f" (host copies of offloaded activations: {share:.1f}% of the step)"
+
+
 def render_memory(result: dict) -> str:
     mem, lay, job = result["memory"], result["layout"], result["job"]
     head = (f"{job['model']} ({job['params_b']}B{', shape inferred' if job['shape_inferred'] else ''}) on "
@@ -39,9 +47,7 @@ def render_memory(result: dict) -> str:
         ["tokens/s per GPU", f"{mt['tokens_per_s_per_gpu']:,.0f}"],
         ["model TFLOP/s per GPU", f"{mt['model_tflops_per_gpu']:.0f}"],
         ["MFU / HFU", f"{mt['mfu_pct']:.1f}% / {mt['hfu_pct']:.1f}%"],
-        ["communication (exposed)", f"{mt['comm_overhead_pct']:.1f}% of the step"
-                                    + (f", {100 * mt['comm_exposed_s']['offload'] / mt['step_time_s']:.1f}% of it "
-                                       "host copies" if "offload" in mt["comm_exposed_s"] else "")],
+        ["communication (exposed)", f"{mt['comm_overhead_pct']:.1f}% of the step" + _host_copies(mt)],
         ["pipeline bubble", f"{mt['bubble_pct']:.1f}% of the step"],
     ] + ([["time to train", f"{duration_text(mt)} for "
                              f"{token_count(mt['token_budget'])}"]]

@@ -49,7 +49,10 @@ def entry(d: Decision, i: int, rank: int) -> dict:
     tps = float(t.tokens_per_s[i])
     return {"rank": rank, "layout": layout_dict(lay), "describe": lay.describe(),
             "memory": {"peak_gib": round(float(t.peak_gib[i]), 2), "capacity_gib": round(t.capacity, 2),
-                       "used_pct": round(100 * float(t.peak_gib[i]) / t.capacity, 1)},
+                       "used_pct": round(100 * float(t.peak_gib[i]) / t.capacity, 1),
+                       # what an offloading layout puts in host memory (a hard rule reads it)
+                       **({"host_offload_gib": round(float(t.scores["host_offload_gib"][i]), 2)}
+                          if t.scores["host_offload_gib"][i] else {})},
             "metrics": {"tokens_per_s": round(tps, 1), "step_time_s": round(float(t.scores["step_time_s"][i]), 3),
                         "mfu_pct": round(float(t.scores["mfu_pct"][i]), 2),
                         "bubble_pct": round(float(t.scores["bubble_pct"][i]), 2),

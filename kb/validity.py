@@ -597,7 +597,8 @@ VALIDITY = [
                               f"{', '.join(recompute_modes(job.training.framework))}"),
     Validity("offload-megatron", "activation offloading to host memory is Megatron-Core's (cpu_offloading, "
              "Transformer Engine's CPU offload): it needs pp=1, no recomputation, no CUDA graphs but a dense model's "
-             "full-iteration one, and fewer offloaded layers than the model has (transformer_config.py __post_init__)", _offload, _offload_refusal),
+             "full-iteration one, and fewer offloaded layers than the model has (transformer_config.py __post_init__)",
+             _offload, _offload_refusal),
     Validity("hsdp-shard-group", "an HSDP shard group (the ranks of one node) needs ZeRO-3, must "
              "divide DP x CP into more than one replica, and with TP must hold whole expert-parallel groups "
              "(shard x tp a multiple of ep x etp)", _hsdp,

@@ -34,8 +34,9 @@ def moving_parts(t: Table, idx: np.ndarray) -> np.ndarray:
 
 def order_by(t: Table, value: np.ndarray, mask: np.ndarray, first: int = 1) -> np.ndarray:
     """The ``first`` best of ``mask``'s layouts (more when they tie), best first: higher value,
-    then fewer offloaded layers, then lower peak, then fewer moving parts, then smaller settings. Only the layouts that can be
-    among the first are sorted: a decision over millions of layouts asks for one or a few."""
+    then fewer offloaded layers, then lower peak, then fewer moving parts, then smaller settings.
+    Only the layouts that can be among the first are sorted: a decision over millions of layouts
+    asks for one or a few."""
     idx = np.flatnonzero(mask)
     if not len(idx):
         return idx

@@ -141,7 +141,8 @@ def offload_steps(job: Job) -> list[int]:
     t, layers = job.training, job.model.layers
     if t.framework != "megatron" or graphed_moe(job) or not job.cluster.gpu.host_link_gbps:
         return [0]
-    return sorted({0} | {n for k in range(1, OFFLOAD_STEPS) if 1 <= (n := round(k * layers / OFFLOAD_STEPS)) <= layers - 2})
+    eighths = (round(k * layers / OFFLOAD_STEPS) for k in range(1, OFFLOAD_STEPS))
+    return sorted({0} | {n for n in eighths if 1 <= n <= layers - 2})
 
 
 def build_space(job: Job, gb: int, pins: dict | None = None, fit_only: bool = False) -> Space:

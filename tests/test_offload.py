@@ -180,3 +180,22 @@ def test_the_offloaded_layers_are_the_first_ones_dense_or_moe(model):
     first, second = act[0] - act[1], act[1] - act[2]
     assert first < 0.85 * second
     assert host[0] == pytest.approx(first, rel=1e-9) and host[1] == pytest.approx(first + second, rel=1e-9)
+
+
+def test_exposed_host_copies_are_said_as_a_share_of_the_step_and_only_where_exposed(run_cli):
+    h100 = ("--model", "llama-3-70b", "--gpus", "64", "--seq-len", "8192", "--global-batch", "128",
+            "--framework", "megatron")
+    code, out, err = run_cli("memory", *h100, "--layout", "tp=8,dp=8,zero=1,mbs=1,offload=78")
+    assert code == 0, err
+    assert "(host copies of offloaded activations: " in out and "% of the step)" in out
+    code, out, err = run_cli("memory", *JOB, "--layout", "dp=64,zero=3,mbs=1,offload=30")
+    assert code == 0 and "host copies" not in out, err
+
+
+def test_search_rows_say_what_they_put_in_host_memory(run_cli):
+    # offload.fits-host-memory is a hard rule on it: the ranking shows it beside the GPU's peak
+    code, out, err = run_cli("search", "--format", "json", *JOB, "--top", "5")
+    assert code == 0, err
+    rows = json.loads(out)["top"]
+    assert all((r["layout"]["offload"] > 0) == ("host_offload_gib" in r["memory"]) for r in rows)
+    assert any(r["layout"]["offload"] > 0 for r in rows)

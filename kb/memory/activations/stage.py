@@ -1,6 +1,7 @@
 """Activation bytes a pipeline stage's rank holds at its peak: its layers' saved bytes times the
-micro-batches in flight (less the first layers Megatron offloads to host memory), the token ids and the forward's masks held under recomputation, a PPO
-critic's layers beside the policy's, and the transient one layer's backward needs on top."""
+micro-batches in flight (less the first layers Megatron offloads to host memory), the token ids
+and the forward's masks held under recomputation, a PPO critic's layers beside the policy's, and
+the transient one layer's backward needs on top."""
 from __future__ import annotations
 
 from ...layout import Layout
