@@ -22,7 +22,7 @@ import numpy as np
 from shardwise.kb.choices import MBS_MAX
 from shardwise.kb.job import Job, divisors
 from shardwise.kb.layout import RECOMPUTE, Derived, Layout
-from shardwise.kb.validity import VALIDITY, first_failure, graphed_moe
+from shardwise.kb.validity import VALIDITY, first_failure
 FIELDS = ("tp", "pp", "vp", "dp", "cp", "ep", "zero", "shard", "sp", "mbs", "grad_accum", "rc", "offload")
 # VP up to 16 covers NVIDIA's tuned layouts (published_runs.yaml: VP up to 14, Mixtral 8x22B)
 VP_MAX = 16
@@ -128,18 +128,23 @@ OFFLOAD_STEPS = 8
 
 
 def offload_steps(job: Job) -> list[int]:
-    """The offloaded layer counts the search tries (Layout.offload): 0, and under Megatron (not a
-    MoE model's full-iteration CUDA graph: validity.graphed_moe), on a GPU with its own
-    chip-to-chip link to the host (GPUSpec.host_link_gbps: NVLink-C2C on GB200/GB300), k/8 of the
-    layers for k = 1..7, no more than L - 2 -- Transformer Engine warns that L - 1 leaves one set
-    of activations on the GPU, where "compute and transfers cannot overlap"
-    (docs/features/other_optimizations/cpu_offloading). Only pp=1 without recomputation keeps any
-    (validity rule offload-megatron). Not over PCIe: there the copies of a node's GPUs share its
-    switches' uplinks and the host's memory, which kb/perf/offload.py does not price (the same
-    docs: PCIe "limits offloading benefits"); a --layout with offload=N is still estimated on any
-    GPU."""
-    t, layers = job.training, job.model.layers
-    if t.framework != "megatron" or graphed_moe(job) or not job.cluster.gpu.host_link_gbps:
+    """The offloaded layer counts the search tries (Layout.offload): 0, and k/8 of the layers for
+    k = 1..7, no more than L - 2 (Transformer Engine: L - 1 leaves one set of activations on the
+    GPU, where "compute and transfers cannot overlap", docs/features/other_optimizations/
+    cpu_offloading) -- under Megatron, for a dense model, on a GPU with its own chip-to-chip link
+    to the host (GPUSpec.host_link_gbps: NVLink-C2C on GB200/GB300). Only pp=1 without
+    recomputation keeps any (validity rule offload-megatron). A --layout with offload=N is
+    estimated on any GPU and model; the search leaves out
+    * PCIe hosts: a node's GPUs share its switches' uplinks and the host's memory, which
+      kb/perf/offload.py does not price (the same docs: PCIe "limits offloading benefits");
+    * MoE models: NVIDIA's MoE recipes offload chosen modules (Megatron's
+      fine_grained_activation_offloading, offload_modules such as expert_fc1: Megatron-Bridge
+      perf_recipes/deepseek), which this estimate does not model, not whole layers; offered whole
+      layers, the search put layouts 14-44% faster than NVIDIA's tuned MoE layouts on GB200/GB300
+      (benchmarks/published_layouts.py), a speed no run backs. Dense models are what NVIDIA's
+      layer-offloading recipes run (Llama 3 70B, Llama 3.1 405B)."""
+    t, m, layers = job.training, job.model, job.model.layers
+    if t.framework != "megatron" or m.is_moe or not job.cluster.gpu.host_link_gbps:
         return [0]
     eighths = (round(k * layers / OFFLOAD_STEPS) for k in range(1, OFFLOAD_STEPS))
     return sorted({0} | {n for n in eighths if 1 <= n <= layers - 2})
