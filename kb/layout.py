@@ -233,10 +233,4 @@ def parse_layout(text: str, gpus: Optional[int] = None, framework: Optional[str]
         have = ", ".join(f for f in get_args(Framework) if has_sequence_parallel(f))
         raise InputError(f"--layout: sp=on but --framework {framework} has no sequence parallelism; "
                          f"use sp=off, or a framework with it ({have})")
-    if given.get("offload") and framework not in (None, "megatron"):
-        # Megatron-Core's cpu_offloading (Transformer Engine's get_cpu_offload_context); the other
-        # frameworks' exports have no such setting
-        raise InputError(f"--layout: offload={given['offload']} is Megatron's activation offloading "
-                         f"(--cpu-offloading-num-layers); --framework {framework} has none: use offload=0, "
-                         "or --framework megatron")
     return Layout(**given), keys

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .choices import (RECOMPUTE_CHOICES, Allocator, Attention, CudaGraphs, Framework, Optimizer, Precision, RlAlgorithm, TrainingType,
                       ZeroGrad)
+from .vec import maximum
 
 
 class _Frozen(BaseModel):
@@ -241,13 +242,14 @@ class ModelSpec(_Frozen):
             return 0
         return self.layers // self.moe_every if self.moe_every > 1 else self.layers - self.first_dense
 
-    def moe_layers_before(self, i: int) -> int:
-        """MoE layers among layers 0 .. i - 1 (leading dense layers first, or every Nth MoE)."""
+    def moe_layers_before(self, i):
+        """MoE layers among layers 0 .. i - 1 (leading dense layers first, or every Nth MoE); ``i``
+        a count or an array of them (the search's offloaded layers: activations.offloaded_bytes)."""
         if not self.is_moe:
             return 0
         if self.moe_every > 1:
             return i // self.moe_every
-        return max(0, i - self.first_dense)
+        return maximum(0, i - self.first_dense)
 
     @property
     def dense_layers(self) -> int:

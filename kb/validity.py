@@ -312,7 +312,7 @@ def _offload(job, a):
     export/megatron/cuda_graphs.py), and unless cpu_offloading_num_layers < num_layers
     (megatron-core 0.19.2 transformer_config.py; Megatron-Bridge docs/training/cpu-offloading.md,
     written before the full-iteration exception, says CUDA graphs of any kind)."""
-    off = a.get("offload", 0)
+    off = a["offload"]
     allowed = (job.training.framework == "megatron") & (not graphed_moe(job))
     return (off == 0) | (allowed & (a["pp"] == 1) & (a["rc"] == 0) & (off < job.model.layers))
 

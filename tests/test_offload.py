@@ -9,7 +9,8 @@ import pytest
 
 from shardwise.kb.build import build_job
 from shardwise.kb.errors import InputError
-from shardwise.kb.layout import Layout, parse_layout
+from shardwise.kb.layout import Layout
+from shardwise.kb.resolve import resolve_layout
 from shardwise.kb.memory import estimate_memory
 from shardwise.kb.perf import step_time
 
@@ -67,8 +68,10 @@ def test_all_but_one_layer_offloaded_overlaps_nothing():
     ("dp=64,offload=-1", "megatron", "non-negative"),
 ])
 def test_layouts_megatron_refuses_are_refused_with_the_reason(text, framework, says):
+    # as `memory --layout` and `export --layout` read one (kb/resolve.resolve_layout)
+    job = build_job(model="llama-3-70b", gpu="gb200", gpus=64, seq_len=8192, global_batch=128, framework=framework)
     with pytest.raises(InputError, match=says):
-        parse_layout(text, gpus=64, framework=framework)
+        resolve_layout(job, text)
 
 
 def test_offloading_every_layer_is_refused_on_the_command_line(run_cli):

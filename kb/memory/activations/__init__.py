@@ -62,7 +62,7 @@ from .mlp import (CLAMPED_GLU_BYTES, dense_mlp_bytes, FP32_LINEAR_ROUTER_FAMILIE
                   shared_gate_bytes)
 from .layer import checkpointed_input_bytes, layer_bytes_per_token, torchtitan_selective_bytes
 from .stage import (backward_transient, BACKWARD_TRANSIENT_H, forward_mask_bytes, mask_kinds,
-                    mean_layer_bytes, offloaded_bytes, ppo_critic_activations, RECOMPUTE_EXTRA_H,
+                    offloaded_bytes, ppo_critic_activations, RECOMPUTE_EXTRA_H,
                     stage_activations, tokens_local)
 
 # what other modules, tests and benchmarks import from shardwise.kb.memory.activations
@@ -77,7 +77,7 @@ __all__ = ["adapter_input_cast", "adapter_saved_bytes", "adapters_in_fp32", "ALL
            "fp32_residual_extra", "fp32_router_copy", "FP32_ROUTER_FAMILIES", "FP32_SCALED_NORMS",
            "fp32_weights_under_autocast", "FUSED_SHARED_MLP", "kernel_training", "l2_qk_norm_bytes",
            "layer_bytes_per_token", "LAYER_FP32_ROPE_FAMILIES", "layer_rope_bytes", "local_layers",
-           "local_mask_bytes", "local_widths", "mask_kinds", "masked_gqa_bytes", "mean_layer_bytes",
+           "local_mask_bytes", "local_widths", "mask_kinds", "masked_gqa_bytes",
            "moe_mlp_bytes", "offloaded_bytes",
            "own_input_copies", "PAGED_STASH_FACTOR", "paged_stash_factor", "POST_NORM_FAMILIES",
            "ppo_critic_activations", "profile", "qk_norm_bytes", "query_scale_bytes",

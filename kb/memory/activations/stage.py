@@ -4,10 +4,12 @@ and the forward's masks held under recomputation, a PPO critic's layers beside t
 the transient one layer's backward needs on top."""
 from __future__ import annotations
 
+import numpy as np
+
 from ...layout import Layout
 from ...schema import ModelSpec, TrainingSpec
 from ...stages import layers_in_flight
-from ...vec import floor, maximum, where
+from ...vec import floor, where
 from .attention import dense_local_mask, local_layers, mla_up_proj_bytes
 from .eager_scores import eager_per_score
 from .implementation import fp32_weights_under_autocast, profile
@@ -72,23 +74,14 @@ def stage_activations(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: 
     s_local = floor(t.seq_len / lay.cp)
     tok = tokens_local(t, lay)
     layers = max(1, dense_layers + moe_layers)
-    per_layer = mean_layer_bytes(m, t, lay, dense_layers, moe_layers)
+    per_layer = tok * (dense_layers * layer_bytes_per_token(m, t, lay, False, s_local)
+                       + moe_layers * (layer_bytes_per_token(m, t, lay, True, s_local) if m.is_moe else 0.0)) / layers
     ids = 8.0 * tok if stage == 0 else 0.0
     ids = ids + forward_mask_bytes(m, t, lay, tok, s_local)
     held = layers_in_flight(m, lay, stage)
     if lay.pp > 1:
         held = held + where(ep_overlap, layers / lay.vp, 0.0)
     return held * per_layer - offloaded_bytes(m, t, lay) + lay.in_flight(stage) * ids
-
-
-def mean_layer_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout, dense_layers: int, moe_layers: int):
-    """Saved activation bytes of one micro-batch in one of a stage's layers, the mean over its
-    dense and MoE layers: tokens x layer_bytes_per_token."""
-    s_local = floor(t.seq_len / lay.cp)
-    layers = max(1, dense_layers + moe_layers)
-    return tokens_local(t, lay) * (dense_layers * layer_bytes_per_token(m, t, lay, False, s_local)
-                                   + moe_layers * (layer_bytes_per_token(m, t, lay, True, s_local)
-                                                   if m.is_moe else 0.0)) / layers
 
 
 def offloaded_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout):
@@ -100,14 +93,12 @@ def offloaded_bytes(m: ModelSpec, t: TrainingSpec, lay: Layout):
     (docs/features/other_optimizations/cpu_offloading, Default Offloading Scheduling), so
     stage_activations subtracts this. The first layers are dense or MoE as the model places
     them (ModelSpec.moe_layers_before: leading dense layers, or every Nth MoE): tokens x
-    (dense x layer_bytes_per_token(dense) + MoE x layer_bytes_per_token(MoE)). 0 without offloading."""
+    (dense x layer_bytes_per_token(dense) + MoE x layer_bytes_per_token(MoE)). 0 without offloading,
+    without computing a layer's bytes: every memory estimate and search group asks."""
     off = lay.offload
-    if not m.is_moe:
-        moe = 0
-    elif m.moe_every > 1:
-        moe = off // m.moe_every
-    else:
-        moe = maximum(0, off - m.first_dense)       # moe_layers_before, for arrays of counts too
+    if not np.any(off):
+        return 0.0
+    moe = m.moe_layers_before(off)
     s_local = floor(t.seq_len / lay.cp)
     return tokens_local(t, lay) * ((off - moe) * layer_bytes_per_token(m, t, lay, False, s_local)
                                    + (moe * layer_bytes_per_token(m, t, lay, True, s_local) if m.is_moe else 0.0))
