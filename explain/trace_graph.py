@@ -10,7 +10,7 @@ import textwrap
 
 import graphviz
 
-from shardwise.decision.text import faster
+from shardwise.decision.text import faster, was_an_option
 
 from shardwise.rules.loader import location
 
@@ -84,7 +84,9 @@ def trace_graph(result: dict, only: str | None = None) -> graphviz.Digraph:
                             + "\n".join(f"{d['rule']} ({d['worth_pct']:g}%)" for d in s["departures"]),
                shape="box", style="dashed,filled", fillcolor="#fff7e6")
         g.edge("search", "runner_up", style="dashed", arrowhead="none")
-    names = [x for x in ORDER if x in settings and (not only or x == only)]
+    # offloading gets its box where it was an option, as the answer's table gives it a row
+    shown = ORDER + (("offload",) if "offload" in settings and was_an_option(settings["offload"]) else ())
+    names = [x for x in shown if x in settings and (not only or x == only)]
     for x in names:
         v = settings[x]["value"]
         g.node(f"s_{x}", f"{x} = {('on' if v else 'off') if isinstance(v, bool) else v}", shape="box",

@@ -214,3 +214,15 @@ def test_the_search_leaves_whole_layer_offloading_out_for_moe_models(run_cli):
     code, out, err = run_cli("memory", "--format", "json", "--model", "qwen3-30b-a3b", "--gpu", "gb200", "--gpus",
                              "64", "--seq-len", "4096", "--framework", "megatron", "--layout", "dp=64,ep=8,zero=1,offload=12")
     assert code == 0 and json.loads(out)["memory"]["host_offload_gib"] > 0, err
+
+
+def test_the_trace_graph_shows_the_offloaded_layers_where_they_were_an_option():
+    # the graph a review meeting reads ends in one box a setting; the answer offloads, so it says how much
+    from shardwise.decision.result import as_dict
+    from shardwise.decision.run import decide
+    from shardwise.explain.trace_graph import trace_graph
+    d = decide(gb200_job(), [])
+    src = trace_graph(as_dict(d)).source
+    assert d.layout.offload > 0 and f'"offload = {d.layout.offload}"' in src
+    h100 = decide(build_job(model="llama-3-8b", gpus=8), [])
+    assert "offload =" not in trace_graph(as_dict(h100)).source
