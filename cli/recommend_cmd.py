@@ -6,13 +6,12 @@ import textwrap
 
 import click
 
-from shardwise.decision.text import departure, signed_pct, slower_or_faster, was_an_option
+from shardwise.decision.text import departure, shown_settings, signed_pct, slower_or_faster
 from shardwise.kb.track_record import checked_line, memory_checked_line
 
 from .options import job_options
 from .output import NO_BUDGET, cost_text, duration_text, emit, format_option, token_count
 
-ORDER = ["tp", "sp", "pp", "vp", "cp", "ep", "dp", "zero", "mbs", "recompute"]
 WIDTH = 110
 
 
@@ -113,13 +112,11 @@ def render(result: dict, markdown: bool = False) -> str:
             lines.append(f"assumption: {a}")
         return "\n".join(lines)
     lay = dict(result["layout"], zero=result["layout"]["zero_stage"])
-    rows = [(k, _value(lay[k]), setting_line(k, result["settings"][k])) for k in ORDER]
-    off = result["settings"]["offload"]
-    if was_an_option(off):
-        rows.append(("offload", _value(off["value"]), setting_line("offload", off)))
+    names = shown_settings(result["settings"])
+    rows = [(k, _value(lay[k]), setting_line(k, result["settings"][k])) for k in names]
     if lay["zero"] >= 1 and lay["shard_group"] < lay["dp"] * lay["cp"]:
         # an HSDP group is part of the zero choice: said beside it, as the layout string does (shard=N)
-        rows.insert(ORDER.index("zero") + 1, ("shard", str(lay["shard_group"]),
+        rows.insert(names.index("zero") + 1, ("shard", str(lay["shard_group"]),
                     f"ZeRO-{lay['zero']} shards over {lay['shard_group']} ranks and replicates across "
                     f"{lay['dp'] * lay['cp'] // lay['shard_group']} such groups (HSDP)"))
     rows.append(("grad_accum", str(lay["grad_accum"]),

@@ -78,3 +78,15 @@ def was_an_option(info: dict) -> bool:
     which only Megatron on a GPU with a chip-to-chip host link offers, is left out of the table
     and the report where it was 0 with no other value tried (search/space.offload_steps)."""
     return bool(info["value"] or info["alternatives"])
+
+
+# The order the answer's table, the report and the trace graph give the settings in: the model
+# split (TP with its SP, PP with its VP, CP, EP) before the replication over it (DP, ZeRO), then
+# what each rank runs (micro-batch, recomputation) and where its activations wait (offload)
+SHOWN_ORDER = ("tp", "sp", "pp", "vp", "cp", "ep", "dp", "zero", "mbs", "recompute", "offload")
+
+
+def shown_settings(settings: dict) -> list[str]:
+    """The settings of an answer (its ``settings``) a reader is shown, in SHOWN_ORDER: every one,
+    but offloading only where it was an option (was_an_option)."""
+    return [s for s in SHOWN_ORDER if s in settings and (s != "offload" or was_an_option(settings[s]))]

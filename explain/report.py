@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from importlib.metadata import version
 
-from shardwise.decision.reasons import SETTINGS
 from shardwise.decision.result import as_dict
 from shardwise.decision.run import decide
-from shardwise.decision.text import was_an_option
+from shardwise.decision.text import shown_settings
 from shardwise.kb.errors import NoLayout
 from shardwise.kb.job import Job
 
@@ -30,10 +29,8 @@ def build(job: Job, rules: list[str], playbook: str | None = None) -> dict:
     rec = as_dict(d, exports=True)
     tried = what_ifs(job, rules, playbook)
     per_setting = []
-    for s in SETTINGS:
+    for s in shown_settings(rec["settings"]):
         info = rec["settings"][s]
-        if s == "offload" and not was_an_option(info):
-            continue
         per_setting.append({"setting": s, "value": info["value"], "reasons": info["reasons"],
                             "alternatives": info["alternatives"][:ALTERNATIVES_PER_VALUE * 2],
                             "would_change": without_rules(d, s) + would_change(s, info["value"], tried)})

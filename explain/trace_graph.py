@@ -10,13 +10,12 @@ import textwrap
 
 import graphviz
 
-from shardwise.decision.text import faster, was_an_option
+from shardwise.decision.text import faster, shown_settings
 
 from shardwise.rules.loader import location
 
 from .why import shown_value, unit
 
-ORDER = ("tp", "sp", "pp", "vp", "cp", "ep", "dp", "zero", "mbs", "recompute")
 _COLOR = {"hard": "#d9d9d9", "honoured": "#c9ecc9", "broken": "#f6b7b0", "pin": "#cfe0f7", "info": "#fff2c2"}
 
 
@@ -84,9 +83,8 @@ def trace_graph(result: dict, only: str | None = None) -> graphviz.Digraph:
                             + "\n".join(f"{d['rule']} ({d['worth_pct']:g}%)" for d in s["departures"]),
                shape="box", style="dashed,filled", fillcolor="#fff7e6")
         g.edge("search", "runner_up", style="dashed", arrowhead="none")
-    # offloading gets its box where it was an option, as the answer's table gives it a row
-    shown = ORDER + (("offload",) if "offload" in settings and was_an_option(settings["offload"]) else ())
-    names = [x for x in shown if x in settings and (not only or x == only)]
+    # the settings the answer's table shows (offloading only where it was an option)
+    names = [x for x in shown_settings(settings) if not only or x == only]
     for x in names:
         v = settings[x]["value"]
         g.node(f"s_{x}", f"{x} = {('on' if v else 'off') if isinstance(v, bool) else v}", shape="box",
