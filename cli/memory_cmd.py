@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from shardwise.decision.text import host_memory_label
 from shardwise.kb.track_record import checked_line, memory_checked_line
 
 from .options import job_options
@@ -30,7 +31,7 @@ def render_memory(result: dict) -> str:
     rows.append(["peak (stage %d, %s)" % (mem["worst_stage"], mem["peak_phase"]), f"{mem['peak_gib']:.2f}"])
     rows.append(["capacity", f"{mem['capacity_gib']:.2f}"])
     if mem.get("host_offload_gib"):
-        rows.append([f"in host memory ({lay['offload']} layers offloaded)", f"{mem['host_offload_gib']:.2f}"])
+        rows.append([host_memory_label(lay["offload"]), f"{mem['host_offload_gib']:.2f}"])
     broken = mem.get("broken_rules", [])
     # a rule on host memory (offload.fits-host-memory) is no matter of the estimate's error
     near = [b for b in broken if not b.startswith("offload.")]

@@ -6,7 +6,7 @@ import textwrap
 
 import click
 
-from shardwise.decision.text import departure, shown_settings, signed_pct, slower_or_faster
+from shardwise.decision.text import departure, host_memory_label, shown_settings, signed_pct, slower_or_faster
 from shardwise.kb.track_record import checked_line, memory_checked_line
 
 from .options import job_options
@@ -139,7 +139,7 @@ def render(result: dict, markdown: bool = False) -> str:
                   f"{mem['peak_phase']}): " + ", ".join(f"{k.replace('_', ' ')} {v:.1f}"
                                                         for k, v in mem["breakdown_gib"].items() if v >= 0.05)
               # what offloading keeps off the GPU (not in the peak), as `memory` and the report say it
-              + (f"; in host memory {mem['host_offload_gib']:.1f} ({lay['offload']} layers offloaded)"
+              + (f"; {host_memory_label(lay['offload'])} {mem['host_offload_gib']:.1f}"
                  if mem.get("host_offload_gib") else ""),
               memory_checked_line(mem["checked"]),
               f"throughput: {mt['tokens_per_s']:,.0f} tokens/s ({mt['tokens_per_s_per_gpu']:,.0f} per GPU), "

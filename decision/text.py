@@ -90,3 +90,9 @@ def shown_settings(settings: dict) -> list[str]:
     """The settings of an answer (its ``settings``) a reader is shown, in SHOWN_ORDER: every one,
     but offloading only where it was an option (was_an_option)."""
     return [s for s in SHOWN_ORDER if s in settings and (s != "offload" or was_an_option(settings[s]))]
+
+
+def host_memory_label(layers: int) -> str:
+    """How the memory breakdown (memory, recommend, the report) names what offloading keeps off the
+    GPU, outside the peak: the activations of ``layers`` layers waiting in host memory."""
+    return f"in host memory ({layers} layers offloaded)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from shardwise.decision.text import departure, signed_pct, slower_or_faster
+from shardwise.decision.text import departure, host_memory_label, signed_pct, slower_or_faster
 from shardwise.kb.fact_schema import SETTING_NAMES, shown_setting
 from shardwise.kb.track_record import checked_line, memory_checked_line
 from shardwise.rules.loader import location
@@ -178,7 +178,7 @@ def render(r: dict) -> str:
         chart(r["stages"], mem["capacity_gib"], mem["worst_stage"]), "</div>",
         _table([[human(k), f"{v:.2f}"] for k, v in mem["breakdown_gib"].items() if v]
                # what offloading keeps off the GPU, as `memory` says it (not part of the peak)
-               + ([[f"in host memory ({rec['layout']['offload']} layers offloaded)", f"{mem['host_offload_gib']:.2f}"]]
+               + ([[host_memory_label(rec["layout"]["offload"]), f"{mem['host_offload_gib']:.2f}"]]
                   if mem.get("host_offload_gib") else []),
                [f'at the peak (stage {mem["worst_stage"]}, {mem["peak_phase"]})', "GiB"]), "</div>",
         '<h2 id="rationale">Why each setting</h2>',

@@ -122,7 +122,7 @@ def test_the_search_offloads_on_gb200_as_nvidia_does(run_cli):
     assert f"offload     {lay['offload']}" in out
     # what goes to host memory is said beside the GPU's figure, as `memory` and the report say it
     memory_line = next(x for x in out.splitlines() if x.startswith("memory per GPU: "))
-    assert (f"in host memory {d['memory']['host_offload_gib']:.1f} ({lay['offload']} layers offloaded)"
+    assert (f"in host memory ({lay['offload']} layers offloaded) {d['memory']['host_offload_gib']:.1f}"
             in memory_line)
 
 
