@@ -855,6 +855,27 @@ def test_the_readmes_sample_answer_is_what_the_quick_start_prints(run_cli):
     assert len(quoted) >= 10 and all(q in printed for q in quoted), [q for q in quoted if q not in printed]
 
 
+def test_the_readmes_policy_test_example_passes_only_with_its_policy(run_cli, tmp_path):
+    """The README's `rules test` example says it passes saved at the repository's top, and fails
+    without the shipped policy it names, so a newcomer sees a house rule change the answer. Its
+    tp-never-crosses-pcie case passed without the policy too (the playbook alone had come to take
+    TP 1 there), so the example showed a policy that changed nothing. Both halves are checked."""
+    from pathlib import Path
+    top = Path(__file__).resolve().parents[1]
+    readme = (top / "README.md").read_text()
+    block = readme.split("runs policy test\ncases:\n\n```yaml\n", 1)[1].split("```", 1)[0]
+    assert block.startswith("rules: ["), block
+    with_policy = tmp_path / "cases.yaml"
+    policy = re.search(r"rules: \[([^\]]+)\]", block).group(1)
+    with_policy.write_text(block.replace(policy, str(top / policy), 1))
+    code, out, err = run_cli("rules", "test", str(with_policy))
+    assert code == 0 and "1 passed, 0 failed" in out, (out, err)
+    without = tmp_path / "cases-without.yaml"
+    without.write_text(block.split("\n", 1)[1])
+    code, out, err = run_cli("rules", "test", str(without))
+    assert code != 0 and "0 passed, 1 failed" in out, (out, err)
+
+
 def test_compare_of_gpu_counts_in_nodes_of_six(run_cli):
     """`compare --gpus-per-node 6 --vary gpus=6,12` was refused with '--gpus 8 is not a multiple
     of --gpus-per-node 6': the job was first checked with the default 8 GPUs, which the varied
