@@ -24,7 +24,11 @@ def render_memory(result: dict) -> str:
             f"{job['gpus']} x {job['gpu']}  seq {job['seq_len']}  {job['training']} {job['precision']} ({job['framework']})\n"
             f"layout: tp={lay['tp']} pp={lay['pp']} vp={lay['vp']} dp={lay['dp']} cp={lay['cp']} ep={lay['ep']} "
             + (f"etp={lay['etp']} " if lay.get("etp", 1) != 1 else "")
-            + f"zero={lay['zero_stage']} sp={'on' if lay['sp'] else 'off'} mbs={lay['mbs']} ga={lay['grad_accum']} "
+            + f"zero={lay['zero_stage']} "
+            # an HSDP group changes the peak: said as recommend's table and Layout.describe say it
+            + (f"shard={lay['shard_group']} " if 1 <= lay["zero_stage"] and lay["shard_group"] < lay["dp"] * lay["cp"]
+               else "")
+            + f"sp={'on' if lay['sp'] else 'off'} mbs={lay['mbs']} ga={lay['grad_accum']} "
             f"gbs={lay['global_batch']} recompute={lay['recompute']}"
             + (f" offload={lay['offload']}" if lay.get("offload") else ""))
     rows = [[k.replace("_", " "), f"{v:.2f}"] for k, v in mem["breakdown_gib"].items() if v > 0.0005]

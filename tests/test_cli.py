@@ -53,6 +53,22 @@ def test_memory_prints_the_warnings_the_recommendation_would_give_its_layout(run
     assert not any(w.startswith("the peak is") for w in json.loads(out)["warnings"])
 
 
+def test_memory_names_the_hsdp_shard_group_it_estimated(run_cli):
+    """`memory --layout shard=2,zero=3` and `--layout zero=3` printed the same layout line while
+    their peaks differ (ZeRO-3 over 2 ranks, not 8): the shard group the estimate used was only in
+    the JSON. The line now says shard=N, as recommend's table and the search's layouts do, and
+    leaves it out where ZeRO shards over every DP x CP rank."""
+    job = ("--model", "llama-3-8b", "--gpus", "8", "--framework", "fsdp")
+    code, hsdp, err = run_cli("memory", *job, "--layout", "shard=2,zero=3")
+    assert code == 0, err
+    code, full, err = run_cli("memory", *job, "--layout", "zero=3")
+    assert code == 0, err
+    hsdp_line, full_line = hsdp.splitlines()[1], full.splitlines()[1]
+    assert " zero=3 shard=2 " in hsdp_line and "shard" not in full_line, (hsdp_line, full_line)
+    code, out, _ = run_cli("memory", *job, "--layout", "shard=2,zero=3", "--format", "json")
+    assert json.loads(out)["layout"]["shard_group"] == 2
+
+
 def test_the_tight_memory_warning_names_expandable_segments_only_where_the_estimate_did_not_assume_them(run_cli):
     """Under --allocator expandable (and torchtitan's own launch) the estimate already counts
     expandable segments: telling the user to set them, as the caching allocator's warning does,
