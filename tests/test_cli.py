@@ -892,6 +892,18 @@ def test_the_readmes_policy_test_example_passes_only_with_its_policy(run_cli, tm
     assert code != 0 and "0 passed, 1 failed" in out, (out, err)
 
 
+def test_the_readmes_commands_list_every_setting_explain_takes(run_cli):
+    """The README's Commands block is where a newcomer learns what `explain --why` takes; it
+    listed tp to recompute but not offload, which explain answers (and which the table shows on
+    GB200/GB300). Each choice of --why is in the block's explain line, and nothing else is."""
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    listed = re.search(r"shardwise explain +\[job flags\] --why (\S+)", readme).group(1).split("|")
+    code, _, err = run_cli("explain", "--model", "llama-3-8b", "--why", "nothing")
+    offered = re.search(r"is not one of (.+)\.", err).group(1).replace("'", "").split(", ")
+    assert code == 2 and listed == offered, (listed, offered)
+
+
 def test_compare_of_gpu_counts_in_nodes_of_six(run_cli):
     """`compare --gpus-per-node 6 --vary gpus=6,12` was refused with '--gpus 8 is not a multiple
     of --gpus-per-node 6': the job was first checked with the default 8 GPUs, which the varied
