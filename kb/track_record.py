@@ -152,11 +152,21 @@ def hours_rounded(h: float) -> float:
 
 def checked(job, tokens_per_s: float, hours: float | None) -> dict:
     """The likely range of the job's tokens/s (and time to train) from the runs like it, with
-    what they are; ``runs`` 0 and ``unchecked`` where there are none."""
+    what they are; ``runs`` 0 and ``unchecked`` where there are none, or where no run checks the
+    job's GPU (GPUSpec.speed_checked_on empty: a catalog GPU without runs, or one at the user's own
+    figures), whose tokens/s the answer calls an upper bound: the other GPUs' reading is then
+    said, but as no range for this one."""
     group, what = like_runs(job)
     if not group:
         return {"runs": 0, "unchecked": what}
     lo, hi = middle([r["error_pct"] for r in group], 0.1)
+    if not job.cluster.gpu.speed_checked_on:
+        # no run on this GPU (or at the user's own figures): its kernels may not reach the
+        # efficiencies those runs were timed at, so the answer warns that its tokens/s is an upper
+        # bound (warn.unchecked-gpu-speed); a likely range reaching above it would contradict that
+        return {"runs": 0, "unchecked": f"no measured or published run on {job.cluster.gpu.name} checks the step "
+                                        f"time; against {what}, it read {read_as(lo, hi)}, a range that holds only "
+                                        f"where the GPU reaches the efficiencies measured on theirs"}
     if job.cluster.gpus > 1 and max(r["gpus"] for r in group) == 1:
         what += f", one GPU each, so their error leaves out the communication between this job's {job.cluster.gpus} GPUs"
     out = {"runs": len(group), "against": what,
