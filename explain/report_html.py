@@ -138,16 +138,25 @@ def _track_record(checks: dict) -> str:
     return "".join(out)
 
 
+def _said(line: str) -> dict:
+    """A 'memory checked: ...' or 'speed not checked: ...' line of the answer as the headline's
+    {label: text}: the label says whether the estimate was checked, as the answer's line does."""
+    label, _, text = line.partition(": ")
+    return {label: text}
+
+
 def render(r: dict) -> str:
     rec = r["rec"]
     mem, met = rec["memory"], rec["metrics"]
     headline = {"peak memory per GPU": f'{mem["peak_gib"]:.1f} GiB of {mem["capacity_gib"]:.1f} GiB '
                                        f'(stage {mem["worst_stage"]}, {mem["peak_phase"]})',
                 "fits": mem["fits"],
-                "memory checked": memory_checked_line(mem["checked"]).removeprefix("memory checked: "),
+                **_said(memory_checked_line(mem["checked"])),
                 "step time": f'{met["step_time_s"]:,.2f} s',
                 "tokens/s": f'{met["tokens_per_s"]:,.0f} ({met["tokens_per_s_per_gpu"]:,.0f} per GPU)',
-                "MFU": f'{met["mfu_pct"]:.1f} %', "pipeline bubble": f'{met["bubble_pct"]:.1f} %'}
+                # the shares recommend's throughput line gives: what of the step is not compute
+                "MFU": f'{met["mfu_pct"]:.1f} %', "exposed communication": f'{met["comm_overhead_pct"]:.1f} %',
+                "pipeline bubble": f'{met["bubble_pct"]:.1f} %'}
     # as recommend prints them (a 1T budget read '1,000B tokens', a short run '0.0 h (0.0 days)', '$0'),
     # and without a budget the flag that gives one, as recommend and memory say it
     from shardwise.cli.output import NO_BUDGET, cost_text, duration_text, token_count
@@ -157,7 +166,7 @@ def render(r: dict) -> str:
             headline["cost"] = cost_text(met["cost"], met["price_per_gpu_hour"])
     else:
         headline["time to train"] = NO_BUDGET
-    headline["speed checked"] = checked_line(met["checked"]).removeprefix("speed checked: ")
+    headline.update(_said(checked_line(met["checked"])))
 
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',

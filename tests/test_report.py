@@ -226,3 +226,15 @@ def test_the_trace_legend_names_every_colour_the_graph_fills(page):
     for words in ("grey: hard constraints", "blue: pins", "green: preferences honoured", "red: broken",
                   "yellow: warnings and notes"):
         assert words in legend, words
+
+
+def test_the_headline_says_whether_speed_was_checked_and_what_is_not_compute(page, data):
+    """The headline table gives the exposed communication beside the bubble, as recommend's
+    throughput line does, and labels the speed line as the answer does: on a GPU no run checks,
+    'speed not checked' (it read 'speed checked: speed not checked: ...')."""
+    met = data["rec"]["metrics"]
+    assert f'<td>exposed communication</td><td>{met["comm_overhead_pct"]:.1f} %</td>' in page.replace("\n", "")
+    assert "<td>speed checked</td>" in page and "speed not checked" not in page
+    mi = report_html.render(report.build(build_job(model="llama-3-8b", gpus=8, gpu="mi300x", seq_len=4096), []))
+    assert "<td>speed not checked</td><td>no measured or published run on mi300x checks the step time" in mi
+    assert "speed checked: " not in mi and "<td>speed checked</td>" not in mi
