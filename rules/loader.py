@@ -272,6 +272,10 @@ def _action(a, file: str, aline: int, rid: str) -> list[Action]:
         _fail(file, aline, f"rule {rid}: each action is one of {', '.join(ACTIONS)}, e.g. '- require: \"layout.tp <= 8\"'")
     kinds = [k for k in a if k in ACTIONS or k == "set"]
     extra = set(a) - set(kinds) - {"worth"}
+    if len(kinds) > 1 and not extra:
+        # two actions in one item ({require: .., forbid: ..}): each kind is allowed, the pairing is not
+        _fail(file, aline, f"rule {rid}: one action per item, but this one has {' and '.join(map(repr, kinds))}; "
+                           "write each as its own '- ' item under 'then'")
     if len(kinds) != 1 or extra:
         bad = sorted(map(str, extra)) or kinds
         _fail(file, aline, f"rule {rid}: unknown action {bad[0]!r}; allowed: {', '.join(ACTIONS)}"

@@ -87,6 +87,10 @@ BAD = [
     (GOOD.replace('"a test"', '"{cluster.gpu|GPU}"'), ":2", "cluster.gpu is a string, not a count to give a noun"),
     (GOOD.replace('"a test"', '"{cluster.gpus|GPU|}"'), ":2", "placeholder"),
     (_warn('- exec: "rm -rf /"'), ":6", "unknown action 'exec'"),
+    # two actions in one item were refused as "unknown action 'require'", an action the message
+    # then listed as allowed: the refusal names the pairing
+    (HARD.replace('- require: "layout.tp <= 4"', '- {require: "layout.tp <= 4", forbid: "layout.pp > 2"}'), ":6",
+     "one action per item, but this one has 'require' and 'forbid'"),
     (GOOD.replace("id: house.small", "id: House Small"), ":2", "lower-case"),
     (GOOD.replace("    because: \"a test\"\n", ""), ":2", "missing 'because'"),
     (GOOD + "    colour: red\n", ":2", "unknown key"),
