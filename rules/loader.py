@@ -214,8 +214,9 @@ def _rule(item, file: str) -> Rule:
     if isinstance(prio, bool) or not isinstance(prio, int) or not 0 <= prio <= 1000:
         _fail(file, line, f"rule {rid}: priority {prio!r} must be an integer from 0 to 1000")
     title = item.get("title", rid)
-    if not isinstance(title, str):
-        _fail(file, line, f"rule {rid}: title must be text")
+    if not isinstance(title, str) or not title.strip():
+        _fail(file, line, f"rule {rid}: title must be text" + (", not blank (leave 'title' out to show the id)"
+                                                               if isinstance(title, str) else ""))
     when_text = item.get("when", "true")
     when = _expr(when_text, "bool", file, line, rid, "when")
     then = item["then"]
@@ -229,6 +230,8 @@ def _rule(item, file: str) -> Rule:
         actions += _action(a, file, aline, rid)
     because = item["because"]
     _template(because, file, line, rid)
+    if not because.strip():     # explain, the trace and the graph give this as the rule's reason
+        _fail(file, line, f"rule {rid}: 'because' is blank; it is the reason explain and the trace give for the rule")
     override = item.get("override", False)
     if not isinstance(override, bool):
         _fail(file, line, f"rule {rid}: override must be true or false")
@@ -322,8 +325,8 @@ def _action(a, file: str, aline: int, rid: str) -> list[Action]:
                                    f"{MAX_WORTH:g}")
             worth = float(w)
         return [Action(kind, "", str(arg), node, worth=worth, line=aline)]
-    if not isinstance(arg, str):
-        _fail(file, aline, f"rule {rid}: '{kind}' takes a text")
+    if not isinstance(arg, str) or not arg.strip():     # a blank warning is printed as 'warning: '
+        _fail(file, aline, f"rule {rid}: '{kind}' takes a text" + (", not a blank one" if isinstance(arg, str) else ""))
     _template(arg, file, aline, rid)
     return [Action(kind, text=arg, line=aline)]
 

@@ -93,6 +93,11 @@ BAD = [
      "one action per item, but this one has 'require' and 'forbid'"),
     (GOOD.replace("id: house.small", "id: House Small"), ":2", "lower-case"),
     (GOOD.replace("    because: \"a test\"\n", ""), ":2", "missing 'because'"),
+    # a blank reason loaded and left explain, the trace and the graph with nothing to say for the
+    # rule; a blank title showed an empty name, a blank warning printed 'warning: '
+    (GOOD.replace('"a test"', '"  "'), ":2", "'because' is blank"),
+    (GOOD.replace("    because:", "    title: ''\n    because:"), ":2", "title must be text, not blank"),
+    (_warn('- warn: ""'), ":6", "'warn' takes a text, not a blank one"),
     (GOOD + "    colour: red\n", ":2", "unknown key"),
     ("- just a string\n", ":1", "mapping"),
     ("rules:\n" + "  - id: deep\n    priority: 1\n    when: \"" + "(" * 60 + "true" + ")" * 60 + "\"\n"
