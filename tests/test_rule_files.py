@@ -401,6 +401,11 @@ def test_expressions_evaluate_with_our_semantics():
     # a whole number asked of a float fact is rounded, not printed with all its digits
     assert expr.render("{memory.used_pct:d}% {memory.used_pct:>4d}", {"memory.used_pct": 80.4096}.__getitem__) \
         == "80%   80"
+    # a float fact with no format keeps four significant digits without an exponent: a house rule's
+    # '{best.tokens_per_s} tokens/s' read '7.633e+04 tokens/s'
+    rates = {"best.tokens_per_s": 76328.1, "memory.peak_gib": 69.1417, "metrics.step_time_s": 1234.56}.__getitem__
+    assert expr.render("{best.tokens_per_s} tokens/s, {memory.peak_gib} GiB, {metrics.step_time_s} s", rates) \
+        == "76328 tokens/s, 69.14 GiB, 1235 s"
 
 
 LINT_BAD = """rules:
