@@ -257,6 +257,7 @@ def lint_files(paths: list[str], context: list[tuple[Path, str]]) -> tuple[list[
     problems: list[str] = []
     given: list[Rule] = []
     mine: dict[str, Rule] = {}
+    disabled: dict[str, str] = {}       # id -> where it was turned off
     for f, shown in files:
         try:
             rules, disable = read_rule_file(f, shown, problems)
@@ -268,8 +269,14 @@ def lint_files(paths: list[str], context: list[tuple[Path, str]]) -> tuple[list[
                 given.remove(mine.pop(d))
             elif d in base:
                 del base[d]
+            elif d in disabled:
+                problems.append(f"{shown}:{line}: disable: rule {d!r} is disabled already, at {disabled[d]}; "
+                                "name each rule once")
+                continue
             else:
                 problems.append(f"{shown}:{line}: disable: no earlier rule (in these files or the playbook) has id {d!r}")
+                continue
+            disabled[d] = f"{shown}:{line}"
         for r in rules:
             prev = mine.get(r.id) or base.get(r.id)
             if prev is not None and not r.override:

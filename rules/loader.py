@@ -421,11 +421,16 @@ def load_rulebook(paths: list[Path], displays: list[str] | None = None, changes:
     for i, p in enumerate(paths):
         files += expand(str(p), displays[i] if displays else str(p))
     by_id: dict[str, int] = {}
+    disabled: dict[str, str] = {}       # id -> where it was turned off
     for f, disp in files:
         new, disable = read_rule_file(f, disp)
         for d, line in disable:
+            if d not in by_id and d in disabled:    # the rule exists: naming it again is a slip, not a typo
+                raise InputError(f"{disp}:{line}: disable: rule {d!r} is disabled already, at {disabled[d]}; "
+                                 "name each rule once")
             if d not in by_id:
                 raise InputError(f"{disp}:{line}: disable: no earlier rule has id {d!r}")
+            disabled[d] = f"{disp}:{line}"
             if changes is not None:
                 changes.append({"rule": d, "change": "disabled", "by": disp, "was": rules[by_id[d]].where})
             rules[by_id[d]] = None

@@ -326,6 +326,22 @@ def test_a_disable_of_no_rule_points_at_its_line(run_cli, tmp_path):
     assert code == 1 and f"{p}:4: disable: no earlier rule" in out and f"{p}:3:" not in out, out
 
 
+def test_a_rule_disabled_twice_is_refused_as_such(run_cli, tmp_path):
+    """A rule named twice in 'disable' lists (one file's, or two files') was refused as 'no earlier
+    rule has id', which sends its author looking for a typo in an id that exists; the refusal
+    says it is disabled already, and where."""
+    p = write(tmp_path, "disable:\n  - sp.with-tp\n  - sp.with-tp\n")
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--rules", str(p))
+    assert code == 2 and err.strip() == (f"shardwise: error: {p}:3: disable: rule 'sp.with-tp' is disabled already, "
+                                         f"at {p}:2; name each rule once"), err
+    code, out, _ = run_cli("rules", "lint", str(p))
+    assert code == 1 and f"{p}:3: disable: rule 'sp.with-tp' is disabled already, at {p}:2" in out, out
+    q = write(tmp_path, "disable: [sp.with-tp]\n", "again.yaml")
+    a = write(tmp_path, "disable: [sp.with-tp]\n", "first.yaml")
+    code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--rules", str(a), "--rules", str(q))
+    assert code == 2 and f"{q}:1: disable: rule 'sp.with-tp' is disabled already, at {a}:1" in err, err
+
+
 def test_a_disable_inside_a_rule_is_refused_by_its_own_name(run_cli, tmp_path):
     """'disable' belongs at the top of a file; written as an action it is an unknown action,
     and the refusal says 'disable', not the loader's own bookkeeping key for its lines."""
