@@ -51,8 +51,9 @@ def trace_graph(result: dict, only: str | None = None) -> graphviz.Digraph:
         rules.append(rid)
         where = location(t["file"], t["line"])
         stratum = f"  (stratum {t['stratum']})" if t["stratum"] else ""
+        # a rule file's own texts keep their backslashes: DOT would read '\l' in them as a line break
         g.node(rid, f"{t['rule']}\n{where.replace('shardwise:', '')}{stratum}", shape="box",
-               style="rounded,filled", fillcolor="white", tooltip=_short(t["because"], 300))
+               style="rounded,filled", fillcolor="white", tooltip=graphviz.escape(_short(t["because"], 300)))
         for path, v in t["facts"].items():
             fid = "f_" + path.replace(".", "_")
             if fid not in facts:
@@ -67,7 +68,8 @@ def trace_graph(result: dict, only: str | None = None) -> graphviz.Digraph:
             status = ("broken" if "broken" in statuses.values() else "honoured") if a["kind"] in ("prefer", "avoid") \
                 else "pin" if a["kind"] == "pin" else "hard" if a["kind"] in ("require", "forbid") else "info"
             label = (f"pin {a['setting']} = {a['value']}" if a["kind"] == "pin" else
-                     _wrap(f"{a['kind']}: {a['text']}", lines=None if status in ("hard", "honoured", "broken") else 3)
+                     graphviz.escape(_wrap(f"{a['kind']}: {a['text']}",
+                                           lines=None if status in ("hard", "honoured", "broken") else 3))
                      + (f"\nworth {a['worth']:g}% — {status}" if "worth" in a else ""))
             g.node(aid, label, shape="box", style="filled", fillcolor=_COLOR[status], penwidth="2" if status == "broken" else "1")
             g.edge(rid, aid)

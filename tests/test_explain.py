@@ -299,3 +299,20 @@ def test_rule_texts_read_right_for_one_gpu_one_sequence_one_micro_batch(run_cli)
     rule = next(r for r in playbook.load().rules if r.id == "warn.large-bubble")
     for ga, said in ((1, "and 1 micro-batch per step"), (16, "and 16 micro-batches per step")):
         assert said in expr.render(rule.because, {"layout.pp": 4, "layout.vp": 1, "layout.ga": ga}.__getitem__)
+
+
+def test_graph_draws_a_house_rule_s_backslashes_as_written(tmp_path):
+    r"""A rule file's texts reach the graph as DOT strings, where '\\' is one backslash, '\l' a
+    line break and '\N' the node's name: a note 'logs on \\NAS\logs' was drawn as 'logs on \NAS'
+    and 'ogs' on a line of its own, and a reason's '\l' became a line break in its tooltip. The
+    drawn SVG shows them as the rule file wrote them."""
+    from html import unescape
+
+    from shardwise.explain.render import svg_of
+    p = tmp_path / "house.yaml"
+    p.write_text("rules:\n  - id: house.share\n    priority: 500\n    then:\n"
+                 "      - require: \"layout.pp == 1\"\n      - note: 'logs on \\\\NAS\\logs'\n"
+                 "    because: 'our \\l scheduler'\n")
+    r = as_dict(decide(build_job(model="llama-3-8b", gpus=8), [str(p)]))
+    svg = unescape(svg_of(trace_graph(r).source))
+    assert "note: logs on \\\\NAS\\logs" in svg and "our \\l scheduler" in svg
