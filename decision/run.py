@@ -275,7 +275,9 @@ def _nothing_allowed(d: Decision, other_frameworks: bool = True, engine: str = "
             # two policies that contradict each other are named together: the fastest layout breaks
             # only one of them, and dropping that one alone would still leave nothing
             why = (f"{clash[0].describe()} allows none of them" if len(clash) == 1 else
-                   f"no layout meets {' and '.join(c.describe() for c in clash)} together")
+                   # of them: the clash is judged on the layouts that fit, and a layout that does not
+                   # may well meet them all (tp 1, pp 1 and ZeRO 0 for a 70B model)
+                   f"none of them meets {' and '.join(c.describe() for c in clash)} together")
             d.nothing_allowed = (f"{int(fits_memory.sum()):,} layouts fit in memory, but the rules allow none: {why}"
                                  + ("" if block in clash else f"; the fastest of them breaks {block.describe()}")
                                  + _pinned(d))

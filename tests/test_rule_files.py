@@ -749,6 +749,21 @@ def test_contradicting_policies_are_named_together_when_nothing_is_allowed(tmp_p
     assert "house.hard" in d.nothing_allowed and "tp.inside-nvlink-domain" not in d.nothing_allowed
 
 
+def test_a_clash_is_said_of_the_layouts_that_fit(tmp_path):
+    """Two policies that together allow none of the layouts that fit in memory were said to be met
+    by 'no layout', when layouts meeting both exist and only do not fit (TP 1, PP 1, ZeRO 0 for a
+    70B model): the answer says none of those that fit meets them."""
+    a = write(tmp_path, HARD.replace("layout.tp <= 4", "layout.tp == 1 and layout.pp == 1 and layout.cp == 1"), "a.yaml")
+    b = write(tmp_path, HARD.replace("house.hard", "house.low-zero").replace("layout.tp <= 4", "layout.zero <= 1"),
+              "b.yaml")
+    d = decide(build_job(model="llama-3-70b", gpus=64), [str(a), str(b)])
+    both = expr.parse("layout.tp == 1 and layout.pp == 1 and layout.cp == 1 and layout.zero <= 1")
+    meets = np.broadcast_to(np.asarray(expr.evaluate_columns(both, d.table.column), dtype=bool), (len(d.table),))
+    assert d.layout is None and meets.any()       # layouts meet both; none of them fits
+    assert "layouts fit in memory, but the rules allow none: none of them meets require" in d.nothing_allowed
+    assert "house.hard" in d.nothing_allowed and "house.low-zero" in d.nothing_allowed
+
+
 def test_a_forbid_of_a_pinned_value_names_the_pin_too(tmp_path):
     pin = write(tmp_path, HARD.replace("house.hard", "house.pin-mbs2").replace("require: \"layout.tp <= 4\"",
                                                                                "pin: {mbs: 2}"), "pin.yaml")
