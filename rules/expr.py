@@ -565,9 +565,13 @@ def render(text: str, facts: Callable[[str], Any]) -> str:
             if isinstance(v, bool):
                 return "true" if v else "false"
             if isinstance(v, float) and not spec:
-                # four significant digits, but no exponent: a rate of 76328.1 tokens/s reads 76328,
+                # four significant digits, but no exponent: a rate of 76328.1 tokens/s reads 76,328,
                 # where :.4g printed 7.633e+04
-                return f"{v:.0f}" if abs(v) >= 1e4 else f"{v:.4g}"
+                return f"{v:,.0f}" if abs(v) >= 1e3 else f"{v:.4g}"
+            if isinstance(v, int) and not spec:
+                # with thousands separators, as the rest of the answer writes numbers ('131,072
+                # tokens', '30,858 layouts'): a rule's text read '131072' beside them
+                return f"{v:,}"
             if isinstance(v, float) and spec.endswith("d"):      # a whole number asked of a float fact
                 return format(round(v), spec)
             return format(v, spec)

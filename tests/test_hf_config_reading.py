@@ -409,7 +409,7 @@ def test_a_left_out_max_position_embeddings_takes_the_config_class_default_and_s
     code, out, err = run_cli("recommend", "--hf-config", path, "--gpus", "8", "--seq-len", "8192", "--format", "json")
     assert code == 0, err
     d = json.loads(out)
-    assert any("longer than the 2048 positions" in w for w in d["warnings"]), d["warnings"]
+    assert any("longer than the 2,048 positions" in w for w in d["warnings"]), d["warnings"]
     assert any("no max_position_embeddings" in a and "2,048" in a and "LlamaConfig" in a for a in d["assumptions"])
     assert read_hf_config(write(tmp_path / "q" / "config.json", QWEN)).max_positions == 32768
     # given: no assumption line, and the warning reads the file's count

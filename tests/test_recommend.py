@@ -96,13 +96,13 @@ def test_a_sequence_past_the_trained_context_is_warned_about(tmp_path):
     answer says the run is context extension; Llama 3.1 (131,072) is not warned about, and a
     config.json's max_position_embeddings is read like the catalog's."""
     past = lambda r: [w for w in r["warnings"] if "trained for" in w]
-    assert "131072 tokens" in past(rec(model="llama-2-7b", gpus=64, seq_len=131072))[0]
+    assert "131,072 tokens" in past(rec(model="llama-2-7b", gpus=64, seq_len=131072))[0]
     assert past(rec(model="llama-3.1-8b", gpus=64, seq_len=131072)) == []
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps({"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192,
                                "num_attention_heads": 16, "num_hidden_layers": 16, "vocab_size": 32000,
                                "max_position_embeddings": 2048}))
-    assert "2048 positions" in past(rec(hf_config=str(cfg), gpus=8, seq_len=8192))[0]
+    assert "2,048 positions" in past(rec(hf_config=str(cfg), gpus=8, seq_len=8192))[0]
 
 
 def test_zero3_over_512_ranks_is_weighed_not_recommended_and_warned_against():
@@ -387,7 +387,7 @@ def test_a_global_batch_given_in_tokens_where_sequences_are_asked_is_warned_of(r
     job = ["--model", "llama-3-8b", "--gpus", "8", "--seq-len", "4k", "--layout", "tp=1,dp=8,mbs=1,zero=3"]
     code, out, err = run_cli("memory", *job, "--global-batch", "524288")
     assert code == 0, err
-    assert "warning: the global batch, 524288 sequences of 4096 tokens, is more than 64M tokens a step" in out
+    assert "warning: the global batch, 524,288 sequences of 4,096 tokens, is more than 64M tokens a step" in out
     assert "a batch in tokens is --global-batch-tokens" in out
     # the largest published batch is Kimi K2's (arXiv 2507.20534, section 2.5: 67M tokens), not
     # DeepSeek-V3's 63M, which the warning called the largest

@@ -421,7 +421,12 @@ def test_expressions_evaluate_with_our_semantics():
     # '{best.tokens_per_s} tokens/s' read '7.633e+04 tokens/s'
     rates = {"best.tokens_per_s": 76328.1, "memory.peak_gib": 69.1417, "metrics.step_time_s": 1234.56}.__getitem__
     assert expr.render("{best.tokens_per_s} tokens/s, {memory.peak_gib} GiB, {metrics.step_time_s} s", rates) \
-        == "76328 tokens/s, 69.14 GiB, 1235 s"
+        == "76,328 tokens/s, 69.14 GiB, 1,235 s"
+    # whole numbers with thousands separators, as the rest of the answer writes them (a shipped
+    # warning read 'the sequence (131072 tokens) is longer than the 8192 positions')
+    sizes = {"train.seq_len": 131072, "layout.tp": 8, "fit.count": 30858}.__getitem__
+    assert expr.render("{train.seq_len} tokens, tp {layout.tp}, {fit.count|layout}", sizes) \
+        == "131,072 tokens, tp 8, 30,858 layouts"
 
 
 LINT_BAD = """rules:
