@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from shardwise.kb.defaults import ADAPTERS
 from shardwise.kb.errors import InputError
 from shardwise.kb.frameworks import ULYSSES_FRAMEWORKS, autoep_preset
 from shardwise.kb.validity import autoep_runs
@@ -48,6 +49,14 @@ def export(tg: Target) -> Export:
                          "Accelerate's ParallelismConfig, not as DeepSpeed's AutoTP (tensor_parallel.autotp_size), "
                          "which this export does not write; allowed for this layout: --to accelerate or fsdp, or a "
                          "layout with tp=1")
+    if t.training in ADAPTERS and lay.pp > 1:
+        # the adapters-pipeline validity rule, for a layout planned under another framework (an
+        # FSDP2 script's torch.distributed.pipelining): DeepSpeed's pipeline engine trains a
+        # PipelineModule, and a PEFT model is a transformers model, not one
+        raise InputError(f"export --to deepspeed: pp={lay.pp} with --training {t.training}: PEFT's adapters sit in a "
+                         "transformers model, which DeepSpeed's pipeline engine (a PipelineModule) does not take; "
+                         "allowed for this layout: --to fsdp (torch.distributed.pipelining in your PEFT script), or a "
+                         "layout with pp=1")
     caveats = []
     stage = lay.zero
     if lay.pp > 1 and lay.zero >= 2:

@@ -467,6 +467,32 @@ def test_an_export_says_what_the_training_type_needs_beyond_the_parallelism():
     assert "not as DeepSpeed's AutoTP" in export_all(lora_tp)["deepspeed"]["refused"]
 
 
+def test_an_adapter_layout_with_a_pipeline_is_not_written_as_a_deepspeed_pipeline(run_cli, tmp_path):
+    """A LoRA / QLoRA job planned under --framework fsdp may split its PEFT model into pipeline
+    stages (torch.distributed.pipelining); its DeepSpeed export wrote a `pipeline` section and
+    --pipeline-model-parallel-size for a transformers model, which DeepSpeed's pipeline engine
+    does not take (it needs a PipelineModule: the adapters-pipeline rule the search itself keeps).
+    The export now refuses it, naming the exports that run that layout."""
+    from conftest import refused
+    job = ["--model", "llama-3-8b", "--gpus", "8", "--framework", "fsdp"]
+    for training in ("lora", "qlora"):
+        err = refused(run_cli, "export", *job, "--training", training, "--layout", "pp=2,dp=4,zero=2,mbs=1",
+                      "--to", "deepspeed")
+        assert "pp=2" in err and "PipelineModule" in err and "--to fsdp" in err, err
+        code, out, err = run_cli("export", *job, "--training", training, "--layout", "pp=2,dp=4,zero=2,mbs=1",
+                                 "--to", "all", "-o", str(tmp_path / training))
+        assert code == 0, err
+        assert "note: deepspeed: not written: " in out and not (tmp_path / training / "deepspeed").exists()
+        assert (tmp_path / training / "fsdp" / "fsdp2_sharding.py").exists()
+    # without adapters the model is the user's own PipelineModule, as before
+    code, out, err = run_cli("export", *job, "--training", "finetune", "--layout", "pp=2,dp=4,zero=2,mbs=1",
+                             "--to", "deepspeed")
+    assert code == 0 and '"pipeline"' in out, err
+    # and an adapter job at pp=1 still gets its DeepSpeed file
+    code, out, err = run_cli("export", *job, "--training", "lora", "--layout", "dp=8,zero=2,mbs=1", "--to", "deepspeed")
+    assert code == 0 and '"pipeline"' not in out, err
+
+
 def test_recommend_json_carries_the_exports(run_cli):
     code, out, err = run_cli("recommend", "--model", "llama-3-8b", "--gpus", "8", "--format", "json")
     assert code == 0, err
