@@ -16,6 +16,10 @@ _CHOSEN = (None, "shardwise chooses the layout (recommend, search); to name one,
                  "with --layout 'tp=1,zero=3,mbs=1'")
 _TRAINING = ("training", "the training type: pretrain, finetune, lora, qlora or rlhf")
 _PRECISION = ("precision", "bf16, pure-bf16 or fp8")
+# the Trainer's and Accelerate's on/off switch, and Megatron's older flag: whole layers recomputed,
+# shardwise's full; none and selective are the other answers to the same question
+_RECOMPUTE = ("recompute", "activation recomputation: full is the Trainer's gradient_checkpointing, whole decoder "
+                           "layers; none, selective, modules, or auto to let shardwise choose")
 
 OTHER_NAMES = {
     **dict.fromkeys(("micro_batch", "micro_batch_size", "micro_bs", "per_device_train_batch_size",
@@ -32,6 +36,10 @@ OTHER_NAMES = {
     **{k: ("training", _TRAINING[1], v) for k, v in (("lora", "lora"), ("qlora", "qlora"), ("peft", "lora"),
                                                       ("finetune", "finetune"))},
     **dict.fromkeys(("dtype", "mixed_precision", "bf16"), _PRECISION),
+    **dict.fromkeys(("gradient_checkpointing", "activation_checkpointing", "grad_checkpointing",
+                     "checkpoint_activations", "recompute_activations", "recompute_granularity"), _RECOMPUTE),
+    "lora_r": ("lora_rank", "PEFT's LoraConfig r"),
+    **dict.fromkeys(("load_in_4bit", "bnb_4bit"), ("training", _TRAINING[1], "qlora")),
     "nproc_per_node": ("gpus_per_node", "GPUs per node"),
     "gpu_type": ("gpu", "a catalog GPU, e.g. a100-80gb (shardwise kb gpus)"),
     **dict.fromkeys(("model_name", "model_name_or_path"), ("model", "a catalog model, or {hf_config} PATH "

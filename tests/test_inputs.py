@@ -294,6 +294,10 @@ def test_a_seq_len_that_is_no_count_is_shown_a_sequence_length_to_type(run_cli, 
     (["--zero", "3"], "with --layout 'tp=1,zero=3,mbs=1'"),                 # was: did you mean --zero-grad?
     (["--nodes", "2"], "type --gpus (the GPU count over all nodes, with --gpus-per-node)"),   # was: --model?
     (["--lora"], "type --training lora (the training type"),
+    (["--gradient-checkpointing"], "type --recompute (activation recomputation"),   # was: no hint at all
+    (["--activation-checkpointing"], "type --recompute (activation recomputation"),
+    (["--lora-r", "64"], "type --lora-rank (PEFT's LoraConfig r"),                   # was: did you mean --lora-rank?
+    (["--load-in-4bit"], "type --training qlora (the training type"),
 ])
 def test_another_tools_name_for_a_flag_is_told_the_flag_to_type(run_cli, typed, told):
     """A newcomer types the Trainer's or DeepSpeed's name for a setting; click's similarity guess
@@ -309,6 +313,9 @@ def test_another_tools_name_for_a_job_file_key_is_told_the_key(run_cli, tmp_path
     assert "unknown setting 'micro_batch'; type mbs (the micro-batch size" in refused(run_cli, "recommend", "-f", str(f))
     f.write_text("model: llama-3-8b\ngradient_accumulation_steps: 16\n")
     assert "so give global_batch (and mbs" in refused(run_cli, "recommend", "-f", str(f))
+    f.write_text("model: llama-3-8b\ngradient_checkpointing: true\n")
+    assert "unknown setting 'gradient_checkpointing'; type recompute (activation recomputation" in \
+        refused(run_cli, "recommend", "-f", str(f))
     # a flag another command lacks keeps click's own answer: kb has no --gpus
     code, _, err = run_cli("kb", "gpus", "--nodes", "2")
     assert code == 2 and "--gpus" not in err
