@@ -191,6 +191,27 @@ def test_a_missing_model_type_says_it_is_missing_and_lists_the_supported(run_cli
     assert "None" not in err
 
 
+def test_a_peft_adapter_given_for_the_model_is_told_to_give_its_base_model(run_cli, tmp_path):
+    """A fine-tuner points --hf-config at their LoRA output (adapter_config.json, no config.json):
+    the folder was 'a folder without a config.json' and the file 'missing field model_type', with
+    the model types listed, as though the file were a broken model config. Each now says it is a
+    PEFT adapter, names the base model it was trained on, and what to give instead."""
+    folder = tmp_path / "my-lora"
+    folder.mkdir()
+    adapter = write(folder / "adapter_config.json", {"base_model_name_or_path": "meta-llama/Llama-3.1-8B",
+                                                     "peft_type": "LORA", "r": 32, "lora_alpha": 64,
+                                                     "task_type": "CAUSAL_LM"})
+    for given in (str(folder), adapter):
+        err = refused(run_cli, "recommend", "--hf-config", given, "--gpus", "8")
+        assert "PEFT adapter" in err and "'meta-llama/Llama-3.1-8B'" in err, err
+        assert "--lora-rank 32" in err and "base model's config.json" in err, err
+        assert "supported:" not in err and "without a config.json" not in err, err
+    # an adapter that names no base model is still told what it is
+    write(folder / "adapter_config.json", {"peft_type": "LORA"})
+    err = refused(run_cli, "recommend", "--hf-config", str(folder), "--gpus", "8")
+    assert "PEFT adapter" in err and "base model's config.json" in err and "None" not in err, err
+
+
 LLAMA3_8B = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
              "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256}
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..errors import InputError, read_input_file
 from ..params import total_params
 from ..schema import ModelSpec
+from .adapter import refuse_adapter
 from .fields import PARAMS_MAX, _field, _show, refuse_misspelt
 from .json_file import _locate, _parse_json
 from .naming import _name, _size_name
@@ -30,6 +31,7 @@ def read_hf_config(path: str) -> ModelSpec:
     p = _locate(path)
     path = str(p) if p != Path(path) else path
     outer = cfg = _parse_json(read_input_file(path, "--hf-config"), path)
+    refuse_adapter(cfg, path)
     _check_architectures(cfg, path)
     if cfg.get("model_type") in WRAPPERS:
         cfg = _text_config(cfg, path)
