@@ -16,6 +16,7 @@ from shardwise.kb.errors import InputError
 from shardwise.kb.frameworks import ULYSSES_FRAMEWORKS, autoep_preset
 from shardwise.kb.validity import autoep_runs
 
+from .deepspeed_env import to_other_nodes, ulysses_environment
 from .optimizer import CONSTRUCTOR, WHAT, ZERO_UNTESTED, named, trainer_caveats, trainer_flags
 from .target import Export, Target, allocator_environment, memory_as_run, with_caveats
 
@@ -136,6 +137,11 @@ def export(tg: Target) -> Export:
         if t.precision == "pure-bf16":
             caveats.append("pure-bf16: the Trainer keeps the dtype your script loads the model in: load it in "
                            "bfloat16 (from_pretrained(..., torch_dtype=torch.bfloat16))")
+    ulysses, more = ulysses_environment(tg)
+    caveats += more
+    env = allocator_environment(tg.job) + ulysses
+    if not own:     # torchrun runs the script on every node, each with this environment
+        env += to_other_nodes(tg, env)
     launch = with_caveats(tg.header(), caveats) + [
         f"# TP {lay.tp} x PP {lay.pp}" + (f" x CP {lay.cp} (Ulysses sequence parallelism, the nearest)" if lay.cp > 1
                                           else "")
@@ -143,7 +149,7 @@ def export(tg: Target) -> Export:
         + (f"the Trainer's own {'DDP over the ' + str(lay.dp) + ' ranks' if lay.dp > 1 else 'process'}; "
            "ds_config.json is for a --deepspeed run" if own
            else f"DeepSpeed counts train_batch_size over the {lay.dp} DP ranks"),
-    ] + notes + allocator_environment(tg.job) + launch_lines(tg)
+    ] + notes + env + launch_lines(tg)
     return Export("deepspeed", {"ds_config.json": json.dumps(cfg, indent=2) + "\n",
                                 "launch.sh": "\n".join(launch) + "\n"}, caveats)
 

@@ -1787,3 +1787,48 @@ def test_a_blackwell_gpu_is_told_flash_attention_2_for_sliding_windows_at_head_s
                 assert impl in text and (impl == "flash_attention_4") == ("flash_attention_4" in text), (name, text)
                 assert "--attention flash2" in text, (name, text)
                 assert ("head size 256" in text) == (model == "gemma-3-12b"), (name, text)
+
+
+def _trainer_ulysses(gpu="h100-sxm", gpus=16, **kw):
+    from shardwise.kb.layout import Layout
+    job = build_job(model="llama-3.1-8b", gpus=gpus, gpus_per_node=8, gpu=gpu, training="finetune", seq_len=8192,
+                    framework="hf", **kw)
+    lay = Layout(dp=gpus // 2, cp=2, zero=3, mbs=1, grad_accum=128 // (gpus // 2))
+    return export("deepspeed", Target(job, lay))
+
+
+def test_the_trainers_ulysses_is_turned_on_where_the_estimate_sized_it():
+    """cp=2 under the Trainer is DeepSpeed's Ulysses, sized with each rank holding half of every
+    sequence; ds_config.json's sequence_parallel_size alone builds no sequence-parallel group (the
+    Trainer runs Ulysses only through Accelerate's ParallelismConfig), so every rank would have
+    held whole sequences. launch.sh sets the variables Accelerate reads, and on two nodes hands
+    them to the second through .deepspeed_env, which DeepSpeed's launcher passes on."""
+    ex = _trainer_ulysses()
+    launch = ex.files["launch.sh"].splitlines()
+    for line in ("export ACCELERATE_USE_PARALLELISM_CONFIG=true", "export PARALLELISM_CONFIG_SP_SIZE=2",
+                 "export PARALLELISM_CONFIG_SP_BACKEND=deepspeed",
+                 "export PARALLELISM_CONFIG_SP_ATTN_IMPLEMENTATION=flash_attention_3"):
+        assert line in launch, line
+    handed = next(x for x in launch if x.endswith("> .deepspeed_env"))
+    assert '"PARALLELISM_CONFIG_SP_SIZE=$PARALLELISM_CONFIG_SP_SIZE"' in handed
+    assert launch.index(handed) < next(i for i, x in enumerate(launch) if x.startswith("deepspeed "))
+    assert json.loads(ex.files["ds_config.json"])["sequence_parallel_size"] == 2
+    # one node: nothing to hand on; Blackwell's FlashAttention-4 is not Accelerate's: flash-attn 2, said
+    one = _trainer_ulysses(gpu="b200", gpus=8)
+    assert ".deepspeed_env" not in one.files["launch.sh"]
+    assert "export PARALLELISM_CONFIG_SP_ATTN_IMPLEMENTATION=flash_attention_2" in one.files["launch.sh"]
+    assert any("not flash_attention_4" in c for c in one.caveats)
+
+
+def test_a_multi_node_deepspeed_launch_hands_the_allocator_to_every_node():
+    """An export line reaches the first node alone: DeepSpeed's launcher gives the others only
+    NCCL_*, PYTHON*, ... and .deepspeed_env, so expandable segments were on one node of two."""
+    job = build_job(model="llama-3.1-8b", gpus=16, gpus_per_node=8, gpu="h100-sxm", training="finetune",
+                    seq_len=4096, framework="hf", allocator="expandable")
+    from shardwise.kb.layout import Layout
+    launch = export("deepspeed", Target(job, Layout(dp=16, zero=3, mbs=1, grad_accum=8))).files["launch.sh"]
+    assert '"PYTORCH_CUDA_ALLOC_CONF=$PYTORCH_CUDA_ALLOC_CONF" "PYTORCH_ALLOC_CONF=$PYTORCH_ALLOC_CONF" > .deepspeed_env' \
+        in launch
+    one = build_job(model="llama-3.1-8b", gpus=8, gpu="h100-sxm", training="finetune", seq_len=4096, framework="hf",
+                    allocator="expandable")
+    assert ".deepspeed_env" not in export("deepspeed", Target(one, Layout(dp=8, zero=3, mbs=1, grad_accum=16))).files["launch.sh"]

@@ -234,3 +234,20 @@ def test_megatron_accepts_nvidias_fp8_moe_layouts(model, gpu, gpus, seq, gbs, la
     tg = Target(job, Layout(**lay))
     r = validate("megatron", tg, tmp_path)
     assert r.returncode == 0 and "OK " in r.stdout, (r.stdout[-2000:], r.stderr[-3000:])
+
+
+def test_accelerate_builds_the_trainers_ulysses_from_the_exported_environment():
+    """The variables the DeepSpeed export sets for a Trainer job's CP are the ones Accelerate reads:
+    Accelerator's ACCELERATE_USE_PARALLELISM_CONFIG switch, and a ParallelismConfig built from
+    the environment with DeepSpeed's sequence parallelism of the layout's CP and the attention set."""
+    from test_exports import _trainer_ulysses
+    launch = _trainer_ulysses().files["launch.sh"].splitlines()
+    env = dict(os.environ)
+    env.update(x.removeprefix("export ").split("=", 1) for x in launch if x.startswith(("export ACCELERATE_",
+                                                                                        "export PARALLELISM_")))
+    code = ("import os\nfrom accelerate import ParallelismConfig\n"
+            "assert os.environ['ACCELERATE_USE_PARALLELISM_CONFIG'] == 'true'\n"
+            "pc = ParallelismConfig()\n"
+            "print('SP', pc.sp_size, pc.sp_backend, pc.sp_enabled, pc.sp_handler.sp_attn_implementation)")
+    r = subprocess.run([str(PY), "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0 and "SP 2 deepspeed True flash_attention_3" in r.stdout, (r.stdout[-2000:], r.stderr[-2000:])
