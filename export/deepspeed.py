@@ -112,9 +112,13 @@ def export(tg: Target) -> Export:
     if lay.recompute == "selective":
         caveats.append("selective recomputation has no DeepSpeed-JSON key (a Megatron(-DeepSpeed) flag); "
                        "enable it in the model code")
-    elif lay.recompute == "full":
-        caveats.append("full recomputation is enabled in the model code (gradient_checkpointing_enable(), or "
-                       "the pipeline's activation_checkpoint_interval)")
+    elif lay.recompute == "full" and lay.pp == 1:
+        # under PP the JSON sets it (the pipeline's activation_checkpoint_interval, above); else
+        # the Trainer's flag (which launch.sh passes) or a script's own model code turns it on
+        caveats.append("full recomputation is the Trainer's --gradient_checkpointing "
+                       "(model.gradient_checkpointing_enable()), not a DeepSpeed-JSON key" if t.framework == "hf"
+                       else "full recomputation is enabled in your script's model code "
+                            "(model.gradient_checkpointing_enable() on a transformers model)")
     if t.precision == "fp8":
         caveats.append("FP8 has no DeepSpeed-JSON key: it comes from Transformer Engine in the model code")
     if t.precision == "pure-bf16" and not own:

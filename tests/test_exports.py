@@ -1832,3 +1832,16 @@ def test_a_multi_node_deepspeed_launch_hands_the_allocator_to_every_node():
     one = build_job(model="llama-3.1-8b", gpus=8, gpu="h100-sxm", training="finetune", seq_len=4096, framework="hf",
                     allocator="expandable")
     assert ".deepspeed_env" not in export("deepspeed", Target(one, Layout(dp=8, zero=3, mbs=1, grad_accum=16))).files["launch.sh"]
+
+
+def test_full_recomputation_is_said_where_the_job_turns_it_on():
+    """A pp=1 Trainer job's DeepSpeed (and Accelerate-on-DeepSpeed) export said full recomputation
+    came from 'gradient_checkpointing_enable(), or the pipeline's activation_checkpoint_interval',
+    a pipeline it does not have, where the launch line passes the Trainer's --gradient_checkpointing."""
+    from shardwise.kb.layout import Layout
+    job = build_job(model="llama-3.1-8b", gpus=8, gpu="a100-80gb", training="finetune", seq_len=4096)
+    tg = Target(job, Layout(dp=8, zero=3, mbs=4, grad_accum=4, recompute="full"))
+    for name in ("deepspeed", "accelerate"):
+        said = [c for c in export(name, tg).caveats if "full recomputation" in c]
+        assert said and all("--gradient_checkpointing" in c and "pipeline" not in c for c in said), (name, said)
+    assert "--gradient_checkpointing" in export("deepspeed", tg).files["launch.sh"]
