@@ -365,6 +365,19 @@ def _torchtitan_no_etp(job, a):
     if not torchtitan_runs(job.training):
         return _all(a)
     return np.asarray(a.get("etp", 1)) == 1
+
+
+def _megatron_moe_bias_etp(job, a):
+    """Megatron-Core builds no expert tensor parallelism for biased experts: TransformerConfig
+    asserts "Bias in Moe is only supported when ETP==1" wherever num_moe_experts and
+    add_bias_linear are both set (transformer_config.py __post_init__), and the export turns
+    add_bias_linear on for a model whose linears are biased (gpt-oss)."""
+    m = job.model
+    if job.training.framework != "megatron" or not (m.is_moe and m.linear_bias):
+        return _all(a)
+    return np.asarray(a.get("etp", 1)) == 1
+
+
 # torchtitan turns FSDP on whenever context parallelism is on (ParallelDims.fsdp_enabled:
 # dp_shard_enabled or cp_enabled, torchtitan distributed/parallel_dims.py @ b5bcd76) and shards
 # over the dp_shard x cp ranks, so a ZeRO-0 layout (pure replication) with CP is not what it runs:
@@ -617,6 +630,12 @@ VALIDITY = [
              lambda job, lay: f"etp={lay.etp} under --framework fsdp: torchtitan keeps each expert whole on its EP "
                               "rank (sparse mesh pp x dp_replicate x efsdp x ep, no expert-TP dimension); use etp=1, "
                               "or --framework megatron"),
+    Validity("megatron-moe-bias-etp", "Megatron-Core runs biased experts (gpt-oss) with expert tensor "
+             "parallelism 1 only (TransformerConfig: Bias in Moe is only supported when ETP==1)",
+             _megatron_moe_bias_etp,
+             lambda job, lay: f"etp={lay.etp} under --framework megatron: {job.model.name}'s experts carry biases, "
+                              "which Megatron-Core shards over no expert-TP ranks (TransformerConfig asserts "
+                              "ETP==1 for biased experts); use etp=1"),
     Validity("torchtitan-cp-shards", "torchtitan shards over the CP ranks whenever CP is on (ParallelDims: "
              "fsdp_enabled = dp_shard or cp), so ZeRO-0's pure replication has no CP", _torchtitan_cp_shards,
              lambda job, lay: f"cp={lay.cp} with zero=0 under --framework fsdp: torchtitan applies FSDP over the CP "

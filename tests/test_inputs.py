@@ -978,6 +978,21 @@ def test_torchtitan_has_no_expert_tensor_parallelism(run_cli):
     assert code == 0, err
 
 
+def test_megatron_refuses_expert_tensor_parallelism_on_biased_experts(run_cli):
+    """gpt-oss's experts carry biases (the export leaves out --disable-bias-linear), and
+    Megatron-Core's TransformerConfig asserts "Bias in Moe is only supported when ETP==1"
+    (transformer_config.py __post_init__): etp=8 was sized and exported, and the script died at
+    start. Refused under megatron; etp=1 runs, and Mixtral's unbiased experts keep etp=8."""
+    job = ("memory", "--model", "gpt-oss-120b", "--gpus", "64", "--framework", "megatron")
+    err = refused(run_cli, *job, "--layout", "tp=8,ep=8,etp=8,dp=8,zero=1,mbs=1")
+    assert "[megatron-moe-bias-etp]" in err and "use etp=1" in err
+    code, _, err = run_cli(*job, "--layout", "tp=8,ep=8,dp=8,zero=1,mbs=1")
+    assert code == 0, err
+    code, _, err = run_cli("memory", "--model", "mixtral-8x7b", "--gpus", "64", "--framework", "megatron",
+                           "--layout", "tp=8,ep=8,etp=8,dp=8,zero=1,mbs=1")
+    assert code == 0, err
+
+
 def test_a_shard_group_of_every_data_parallel_rank_pasted_back_is_the_same_layout(run_cli):
     """The JSON's layout.shard_group reads dp x cp where there is no HSDP group; a user who pastes
     it back as shard=N gets the layout the answer described, not an HSDP refusal."""
