@@ -192,6 +192,25 @@ def _sp_sequence(job, a):
     return (a["sp"] == 0) | ((s % cp == 0) & ((s // cp) % a["tp"] == 0))
 
 
+def _megatron_moe_sp(job, a):
+    """Megatron-Core's MoE layer refuses to train with TP > 1 and sequence parallelism off:
+    MoELayer.forward raises ValueError("... MoE and tensor parallelism are enabled without also
+    enabling sequence parallelism") when training with an attention TP group of more than one rank
+    (megatron/core/transformer/moe/moe_layer.py, megatron-core 0.19), at the first forward."""
+    if job.training.framework != "megatron" or not job.model.is_moe:
+        return _all(a)
+    return (a["tp"] == 1) | (a["sp"] == 1)
+
+
+def _sp_refusal(job, lay):
+    # sp=off is no way out for an MoE model under Megatron (megatron-moe-tp-needs-sp)
+    off = "" if job.model.is_moe else "sp=off, "
+    return (f"sp=on with tp={lay.tp} needs each CP rank's {job.training.seq_len // lay.cp} tokens "
+            f"(--seq-len {job.training.seq_len} / cp {lay.cp}) divisible by tp: Megatron's sequence "
+            f"parallelism splits them over the TP ranks; use {off}another tp or cp, or a "
+            f"--seq-len divisible by tp x cp = {lay.tp * lay.cp}")
+
+
 def _sp_framework(job, a):
     return (a["sp"] == 0) | has_sequence_parallel(job.training.framework)
 
@@ -540,10 +559,12 @@ VALIDITY = [
                               "use sp=off, or megatron/fsdp"),
     Validity("sp-splits-sequence", "Megatron's sequence parallelism splits each CP rank's sequence over the TP "
              "ranks: seq / cp must divide by TP (tensor_parallel/mappings.py _split_along_first_dim)", _sp_sequence,
-             lambda job, lay: f"sp=on with tp={lay.tp} needs each CP rank's {job.training.seq_len // lay.cp} tokens "
-                              f"(--seq-len {job.training.seq_len} / cp {lay.cp}) divisible by tp: Megatron's sequence "
-                              f"parallelism splits them over the TP ranks; use sp=off, another tp or cp, or a "
-                              f"--seq-len divisible by tp x cp = {lay.tp * lay.cp}"),
+             _sp_refusal),
+    Validity("megatron-moe-tp-needs-sp", "Megatron-Core's MoE layer trains with TP > 1 only under sequence "
+             "parallelism (moe/moe_layer.py MoELayer.forward raises ValueError otherwise)", _megatron_moe_sp,
+             lambda job, lay: f"tp={lay.tp} with sp=off under --framework megatron: Megatron-Core's MoE layer refuses "
+                              f"to train {job.model.name} with tensor parallelism and no sequence parallelism "
+                              "(MoELayer.forward raises ValueError at the first step); use sp=on, or tp=1"),
     Validity("batch-divides", "the global batch must be a multiple of micro-batch x DP", _batch,
              lambda job, lay: f"the global batch is not a multiple of mbs x dp = {lay.mbs * lay.dp}"),
     Validity("dpo-pairs", "DPO runs each preference pair as two sequences, chosen and rejected, in one forward "

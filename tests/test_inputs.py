@@ -993,6 +993,26 @@ def test_megatron_refuses_expert_tensor_parallelism_on_biased_experts(run_cli):
     assert code == 0, err
 
 
+def test_megatron_refuses_tensor_parallel_experts_without_sequence_parallelism(run_cli):
+    """Megatron-Core's MoELayer.forward raises ValueError in training where TP > 1 and sequence
+    parallelism is off (moe/moe_layer.py: "... MoE and tensor parallelism are enabled without also
+    enabling sequence parallelism"): mixtral at tp=2 sp=off was sized, ranked and exported, and
+    stopped at its first forward. Refused under megatron, and never in a search's ranking; sp=on
+    runs, and torchtitan (fsdp), which has no such check, keeps sp=off."""
+    job = ("--model", "mixtral-8x7b", "--gpus", "64", "--seq-len", "8192")
+    err = refused(run_cli, "memory", *job, "--framework", "megatron", "--layout", "tp=2,sp=off,ep=8,dp=32,zero=1,mbs=1")
+    assert "[megatron-moe-tp-needs-sp]" in err and "sp=on" in err
+    assert memory(run_cli, *job, "--framework", "megatron",
+                  "--layout", "tp=2,sp=on,ep=8,dp=32,zero=1,mbs=1")["layout"]["sp"] is True
+    assert memory(run_cli, *job, "--framework", "fsdp",
+                  "--layout", "tp=2,sp=off,ep=8,dp=32,zero=2,mbs=1")["layout"]["sp"] is False
+    code, out, err = run_cli("search", *job, "--framework", "megatron", "--top", "1000", "--format", "json")
+    assert code == 0, err
+    ranked = [t["layout"] for t in json.loads(out)["top"]]
+    assert any(lay["tp"] > 1 for lay in ranked)
+    assert all(lay["sp"] for lay in ranked if lay["tp"] > 1)
+
+
 def test_a_shard_group_of_every_data_parallel_rank_pasted_back_is_the_same_layout(run_cli):
     """The JSON's layout.shard_group reads dp x cp where there is no HSDP group; a user who pastes
     it back as shard=N gets the layout the answer described, not an HSDP refusal."""
