@@ -201,7 +201,7 @@ def render(rows: list[dict], heads: list[str], markdown: bool, priced: bool = Fa
     unchecked = lambda r: "*" if r["best"] and not r.get("speed_checked", True) else ""  # noqa: E731
     body = [[*(r["variant"][k] for k in heads), shown(r),
              f"{r['tokens_per_s']:,.0f}{unchecked(r)}" if r["tokens_per_s"] else "-",
-             likely(r.get("checked")) + (unchecked(r) if r.get("checked", {}).get("runs") else ""),
+             likely(r.get("checked")),
              f"{hours(r['time_to_train_h'])}{unchecked(r)}" if r["time_to_train_h"] is not None else "-",
              f"{dollars(r['cost'])}{unchecked(r)}" if r["cost"] is not None else "-"] for r in rows]
     out = table(body, [*heads, "best layout", "tokens/s", "likely tokens/s", "hours", "cost"], markdown=markdown)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from shardwise.decision.text import host_memory_label
+from shardwise.decision.text import host_memory_label, hsdp_group
 from shardwise.kb.track_record import checked_line, memory_checked_line
 
 from .options import job_options
@@ -26,8 +26,7 @@ def render_memory(result: dict) -> str:
             + (f"etp={lay['etp']} " if lay.get("etp", 1) != 1 else "")
             + f"zero={lay['zero_stage']} "
             # an HSDP group changes the peak: said as recommend's table and Layout.describe say it
-            + (f"shard={lay['shard_group']} " if 1 <= lay["zero_stage"] and lay["shard_group"] < lay["dp"] * lay["cp"]
-               else "")
+            + (f"shard={group} " if (group := hsdp_group(lay)) else "")
             + f"sp={'on' if lay['sp'] else 'off'} mbs={lay['mbs']} ga={lay['grad_accum']} "
             f"gbs={lay['global_batch']} recompute={lay['recompute']}"
             + (f" offload={lay['offload']}" if lay.get("offload") else ""))

@@ -6,7 +6,7 @@ import textwrap
 
 import click
 
-from shardwise.decision.text import departure, host_memory_label, shown_settings, signed_pct, slower_or_faster
+from shardwise.decision.text import departure, host_memory_label, hsdp_group, shown_settings, signed_pct, slower_or_faster
 from shardwise.kb.track_record import checked_line, memory_checked_line
 
 from .options import job_options
@@ -114,7 +114,7 @@ def render(result: dict, markdown: bool = False) -> str:
     lay = dict(result["layout"], zero=result["layout"]["zero_stage"])
     names = shown_settings(result["settings"])
     rows = [(k, _value(lay[k]), setting_line(k, result["settings"][k])) for k in names]
-    if lay["zero"] >= 1 and lay["shard_group"] < lay["dp"] * lay["cp"]:
+    if hsdp_group(lay):
         # an HSDP group is part of the zero choice: said beside it, as the layout string does (shard=N)
         rows.insert(names.index("zero") + 1, ("shard", str(lay["shard_group"]),
                     f"ZeRO-{lay['zero']} shards over {lay['shard_group']} ranks and replicates across "

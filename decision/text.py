@@ -92,6 +92,15 @@ def shown_settings(settings: dict) -> list[str]:
     return [s for s in SHOWN_ORDER if s in settings and (s != "offload" or was_an_option(settings[s]))]
 
 
+def hsdp_group(lay: dict) -> int:
+    """The HSDP shard group of an answer's layout (its ``layout`` dict): the ranks ZeRO shards over
+    where that is fewer than every DP x CP rank, else 0 -- what recommend's table and memory's layout
+    line say beside zero, as Layout.describe writes shard=N."""
+    if lay["zero_stage"] >= 1 and lay["shard_group"] < lay["dp"] * lay["cp"]:
+        return lay["shard_group"]
+    return 0
+
+
 def host_memory_label(layers: int) -> str:
     """How the memory breakdown (memory, recommend, the report) names what offloading keeps off the
     GPU, outside the peak: the activations of ``layers`` layers waiting in host memory."""

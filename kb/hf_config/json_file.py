@@ -87,9 +87,9 @@ def _locate(path: str) -> Path:
     p = Path(path)
     if p.is_dir():
         # a model folder (a snapshot, a checkpoint) holds its config.json
-        if not (p / "config.json").is_file() and (p / ADAPTER_FILE).is_file():
-            return p / ADAPTER_FILE     # a LoRA output folder: read_hf_config says what it is
         if not (p / "config.json").is_file():
+            if (p / ADAPTER_FILE).is_file():
+                return p / ADAPTER_FILE     # a LoRA output folder: read_hf_config says what it is
             raise InputError(f"--hf-config: '{path}' is a folder without a config.json; give the config.json's path")
         p = p / "config.json"
     return p
